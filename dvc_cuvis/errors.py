@@ -1,0 +1,40 @@
+"""Typed errors: every bad input maps to one clear line and exit code 2.
+
+The CLI catches :class:`DvcCuvisError` and prints ``str(err)``; library callers get the
+same message.  Errors are ``ValueError`` subclasses so code written against the upstream
+resolver (which raises ``ValueError``) keeps working when it switches to this package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DvcCuvisError(ValueError):
+    """Base class: a bad input (file, row, selector or argument); CLI exit code 2."""
+
+    exit_code = 2
+
+
+class UniverseError(DvcCuvisError):
+    """A universe.csv (or in-memory universe) violates the universe contract."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+        self.path = path
+        self.line = line
+
+
+class SelectorError(DvcCuvisError):
+    """A selector cannot be resolved against the universe (zero match, bad id, unknown name)."""
+
+
+class SplitsFileError(DvcCuvisError):
+    """A splits.json cannot be read or does not validate as a ``DataSplitConfig``."""
+
+
+class ParamsError(DvcCuvisError):
+    """A params.yaml section is missing, malformed or has an invalid value."""
