@@ -8,6 +8,7 @@ a trailing ``\\n``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -28,10 +29,8 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
 import os
 import posixpath
 import re
@@ -110,9 +111,9 @@ class Universe:
         path: Path | None = None,
         lines: npt.NDArray[np.integer[Any]] | None = None,
     ) -> None:
-        """Build from sorted unique ``source_names`` and per-row arrays; canonicalizes and checks."""
+        """Build from sorted unique source names and per-row arrays (canonicalized, checked)."""
         names = list(source_names)
-        if any(a >= b for a, b in zip(names, names[1:], strict=False)):
+        if any(a >= b for a, b in itertools.pairwise(names)):
             raise UniverseError("source_names must be sorted and unique", path=path)
         self._names: list[str] = names
         self.path: Path | None = path
@@ -446,7 +447,8 @@ def _parse_header(raw: bytes, path: Path | None) -> list[str]:
     if missing:
         raise UniverseError(
             f"missing required column(s) {missing}; the header must name "
-            f"{list(REQUIRED_COLUMNS)} (optional: {list(OPTIONAL_COLUMNS)}; other columns are kept)",
+            f"{list(REQUIRED_COLUMNS)} (optional: {list(OPTIONAL_COLUMNS)}; "
+            "other columns are kept)",
             path=path, line=1,
         )
     seen: set[str] = set()
@@ -606,7 +608,7 @@ class _Builder:
         return np.repeat(head_codes, run_lengths)
 
     def _parse_index(
-        self, cells: npt.NDArray[np.bytes_], lines: IntArray
+        self, cells: npt.NDArray[np.bytes_], lines: npt.NDArray[np.int32]
     ) -> tuple[IntArray, npt.NDArray[np.int64] | None]:
         if len(cells) and bool(np.all(np.strings.isdigit(cells))):
             return cells.astype(np.int64), None

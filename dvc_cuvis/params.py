@@ -1,0 +1,51 @@
+"""params.yaml sections: the defaults of every verb, so DVC tracks them as ``params``.
+
+Each verb reads its own top-level section (``resolve:``, ``bake:``, ...).  A flag given on
+the command line wins over the file; the file wins over the built-in default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dvc_cuvis.errors import ParamsError
+
+DEFAULT_PARAMS = Path("params.yaml")
+
+
+def load_params(path: Path | str | None) -> dict[str, Any]:
+    """The whole params file as a dict ({} when ``path`` is None or the default is absent)."""
+    explicit = path is not None
+    p = Path(path) if path is not None else DEFAULT_PARAMS
+    if not p.exists():
+        if explicit:
+            raise ParamsError(f"{p}: params file not found")
+        return {}
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8-sig"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
+        raise ParamsError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParamsError(f"{p}: cannot read: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParamsError(f"{p}: expected a mapping of sections at the top level")
+    return data
+
+
+def section(
+    params: dict[str, Any], name: str, *, path: Path | str = "params.yaml"
+) -> dict[str, Any]:
+    """One verb's section ({} when absent); a non-mapping section is an error."""
+    value = params.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParamsError(f"{path}: section '{name}' must be a mapping, got {type(value).__name__}")
+    return value

@@ -1,0 +1,382 @@
+"""Selector resolution with cuvis-ai-core's exact semantics, but indexed.
+
+The reference resolver (``cuvis_ai_core.data.selectors.resolve_selectors``) scans the
+whole universe once per selector.  A baked split carries one ``file_indices`` selector
+per source and stage, so that is O(selectors x universe): 24 s for a 50k-sample split.
+Here the universe is already in canonical order with sources dictionary-encoded, so a
+``file_indices`` selector is a dictionary lookup plus a binary search inside one
+contiguous block of rows, and a whole stage costs O(universe + ids).
+
+What is identical to upstream, and tested differentially against it:
+
+* a stage is its selectors unioned in order, first occurrence wins (identity = uid,
+  which is one-to-one with a universe position);
+* matches of one selector come in universe order, except ``dir_indices`` (requested order);
+* a top-level selector matching nothing raises; set-operation operands may be empty;
+* ``dir_indices`` positions are bounds-checked against the universe size;
+* ids accept ints and inclusive ``"a-b[:step]"`` ranges, with upstream's error order;
+* ``files`` / ``file_indices`` compare paths normalized (``\\`` -> ``/``, ``normpath``,
+  casefold only for Windows-looking paths) while identities stay untouched;
+* ``glob`` matches the stem or the source; ``tag`` / ``categories`` match any listed name;
+* a partial match (some requested ids or sources missing) is reported, not fatal.
+
+Errors are :class:`~dvc_cuvis.errors.SelectorError` (a ``ValueError``) and name the stage,
+the selector's position and what to change.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import logging
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dvc_cuvis.errors import SelectorError
+
+if TYPE_CHECKING:
+    from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+
+    from dvc_cuvis.universe import Universe
+
+logger = logging.getLogger(__name__)
+
+Positions = npt.NDArray[np.int64]
+
+#: Upstream's range grammar (note: ``\d`` is Unicode-aware there, so it is here too).
+_RANGE_RE = re.compile(r"^(\d+)-(\d+)(?::(\d+))?$")
+_WINDOWS_RE = re.compile(r"[A-Za-z]:[/\\]")
+
+#: Kinds whose meaning depends on the universe's current content or order.
+LIVE_KINDS = frozenset({"dir_indices", "stems", "glob", "tag", "categories", "all"})
+#: Kinds that name samples by identity (what a baked split holds).
+CONCRETE_KINDS = frozenset({"file_indices", "files"})
+#: Set-algebra kinds.
+SET_KINDS = frozenset({"union", "except", "intersect"})
+
+
+@dataclass(frozen=True)
+class PartialMatch:
+    """A selector that matched some, but not all, of the ids or sources it names."""
+
+    where: str
+    kind: str
+    source: str | None
+    requested: int
+    missing: tuple[Any, ...]
+
+    def message(self) -> str:
+        """One readable line (the missing list truncated to 10 entries)."""
+        of = f" of {self.source!r}" if self.source else ""
+        shown = ", ".join(str(m) for m in self.missing[:10])
+        more = f" (+{len(self.missing) - 10} more)" if len(self.missing) > 10 else ""
+        noun = "index" if self.kind == "file_indices" else "source"
+        return (
+            f"{self.where}: selector '{self.kind}'{of} matched "
+            f"{self.requested - len(self.missing)} of {self.requested} requested {noun}(es); "
+            f"missing {noun}: {shown}{more}"
+        )
+
+
+def norm_source(path: str) -> str:
+    """Normalize a source path for comparison only (never for identity), as upstream does."""
+    windowsish = bool(_WINDOWS_RE.match(path)) or "\\" in path
+    normalized = posixpath.normpath(path.replace("\\", "/"))
+    return normalized.casefold() if windowsish else normalized
+
+
+def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Positions:
+    """Expand ints and inclusive ``"a-b[:step]"`` ranges into an int array (order kept).
+
+    Errors come in upstream's order: every range is checked first, then the other items.
+    """
+    segments: list[range | int | str] = []
+    for item in ids:
+        m = _RANGE_RE.match(item.strip()) if isinstance(item, str) else None
+        if m is None:
+            segments.append(item)
+            continue
+        start, stop = int(m.group(1)), int(m.group(2))
+        step = int(m.group(3)) if m.group(3) is not None else 1
+        if step <= 0:
+            raise SelectorError(f"range selector {item!r}: step must be > 0")
+        if start > stop:
+            raise SelectorError(f"range selector {item!r}: start {start} must be <= stop {stop}")
+        segments.append(range(start, stop + 1, step))
+    pieces: list[Positions] = []
+    plain: list[int] = []
+    for seg in segments:
+        if isinstance(seg, range):
+            if plain:
+                pieces.append(np.asarray(plain, dtype=np.int64))
+                plain = []
+            pieces.append(np.arange(seg.start, seg.stop, seg.step, dtype=np.int64))
+        elif not isinstance(seg, int):
+            raise SelectorError(f"selector '{kind}' ids must be ints or 'a-b' ranges, got {seg!r}")
+        elif seg < 0:
+            raise SelectorError(f"selector '{kind}' index {seg} must be >= 0")
+        else:
+            plain.append(int(seg))
+    if plain:
+        pieces.append(np.asarray(plain, dtype=np.int64))
+    if not pieces:
+        return np.zeros(0, dtype=np.int64)
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+
+def required_attrs(splits: DataSplitConfig) -> frozenset[str]:
+    """Sample attributes the selectors need (``tags`` for tag, ``category_ids`` for categories)."""
+    needed: set[str] = set()
+
+    def visit(sel: Selector) -> None:
+        if sel.kind.value == "tag":
+            needed.add("tags")
+        elif sel.kind.value == "categories":
+            needed.add("category_ids")
+        for child in sel.of:
+            visit(child)
+
+    for stage in (splits.train, splits.val, splits.test, splits.predict):
+        for sel in stage:
+            visit(sel)
+    return frozenset(needed)
+
+
+def describe(sel: Selector) -> str:
+    """Short human description of a selector, for messages."""
+    k = sel.kind.value
+    if k == "file_indices":
+        return f"file_indices(source={sel.source!r})"
+    if k == "files":
+        shown = ", ".join(repr(p) for p in sel.paths[:3])
+        return f"files({shown}{', ...' if len(sel.paths) > 3 else ''})"
+    if k == "glob":
+        return f"glob({sel.pattern!r})"
+    if k in ("tag", "categories"):
+        return f"{k}({', '.join(sel.any_of)})"
+    if k == "stems":
+        return f"stems({', '.join(sel.stems[:3])}{', ...' if len(sel.stems) > 3 else ''})"
+    return k
+
+
+@dataclass
+class Resolver:
+    """Resolves selectors against one universe; indexes are built once, on first need."""
+
+    universe: Universe
+    name_to_id: dict[str, int] | None = None
+    warnings: list[PartialMatch] = field(default_factory=list)
+
+    def resolve(self, selectors: Sequence[Selector], *, stage: str = "stage") -> Positions:
+        """Positions selected by a stage's selector list (union in order, first wins)."""
+        parts: list[Positions] = []
+        for i, sel in enumerate(selectors):
+            where = f"{stage}[{i}]"
+            got = self._one(sel, where)
+            if len(got) == 0:
+                raise SelectorError(self._zero_match_message(sel, where))
+            parts.append(got)
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        return dedup_first(np.concatenate(parts) if len(parts) > 1 else parts[0])
+
+    # -- indexes ----------------------------------------------------------------------
+
+    def _codes_by(self, key: str) -> dict[str, list[int]]:
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            out: dict[str, list[int]] = {}
+            values = (
+                [norm_source(s) for s in self.universe.source_names]
+                if key == "norm"
+                else self.universe.stems
+            )
+            for code, v in enumerate(values):
+                out.setdefault(v, []).append(code)
+            cache[key] = out
+        result: dict[str, list[int]] = cache[key]
+        return result
+
+    def _inverted(self, attr: str) -> dict[Any, Positions]:
+        cache = self.__dict__.setdefault("_cache", {})
+        if attr not in cache:
+            values = self.universe.tags if attr == "tags" else self.universe.category_ids
+            lists: dict[Any, list[int]] = {}
+            for pos, vals in enumerate(values):
+                for v in vals:
+                    lists.setdefault(v, []).append(pos)
+            cache[attr] = {k: np.asarray(v, dtype=np.int64) for k, v in lists.items()}
+        result: dict[Any, Positions] = cache[attr]
+        return result
+
+    def _blocks(self, codes: Sequence[int]) -> Positions:
+        off = self.universe.offsets
+        if not codes:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([np.arange(off[c], off[c + 1]) for c in sorted(codes)])
+
+    def _rows_with(self, attr: str, wanted: set[Any]) -> Positions:
+        index = self._inverted(attr)
+        hits = [index[w] for w in wanted if w in index]
+        if not hits:
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate(hits))
+
+    # -- one selector -----------------------------------------------------------------
+
+    def _one(self, sel: Selector, where: str) -> Positions:
+        kind = sel.kind.value
+        uni = self.universe
+        if kind == "all":
+            return np.arange(len(uni), dtype=np.int64)
+        if kind == "file_indices":
+            return self._file_indices(sel, where)
+        if kind == "files":
+            norm = self._codes_by("norm")
+            wanted = {norm_source(p) for p in sel.paths}
+            codes = [c for w in wanted for c in norm.get(w, [])]
+            found = sorted(w for w in wanted if w in norm)
+            if found and len(found) < len(wanted):
+                self._partial(sel, where, sorted(wanted), set(found))
+            return self._blocks(codes)
+        if kind == "dir_indices":
+            positions = expand_ids(sel.ids, kind=kind)
+            size = len(uni)
+            bad = positions[positions >= size]
+            if len(bad):
+                raise SelectorError(
+                    f"{where}: dir_indices positions {_short(bad.tolist())} out of range "
+                    f"(universe size {size}); positions count rows of the canonical universe "
+                    "— regenerate the split (`dvc-cuvis bake --rule`) after the data changed"
+                )
+            return dedup_first(positions)
+        if kind == "stems":
+            by_stem = self._codes_by("stem")
+            return self._blocks([c for s in set(sel.stems) for c in by_stem.get(s, [])])
+        if kind == "glob":
+            pat = sel.pattern or ""
+            names, stems = uni.source_names, uni.stems
+            codes = [
+                c for c in range(len(names))
+                if fnmatch.fnmatch(stems[c], pat) or fnmatch.fnmatch(names[c], pat)
+            ]
+            return self._blocks(codes)
+        if kind == "tag":
+            return self._rows_with("tags", set(sel.any_of))
+        if kind == "categories":
+            return self._rows_with("category_ids", set(self._category_ids(sel, where)))
+        if kind in SET_KINDS:
+            return self._setop(sel, where)
+        raise SelectorError(f"{where}: unknown selector kind {kind!r}")  # pragma: no cover
+
+    def _file_indices(self, sel: Selector, where: str) -> Positions:
+        uni = self.universe
+        wanted = np.unique(expand_ids(sel.ids, kind="file_indices"))
+        codes = self._codes_by("norm").get(norm_source(sel.source or ""), [])
+        off, indices = uni.offsets, uni.indices
+        parts: list[Positions] = []
+        found = np.zeros(len(wanted), dtype=bool)
+        for c in codes:  # codes are ascending: blocks come out in universe order
+            lo, hi = int(off[c]), int(off[c + 1])
+            block = indices[lo:hi]
+            at = np.searchsorted(block, wanted)
+            hit = at < len(block)
+            hit[hit] = block[at[hit]] == wanted[hit]
+            parts.append(lo + at[hit])
+            found |= hit
+        if found.any() and not found.all():
+            self._partial(sel, where, wanted.tolist(), set(wanted[found].tolist()))
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _category_ids(self, sel: Selector, where: str) -> list[int]:
+        if self.name_to_id is None:
+            raise SelectorError(
+                f"{where}: a 'categories' selector needs a category name->id map, but none was "
+                "given (pass --categories with a COCO json or the enumerate metrics)"
+            )
+        out: list[int] = []
+        for name in sel.any_of:
+            if name not in self.name_to_id:
+                raise SelectorError(
+                    f"{where}: category {name!r} not in dataset categories "
+                    f"{sorted(self.name_to_id)}"
+                )
+            out.append(self.name_to_id[name])
+        return out
+
+    def _setop(self, sel: Selector, where: str) -> Positions:
+        kind = sel.kind.value
+        parts = [self._one(child, f"{where}.of[{j}]") for j, child in enumerate(sel.of)]
+        if kind == "union":
+            return dedup_first(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        first = parts[0]
+        mask = np.zeros(len(self.universe), dtype=bool)
+        if kind == "except":
+            for part in parts[1:]:
+                mask[part] = True
+            return first[~mask[first]]
+        keep = np.ones(len(first), dtype=bool)
+        for part in parts[1:]:
+            mask[:] = False
+            mask[part] = True
+            keep &= mask[first]
+        return first[keep]
+
+    # -- reporting --------------------------------------------------------------------
+
+    def _partial(self, sel: Selector, where: str, requested: list[Any], matched: set[Any]) -> None:
+        missing = tuple(x for x in requested if x not in matched)
+        pm = PartialMatch(where, sel.kind.value, sel.source, len(requested), missing)
+        self.warnings.append(pm)
+        logger.warning("%s", pm.message())
+
+    def _zero_match_message(self, sel: Selector, where: str) -> str:
+        msg = f"{where}: selector {describe(sel)} matched 0 samples"
+        names = self.universe.source_names
+        names_norm = self._codes_by("norm")
+        asked: list[str] = []
+        if sel.kind.value == "file_indices" and sel.source is not None:
+            asked = [sel.source]
+        elif sel.kind.value == "files":
+            asked = list(sel.paths)
+        unknown = [a for a in asked if norm_source(a) not in names_norm]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], names, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            msg += f" — source {unknown[0]!r} is not in the universe{hint}"
+        elif sel.kind.value == "file_indices":
+            msg += " — none of its ids exist in that source"
+        return msg + " (a selector must match at least one sample; fix or remove it)"
+
+
+def dedup_first(arr: Positions) -> Positions:
+    """Drop repeated positions, keeping each first occurrence in place."""
+    if len(arr) < 2 or bool(np.all(arr[1:] > arr[:-1])):
+        return arr
+    _, first = np.unique(arr, return_index=True)
+    return arr[np.sort(first)]
+
+
+def resolve_selectors(
+    selectors: Sequence[Selector],
+    universe: Universe,
+    *,
+    name_to_id: dict[str, int] | None = None,
+    stage: str = "stage",
+) -> Positions:
+    """Resolve one stage's selectors to universe positions (see :class:`Resolver`)."""
+    return Resolver(universe, name_to_id).resolve(selectors, stage=stage)
+
+
+def _short(values: list[int], limit: int = 10) -> str:
+    if len(values) <= limit:
+        return str(values)
+    return f"{values[:limit]} (+{len(values) - limit} more)"

@@ -1,0 +1,403 @@
+"""splits.json: load/save as ``DataSplitConfig``, rule vs baked, resolution, constraints, stats.
+
+The file format belongs to ``cuvis-ai-schemas`` (``extra="forbid"``): nothing of ours is
+ever added to it.  What this module adds is around the file: clear errors that name the
+file and the invalid field, the rule/baked distinction, per-stage resolution against a
+:class:`~dvc_cuvis.universe.Universe`, the upstream constraints evaluated on positions
+(the same statuses and offending lists as ``cuvis_ai_core``), and group leakage — the
+``group`` column that upstream reserves but does not enforce.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from cuvis_ai_schemas.training.data import (
+    Constraint,
+    ConstraintKind,
+    ConstraintSeverity,
+    DataSplitConfig,
+    Selector,
+)
+from pydantic import ValidationError
+
+from dvc_cuvis._io import atomic_write_text
+from dvc_cuvis.errors import SelectorError, SplitsFileError
+from dvc_cuvis.selectors import (
+    CONCRETE_KINDS,
+    LIVE_KINDS,
+    PartialMatch,
+    Positions,
+    Resolver,
+    norm_source,
+)
+
+if TYPE_CHECKING:
+    from dvc_cuvis.universe import Universe
+
+#: Stage names in file order.
+STAGES: tuple[str, ...] = ("train", "val", "test", "predict")
+#: Stages that must be pairwise disjoint (predict may overlap anything).
+EXCLUSIVE_STAGES: tuple[str, ...] = ("train", "val", "test")
+#: Our own check, evaluated beside the schema's constraints (never written into splits.json).
+GROUP_LEAKAGE = "group_leakage"
+
+
+# -- file I/O -----------------------------------------------------------------------------
+
+
+def load_splits(path: Path | str) -> DataSplitConfig:
+    """Load and validate a splits.json; errors name the file and the invalid field."""
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise SplitsFileError(f"{p}: splits file not found (check --splits)") from None
+    except IsADirectoryError:
+        raise SplitsFileError(f"{p}: is a directory, expected a splits.json file") from None
+    except UnicodeDecodeError:
+        raise SplitsFileError(f"{p}: not valid UTF-8 text") from None
+    except OSError as exc:
+        raise SplitsFileError(f"{p}: cannot read: {exc.strerror}") from None
+    return parse_splits(text, path=p)
+
+
+def parse_splits(text: str, *, path: Path | str = "splits.json") -> DataSplitConfig:
+    """Validate splits.json text as ``DataSplitConfig``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SplitsFileError(
+            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise SplitsFileError(f"{path}: JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise SplitsFileError(
+            f"{path}: expected a JSON object with train/val/test/predict, got "
+            f"{type(data).__name__}"
+        )
+    try:
+        return DataSplitConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        loc = _loc(first.get("loc", ()))
+        more = f" (+{len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+        raise SplitsFileError(
+            f"{path}: invalid field {loc}: {first.get('msg', 'invalid')}{more}"
+        ) from None
+    except RecursionError:
+        raise SplitsFileError(f"{path}: selectors nested too deeply") from None
+
+
+def dumps_splits(cfg: DataSplitConfig) -> str:
+    """Stable splits.json text: the schema's own dump, 2-space indent, trailing newline."""
+    return json.dumps(cfg.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def save_splits(cfg: DataSplitConfig, path: Path | str) -> None:
+    """Write ``cfg`` to ``path`` atomically."""
+    atomic_write_text(path, dumps_splits(cfg))
+
+
+def _loc(loc: Iterable[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(root)"
+
+
+# -- rule vs baked ------------------------------------------------------------------------
+
+
+def _walk(cfg: DataSplitConfig) -> Iterable[Selector]:
+    stack: list[Selector] = [s for stage in STAGES for s in getattr(cfg, stage)]
+    while stack:
+        sel = stack.pop()
+        yield sel
+        stack.extend(sel.of)
+
+
+def selector_kinds(cfg: DataSplitConfig) -> frozenset[str]:
+    """Every selector kind used anywhere in ``cfg`` (nested operands included)."""
+    return frozenset(s.kind.value for s in _walk(cfg))
+
+
+def live_kinds(cfg: DataSplitConfig) -> frozenset[str]:
+    """Live (universe-dependent) selector kinds used in ``cfg``."""
+    return selector_kinds(cfg) & LIVE_KINDS
+
+
+def has_dir_indices(cfg: DataSplitConfig) -> bool:
+    """True if any stage still uses positional ``dir_indices`` (nested included)."""
+    return "dir_indices" in selector_kinds(cfg)
+
+
+def is_baked(cfg: DataSplitConfig) -> bool:
+    """Baked = only ``file_indices``/``files`` selectors at top level, and a pinned hash."""
+    top = {s.kind.value for stage in STAGES for s in getattr(cfg, stage)}
+    return bool(cfg.universe_hash) and top <= CONCRETE_KINDS
+
+
+def state(cfg: DataSplitConfig) -> str:
+    """``"baked"`` or ``"rule"`` (see :func:`is_baked`)."""
+    return "baked" if is_baked(cfg) else "rule"
+
+
+# -- resolution ---------------------------------------------------------------------------
+
+
+@dataclass
+class Resolution:
+    """Per-stage positions into one universe, plus what the resolver noticed."""
+
+    universe: Universe
+    stages: dict[str, Positions]
+    predict_is_all: bool = False
+    warnings: list[PartialMatch] = field(default_factory=list)
+
+    def uids(self, stage: str) -> list[str]:
+        """uids of ``stage`` in resolution order."""
+        return self.universe.uids(self.stages[stage])
+
+    def as_uid_lists(self) -> dict[str, list[str]]:
+        """``{"train": [uid, ...], "val": ..., "test": ..., "predict": ...}``."""
+        return {s: self.uids(s) for s in STAGES}
+
+    def assignment(self) -> np.ndarray:
+        """Per-row stage code among train/val/test (0/1/2; -1 unassigned; last stage wins)."""
+        out = np.full(len(self.universe), -1, dtype=np.int8)
+        for code, s in enumerate(EXCLUSIVE_STAGES):
+            out[self.stages[s]] = code
+        return out
+
+
+def check_pinned_universe(cfg: DataSplitConfig, universe: Universe, *, where: str = "") -> None:
+    """Upstream's guard: a split that still has ``dir_indices`` must match its pinned hash."""
+    if not cfg.universe_hash or not has_dir_indices(cfg):
+        return
+    actual = universe.hash
+    if actual != cfg.universe_hash:
+        raise SelectorError(
+            f"{where or 'splits.json'}: universe changed since the split was written "
+            f"(pinned {cfg.universe_hash[:12]}..., now {actual[:12]}...) and it still uses "
+            "positional dir_indices; re-bake it (`dvc-cuvis bake --rule ...`)"
+        )
+
+
+def resolve(
+    cfg: DataSplitConfig,
+    universe: Universe,
+    *,
+    name_to_id: dict[str, int] | None = None,
+    where: str = "",
+) -> Resolution:
+    """Resolve every stage of ``cfg`` (empty predict = the whole universe)."""
+    check_pinned_universe(cfg, universe, where=where)
+    resolver = Resolver(universe, name_to_id)
+    stages: dict[str, Positions] = {}
+    prefix = f"{where}: " if where else ""
+    for stage in STAGES:
+        try:
+            stages[stage] = resolver.resolve(getattr(cfg, stage), stage=stage)
+        except SelectorError as exc:
+            raise SelectorError(f"{prefix}{exc}") from None
+    predict_all = not cfg.predict
+    if predict_all:
+        stages["predict"] = np.arange(len(universe), dtype=np.int64)
+    return Resolution(universe, stages, predict_all, resolver.warnings)
+
+
+# -- constraints --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConstraintResult:
+    """Outcome of one constraint: ``satisfied``, ``violated`` or ``unavailable``."""
+
+    kind: str
+    severity: str
+    status: str
+    count: int = 0
+    offending: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """True for an error-severity violation or an unverifiable error-severity check."""
+        return self.severity == "error" and self.status in ("violated", "unavailable")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (offending list truncated to 100 entries)."""
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "status": self.status,
+            "count": self.count,
+            "offending": list(self.offending[:100]),
+            "reason": self.reason,
+        }
+
+
+def evaluate_constraints(
+    res: Resolution,
+    constraints: Sequence[Constraint],
+    *,
+    available_attrs: frozenset[str] | None = None,
+    group_leakage: str = "auto",
+) -> list[ConstraintResult]:
+    """Evaluate the file's constraints (upstream semantics) plus group leakage.
+
+    ``available_attrs`` defaults to what the universe carries (``category_ids`` when it
+    has that column).  ``group_leakage``: ``"auto"`` (error when the universe has a
+    ``group`` column), ``"error"``, ``"warn"`` or ``"off"``.
+    """
+    uni = res.universe
+    if available_attrs is None:
+        available_attrs = frozenset({"category_ids"} if uni.has_column("category_ids") else ())
+    out: list[ConstraintResult] = []
+    for c in constraints:
+        kind, sev = c.kind.value, c.severity.value
+        if c.kind == ConstraintKind.NO_SPLIT_OVERLAP:
+            out.append(_split_overlap(res, sev))
+        elif c.kind == ConstraintKind.NO_SOURCE_OVERLAP:
+            out.append(_source_overlap(res, sev))
+        elif c.kind == ConstraintKind.NO_TRAIN_ANOMALOUS:
+            if "category_ids" not in available_attrs:
+                out.append(ConstraintResult(kind, sev, "unavailable",
+                                            reason="the universe has no category_ids column"))
+                continue
+            cats = uni.category_ids
+            bad = sorted({uni.source(p) for p in res.stages["train"].tolist()
+                          if any(x != 0 for x in cats[p])})
+            out.append(_result(kind, sev, bad,
+                               f"{len(bad)} source(s) with an anomalous frame in train"))
+    mode = group_leakage
+    if mode == "auto":
+        mode = "error" if uni.has_column("group") else "off"
+    if mode != "off":
+        out.append(_group_leakage(res, mode))
+    return out
+
+
+def _result(kind: str, sev: str, offending: list[str], reason: str) -> ConstraintResult:
+    if offending:
+        return ConstraintResult(kind, sev, "violated", len(offending), tuple(offending), reason)
+    return ConstraintResult(kind, sev, "satisfied")
+
+
+def _split_overlap(res: Resolution, sev: str) -> ConstraintResult:
+    n = len(res.universe)
+    masks = {}
+    for s in EXCLUSIVE_STAGES:
+        m = np.zeros(n, dtype=bool)
+        m[res.stages[s]] = True
+        masks[s] = m
+    shared_all = np.zeros(n, dtype=bool)
+    reasons = []
+    for a, b in (("train", "val"), ("train", "test"), ("val", "test")):
+        both = masks[a] & masks[b]
+        k = int(both.sum())
+        if k:
+            reasons.append(f"{k} shared between {a} and {b}")
+            shared_all |= both
+    offending = sorted(res.universe.uids(np.flatnonzero(shared_all)))
+    return _result(ConstraintKind.NO_SPLIT_OVERLAP.value, sev, offending, "; ".join(reasons))
+
+
+def _source_overlap(res: Resolution, sev: str) -> ConstraintResult:
+    uni = res.universe
+    names = uni.source_names
+    norm = [norm_source(s) for s in names]
+    spans: dict[str, set[str]] = {}
+    first_seen: dict[str, str] = {}
+    for s in EXCLUSIVE_STAGES:
+        codes = uni.codes[res.stages[s]]
+        # first-seen representative per normalized source, in resolution order
+        _, first = np.unique(codes, return_index=True)
+        for c in codes[np.sort(first)].tolist():
+            key = norm[c]
+            spans.setdefault(key, set()).add(s)
+            first_seen.setdefault(key, names[c])
+    offending = sorted(first_seen[k] for k, v in spans.items() if len(v) > 1)
+    return _result(ConstraintKind.NO_SOURCE_OVERLAP.value, sev, offending,
+                   f"{len(offending)} source(s) span >1 of train/val/test")
+
+
+def _group_leakage(res: Resolution, sev: str) -> ConstraintResult:
+    names, codes = res.universe.groups()
+    stage_of = np.zeros((len(names), len(EXCLUSIVE_STAGES)), dtype=bool)
+    for j, s in enumerate(EXCLUSIVE_STAGES):
+        stage_of[codes[res.stages[s]], j] = True
+    leaking = np.flatnonzero(stage_of.sum(axis=1) > 1)
+    offending = [names[g] for g in leaking.tolist()]
+    return _result(GROUP_LEAKAGE, sev, offending,
+                   f"{len(offending)} group(s) span >1 of train/val/test")
+
+
+def failed_constraints(results: Sequence[ConstraintResult]) -> list[ConstraintResult]:
+    """The results that must stop a run (error severity, violated or unavailable)."""
+    return [r for r in results if r.failed]
+
+
+# -- stats --------------------------------------------------------------------------------
+
+
+def stage_stats(res: Resolution) -> dict[str, dict[str, Any]]:
+    """Per stage: samples, sources, groups, per-category sample counts, anomalous samples."""
+    uni = res.universe
+    _group_names, group_codes = uni.groups()
+    has_cats = uni.has_column("category_ids")
+    out: dict[str, dict[str, Any]] = {}
+    for s in STAGES:
+        pos = res.stages[s]
+        entry: dict[str, Any] = {
+            "samples": len(pos),
+            "sources": len(np.unique(uni.codes[pos])),
+            "groups": len(np.unique(group_codes[pos])),
+        }
+        if has_cats:
+            cats = uni.category_ids
+            counts: dict[int, int] = {}
+            anomalous = 0
+            for p in pos.tolist():
+                ids = cats[p]
+                for cid in set(ids):
+                    counts[cid] = counts.get(cid, 0) + 1
+                anomalous += any(x != 0 for x in ids)
+            entry["categories"] = {str(k): counts[k] for k in sorted(counts)}
+            entry["anomalous"] = anomalous
+        out[s] = entry
+    return out
+
+
+__all__ = [
+    "GROUP_LEAKAGE",
+    "STAGES",
+    "Constraint",
+    "ConstraintResult",
+    "ConstraintSeverity",
+    "DataSplitConfig",
+    "Resolution",
+    "dumps_splits",
+    "evaluate_constraints",
+    "failed_constraints",
+    "has_dir_indices",
+    "is_baked",
+    "live_kinds",
+    "load_splits",
+    "parse_splits",
+    "resolve",
+    "save_splits",
+    "stage_stats",
+    "state",
+]
