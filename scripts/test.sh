@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): installs everything into .venv, then lint, types, tests,
+# and a quick benchmark smoke run. Works on a fresh machine with Python 3.11 and pip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
+# Reference implementations for differential tests (they import without torch).
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    "cuvis-ai-core==0.18.6" "cuvis-ai-dataloader==0.8.2"
+.venv/bin/ruff check dvc_cuvis tests benchmarks examples
+.venv/bin/mypy
+.venv/bin/pytest -n 2 -q "$@"
+.venv/bin/python benchmarks/bench_core.py --quick >/dev/null
+echo "benchmarks: quick smoke run ok"

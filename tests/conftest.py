@@ -1,0 +1,51 @@
+"""Shared test helpers: fixture paths and a CLI runner that captures exit code and output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from dvc_cuvis.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run ``dvc-cuvis ARGS`` in-process; returns exit code, stdout, stderr."""
+
+    def run(*args: str) -> Run:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse usage errors
+            code = int(exc.code or 0)
+        cap = capsys.readouterr()
+        return Run(code, cap.out, cap.err)
+
+    return run
+
+
+def run_subprocess(*args: str, cwd: Path | None = None) -> Run:
+    """Run the real console entry point in a child process."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "dvc_cuvis", *map(str, args)],
+        cwd=cwd, capture_output=True, text=True, check=False,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def write_universe_csv(path: Path, rows: list[tuple[str, int]], header: str = "source,index") -> Path:
+    """Write a tiny universe.csv (rows as given, LF endings)."""
+    path.write_text(header + "\n" + "".join(f"{s},{i}\n" for s, i in rows), encoding="utf-8")
+    return path

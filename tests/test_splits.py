@@ -1,0 +1,251 @@
+"""splits.json I/O, rule vs baked, resolution, constraints (golden cases), leakage, stats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cuvis_ai_schemas.training.data import Constraint, DataSplitConfig, Selector
+
+from dvc_cuvis.categories import load_category_map, parse_category_map
+from dvc_cuvis.errors import DvcCuvisError, SelectorError, SplitsFileError
+from dvc_cuvis.selectors import Resolver, expand_ids, required_attrs
+from dvc_cuvis.splits import (
+    dumps_splits,
+    evaluate_constraints,
+    failed_constraints,
+    has_dir_indices,
+    is_baked,
+    live_kinds,
+    load_splits,
+    resolve,
+    save_splits,
+    stage_stats,
+    state,
+)
+from dvc_cuvis.universe import Universe
+
+from .conftest import FIXTURES
+
+
+def gui_universe(data_dir: str) -> Universe:
+    return Universe.from_records(
+        {"source": f"{data_dir}/{d}", "index": i} for d in ("day2/a.cu3s", "day3/b.cu3s")
+        for i in range(7)
+    )
+
+
+def test_gui_authored_fixture_resolves_to_expected_membership(tmp_path: Path) -> None:
+    data_dir = Path(tmp_path).resolve().as_posix()
+    text = (FIXTURES / "gui_authored_splits.json").read_text().replace("{DATA_DIR}", data_dir)
+    path = tmp_path / "splits.json"
+    path.write_text(text)
+    cfg = load_splits(path)
+    uni = gui_universe(data_dir)
+    res = resolve(cfg, uni)
+    a, b = f"{data_dir}/day2/a.cu3s", f"{data_dir}/day3/b.cu3s"
+    assert res.uids("train") == [f"{a}#{i}" for i in (0, 2, 3, 4)] + [f"{b}#{i}" for i in (1, 2, 3)]
+    assert res.uids("val") == [f"{a}#5", f"{b}#0", f"{b}#6"]
+    assert res.uids("test") == [f"{a}#1", f"{a}#6", f"{b}#4"]
+    assigned = {u for s in ("train", "val", "test") for u in res.uids(s)}
+    assert set(uni.uids()) - assigned == {f"{b}#5"}
+    assert res.predict_is_all and res.uids("predict") == uni.uids() and len(uni) == 14
+    # the pin is over the tokenized universe, not the substituted one
+    assert gui_universe("{DATA_DIR}").hash == cfg.universe_hash != uni.hash
+    assert is_baked(cfg) and state(cfg) == "baked"
+
+
+def _case_refs(case: dict) -> tuple[Universe, dict[str, list[int]]]:
+    uni = Universe.from_records(
+        {"source": r["source"], "index": r["index"],
+         "category_ids": ";".join(map(str, r["category_ids"]))} for r in case["universe"]
+    )
+    lookup = {(uni.source(p), uni.index(p)): p for p in range(len(uni))}
+    stages = {s: [lookup[(src, i)] for src, i in case[s]] for s in ("train", "val", "test")}
+    return uni, stages
+
+
+@pytest.mark.parametrize(
+    "case", json.loads((FIXTURES / "constraint_cases.json").read_text())["cases"],
+    ids=lambda c: c["name"],
+)
+def test_constraint_golden_cases(case: dict) -> None:
+    from dvc_cuvis.splits import Resolution
+
+    uni, stages = _case_refs(case)
+    res = Resolution(uni, {**{k: np.asarray(v, dtype=np.int64) for k, v in stages.items()},
+                           "predict": np.arange(len(uni))})
+    constraints = [Constraint(**c) for c in case["constraints"]]
+    got = evaluate_constraints(res, constraints,
+                               available_attrs=frozenset(case["available_attrs"]))
+    assert [(r.kind, r.status, r.count, list(r.offending)) for r in got] == [
+        (e["kind"], e["status"], e["count"], e["offending"]) for e in case["expected"]
+    ]
+
+
+def test_load_splits_errors_name_file_and_field(tmp_path: Path) -> None:
+    p = tmp_path / "splits.json"
+    with pytest.raises(SplitsFileError, match="splits file not found"):
+        load_splits(p)
+    p.write_text("{\n  \"train\": [\n")
+    with pytest.raises(SplitsFileError, match=r"splits.json:3:1: not valid JSON"):
+        load_splits(p)
+    p.write_text("[]")
+    with pytest.raises(SplitsFileError, match="expected a JSON object"):
+        load_splits(p)
+    p.write_text(json.dumps({"train": [{"kind": "file_indices", "source": "a", "ids": [{}]}]}))
+    with pytest.raises(SplitsFileError, match=r"invalid field train\[0\]\.ids\[0\]"):
+        load_splits(p)
+    p.write_text(json.dumps({"train": [], "bogus": 1}))
+    with pytest.raises(SplitsFileError, match="invalid field bogus: Extra inputs"):
+        load_splits(p)
+    p.write_text(json.dumps({"val": [{"kind": "glob"}]}))
+    with pytest.raises(SplitsFileError, match=r"val\[0\].*requires 'pattern'"):
+        load_splits(p)
+
+
+def test_save_is_schema_dump_and_roundtrips(tmp_path: Path) -> None:
+    cfg = DataSplitConfig(
+        universe_hash="ab" * 32,
+        train=[Selector(kind="file_indices", source="a.npz", ids=[0, "2-4"])],
+        constraints=[Constraint(kind="no_split_overlap")],
+    )
+    p = tmp_path / "s.json"
+    save_splits(cfg, p)
+    text = p.read_text()
+    assert text == json.dumps(cfg.to_dict(), indent=2) + "\n"
+    assert load_splits(p) == cfg and dumps_splits(load_splits(p)) == text
+
+
+def test_rule_vs_baked() -> None:
+    rule = DataSplitConfig(
+        universe_hash="x",
+        train=[Selector(kind="union", of=[Selector(kind="dir_indices", ids=[0]),
+                                          Selector(kind="glob", pattern="*")])],
+    )
+    assert has_dir_indices(rule) and live_kinds(rule) == {"dir_indices", "glob"}
+    assert state(rule) == "rule"
+    unpinned = DataSplitConfig(train=[Selector(kind="files", paths=["a"])])
+    assert not is_baked(unpinned) and live_kinds(unpinned) == set()
+    assert required_attrs(DataSplitConfig(
+        train=[Selector(kind="tag", any_of=["x"])],
+        test=[Selector(kind="except", of=[Selector(kind="all"),
+                                          Selector(kind="categories", any_of=["c"])])],
+    )) == {"tags", "category_ids"}
+
+
+def test_dir_indices_split_refuses_a_changed_universe() -> None:
+    uni = Universe.from_records({"source": "a", "index": i} for i in range(3))
+    cfg = DataSplitConfig(universe_hash=uni.hash, train=[Selector(kind="dir_indices", ids=[2])])
+    assert resolve(cfg, uni).uids("train") == ["a#2"]
+    grown = Universe.from_records({"source": "a", "index": i} for i in range(4))
+    with pytest.raises(SelectorError, match="universe changed since the split was written"):
+        resolve(cfg, grown)
+
+
+def test_zero_match_error_names_stage_selector_and_suggests() -> None:
+    uni = Universe.from_records({"source": "day1/session.cu3s", "index": i} for i in range(3))
+    cfg = DataSplitConfig(val=[Selector(kind="file_indices", source="day1/sesion.cu3s", ids=[0])])
+    with pytest.raises(SelectorError) as info:
+        resolve(cfg, uni, where="splits.json")
+    msg = str(info.value)
+    assert msg.startswith("splits.json: val[0]: selector file_indices(source='day1/sesion.cu3s')")
+    assert "did you mean 'day1/session.cu3s'?" in msg
+
+
+def test_partial_match_is_reported_not_fatal() -> None:
+    uni = Universe.from_records({"source": "a", "index": i} for i in range(7))
+    r = Resolver(uni)
+    got = r.resolve([Selector(kind="file_indices", source="a", ids=[0, 999, "5-6"])], stage="train")
+    assert uni.uids(got) == ["a#0", "a#5", "a#6"]
+    (w,) = r.warnings
+    assert w.missing == (999,) and w.requested == 4
+    assert "matched 3 of 4 requested index(es); missing index: 999" in w.message()
+
+
+def test_windows_spelled_selectors_match_posix_sources_case_insensitively() -> None:
+    uni = Universe.from_records([{"source": "C:/Data/Day1/a.cu3s", "index": 0},
+                                 {"source": "data/b.cu3s", "index": 0}])
+    r = Resolver(uni)
+    hit = r.resolve([Selector(kind="files", paths=["c:\\data\\day1\\A.CU3S"])])
+    assert uni.uids(hit) == ["C:/Data/Day1/a.cu3s#0"]
+    # posix-looking paths keep their case
+    with pytest.raises(SelectorError):
+        r.resolve([Selector(kind="files", paths=["Data/b.cu3s"])])
+    assert uni.uids(r.resolve([Selector(kind="files", paths=["./data/x/../b.cu3s"])])) == [
+        "data/b.cu3s#0"]
+
+
+def test_set_ops_and_order() -> None:
+    uni = Universe.from_records(
+        {"source": s, "index": i, "tags": t}
+        for s, i, t in [("a", 0, "x"), ("a", 1, ""), ("b", 0, "x;y"), ("b", 1, "y")]
+    )
+    r = Resolver(uni)
+    sel = Selector(kind="except", of=[Selector(kind="all"), Selector(kind="tag", any_of=["y"])])
+    assert uni.uids(r.resolve([sel])) == ["a#0", "a#1"]
+    inter = Selector(kind="intersect", of=[Selector(kind="tag", any_of=["x"]),
+                                           Selector(kind="glob", pattern="b")])
+    assert uni.uids(r.resolve([inter])) == ["b#0"]
+    dirs = Selector(kind="dir_indices", ids=[3, 0, 3, "1-2"])
+    assert uni.uids(r.resolve([dirs])) == ["b#1", "a#0", "a#1", "b#0"]
+    with pytest.raises(SelectorError, match=r"out of range \(universe size 4\)"):
+        r.resolve([Selector(kind="dir_indices", ids=[4])])
+    # union in order, first occurrence wins
+    both = [Selector(kind="files", paths=["b"]), Selector(kind="all")]
+    assert uni.uids(r.resolve(both)) == ["b#0", "b#1", "a#0", "a#1"]
+
+
+def test_categories_need_a_name_map(tmp_path: Path) -> None:
+    uni = Universe.from_records([{"source": "a", "index": 0, "category_ids": "0;2"},
+                                 {"source": "a", "index": 1, "category_ids": "1"}])
+    sel = [Selector(kind="categories", any_of=["scratch"])]
+    with pytest.raises(SelectorError, match="needs a category name->id map"):
+        Resolver(uni).resolve(sel)
+    with pytest.raises(SelectorError, match=r"category 'scratch' not in dataset categories \['x'\]"):
+        Resolver(uni, {"x": 2}).resolve(sel)
+    coco = tmp_path / "coco.json"
+    coco.write_text(json.dumps({"categories": [{"id": 2, "name": "scratch"}], "images": []}))
+    assert uni.uids(Resolver(uni, load_category_map(coco)).resolve(sel)) == ["a#0"]
+    assert parse_category_map({"dent": 1}) == {"dent": 1}
+    with pytest.raises(DvcCuvisError, match="two ids"):
+        parse_category_map([{"id": 1, "name": "a"}, {"id": 2, "name": "a"}])
+
+
+def test_expand_ids_error_order_matches_upstream() -> None:
+    assert expand_ids([0, "2-4", "6-10:2"]).tolist() == [0, 2, 3, 4, 6, 8, 10]
+    with pytest.raises(SelectorError, match="step must be > 0"):
+        expand_ids(["abc", "1-4:0"])  # range errors come first, as upstream
+    with pytest.raises(SelectorError, match="got 'abc'"):
+        expand_ids(["abc", -1])
+    with pytest.raises(SelectorError, match="index -1 must be >= 0"):
+        expand_ids([-1, "abc"])
+
+
+def test_group_leakage_and_stats() -> None:
+    uni = Universe.from_records(
+        {"source": s, "index": i, "group": g, "category_ids": c}
+        for s, i, g, c in [("a", 0, "p1", "0"), ("b", 0, "p1", "3"), ("c", 0, "", "")]
+    )
+    cfg = DataSplitConfig(
+        train=[Selector(kind="files", paths=["a"])],
+        val=[Selector(kind="files", paths=["b"])],
+        test=[Selector(kind="files", paths=["c"])],
+        constraints=[Constraint(kind="no_source_overlap"),
+                     Constraint(kind="no_train_anomalous", severity="error")],
+    )
+    res = resolve(cfg, uni)
+    results = evaluate_constraints(res, cfg.constraints)
+    by = {r.kind: r for r in results}
+    assert by["no_source_overlap"].status == "satisfied"
+    assert by["no_train_anomalous"].status == "satisfied"
+    assert by["group_leakage"].status == "violated" and by["group_leakage"].offending == ("p1",)
+    assert [r.kind for r in failed_constraints(results)] == ["group_leakage"]
+    warn = evaluate_constraints(res, cfg.constraints, group_leakage="warn")
+    assert failed_constraints(warn) == []
+    stats = stage_stats(res)
+    assert stats["val"] == {"samples": 1, "sources": 1, "groups": 1,
+                            "categories": {"3": 1}, "anomalous": 1}
+    assert stats["predict"]["samples"] == 3 and stats["predict"]["groups"] == 2

@@ -1,0 +1,202 @@
+"""universe.csv reading, validation, canonical order, hash and writing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cuvis_ai_core.data.splits_io import universe_hash as upstream_hash
+from cuvis_ai_schemas.training.data import SampleRef
+
+from dvc_cuvis.errors import UniverseError
+from dvc_cuvis.universe import (
+    Universe,
+    format_universe,
+    parse_universe_bytes,
+    read_universe,
+    uid,
+    universe_hash,
+    write_universe,
+)
+
+from .conftest import FIXTURES
+
+
+def parse(text: str, **kw) -> Universe:
+    return parse_universe_bytes(text.encode("utf-8"), path=Path("u.csv"), **kw)
+
+
+def test_uid_follows_sampleref_rule() -> None:
+    for source, index, label in [("a.cu3s", 3, None), ("a.cu3s", 3, 3), ("a.cu3s", 3, 7),
+                                 ("x.tif", None, None)]:
+        ref = SampleRef(source=source, index=index, label_id=label)
+        assert uid(source, index, label) == ref.uid
+
+
+def test_empty_hash_is_sha256_of_nothing() -> None:
+    assert universe_hash([]) == hashlib.sha256(b"").hexdigest()
+
+
+def test_golden_hash_of_gui_fixture() -> None:
+    pinned = json.loads((FIXTURES / "gui_authored_splits.json").read_text())["universe_hash"]
+    rows = [{"source": f"{{DATA_DIR}}/{d}", "index": i}
+            for d in ("day3/b.cu3s", "day2/a.cu3s") for i in reversed(range(7))]
+    uni = Universe.from_records(rows)
+    assert uni.hash == pinned == "cecbeb06efa14c0d406421ea31eba1c56d806318297c2f886a454ed83a07ab73"
+
+
+def test_hash_matches_upstream_on_canonical_refs() -> None:
+    uni = parse("source,index\nb.npz,2\na.npz,10\na.npz,9\nä/ü.npz,0\n")
+    refs = [SampleRef(source=uni.source(p), index=uni.index(p)) for p in range(len(uni))]
+    assert uni.uids() == ["a.npz#9", "a.npz#10", "b.npz#2", "ä/ü.npz#0"]
+    assert uni.hash == upstream_hash(refs)
+
+
+def test_canonical_order_is_source_then_numeric_index() -> None:
+    uni = parse("source,index\nb,1\na,10\na,2\nB,0\n")
+    assert uni.uids() == ["B#0", "a#2", "a#10", "b#1"]
+
+
+def test_bom_crlf_and_extra_columns_roundtrip(tmp_path: Path) -> None:
+    raw = ("\ufeffsource,index,camera,md5,materialized_path\r\n"
+           "s/b.cu3s,1,cam2,ffff,\r\ns/a.cu3s,0,cam1,eeee,\r\n").encode()
+    p = tmp_path / "universe.csv"
+    p.write_bytes(raw)
+    uni = read_universe(p)
+    assert uni.columns == ["source", "index", "materialized_path", "md5", "camera"]
+    assert uni.column("camera") == ["cam1", "cam2"]
+    out = tmp_path / "out.csv"
+    write_universe(uni, out)
+    data = out.read_bytes()
+    assert b"\r" not in data and not data.startswith(b"\xef\xbb\xbf")
+    assert data.decode() == (
+        "source,index,materialized_path,md5,camera\n"
+        "s/a.cu3s,0,,eeee,cam1\ns/b.cu3s,1,,ffff,cam2\n"
+    )
+    again = read_universe(out)
+    assert format_universe(again) == data.decode()
+
+
+def test_quoted_fields_and_commas_survive(tmp_path: Path) -> None:
+    uni = parse('source,index,note\n"a,b.cu3s",0,"say ""hi"""\nplain.cu3s,1,x\n')
+    assert uni.source_names == ["a,b.cu3s", "plain.cu3s"]
+    assert uni.value("note", 0) == 'say "hi"'
+    text = format_universe(uni)
+    assert parse(text).uids() == uni.uids()
+    assert '"a,b.cu3s"' in text
+
+
+def test_backslash_sources_become_posix_and_whitespace_is_stripped() -> None:
+    uni = parse("source,index\n day1\\a.cu3s , 3 \n")
+    assert uni.uids() == ["day1/a.cu3s#3"]
+
+
+def test_index_ranges_expand_like_cu3s_multi() -> None:
+    uni = parse("source,index,annotation\na.cu3s,0-4:2,a.json\nb.cu3s,1,\n")
+    assert uni.uids() == ["a.cu3s#0", "a.cu3s#2", "a.cu3s#4", "b.cu3s#1"]
+    assert uni.column("annotation") == ["a.json", "a.json", "a.json", ""]
+
+
+def test_blank_lines_are_skipped_but_line_numbers_stay_true() -> None:
+    with pytest.raises(UniverseError, match=r"u.csv:5: column 'index': 'x'"):
+        parse("source,index\na,0\n\nb,1\nc,x\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("", "empty file"),
+        ("index,materialized_path\n0,a.npz\n", r"missing required column\(s\) \['source'\]"),
+        ("source,index,source\na,0,a\n", "duplicate column 'source'"),
+        ("source,index\n", "no rows"),
+        ("source,index\na,0\na,0\n", r"duplicate identity.*lines 2 and 3"),
+        ("source,index\na,-1\n", "'-1' is not a non-negative integer"),
+        ("source,index\na,1.5\n", "'1.5' is not a non-negative integer"),
+        ("source,index\na,5-2\n", "bad range '5-2'"),
+        ("source,index\na,0,extra\n", r"u.csv:2: expected 2 fields"),
+        ("source,index\n,0\n", "empty 'source' cell"),
+        ("source,index,materialized_path\na,0,../x.npz\n", r"u.csv:2: .*contains '\.\.'"),
+        ("source,index,annotation\na,0,sub\\..\\..\\x.json\n", "contains '..'"),
+        ("source,index,materialized_path\na,0,f/x.npz\nb,0,f/./x.npz\n",
+         "duplicate materialized_path"),
+    ],
+)
+def test_bad_universe_is_rejected_with_file_and_line(text: str, pattern: str) -> None:
+    with pytest.raises(UniverseError, match=pattern) as info:
+        parse(text)
+    assert str(info.value).startswith("u.csv")
+
+
+def test_nul_and_invalid_utf8_name_the_line() -> None:
+    with pytest.raises(UniverseError, match=r"u.csv:3: NUL byte"):
+        parse_universe_bytes(b"source,index\na,0\nb\x00,1\n", path=Path("u.csv"))
+    with pytest.raises(UniverseError, match=r"u.csv:2: not valid UTF-8"):
+        parse_universe_bytes(b"source,index\n\xff,0\n", path=Path("u.csv"))
+
+
+def test_shared_materialized_path_allowed_for_cu3s_not_npz() -> None:
+    cu3s = "source,index,materialized_path\na.cu3s,0,a.cu3s\na.cu3s,1,a.cu3s\n"
+    assert len(parse(cu3s)) == 2
+    with pytest.raises(UniverseError, match="one file per row"):
+        parse(cu3s, unique_materialized_path=True)
+    npz = "source,index,materialized_path,format\na,0,x.bin,npz\na,1,x.bin,npz\n"
+    with pytest.raises(UniverseError, match="duplicate materialized_path 'x.bin'"):
+        parse(npz)
+    assert len(parse(npz, unique_materialized_path=False)) == 2
+
+
+def test_missing_and_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(UniverseError, match="universe file not found"):
+        read_universe(tmp_path / "nope.csv")
+    with pytest.raises(UniverseError, match="cannot read"):
+        read_universe(tmp_path)
+
+
+def test_large_file_spanning_chunks_matches_small_parser(tmp_path: Path, monkeypatch) -> None:
+    import dvc_cuvis.universe as mod
+
+    rng = np.random.default_rng(7)
+    rows = [(f"s{int(s):03d}/rec.cu3s", int(i)) for s in rng.integers(0, 50, 3000)
+            for i in rng.integers(0, 10**6, 1)]
+    rows = list(dict.fromkeys(rows))
+    lines = [f"{s},{i},frames/{s}/{i}.npz\n" for s, i in rows]
+    lines.insert(100, "\n")
+    p = tmp_path / "u.csv"
+    p.write_text("source,index,materialized_path\n" + "".join(lines))
+    monkeypatch.setattr(mod, "_CHUNK_BYTES", 512)  # force many chunks and regrowth
+    small = read_universe(p)
+    monkeypatch.setattr(mod, "_CHUNK_BYTES", 1 << 22)
+    big = read_universe(p)
+    assert small.uids() == big.uids() == [f"{s}#{i}" for s, i in sorted(rows)]
+    assert small.column("materialized_path") == big.column("materialized_path")
+    assert small.line_of(0) == big.line_of(0)
+
+
+def test_provenance_columns_parse() -> None:
+    uni = parse("source,index,tags,category_ids\na,0,day1; sunny,0;3\na,1,,\n")
+    assert uni.tags == [("day1", "sunny"), ()]
+    assert uni.category_ids == [(0, 3), ()]
+    bad = parse("source,index,category_ids\na,0,x\n")
+    with pytest.raises(UniverseError, match=r"u.csv:2: column 'category_ids': 'x'"):
+        _ = bad.category_ids
+
+
+def test_groups_default_to_source() -> None:
+    uni = parse("source,index,group\na,0,g1\nb,0,\nc,0,g1\n")
+    names, codes = uni.groups()
+    assert names == ["b", "g1"]
+    assert [names[c] for c in codes] == ["g1", "b", "g1"]
+
+
+def test_from_records_and_take() -> None:
+    uni = Universe.from_records([{"source": "b", "index": 0, "tags": ["x", "y"]},
+                                 {"source": "a", "index": 1, "tags": []}])
+    assert uni.uids() == ["a#1", "b#0"]
+    assert uni.value("tags", 1) == "x;y"
+    sub = uni.take([1])
+    assert sub.uids() == ["b#0"] and sub.source_names == ["b"]
+    with pytest.raises(UniverseError, match="duplicate identity"):
+        Universe.from_records([{"source": "a", "index": 0}, {"source": "a", "index": 0}])
