@@ -28,7 +28,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _setting(
-    args: argparse.Namespace, sect: dict[str, Any], name: str, default: Any, kind: type = str
+    args: argparse.Namespace,
+    sect: dict[str, Any],
+    name: str,
+    default: Any,
+    kind: type | tuple[type, ...] = str,
 ) -> Any:
     """Flag value if given, else the params.yaml section's value, else ``default``."""
     value = getattr(args, name, None)
@@ -36,9 +40,11 @@ def _setting(
         return value
     if name in sect:
         value = sect[name]
-        if kind is not Any and value is not None and not isinstance(value, kind):
+        if value is not None and not isinstance(value, kind):
+            names = kind if isinstance(kind, tuple) else (kind,)
+            expected = " or ".join(k.__name__ for k in names)
             raise ParamsError(
-                f"params.yaml: {args.command}.{name} must be {kind.__name__}, got {value!r}"
+                f"params.yaml: {args.command}.{name} must be {expected}, got {value!r}"
             )
         return value
     return default
@@ -110,6 +116,164 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- enumerate ----------------------------------------------------------------------------
+
+
+def _bool(args: argparse.Namespace, sect: dict[str, Any], name: str, default: bool) -> bool:
+    value = _setting(args, sect, name, default, bool)
+    return bool(value)
+
+
+def cmd_enumerate(args: argparse.Namespace) -> int:
+    """Scan a dataset into a canonical universe.csv plus universe metrics."""
+    from dvc_cuvis._io import write_json
+    from dvc_cuvis.digests import StatCache, default_cache_path
+    from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+    from dvc_cuvis.universe import format_universe
+
+    sect = _params(args, "enumerate")
+    fmt = _setting(args, sect, "format", None)
+    root = _setting(args, sect, "root", None)
+    if fmt is None or root is None:
+        raise DvcCuvisError("enumerate needs --format and --root (or an 'enumerate' section "
+                            "with format and root in params.yaml)")
+    out = Path(_setting(args, sect, "out", "universe.csv"))
+    metrics = _setting(args, sect, "metrics", None)
+    cache_setting = _setting(args, sect, "stat_cache", None)
+    cache_path = None if cache_setting == "none" else (
+        Path(cache_setting) if cache_setting else default_cache_path())
+    categories = _setting(args, sect, "categories", None)
+    jobs = _setting(args, sect, "jobs", 4, int)
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    opts = EnumerateOptions(
+        format=str(fmt),
+        root=Path(root),
+        out_dir=out.parent if str(out.parent) else Path("."),
+        pattern=_setting(args, sect, "pattern", None),
+        images=_setting(args, sect, "images", "images"),
+        labels=_setting(args, sect, "labels", "labels"),
+        annotations=_setting(args, sect, "annotations", "sibling"),
+        categories=Path(categories) if categories else None,
+        absolute_sources=_bool(args, sect, "absolute_sources", False),
+        group=_setting(args, sect, "group", "auto"),
+        hash_content=not _bool(args, sect, "no_hash", False),
+        jobs=max(1, int(jobs)),
+        progress=show,
+        cache=StatCache(cache_path),
+    )
+    uni, info = enumerate_universe(opts)
+    text = format_universe(uni)
+    from dvc_cuvis._io import atomic_write_text
+
+    atomic_write_text(out, text)
+    if metrics:
+        write_json(metrics, info)
+    print(f"enumerated {info['samples']} samples from {info['sources']} sources "
+          f"({info['format']}) -> {out}; universe_hash {info['universe_hash'][:12]}")
+    return EXIT_OK
+
+
+# -- bake ---------------------------------------------------------------------------------
+
+
+def cmd_bake(args: argparse.Namespace) -> int:
+    """Generate a baked splits.json (or one per fold) with split metrics."""
+    from cuvis_ai_schemas.training.data import Constraint
+    from pydantic import ValidationError
+
+    from dvc_cuvis._io import atomic_write_text, write_json
+    from dvc_cuvis.bake import BakeOptions, bake
+    from dvc_cuvis.categories import load_category_map
+    from dvc_cuvis.splits import dumps_splits, load_splits
+    from dvc_cuvis.universe import read_universe
+
+    sect = _params(args, "bake")
+    universe_path = Path(_setting(args, sect, "universe", "universe.csv"))
+    out = _setting(args, sect, "out", None)
+    out_dir = _setting(args, sect, "out_dir", None)
+    metrics = _setting(args, sect, "metrics", None)
+    constraints = None
+    if "constraints" in sect:
+        raw = sect["constraints"]
+        if not isinstance(raw, list):
+            raise ParamsError("params.yaml: bake.constraints must be a list of {kind, severity}")
+        try:
+            constraints = [Constraint.model_validate(c) for c in raw]
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ParamsError(f"params.yaml: bake.constraints: {first.get('msg')}") from None
+    opts = BakeOptions(
+        strategy=_setting(args, sect, "strategy", "hash"),
+        seed=_setting(args, sect, "seed", 0, int),
+        val_ratio=_setting(args, sect, "val_ratio", 0.2, (int, float)),
+        test_ratio=_setting(args, sect, "test_ratio", 0.2, (int, float)),
+        group_by=_setting(args, sect, "group_by", "auto"),
+        ad_aware=_bool(args, sect, "ad_aware", False),
+        folds=_setting(args, sect, "folds", 0, int),
+        predict=_setting(args, sect, "predict", "all"),
+        ranges=not _bool(args, sect, "no_ranges", False),
+        constraints=constraints,
+        allow_removed=_bool(args, sect, "allow_removed", False),
+    )
+    opts.check()
+    if opts.folds and not out_dir:
+        raise DvcCuvisError("--folds writes one splits file per fold: give --out-dir DIR")
+    if not opts.folds and not out:
+        out = "splits.json"
+    rule_path = _setting(args, sect, "rule", None)
+    base_path = _setting(args, sect, "base", None)
+    categories = _setting(args, sect, "categories", None)
+    uni = read_universe(universe_path)
+    baked = bake(
+        uni, opts,
+        from_csv=_bool(args, sect, "from_csv", False),
+        rule=load_splits(rule_path) if rule_path else None,
+        base=load_splits(base_path) if base_path else None,
+        name_to_id=load_category_map(categories) if categories else None,
+        where=str(rule_path or base_path or ""),
+    )
+    if opts.folds:
+        folder = Path(out_dir)
+        for j, b in enumerate(baked):
+            atomic_write_text(folder / f"fold-{j}.json", dumps_splits(b.config))
+        if metrics:
+            write_json(metrics, {"folds": [b.metrics for b in baked]})
+        print(f"baked {len(baked)} folds ({opts.strategy}) -> {folder}/fold-*.json")
+        return EXIT_OK
+    (result,) = baked
+    atomic_write_text(Path(out), dumps_splits(result.config))
+    if metrics:
+        write_json(metrics, result.metrics)
+    st = result.metrics["stages"]
+    counts = " ".join(f"{s}={st[s]['samples']}" for s in ("train", "val", "test"))
+    print(f"baked {counts} ({result.metrics.get('source', opts.strategy)}) -> {out}; "
+          f"universe_hash {uni.hash[:12]}")
+    base_info = result.metrics.get("base")
+    if base_info and base_info["removed"]:
+        print(f"dvc-cuvis: warning: {base_info['removed']} sample(s) of the base split left the "
+              "universe and were dropped", file=sys.stderr)
+    if not result.metrics["constraints_ok"]:
+        bad = [c["kind"] for c in result.metrics["constraints"]
+               if c["severity"] == "error" and c["status"] != "satisfied"]
+        print(f"dvc-cuvis: warning: the baked split fails constraint(s) {', '.join(bad)}; "
+              "see the split metrics", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- init ---------------------------------------------------------------------------------
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write a dvc.yaml + params.yaml for the enumerate and bake stages into a repo."""
+    from dvc_cuvis.project import init_project
+
+    written = init_project(Path(args.dir), fmt=args.format, root=args.root, force=args.force)
+    for p in written:
+        print(f"wrote {p}")
+    print("next: `dvc repro` (then commit universe.csv, splits.json, dvc.lock and metrics/)")
+    return EXIT_OK
+
+
 # -- parser -------------------------------------------------------------------------------
 
 
@@ -137,6 +301,69 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help='print {"train": [uid...], "val": ..., "test": ..., "predict": ...}')
     p.set_defaults(func=cmd_resolve)
+
+    p = sub.add_parser("enumerate", help="scan a dataset into a canonical universe.csv")
+    p.add_argument("--format", choices=["cu3s", "tiff", "npz", "universe"],
+                   help="what the data is (universe: an existing universe.csv)")
+    p.add_argument("--root", help="dataset root folder (universe: the universe.csv file)")
+    p.add_argument("--out", help="universe.csv to write (default ./universe.csv)")
+    p.add_argument("--metrics", help="universe metrics json to write (counts, hash, categories)")
+    p.add_argument("--pattern", help="glob under the root (default per format, e.g. **/*.cu3s)")
+    p.add_argument("--images", help="tiff: cube folder under the root (default images)")
+    p.add_argument("--labels", help="tiff: PNG label folder under the root (default labels)")
+    p.add_argument("--annotations", choices=["sibling", "none"],
+                   help="cu3s: COCO json next to each session (<stem>.json) or none")
+    p.add_argument("--categories", help="category name->id map (COCO json or {name: id})")
+    p.add_argument("--absolute-sources", dest="absolute_sources", action="store_true",
+                   default=None, help="use absolute posix paths as source ids (GUI contract)")
+    p.add_argument("--group", choices=["auto", "parent", "none"],
+                   help="group column: auto (npz: the frame's source), parent (folder), none")
+    p.add_argument("--no-hash", dest="no_hash", action="store_true", default=None,
+                   help="skip content md5 (not recommended: drift checks need it)")
+    p.add_argument("--jobs", type=int, help="hashing threads (default 4)")
+    p.add_argument("--stat-cache", dest="stat_cache",
+                   help="stat cache file, or 'none' (default .dvc/tmp/dvc-cuvis/)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: when stderr is a terminal)")
+    p.add_argument("--params", help="params.yaml to read the 'enumerate' section from")
+    p.set_defaults(func=cmd_enumerate)
+
+    p = sub.add_parser("bake", help="generate a baked splits.json from a universe")
+    p.add_argument("--universe", help="universe.csv (default ./universe.csv)")
+    p.add_argument("--out", help="splits.json to write (default ./splits.json)")
+    p.add_argument("--out-dir", dest="out_dir", help="folder for fold-<k>.json with --folds")
+    p.add_argument("--metrics", help="split metrics json to write")
+    p.add_argument("--strategy", choices=["hash", "random", "stratified", "multilabel"],
+                   help="hash (default; stable under growth), random/stratified (as "
+                   "cuvis-ai-dataloader resolve-splits), multilabel (category ids)")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--val-ratio", dest="val_ratio", type=float)
+    p.add_argument("--test-ratio", dest="test_ratio", type=float)
+    p.add_argument("--group-by", dest="group_by", choices=["auto", "source", "group", "sample"],
+                   help="unit kept together (auto: group column if present, else source)")
+    p.add_argument("--ad-aware", dest="ad_aware", action="store_true", default=None,
+                   help="train on normal samples only (anomalous ones are left out of train)")
+    p.add_argument("--folds", type=int, help="K-fold: test holdout + K validation folds")
+    p.add_argument("--predict", choices=["all", "test"],
+                   help="predict stage: all (empty = whole universe, default) or mirror test")
+    p.add_argument("--no-ranges", dest="no_ranges", action="store_true", default=None,
+                   help="write ids as plain integers instead of 'a-b' ranges")
+    p.add_argument("--from-csv", dest="from_csv", action="store_true", default=None,
+                   help="take the universe's 'split' column")
+    p.add_argument("--rule", help="rule-form splits.json to resolve and bake")
+    p.add_argument("--base", help="previous baked splits.json: keep it, place new samples")
+    p.add_argument("--allow-removed", dest="allow_removed", action="store_true", default=None,
+                   help="with --base: drop samples that left the universe instead of failing")
+    p.add_argument("--categories", help="category name->id map for 'categories' selectors")
+    p.add_argument("--params", help="params.yaml to read the 'bake' section from")
+    p.set_defaults(func=cmd_bake)
+
+    p = sub.add_parser("init", help="write dvc.yaml + params.yaml (enumerate, bake) into a repo")
+    p.add_argument("--dir", default=".", help="repository folder (default .)")
+    p.add_argument("--format", default="cu3s", choices=["cu3s", "tiff", "npz", "universe"])
+    p.add_argument("--root", default="data", help="dataset root inside the repo (default data)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=cmd_init)
     return parser
 
 

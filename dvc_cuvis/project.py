@@ -1,0 +1,80 @@
+"""``dvc-cuvis init``: the dvc.yaml + params.yaml of a split pipeline in a user's repository.
+
+The stages call this package's CLI with ``--params params.yaml`` so every option lives in
+params.yaml, where DVC tracks it.  Review outputs (universe.csv, splits.json, metrics)
+are ``cache: false``: they are small, committed to git, and read in pull requests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dvc_cuvis._io import atomic_write_text
+from dvc_cuvis.errors import DvcCuvisError
+
+DVC_YAML = """\
+stages:
+  enumerate:
+    cmd: dvc-cuvis enumerate --params params.yaml
+    deps:
+      - {root}
+    params:
+      - enumerate
+    outs:
+      - universe.csv:
+          cache: false
+    metrics:
+      - metrics/universe.json:
+          cache: false
+  bake:
+    cmd: dvc-cuvis bake --params params.yaml
+    deps:
+      - universe.csv
+    params:
+      - bake
+    outs:
+      - splits.json:
+          cache: false
+    metrics:
+      - metrics/splits.json:
+          cache: false
+"""
+
+PARAMS_YAML = """\
+enumerate:
+  format: {fmt}
+  root: {root}
+  out: universe.csv
+  metrics: metrics/universe.json
+bake:
+  universe: universe.csv
+  out: splits.json
+  metrics: metrics/splits.json
+  strategy: hash
+  seed: 0
+  val_ratio: 0.2
+  test_ratio: 0.2
+  group_by: auto
+resolve:
+  universe: universe.csv
+  splits: splits.json
+"""
+
+
+def init_project(repo: Path, *, fmt: str, root: str, force: bool = False) -> list[Path]:
+    """Write dvc.yaml and params.yaml into ``repo``; refuses to overwrite unless ``force``."""
+    if not repo.is_dir():
+        raise DvcCuvisError(f"{repo}: not a directory")
+    if Path(root).is_absolute() or ".." in Path(root).parts:
+        raise DvcCuvisError(f"--root {root!r} must be a relative path inside the repository")
+    files = {
+        repo / "dvc.yaml": DVC_YAML.format(root=root),
+        repo / "params.yaml": PARAMS_YAML.format(fmt=fmt, root=root),
+    }
+    existing = [p for p in files if p.exists()]
+    if existing and not force:
+        names = ", ".join(str(p) for p in existing)
+        raise DvcCuvisError(f"{names} already exist; merge the stages by hand or use --force")
+    for path, text in files.items():
+        atomic_write_text(path, text)
+    return list(files)

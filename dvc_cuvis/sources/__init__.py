@@ -1,0 +1,181 @@
+"""Per-format enumeration of a sample universe (cu3s, tiff, npz, universe.csv).
+
+Each format module turns files on disk into universe rows (``source``, ``index``,
+``materialized_path``, provenance).  This package's :func:`enumerate_universe` runs one of
+them, fills the content digests through the stat cache, and builds the canonical
+:class:`~dvc_cuvis.universe.Universe` plus the metrics that ``dvc metrics`` shows.
+
+Format modules import their heavy dependency (cuvis, tifffile, pycocotools) lazily, so an
+all-npz run never imports the SDK.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.digests import StatCache, content_fingerprint
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.universe import Universe
+
+FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
+
+
+@dataclass
+class EnumerateOptions:
+    """What to scan and how; every path is explicit (nothing is parsed out of file names)."""
+
+    format: str
+    root: Path
+    out_dir: Path
+    pattern: str | None = None
+    images: str = "images"
+    labels: str | None = "labels"
+    annotations: str = "sibling"
+    categories: Path | None = None
+    absolute_sources: bool = False
+    group: str = "auto"
+    hash_content: bool = True
+    jobs: int = 4
+    progress: bool = False
+    cache: StatCache = field(default_factory=lambda: StatCache(None))
+
+
+@dataclass
+class Scan:
+    """Rows found by one format scanner, plus the category name->id map it knows of."""
+
+    records: list[dict[str, Any]]
+    categories: dict[str, int] | None = None
+    hashed_column: str = "materialized_path"
+
+
+def rel_to_out(path: Path, out_dir: Path) -> str:
+    """Posix path of ``path`` relative to the universe.csv folder (must not need ``..``)."""
+    rel = os.path.relpath(path.absolute(), out_dir.absolute())
+    rel = rel.replace(os.sep, "/")
+    if rel == ".." or rel.startswith("../"):
+        raise DvcCuvisError(
+            f"{path}: lies outside the folder of the universe.csv ({out_dir}); paths in "
+            "universe.csv are relative to it and may not contain '..' — write universe.csv "
+            "into a folder that contains the data"
+        )
+    return rel
+
+
+def source_id(path: Path, root: Path, absolute: bool) -> str:
+    """Logical source id: posix path relative to the dataset root (or absolute when asked)."""
+    if absolute:
+        return path.resolve().as_posix()
+    return path.relative_to(root).as_posix()
+
+
+def list_files(root: Path, pattern: str) -> list[Path]:
+    """Files under ``root`` matching ``pattern`` (recursive ``**`` allowed), sorted, no hidden."""
+    if not root.is_dir():
+        raise DvcCuvisError(f"{root}: dataset root not found or not a directory (check --root)")
+    out = []
+    for p in root.glob(pattern):
+        rel = p.relative_to(root).parts
+        if any(part.startswith(".") for part in rel) or not p.is_file():
+            continue
+        out.append(p)
+    return sorted(out, key=lambda p: p.relative_to(root).as_posix())
+
+
+def progress(items: Iterable[Any], *, total: int, desc: str, enabled: bool) -> Iterator[Any]:
+    """Wrap an iterable in a tqdm bar on stderr when ``enabled`` (and tqdm is available)."""
+    if not enabled:
+        yield from items
+        return
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm comes with dvc
+        yield from items
+        return
+    yield from tqdm(items, total=total, desc=desc, unit="file", leave=False)
+
+
+def parallel_map(
+    func: Callable[[Any], Any], items: list[Any], *, jobs: int, desc: str, show: bool
+) -> list[Any]:
+    """``[func(x) for x in items]`` on a thread pool (hashing releases the GIL), in order."""
+    if jobs <= 1 or len(items) < 64:
+        return [func(x) for x in progress(items, total=len(items), desc=desc, enabled=show)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(progress(pool.map(func, items), total=len(items), desc=desc, enabled=show))
+
+
+def scan(opts: EnumerateOptions) -> Scan:
+    """Run the scanner of ``opts.format``."""
+    if opts.format == "tiff":
+        from dvc_cuvis.sources.tiff import scan_tiff
+
+        return scan_tiff(opts)
+    if opts.format == "npz":
+        from dvc_cuvis.sources.npz import scan_npz
+
+        return scan_npz(opts)
+    if opts.format == "cu3s":
+        from dvc_cuvis.sources.cu3s import scan_cu3s
+
+        return scan_cu3s(opts)
+    if opts.format == "universe":
+        from dvc_cuvis.sources.universe_csv import scan_universe_csv
+
+        return scan_universe_csv(opts)
+    raise DvcCuvisError(f"unknown format {opts.format!r}; choose one of {', '.join(FORMATS)}")
+
+
+def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]]:
+    """Scan, digest and canonicalize a universe; returns it with its metrics."""
+    result = scan(opts)
+    if not result.records:
+        raise DvcCuvisError(
+            f"{opts.root}: no samples found for format {opts.format!r}"
+            + (f" with pattern {opts.pattern!r}" if opts.pattern else "")
+            + " (an empty universe cannot be split)"
+        )
+    if opts.categories is not None:
+        from dvc_cuvis.categories import load_category_map
+
+        result.categories = load_category_map(opts.categories)
+    uni = Universe.from_records(result.records, path=opts.out_dir / "universe.csv")
+    opts.cache.save()
+    return uni, universe_metrics(uni, opts.format, result.categories)
+
+
+def universe_metrics(
+    uni: Universe, fmt: str, categories: dict[str, int] | None
+) -> dict[str, Any]:
+    """Counts and fingerprints of a universe, for the enumerate metrics file."""
+    group_names, _ = uni.groups()
+    metrics: dict[str, Any] = {
+        "format": fmt,
+        "universe_hash": uni.hash,
+        "samples": len(uni),
+        "sources": len(uni.source_names),
+        "groups": len(group_names),
+    }
+    if uni.has_column("md5"):
+        metrics["content_fingerprint"] = content_fingerprint(uni.uids(), uni.column("md5"))
+    if uni.has_column("category_ids"):
+        cats = uni.category_ids
+        counts: dict[int, int] = {}
+        for ids in cats:
+            for c in set(ids):
+                counts[c] = counts.get(c, 0) + 1
+        anomalous = sum(1 for ids in cats if any(c != 0 for c in ids))
+        metrics["anomalous"] = anomalous
+        metrics["normal"] = len(uni) - anomalous
+        id_to_name = {v: k for k, v in (categories or {}).items()}
+        metrics["category_counts"] = {
+            id_to_name.get(c, str(c)): counts[c] for c in sorted(counts)
+        }
+    if categories is not None:
+        metrics["categories"] = dict(sorted(categories.items(), key=lambda kv: (kv[1], kv[0])))
+    return metrics

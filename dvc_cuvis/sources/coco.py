@@ -1,0 +1,77 @@
+"""COCO annotation json: per-image category ids and the category name->id map.
+
+Read with pycocotools (``COCO()`` + ``createIndex``) so the file is interpreted exactly as
+cuvis-ai's labelers see it.  An image's ``category_ids`` are the distinct ``category_id``
+values of its annotations; an image must be listed under ``images`` to have any.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.errors import DvcCuvisError
+
+
+def _coco_class() -> Any:
+    try:
+        from pycocotools.coco import COCO
+    except ImportError:
+        raise DvcCuvisError(
+            "COCO annotations need pycocotools: pip install 'dvc-cuvis[coco]'"
+        ) from None
+    return COCO
+
+
+def load_coco(path: Path) -> Any:
+    """A pycocotools ``COCO`` index over ``path`` (errors name the file)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise DvcCuvisError(f"{path}: COCO annotation file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DvcCuvisError(f"{path}: cannot read COCO json ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise DvcCuvisError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise DvcCuvisError(f"{path}: COCO file does not contain a JSON object")
+    for key in ("images", "annotations", "categories"):
+        if key in data and not isinstance(data[key], list):
+            raise DvcCuvisError(f"{path}: COCO field {key!r} must be a list")
+    data.setdefault("images", [])
+    data.setdefault("annotations", [])
+    data.setdefault("categories", [])
+    coco = _coco_class()()
+    coco.dataset = data
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            coco.createIndex()
+    except (KeyError, TypeError) as exc:
+        raise DvcCuvisError(f"{path}: malformed COCO json (missing or bad field {exc})") from None
+    return coco
+
+
+def coco_summary(path: Path) -> dict[str, Any]:
+    """``{"categories": {name: id}, "images": {str(image_id): [category ids]}}`` of a COCO file."""
+    coco = load_coco(path)
+    cats: dict[str, int] = {}
+    for cid, cat in coco.cats.items():
+        name = cat.get("name")
+        if not isinstance(name, str) or not isinstance(cid, int):
+            raise DvcCuvisError(f"{path}: category {cat!r} needs an integer id and a string name")
+        cats[name] = cid
+    per_image: dict[str, list[int]] = {}
+    for image_id in coco.imgs:
+        ids = set()
+        for ann in coco.imgToAnns.get(image_id, []):
+            try:
+                ids.add(int(ann["category_id"]))
+            except (KeyError, TypeError, ValueError):
+                raise DvcCuvisError(
+                    f"{path}: annotation {ann.get('id')!r} has no integer category_id"
+                ) from None
+        per_image[str(image_id)] = sorted(ids)
+    return {"categories": cats, "images": per_image}

@@ -1,0 +1,79 @@
+"""A folder of ``.npz`` frames (as written by cu3s-to-npz or by ``dvc-cuvis materialize``).
+
+Each file is one sample, identified by its path under the dataset root (index 0): the
+frame's own read position is not stored in the file, and nothing is parsed out of file
+names.  The frame's ``source`` member (the logical recording it came from) becomes the
+``group``, so frames of one recording stay together when splitting by group, and
+``class_mask`` (when present) gives the sample's category ids.  When a folder already has
+the universe.csv that produced it, enumerate that file instead (``--format universe``):
+it keeps the recordings' identities.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.sources import (
+    EnumerateOptions,
+    Scan,
+    list_files,
+    parallel_map,
+    rel_to_out,
+    source_id,
+)
+
+
+def frame_info(path: Path) -> dict[str, Any]:
+    """Logical ``source`` and distinct non-zero ``class_mask`` ids of one npz frame."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            members = set(z.files)
+            if "cube" not in members:
+                raise DvcCuvisError(f"{path}: npz frame has no 'cube' member")
+            src = str(z["source"]) if "source" in members else ""
+            ids: list[int] | None = None
+            if "class_mask" in members:
+                ids = [int(v) for v in np.unique(z["class_mask"]) if v != 0]
+    except DvcCuvisError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise DvcCuvisError(f"{path}: not a readable npz frame ({exc})") from None
+    return {"source": src, "ids": ids}
+
+
+def scan_npz(opts: EnumerateOptions) -> Scan:
+    """Rows for every ``*.npz`` under the root (recursive)."""
+    files = list_files(opts.root, opts.pattern or "**/*.npz")
+
+    def one(p: Path) -> dict[str, Any]:
+        st = p.stat()
+        info = opts.cache.get(p, "npz", frame_info, st)
+        ids = info["ids"]
+        row: dict[str, Any] = {
+            "source": source_id(p, opts.root, opts.absolute_sources),
+            "index": 0,
+            "materialized_path": rel_to_out(p, opts.out_dir),
+            "format": "npz",
+            "group": info["source"] if opts.group in ("auto", "source-member") else "",
+        }
+        if opts.group == "parent":
+            row["group"] = Path(row["source"]).parent.as_posix()
+        if opts.hash_content:
+            row["md5"] = opts.cache.md5(p, st)
+        row["tags"] = "unlabeled" if ids is None else ("anomalous" if ids else "normal")
+        row["category_ids"] = "" if ids is None else ";".join(map(str, ids))
+        return row
+
+    records = parallel_map(one, files, jobs=opts.jobs, desc="npz", show=opts.progress)
+    categories = None
+    cat_file = opts.root / "categories.json"
+    if cat_file.is_file():
+        from dvc_cuvis.categories import load_category_map
+
+        categories = load_category_map(cat_file)
+    return Scan(records, categories)
