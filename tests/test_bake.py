@@ -1,0 +1,259 @@
+"""Bake strategies: upstream equivalence, stability under growth, folds, csv/rule/base, errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cuvis_ai_schemas.training.data import DataSplitConfig, SampleRef, Selector
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dvc_cuvis.bake import BakeOptions, bake, compact_ids, iterative_stratify
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.splits import is_baked, load_splits, resolve
+from dvc_cuvis.universe import Universe
+
+from .conftest import write_universe_csv
+
+
+def _upstream_resolvers():
+    import cuvis_ai_dataloader
+
+    path = Path(cuvis_ai_dataloader.__file__).parent / "data" / "resolvers.py"
+    spec = importlib.util.spec_from_file_location("_upstream_resolvers", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # the package __init__ imports torch; this file does not
+    return mod
+
+
+UPSTREAM = _upstream_resolvers()
+
+
+def make_universe(seed: int, n_sources: int = 23, groups: int = 7) -> Universe:
+    rng = np.random.default_rng(seed)
+    recs = []
+    for s in range(n_sources):
+        for i in range(int(rng.integers(1, 6))):
+            recs.append({
+                "source": f"d{s % 4}/s{s:02d}.cu3s", "index": i,
+                "category_ids": str(int(rng.integers(1, 4))) if rng.random() < 0.3 else "",
+                "group": f"g{s % groups}" if groups else "",
+            })
+    return Universe.from_records(recs)
+
+
+def membership(cfg: DataSplitConfig, uni: Universe) -> dict[str, set[str]]:
+    res = resolve(cfg, uni)
+    return {s: set(res.uids(s)) for s in ("train", "val", "test")}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    data_seed=st.integers(0, 10_000),
+    strategy=st.sampled_from(["random", "stratified"]),
+    group_by=st.sampled_from([None, "source", "group"]),
+    ad_aware=st.booleans(),
+    val=st.sampled_from([0.0, 0.1, 0.2, 0.25, 0.3]),
+    test=st.sampled_from([0.0, 0.15, 0.2, 0.25]),
+)
+def test_random_and_stratified_match_resolve_splits(
+    seed, data_seed, strategy, group_by, ad_aware, val, test
+) -> None:
+    uni = make_universe(data_seed, n_sources=int(np.random.default_rng(data_seed).integers(1, 30)))
+    refs = [SampleRef(source=uni.source(p), index=uni.index(p),
+                      category_ids=list(uni.category_ids[p]), group=uni.value("group", p) or None)
+            for p in range(len(uni))]
+    fn = getattr(UPSTREAM, f"resolve_{strategy}")
+    up = fn(refs, val_ratio=val, test_ratio=test, seed=seed, group_by=group_by, ad_aware=ad_aware)
+    ours = bake(uni, BakeOptions(strategy=strategy, seed=seed, val_ratio=val, test_ratio=test,
+                                 group_by=group_by or "sample", ad_aware=ad_aware))[0]
+    upstream_members = {s: {r.uid for r in UPSTREAM_resolve(up, refs, s)} for s in
+                        ("train", "val", "test")}
+    assert membership(ours.config, uni) == upstream_members
+
+
+def UPSTREAM_resolve(cfg: DataSplitConfig, refs: list[SampleRef], stage: str) -> list[SampleRef]:
+    from cuvis_ai_core.data.selectors import resolve_selectors
+
+    return resolve_selectors(getattr(cfg, stage), refs)
+
+
+def test_baked_output_is_canonical_and_pinned() -> None:
+    uni = make_universe(1)
+    (b,) = bake(uni, BakeOptions(seed=3))
+    cfg = b.config
+    assert is_baked(cfg) and cfg.universe_hash == uni.hash
+    assert [c.kind.value for c in cfg.constraints] == ["no_split_overlap", "no_train_anomalous"]
+    for stage in ("train", "val", "test"):
+        sources = [s.source for s in getattr(cfg, stage)]
+        assert sources == sorted(sources)
+    assert cfg.predict == []
+    everything = set().union(*membership(cfg, uni).values())
+    assert everything == set(uni.uids())
+
+
+def test_hash_strategy_never_moves_existing_samples() -> None:
+    old = make_universe(5, n_sources=40, groups=0)
+    grown_records = [old.sample(p) for p in range(len(old))]
+    recs = [{"source": s.source, "index": s.index, **s.extra} for s in grown_records]
+    recs += [{"source": f"new/s{k}.cu3s", "index": i, "category_ids": "", "group": ""}
+             for k in range(4) for i in range(3)]
+    recs += [{"source": "d1/s01.cu3s", "index": 99, "category_ids": "", "group": ""}]
+    new = Universe.from_records(recs)
+    opts = BakeOptions(seed=11, group_by="source")
+    before = membership(bake(old, opts)[0].config, old)
+    after = membership(bake(new, opts)[0].config, new)
+    for stage in before:
+        assert before[stage] <= after[stage], stage
+    stage_of_s01 = next(s for s in after if "d1/s01.cu3s#0" in after[s])
+    assert "d1/s01.cu3s#99" in after[stage_of_s01]  # a new frame follows its session
+
+
+def test_group_by_auto_keeps_groups_together() -> None:
+    uni = make_universe(2, n_sources=30, groups=6)
+    res = resolve(bake(uni, BakeOptions(seed=1))[0].config, uni)
+    names, codes = uni.groups()
+    for g in range(len(names)):
+        rows = set(np.flatnonzero(codes == g).tolist())
+        stages = {s for s in ("train", "val", "test") if rows & set(res.stages[s].tolist())}
+        assert len(stages) == 1
+
+
+def test_multilabel_spreads_every_category() -> None:
+    recs = []
+    for s in range(60):
+        for i in range(4):
+            cat = (s % 3) + 1 if i % 2 else 0
+            recs.append({"source": f"s{s:02d}", "index": i,
+                         "category_ids": f"{cat};4" if s % 10 == 0 else str(cat)})
+    uni = Universe.from_records(recs)
+    (b,) = bake(uni, BakeOptions(strategy="multilabel", seed=0, group_by="source"))
+    stats = b.metrics["stages"]
+    for stage in ("train", "val", "test"):
+        assert {"1", "2", "3", "4"} <= set(stats[stage]["categories"]), stage
+    share = stats["val"]["samples"] / len(uni)
+    assert 0.15 <= share <= 0.25
+
+
+def test_iterative_stratify_is_deterministic_and_complete() -> None:
+    labels = [{1: 2}, {2: 1}, {}, {1: 1, 2: 1}, {3: 5}, {}]
+    a = iterative_stratify(labels, [2, 1, 3, 2, 5, 1], [0.6, 0.2, 0.2], seed=4)
+    b = iterative_stratify(labels, [2, 1, 3, 2, 5, 1], [0.6, 0.2, 0.2], seed=4)
+    assert a.tolist() == b.tolist() and set(a.tolist()) <= {0, 1, 2} and (a >= 0).all()
+
+
+@pytest.mark.parametrize("strategy", ["hash", "random", "stratified", "multilabel"])
+def test_folds_partition_the_non_test_groups(strategy: str) -> None:
+    uni = make_universe(8, n_sources=40, groups=0)
+    folds = bake(uni, BakeOptions(strategy=strategy, folds=4, seed=2, group_by="source"))
+    assert len(folds) == 4
+    tests = [membership(b.config, uni)["test"] for b in folds]
+    assert all(t == tests[0] for t in tests)
+    vals = [membership(b.config, uni)["val"] for b in folds]
+    rest = set(uni.uids()) - tests[0]
+    assert set().union(*vals) == rest
+    assert sum(len(v) for v in vals) == len(rest)  # disjoint
+    for b, v in zip(folds, vals, strict=True):
+        assert membership(b.config, uni)["train"] == rest - v
+        assert b.metrics["folds"] == 4
+
+
+def test_from_csv_split_column(tmp_path: Path) -> None:
+    p = tmp_path / "u.csv"
+    p.write_text("source,index,split\nb.cu3s,0-3,train\na.cu3s,2,test\nb.cu3s,5,val\n"
+                 "a.cu3s,1,test\na.cu3s,0,predict\nc.cu3s,0,\n")
+    from dvc_cuvis.universe import read_universe
+
+    uni = read_universe(p)
+    (b,) = bake(uni, BakeOptions(), from_csv=True)
+    m = membership(b.config, uni)
+    assert m["train"] == {f"b.cu3s#{i}" for i in range(4)}
+    assert m["test"] == {"a.cu3s#1", "a.cu3s#2"} and m["val"] == {"b.cu3s#5"}
+    assert resolve(b.config, uni).uids("predict") == ["a.cu3s#0"]
+    assert b.config.train[0].ids == ["0-3"]
+    p.write_text("source,index,split\na,0,Train\n")
+    with pytest.raises(DvcCuvisError, match=r"u.csv:2: split value 'Train' of a#0"):
+        bake(read_universe(p), BakeOptions(), from_csv=True)
+
+
+def test_rule_is_resolved_and_frozen() -> None:
+    uni = make_universe(3)
+    rule = DataSplitConfig(
+        train=[Selector(kind="glob", pattern="d1/*")],
+        val=[Selector(kind="dir_indices", ids=["0-2"])],
+        test=[Selector(kind="except", of=[Selector(kind="all"),
+                                          Selector(kind="glob", pattern="d[01]/*")])],
+        constraints=[],
+    )
+    (b,) = bake(uni, BakeOptions(), rule=rule)
+    assert is_baked(b.config) and b.config.constraints == []
+    assert membership(b.config, uni) == membership(rule, uni)
+
+
+def test_base_keeps_assignments_and_places_new_samples() -> None:
+    uni = make_universe(4, n_sources=20, groups=0)
+    (first,) = bake(uni, BakeOptions(strategy="random", seed=1, group_by="source"))
+    recs = [{"source": s.source, "index": s.index, **s.extra} for s in uni]
+    recs += [{"source": "zz/new.cu3s", "index": i, "category_ids": "", "group": ""}
+             for i in range(3)]
+    grown = Universe.from_records(recs)
+    (second,) = bake(grown, BakeOptions(strategy="hash", group_by="source"), base=first.config)
+    before, after = membership(first.config, uni), membership(second.config, grown)
+    for s in before:
+        assert before[s] <= after[s]
+    assert second.metrics["base"] == {"kept": len(uni), "added": 3, "removed": 0,
+                                      "removed_samples": []}
+    shrunk = uni.take(np.arange(1, len(uni)))
+    with pytest.raises(DvcCuvisError, match=r"1 sample\(s\) of the base split left the universe"):
+        bake(shrunk, BakeOptions(), base=first.config)
+    (third,) = bake(shrunk, BakeOptions(allow_removed=True), base=first.config)
+    assert third.metrics["base"]["removed"] == 1
+
+
+def test_compact_ids() -> None:
+    assert compact_ids([5, 1, 2, 3, 9, 10, 3]) == ["1-3", 5, 9, 10]
+    assert compact_ids([0, 1, 2, 3], ranges=False) == [0, 1, 2, 3]
+    assert compact_ids([]) == []
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        (BakeOptions(strategy="nope"), "unknown strategy 'nope'"),
+        (BakeOptions(val_ratio=0.5, test_ratio=0.5), "must be below 1"),
+        (BakeOptions(val_ratio=-0.1), "val-ratio must be a number in"),
+        (BakeOptions(folds=1), "folds must be 0"),
+        (BakeOptions(strategy="multilabel", group_by="source"), "needs a category_ids column"),
+    ],
+)
+def test_bad_options(opts: BakeOptions, message: str) -> None:
+    uni = Universe.from_records([{"source": "a", "index": 0}])
+    with pytest.raises(DvcCuvisError, match=message):
+        bake(uni, opts)
+
+
+def test_bake_cli_writes_atomically_and_fails_cleanly(tmp_path: Path, cli) -> None:
+    universe = write_universe_csv(tmp_path / "u.csv", [(f"s{i}.cu3s", j) for i in range(12)
+                                                       for j in range(3)])
+    out, metrics = tmp_path / "splits.json", tmp_path / "m" / "splits.json"
+    r = cli("bake", "--universe", universe, "--out", out, "--metrics", metrics, "--seed", "5")
+    assert r.code == 0, r.err
+    cfg = load_splits(out)
+    m = json.loads(metrics.read_text())
+    assert m["universe_hash"] == cfg.universe_hash and m["constraints_ok"]
+    assert sum(m["stages"][s]["samples"] for s in ("train", "val", "test")) == 36
+    before = out.read_bytes()
+    r = cli("bake", "--universe", universe, "--out", out, "--test-ratio", "0.9")
+    assert r.code == 2 and "must be below 1" in r.err
+    assert out.read_bytes() == before
+    r = cli("bake", "--universe", universe, "--out", out, "--strategy", "bogus")
+    assert r.code == 2
+    r = cli("bake", "--universe", universe, "--folds", "3", "--out-dir", tmp_path / "folds")
+    assert r.code == 0 and len(list((tmp_path / "folds").glob("fold-*.json"))) == 3
+    assert not list(tmp_path.rglob("*.tmp"))
