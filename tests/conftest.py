@@ -45,7 +45,9 @@ def run_subprocess(*args: str, cwd: Path | None = None) -> Run:
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
-def write_universe_csv(path: Path, rows: list[tuple[str, int]], header: str = "source,index") -> Path:
+def write_universe_csv(
+    path: Path, rows: list[tuple[str, int]], header: str = "source,index"
+) -> Path:
     """Write a tiny universe.csv (rows as given, LF endings)."""
     path.write_text(header + "\n" + "".join(f"{s},{i}\n" for s, i in rows), encoding="utf-8")
     return path

@@ -143,7 +143,7 @@ def test_shared_materialized_path_allowed_for_cu3s_not_npz() -> None:
     with pytest.raises(UniverseError, match="one file per row"):
         parse(cu3s, unique_materialized_path=True)
     npz = "source,index,materialized_path,format\na,0,x.bin,npz\na,1,x.bin,npz\n"
-    with pytest.raises(UniverseError, match="duplicate materialized_path 'x.bin'"):
+    with pytest.raises(UniverseError, match=r"duplicate materialized_path 'x\.bin'"):
         parse(npz)
     assert len(parse(npz, unique_materialized_path=False)) == 2
 

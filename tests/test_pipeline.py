@@ -1,0 +1,97 @@
+"""The DVC pipeline for real: `dvc-cuvis init` + `dvc repro` in a git repo, twice, in a clone
+at another path, and after the dataset grows (stability)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dvc_cuvis.splits import load_splits, resolve
+from dvc_cuvis.universe import read_universe
+from examples.generate import generate
+
+BIN = str(Path(sys.executable).parent)
+ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
+       "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+       "DVC_NO_ANALYTICS": "1"}
+
+
+def sh(*args: str, cwd: Path) -> str:
+    proc = subprocess.run(list(args), cwd=cwd, env=ENV, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
+    return proc.stdout + proc.stderr
+
+
+def digest_tree(root: Path, names: list[str]) -> dict[str, str]:
+    return {n: hashlib.sha256((root / n).read_bytes()).hexdigest() for n in names}
+
+
+OUTPUTS = ["universe.csv", "splits.json", "metrics/universe.json", "metrics/splits.json",
+           "dvc.lock"]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("repo")
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
+    generate(root / "data", sessions=10, frames=4, size=(8, 8), bands=4, seed=3)
+    (root / ".gitignore").write_text("/data/\n")
+    out = sh("dvc", "repro", cwd=root)
+    assert "Running stage 'bake'" in out
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "split v1", cwd=root)
+    return root
+
+
+def test_repro_outputs_are_valid_and_committed(repo: Path) -> None:
+    uni = read_universe(repo / "universe.csv")
+    cfg = load_splits(repo / "splits.json")
+    assert cfg.universe_hash == uni.hash and len(uni) == 40
+    res = resolve(cfg, uni)
+    assert sum(len(res.stages[s]) for s in ("train", "val", "test")) == 40
+    tracked = sh("git", "ls-files", cwd=repo).split()
+    assert {"universe.csv", "splits.json", "dvc.lock", "params.yaml", "dvc.yaml"} <= set(tracked)
+
+
+def test_second_repro_changes_nothing(repo: Path) -> None:
+    before = digest_tree(repo, OUTPUTS)
+    out = sh("dvc", "repro", cwd=repo)
+    assert "Running stage" not in out
+    assert digest_tree(repo, OUTPUTS) == before
+    assert "up to date" in sh("dvc", "status", cwd=repo)
+    assert sh("git", "status", "--porcelain", cwd=repo).strip() == ""
+
+
+def test_clone_at_another_path_is_byte_identical(repo: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "elsewhere" / "clone"
+    sh("git", "clone", "-q", str(repo), str(clone), cwd=tmp_path)
+    generate(clone / "data", sessions=10, frames=4, size=(8, 8), bands=4, seed=3)
+    sh("dvc", "repro", "--force", cwd=clone)
+    assert digest_tree(clone, OUTPUTS[:4]) == digest_tree(repo, OUTPUTS[:4])
+
+
+def test_growth_moves_no_existing_sample(repo: Path, tmp_path: Path) -> None:
+    grown = tmp_path / "grown"
+    shutil.copytree(repo, grown)
+    old_uni = read_universe(grown / "universe.csv")
+    old = resolve(load_splits(grown / "splits.json"), old_uni)
+    generate(grown / "data", sessions=10, frames=4, size=(8, 8), bands=4, seed=3,
+             extra_sessions=1)  # +10% sessions
+    out = sh("dvc", "repro", cwd=grown)
+    assert "Running stage 'bake'" in out
+    new_uni = read_universe(grown / "universe.csv")
+    new = resolve(load_splits(grown / "splits.json"), new_uni)
+    assert len(new_uni) == 44
+    moved = 0
+    for stage in ("train", "val", "test"):
+        moved += len(set(old.uids(stage)) - set(new.uids(stage)))
+    assert moved == 0
