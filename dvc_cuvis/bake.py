@@ -302,9 +302,10 @@ def fold_splits(uni: Universe, opts: BakeOptions) -> list[dict[str, Positions]]:
     k = opts.folds
     fold_of = np.full(len(groups.names), -1, dtype=np.int64)
     if opts.strategy == "hash":
+        # Balanced folds: order the groups by a seeded hash and deal them round-robin.
         u = np.fromiter((_hash01(opts.seed, groups.names[g], "fold/") for g in rest.tolist()),
                         float, len(rest))
-        fold_of[rest] = np.minimum((u * k).astype(np.int64), k - 1)
+        fold_of[rest[np.argsort(u, kind="stable")]] = np.arange(len(rest)) % k
     elif opts.strategy == "multilabel":
         labels, weights = groups.labels()
         fold_of[rest] = iterative_stratify([labels[g] for g in rest.tolist()],

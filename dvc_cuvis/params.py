@@ -13,17 +13,17 @@ import yaml
 
 from dvc_cuvis.errors import ParamsError
 
-DEFAULT_PARAMS = Path("params.yaml")
-
-
 def load_params(path: Path | str | None) -> dict[str, Any]:
-    """The whole params file as a dict ({} when ``path`` is None or the default is absent)."""
-    explicit = path is not None
-    p = Path(path) if path is not None else DEFAULT_PARAMS
-    if not p.exists():
-        if explicit:
-            raise ParamsError(f"{p}: params file not found")
+    """The whole params file as a dict ({} when no file is given).
+
+    Only an explicit ``--params`` is read: a params.yaml that merely sits in the current
+    folder must not change what a command with explicit flags writes.
+    """
+    if path is None:
         return {}
+    p = Path(path)
+    if not p.is_file():
+        raise ParamsError(f"{p}: params file not found")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8-sig"))
     except yaml.YAMLError as exc:

@@ -159,6 +159,7 @@ def test_folds_partition_the_non_test_groups(strategy: str) -> None:
     rest = set(uni.uids()) - tests[0]
     assert set().union(*vals) == rest
     assert sum(len(v) for v in vals) == len(rest)  # disjoint
+    assert all(vals), "every fold has a validation set"
     for b, v in zip(folds, vals, strict=True):
         assert membership(b.config, uni)["train"] == rest - v
         assert b.metrics["folds"] == 4

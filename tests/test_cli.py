@@ -64,14 +64,20 @@ def test_resolve_is_purely_logical(tmp_path: Path, cli) -> None:
 
 def test_resolve_reads_params_section(tmp_path: Path, cli, monkeypatch) -> None:
     universe, splits, _ = gui_setup(tmp_path)
+    universe = universe.rename(tmp_path / "u.csv")
+    splits = splits.rename(tmp_path / "s.json")
     (tmp_path / "params.yaml").write_text(
         f"resolve:\n  universe: {universe.name}\n  splits: {splits.name}\n")
     monkeypatch.chdir(tmp_path)
-    r = cli("resolve", "--json")
+    r = cli("resolve", "--json", "--params", "params.yaml")
     assert r.code == 0 and len(json.loads(r.out)["train"]) == 7
+    r = cli("resolve", "--json")  # a params.yaml is only read when named
+    assert r.code == 2 and "splits.json: splits file not found" in r.err
     (tmp_path / "params.yaml").write_text("resolve: [1, 2]\n")
-    r = cli("resolve", "--json")
+    r = cli("resolve", "--json", "--params", "params.yaml")
     assert r.code == 2 and "section 'resolve' must be a mapping" in r.err
+    r = cli("resolve", "--params", "nope.yaml")
+    assert r.code == 2 and "nope.yaml: params file not found" in r.err
 
 
 def test_bad_inputs_exit_2_one_line_no_traceback(tmp_path: Path, cli) -> None:
