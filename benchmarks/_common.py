@@ -1,0 +1,297 @@
+"""Shared helpers for the benchmarks: result rows, the report table, timing, environment.
+
+This file is also the child process used to measure universe.csv readers in isolation
+(``python benchmarks/_common.py read {ours,upstream,numpy,python} PATH``), so its
+top-level imports are standard library only: a child's peak RSS must not include
+anything the measured reader would not load by itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+UPSTREAM_UNIVERSE_MODULE = "cuvis_ai_dataloader/data/_universe.py"
+
+
+# -- result rows ---------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One line of the report: ours vs a baseline (or an absolute goal, or information)."""
+
+    key: str
+    label: str
+    ours: float | None
+    unit: str = "s"
+    baseline: float | None = None
+    baseline_note: str = ""  # e.g. "*" when extrapolated
+    goal_kind: str = "info"  # "min_ratio" | "max_abs" | "info"
+    goal_value: float | None = None
+    enforce: bool = True  # False in --quick mode
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        """baseline / ours (how many times better ours is)."""
+        if self.baseline is None or not self.ours:
+            return None
+        return self.baseline / self.ours
+
+    @property
+    def goal(self) -> str:
+        if self.goal_kind == "min_ratio":
+            return f">={self.goal_value:g}x"
+        if self.goal_kind == "max_abs":
+            return f"<={self.goal_value:g} {self.unit}"
+        return "info"
+
+    @property
+    def passed(self) -> bool | None:
+        """True/False against the goal; None for information rows and --quick mode."""
+        if not self.enforce or self.goal_kind == "info" or self.goal_value is None:
+            return None
+        if self.goal_kind == "min_ratio":
+            r = self.ratio
+            return r is not None and r >= self.goal_value
+        return self.ours is not None and self.ours <= self.goal_value
+
+    @property
+    def result(self) -> str:
+        if self.goal_kind == "info":
+            return "-"
+        p = self.passed
+        if p is None:
+            return "n/a"
+        return "PASS" if p else "FAIL"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(ratio=self.ratio, goal=self.goal, passed=self.passed, result=self.result)
+        return d
+
+
+def fmt_value(v: float | None, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "s":
+        if v < 0.001:
+            return f"{v * 1e6:.0f} us"
+        if v < 1:
+            return f"{v * 1e3:.1f} ms"
+        return f"{v:.2f} s"
+    if unit == "MiB":
+        return f"{v:.0f} MiB"
+    return f"{v:g} {unit}"
+
+
+def fmt_ratio(r: float | None) -> str:
+    if r is None:
+        return "-"
+    return f"{r:.0f}x" if r >= 100 else f"{r:.1f}x"
+
+
+def table(rows: list[Row]) -> str:
+    head = ("target", "ours", "baseline", "ratio", "goal", "result")
+    body = [
+        (
+            r.label,
+            fmt_value(r.ours, r.unit),
+            fmt_value(r.baseline, r.unit) + r.baseline_note,
+            fmt_ratio(r.ratio),
+            r.goal,
+            r.result,
+        )
+        for r in rows
+    ]
+    widths = [max(len(x[i]) for x in (head, *body)) for i in range(len(head))]
+    lines = []
+    for j, cells in enumerate((head, *body)):
+        parts = [cells[0].ljust(widths[0])]
+        parts += [c.rjust(w) for c, w in zip(cells[1:4], widths[1:4], strict=True)]
+        parts += [cells[4].rjust(widths[4]), cells[5].ljust(widths[5])]
+        lines.append("  ".join(parts).rstrip())
+        if j == 0:
+            lines.append("-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+# -- timing / profiling --------------------------------------------------------------------
+
+
+def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    """Wall time of one call (after a gc.collect so a pending collection is not billed)."""
+    gc.collect()
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return time.perf_counter() - t0, out
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def profile_top(fn: Callable[[], Any], limit: int = 15) -> str:
+    """cProfile ``fn()`` and return the top entries by total and cumulative time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    out = io.StringIO()
+    for key in ("tottime", "cumulative"):
+        out.write(f"--- sorted by {key} ---\n")
+        stats = pstats.Stats(prof, stream=out)
+        stats.strip_dirs().sort_stats(key).print_stats(limit)
+    return out.getvalue()
+
+
+# -- environment ---------------------------------------------------------------------------
+
+
+def environment() -> dict[str, Any]:
+    from importlib import metadata
+
+    versions = {}
+    for dist in ("numpy", "cuvis-ai-core", "cuvis-ai-dataloader", "cuvis-ai-schemas",
+                 "pydantic", "dvc-cuvis"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    commit = None
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"],
+            capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions,
+        "git_commit": commit,
+    }
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+# -- isolated reader measurement (child process) -------------------------------------------
+
+
+# Linux keeps ``ru_maxrss`` across execve and seeds it with the RSS of the forked (or, with
+# vfork, the very same) address space the exec replaces, so a child started directly from
+# this big benchmark process would report *our* RSS.  A tiny launcher interpreter forks the
+# measured child instead: its starting point is the launcher's ~10 MiB, below any reader.
+_LAUNCHER = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execv(sys.argv[1], sys.argv[1:])\n"
+    "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+)
+
+
+def run_read_child(what: str, csv_path: Path | None = None, timeout: float = 600) -> dict:
+    """Run one reader in a fresh interpreter; returns its JSON report (seconds, rows, RSS)."""
+    cmd = [sys.executable, "-S", "-c", _LAUNCHER,
+           sys.executable, str(Path(__file__).resolve()), "read", what]
+    if csv_path is not None:
+        cmd.append(str(csv_path))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {what!r} failed ({proc.returncode}):\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _load_upstream_universe_module() -> Any:
+    """cuvis_ai_dataloader's _universe.py, loaded by file (its package __init__ needs torch)."""
+    import importlib.util
+    import sysconfig
+
+    candidates = [Path(p) / UPSTREAM_UNIVERSE_MODULE
+                  for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}]
+    candidates += [Path(p) / UPSTREAM_UNIVERSE_MODULE for p in sys.path if p]
+    for cand in candidates:
+        if cand.is_file():
+            spec = importlib.util.spec_from_file_location("_upstream_universe", cand)
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+    raise FileNotFoundError(f"cannot find {UPSTREAM_UNIVERSE_MODULE} in site-packages")
+
+
+def _child_read(what: str, path: str | None) -> dict[str, Any]:
+    t_start = time.perf_counter()
+    rows = 0
+    seconds = 0.0
+    if what == "python":
+        pass
+    elif what == "numpy":
+        import numpy  # noqa: F401
+    elif what == "ours":
+        from dvc_cuvis.universe import read_universe
+
+        assert path is not None
+        t0 = time.perf_counter()
+        uni = read_universe(path)
+        seconds = time.perf_counter() - t0
+        rows = len(uni)
+    elif what == "upstream":
+        mod = _load_upstream_universe_module()
+        assert path is not None
+        t0 = time.perf_counter()
+        out = mod.parse_universe(
+            Path(path),
+            require_materialized_path=True,
+            accept_split=False,
+            unique_materialized_path=True,
+            allow_index_ranges=False,
+        )
+        seconds = time.perf_counter() - t0
+        rows = len(out)
+    else:
+        raise SystemExit(f"unknown reader {what!r}")
+    # ru_maxrss is KiB on Linux, bytes on macOS
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    maxrss_mib = maxrss / (1 << 20) if sys.platform == "darwin" else maxrss / 1024
+    hwm_mib = None
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                hwm_mib = int(line.split()[1]) / 1024  # cross-check (per address space)
+    return {
+        "reader": what,
+        "seconds": seconds,
+        "rows": rows,
+        "peak_rss_mib": maxrss_mib,
+        "vm_hwm_mib": hwm_mib,
+        "process_seconds": time.perf_counter() - t_start,
+    }
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] != "read":
+        raise SystemExit("usage: _common.py read {ours,upstream,numpy,python} [PATH]")
+    print(json.dumps(_child_read(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)))
