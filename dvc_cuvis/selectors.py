@@ -96,6 +96,13 @@ def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Posit
 
     Errors come in upstream's order: every range is checked first, then the other items.
     """
+    if any(type(i) is int and not -(2**62) < i < 2**62 for i in ids):
+        raise SelectorError(f"selector '{kind}' has an id beyond 2**62; ids are read positions")
+    if all(type(i) is int for i in ids):  # the common baked form: plain ints
+        arr = np.asarray(ids, dtype=np.int64)
+        if len(arr) and arr.min() < 0:
+            raise SelectorError(f"selector '{kind}' index {int(arr[arr < 0][0])} must be >= 0")
+        return arr
     segments: list[range | int | str] = []
     for item in ids:
         m = _RANGE_RE.match(item.strip()) if isinstance(item, str) else None
