@@ -13,6 +13,7 @@ import yaml
 
 from dvc_cuvis.errors import ParamsError
 
+
 def load_params(path: Path | str | None) -> dict[str, Any]:
     """The whole params file as a dict ({} when no file is given).
 
