@@ -260,6 +260,51 @@ def cmd_bake(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- materialize --------------------------------------------------------------------------
+
+
+def cmd_materialize(args: argparse.Namespace) -> int:
+    """Write one deterministic npz per selected frame, incrementally."""
+    from dvc_cuvis.digests import StatCache, default_cache_path
+    from dvc_cuvis.materialize import Compression, ReaderParams, materialize, parse_crop
+    from dvc_cuvis.splits import load_splits
+    from dvc_cuvis.universe import read_universe
+
+    sect = _params(args, "materialize")
+    universe_path = Path(_setting(args, sect, "universe", "universe.csv"))
+    splits_path = _setting(args, sect, "splits", None)
+    out_dir = _setting(args, sect, "out_dir", None)
+    if not out_dir:
+        raise DvcCuvisError("materialize needs --out-dir (or materialize.out_dir in params.yaml)")
+    mode = _setting(args, sect, "processing_mode", "Reflectance")
+    params = ReaderParams(
+        crop=parse_crop(_setting(args, sect, "crop", None, (str, list))),
+        processing_mode=None if str(mode).lower() == "none" else str(mode),
+        white_ref=_setting(args, sect, "white_ref", None),
+        dark_ref=_setting(args, sect, "dark_ref", None),
+        compress=Compression.parse(_setting(args, sect, "compress", "none")),
+    )
+    cache_setting = _setting(args, sect, "stat_cache", None)
+    cache = StatCache(None if cache_setting == "none" else (
+        Path(cache_setting) if cache_setting else default_cache_path()))
+    uni = read_universe(universe_path)
+    cfg = load_splits(splits_path) if splits_path else None
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    result = materialize(
+        uni, cfg, Path(out_dir), params,
+        select=_setting(args, sect, "select", "splits"),
+        jobs=max(1, _setting(args, sect, "jobs", 1, int)),
+        executor=_setting(args, sect, "executor", "local"),
+        scheduler=_setting(args, sect, "scheduler", None),
+        cache=cache,
+        lock_wait=float(_setting(args, sect, "lock_wait", 0.0, (int, float))),
+        show_progress=show,
+    )
+    print(f"materialized {len(result.universe)} frames into {out_dir}: {result.written} written, "
+          f"{result.kept} unchanged, {result.deleted} deleted")
+    return EXIT_OK
+
+
 # -- init ---------------------------------------------------------------------------------
 
 
@@ -357,6 +402,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--categories", help="category name->id map for 'categories' selectors")
     p.add_argument("--params", help="params.yaml to read the 'bake' section from")
     p.set_defaults(func=cmd_bake)
+
+    p = sub.add_parser("materialize", help="write one deterministic npz per selected frame")
+    p.add_argument("--universe", help="universe.csv of the raw data (default ./universe.csv)")
+    p.add_argument("--splits", help="splits.json selecting the frames (all frames without it)")
+    p.add_argument("--out-dir", dest="out_dir",
+                   help="output folder: frames/, universe.csv, splits.json, manifest.json")
+    p.add_argument("--select", choices=["splits", "all"],
+                   help="frames of every stage of the split (default) or the whole universe")
+    p.add_argument("--crop", help="TOP,BOTTOM,LEFT,RIGHT pixels removed from cube and masks")
+    p.add_argument("--processing-mode", dest="processing_mode",
+                   help="cu3s: cuvis.ProcessingMode name, or none (default Reflectance)")
+    p.add_argument("--white-ref", dest="white_ref", help="cu3s: white reference CU3S[:FRAME]")
+    p.add_argument("--dark-ref", dest="dark_ref", help="cu3s: dark reference CU3S[:FRAME]")
+    p.add_argument("--compress", help="none (default) | deflate[:level] | masks[:level]")
+    p.add_argument("--jobs", type=int, help="worker processes (default 1)")
+    p.add_argument("--executor", choices=["local", "dask"], help="local pool or a Dask cluster")
+    p.add_argument("--scheduler", help="Dask scheduler address (with --executor dask)")
+    p.add_argument("--lock-wait", dest="lock_wait", type=float,
+                   help="seconds to wait for another run on the same folder (default 0)")
+    p.add_argument("--stat-cache", dest="stat_cache", help="stat cache file, or 'none'")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--params", help="params.yaml to read the 'materialize' section from")
+    p.set_defaults(func=cmd_materialize)
 
     p = sub.add_parser("init", help="write dvc.yaml + params.yaml (enumerate, bake) into a repo")
     p.add_argument("--dir", default=".", help="repository folder (default .)")

@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
+# torch is pinned to the CPU build on local disk (an unpinned torch pulls a multi-GB CUDA build).
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" \
+    "torch==2.13.0" "pytorch-lightning>=2.4"
 # Reference implementations for differential tests (they import without torch).
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
     "cuvis-ai-core==0.18.6" "cuvis-ai-dataloader==0.8.2"

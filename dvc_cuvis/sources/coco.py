@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dvc_cuvis.errors import DvcCuvisError
 
 
@@ -75,3 +77,35 @@ def coco_summary(path: Path) -> dict[str, Any]:
                 ) from None
         per_image[str(image_id)] = sorted(ids)
     return {"categories": cats, "images": per_image}
+
+
+def class_mask(coco: Any, image_id: int, shape: tuple[int, int], *, where: Path) -> np.ndarray:
+    """``[H, W]`` category-id map of one image (later annotations overwrite earlier ones).
+
+    The canvas is the image's COCO size when given, else the cube's; ids above 255 are
+    refused because ``class_mask`` is uint8 in the npz contract.
+    """
+    h, w = shape
+    out = np.zeros((h, w), dtype=np.int64)
+    if image_id not in coco.imgs:
+        return out
+    info = coco.imgs[image_id]
+    ch, cw = int(info.get("height") or 0), int(info.get("width") or 0)
+    canvas = (ch, cw) if ch > 0 and cw > 0 else (h, w)
+    if canvas != (h, w):
+        raise DvcCuvisError(
+            f"{where}: image {image_id} is {canvas[0]}x{canvas[1]} in the COCO json but the cube "
+            f"is {h}x{w}; fix the annotation's height/width"
+        )
+    info.setdefault("height", h)
+    info.setdefault("width", w)
+    for ann in coco.imgToAnns.get(image_id, []):
+        try:
+            m = coco.annToMask(ann)
+        except Exception as exc:
+            raise DvcCuvisError(
+                f"{where}: annotation {ann.get('id')!r} of image {image_id} cannot be "
+                f"rasterized ({exc})"
+            ) from None
+        out[m.astype(bool)] = int(ann["category_id"])
+    return out

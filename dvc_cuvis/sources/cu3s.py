@@ -93,3 +93,84 @@ def scan_cu3s(opts: EnumerateOptions) -> Scan:
                         "another session's json; category ids must agree across sessions"
                     )
     return Scan([r for rows in per_session for r in rows], categories or None)
+
+
+def _parse_ref(spec: str) -> tuple[Path, int]:
+    """``path`` or ``path:N`` (frame N of a reference session; default 0)."""
+    head, sep, tail = spec.rpartition(":")
+    if sep and head and tail.isdigit():
+        return Path(head), int(tail)
+    return Path(spec), 0
+
+
+class Cu3sReader:
+    """Reads processed cubes from one session (processing mode, optional white/dark refs)."""
+
+    def __init__(
+        self,
+        path: Path,
+        processing_mode: str | None = "Reflectance",
+        white_ref: str | None = None,
+        dark_ref: str | None = None,
+    ) -> None:
+        """Open ``path`` and configure its processing context like cuvis-ai's reader."""
+        cuvis = require_cuvis()
+        self.path = path
+        try:
+            self.session = cuvis.SessionFile(str(path))
+            self.pc = cuvis.ProcessingContext(self.session)
+        except Exception as exc:
+            raise DvcCuvisError(f"{path}: cannot open cu3s session ({exc})") from None
+        custom: dict[str, bool] = {}
+        for spec, kind in ((white_ref, "White"), (dark_ref, "Dark")):
+            if not spec:
+                continue
+            ref_path, frame = _parse_ref(spec)
+            if not ref_path.is_file():
+                raise DvcCuvisError(f"{kind.lower()} reference {ref_path} not found")
+            ref_type = getattr(cuvis.ReferenceType, kind)
+            mesu = cuvis.SessionFile(str(ref_path)).get_measurement(frame)
+            if mesu is None:
+                raise DvcCuvisError(f"{kind.lower()} reference {ref_path}: no measurement {frame}")
+            self.pc.set_reference(mesu, ref_type)
+            custom[kind] = True
+        self.mode = None
+        if processing_mode:
+            mode = getattr(cuvis.ProcessingMode, processing_mode, None)
+            if mode is None:
+                raise DvcCuvisError(
+                    f"unknown processing_mode {processing_mode!r}; use a cuvis.ProcessingMode "
+                    "name such as Raw, Reflectance or SpectralRadiance"
+                )
+
+            def has(kind: str) -> bool:
+                ref = self.session.get_reference(0, getattr(cuvis.ReferenceType, kind))
+                return custom.get(kind, False) or ref is not None
+
+            if processing_mode == "Reflectance" and not (has("White") and has("Dark")):
+                raise DvcCuvisError(
+                    f"{path}: Reflectance needs White and Dark references (in the session or "
+                    "via white_ref/dark_ref)"
+                )
+            if processing_mode == "SpectralRadiance" and not has("Dark"):
+                raise DvcCuvisError(f"{path}: SpectralRadiance needs a Dark reference")
+            self.pc.processing_mode = mode
+            self.mode = mode
+
+    def __len__(self) -> int:
+        return len(self.session)
+
+    def read(self, index: int) -> tuple[Any, Any]:
+        """Cube ``[H, W, C]`` float32 and wavelengths ``[C]`` int32 of measurement ``index``."""
+        import numpy as np
+
+        mesu = self.session.get_measurement(index)
+        if mesu is None:
+            raise DvcCuvisError(
+                f"{self.path}: measurement {index} is out of range ({len(self)} measurements)"
+            )
+        if self.mode is not None or "cube" not in getattr(mesu, "data", {}):
+            mesu = self.pc.apply(mesu)
+        cube = np.asarray(mesu.cube.array, dtype=np.float32)
+        wavelengths = np.asarray(mesu.cube.wavelength).ravel().astype(np.int32)
+        return cube, wavelengths

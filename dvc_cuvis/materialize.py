@@ -1,0 +1,569 @@
+"""Deterministic, incremental, parallel npz materialization of a split's frames.
+
+Output folder layout (one DVC output, ``persist: true``)::
+
+    OUT/frames/<source, path-encoded>/<index:06d>.npz   one frame per selected sample
+    OUT/universe.csv      source,index,materialized_path,... (paths relative to it)
+    OUT/splits.json       the split, resolving against OUT/universe.csv (same identities)
+    OUT/manifest.json     per frame: recipe key, md5 and size of the written file
+
+*Deterministic*: members are written in sorted order with fixed zip timestamps and
+attributes, arrays via ``np.lib.format`` (never pickled), ``source`` is the logical id,
+and nothing depends on the checkout path.  *Incremental*: a frame's recipe key covers
+the source file's content md5, the index, every reader and writer parameter and the
+format version; a rerun rewrites exactly the frames whose key changed (or whose file no
+longer matches the manifest) and deletes frames that left the selection.  *Safe*: every
+file is written to a temporary sibling and renamed, the manifest is checkpointed, and a
+lock file keeps two runs off one folder.  *Parallel*: per-source tasks run on a process
+pool (``jobs``) or on a Dask cluster (``executor="dask"``) through the same function.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import json
+import os
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from dvc_cuvis._io import atomic_write_bytes, atomic_write_text, dumps_json
+from dvc_cuvis.digests import StatCache
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.sources import progress
+from dvc_cuvis.splits import STAGES, dumps_splits, resolve
+from dvc_cuvis.universe import Universe, format_universe
+
+FORMAT_VERSION = 1
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+_CHUNK = 32  # frames per task: small enough to balance two workers, large enough to amortize
+
+
+# -- options ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compression:
+    """Per-member zip compression: stored (None) or deflate at a level."""
+
+    cube: int | None = None
+    masks: int | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> Compression:
+        """``none`` | ``deflate[:level]`` | ``masks[:level]`` (store the cube, deflate masks)."""
+        name, _, level_s = str(spec).partition(":")
+        try:
+            level = int(level_s) if level_s else 6
+        except ValueError:
+            level = -1
+        if not 0 <= level <= 9:
+            raise DvcCuvisError(f"compress {spec!r}: level must be an integer 0-9")
+        if name == "none" and not level_s:
+            return cls(None, None)
+        if name == "deflate":
+            return cls(level, level)
+        if name == "masks":
+            return cls(None, level)
+        raise DvcCuvisError(
+            f"compress {spec!r}: choose none, deflate[:level] or masks[:level]"
+        )
+
+    def level_for(self, member: str) -> int | None:
+        """Deflate level of a member (None = stored)."""
+        return self.cube if member in ("cube", "wavelengths", "source") else self.masks
+
+
+@dataclass(frozen=True)
+class ReaderParams:
+    """Everything that changes the bytes of a frame (part of every recipe key)."""
+
+    crop: tuple[int, int, int, int] | None = None
+    processing_mode: str | None = "Reflectance"
+    white_ref: str | None = None
+    dark_ref: str | None = None
+    compress: Compression = field(default_factory=Compression)
+
+    def key(self) -> dict[str, Any]:
+        """JSON-ready form for the recipe key."""
+        d = asdict(self)
+        d["crop"] = list(self.crop) if self.crop else None
+        return d
+
+
+def parse_crop(spec: str | list[int] | tuple[int, ...] | None) -> tuple[int, int, int, int] | None:
+    """``"T,B,L,R"`` (or a list of 4 ints) into a crop tuple; None/empty = no crop."""
+    if spec is None or spec == "" or spec == []:
+        return None
+    parts = spec.split(",") if isinstance(spec, str) else list(spec)
+    try:
+        values = tuple(int(str(p).strip()) for p in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 4 or any(v < 0 for v in values):
+        raise DvcCuvisError(f"crop {spec!r}: expected TOP,BOTTOM,LEFT,RIGHT (4 ints >= 0)")
+    return values[0], values[1], values[2], values[3]
+
+
+def apply_crop(arr: np.ndarray, crop: tuple[int, int, int, int] | None, where: str) -> np.ndarray:
+    """Remove ``T,B,L,R`` pixels from the spatial border (cube and masks alike)."""
+    if crop is None:
+        return arr
+    t, b, left, r = crop
+    h, w = arr.shape[:2]
+    if t + b >= h or left + r >= w:
+        raise DvcCuvisError(f"{where}: crop {crop} too large for a {h}x{w} frame")
+    return arr[t:h - b, left:w - r]
+
+
+# -- the npz writer -----------------------------------------------------------------------
+
+
+def npz_bytes(arrays: dict[str, np.ndarray], compression: Compression) -> bytes:
+    """A deterministic ``.npz``: sorted members, fixed timestamps/attributes, no pickle."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", allowZip64=True) as zf:
+        for key in sorted(arrays):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asanyarray(arrays[key]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_EPOCH)
+            info.create_system = 3
+            info.external_attr = 0o644 << 16
+            level = compression.level_for(key)
+            info.compress_type = zipfile.ZIP_STORED if level is None else zipfile.ZIP_DEFLATED
+            zf.writestr(info, member.getvalue(), compresslevel=level)
+    return buf.getvalue()
+
+
+def frame_arrays(
+    cube: np.ndarray,
+    wavelengths: np.ndarray,
+    source: str,
+    classes: np.ndarray | None,
+    crop: tuple[int, int, int, int] | None,
+    where: str,
+) -> dict[str, np.ndarray]:
+    """The npz members of one frame per the DESIGN contract."""
+    if cube.ndim != 3:
+        raise DvcCuvisError(f"{where}: cube must be [H, W, C], got shape {cube.shape}")
+    out: dict[str, np.ndarray] = {
+        "cube": np.ascontiguousarray(apply_crop(cube, crop, where), dtype=np.float32),
+        "wavelengths": np.asarray(wavelengths).ravel().astype(np.int32),
+        "source": np.array(source),
+    }
+    if len(out["wavelengths"]) != cube.shape[2]:
+        raise DvcCuvisError(
+            f"{where}: {len(out['wavelengths'])} wavelengths for {cube.shape[2]} bands"
+        )
+    if classes is not None:
+        if classes.shape[:2] != cube.shape[:2]:
+            raise DvcCuvisError(
+                f"{where}: label {classes.shape[:2]} and cube {cube.shape[:2]} differ in size"
+            )
+        top = int(classes.max()) if classes.size else 0
+        if top > 255 or (classes.size and int(classes.min()) < 0):
+            raise DvcCuvisError(
+                f"{where}: category id {top} exceeds the uint8 range of class_mask (0-255); "
+                "renumber the categories"
+            )
+        cls = np.ascontiguousarray(apply_crop(classes, crop, where)).astype(np.uint8)
+        out["class_mask"] = cls
+        out["mask"] = (cls > 0).astype(np.int32)
+    return out
+
+
+# -- frame names --------------------------------------------------------------------------
+
+
+def frame_name(source: str, index: int) -> str:
+    """``frames/<encoded source path>/<index:06d>.npz``: stable and collision-free.
+
+    Each path component of the source is percent-encoded (``.``/``..`` and a leading
+    ``/`` included), so distinct sources never share a folder — unlike upstream's
+    ``<parent>_<stem>`` names, where ``day1/raw/s`` and ``day2/raw/s`` collide.
+    """
+    enc = [_encode_part(part, i == 0) for i, part in enumerate(source.split("/"))]
+    return "frames/" + "/".join(enc) + f"/{index:06d}.npz"
+
+
+def _encode_part(part: str, first: bool) -> str:
+    if part == "":
+        return "%2F" if first else "%00"
+    if part in (".", ".."):
+        return part.replace(".", "%2E")
+    return quote(part, safe="-_.,@+=()~ ")
+
+
+# -- readers (run inside workers) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Task:
+    """Frames of one physical file to (re)write; plain data so it pickles to any executor."""
+
+    fmt: str
+    path: str
+    annotation: str | None
+    source: str
+    frames: tuple[tuple[int, str], ...]  # (index, relative output name)
+    out_dir: str
+    params: ReaderParams
+
+
+def run_task(task: Task) -> list[tuple[str, str, int]]:
+    """Read, convert and atomically write the task's frames; returns (name, md5, size)."""
+    results = []
+    for _index, name, arrays in _read_frames(task):
+        data = npz_bytes(arrays, task.params.compress)
+        atomic_write_bytes(Path(task.out_dir) / name, data)
+        results.append((name, hashlib.md5(data).hexdigest(), len(data)))
+    return results
+
+
+def _read_frames(task: Task) -> Iterator[tuple[int, str, dict[str, np.ndarray]]]:
+    p = task.params
+    if task.fmt == "npz":
+        for index, name in task.frames:
+            where = f"{task.path}"
+            try:
+                with np.load(task.path, allow_pickle=False) as z:
+                    cube = z["cube"]
+                    wl = z["wavelengths"]
+                    classes = z["class_mask"] if "class_mask" in z.files else None
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+                raise DvcCuvisError(f"{where}: cannot read npz frame ({exc})") from None
+            yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop, where)
+    elif task.fmt == "tiff":
+        from dvc_cuvis.sources.tiff import read_cube, read_label_map
+
+        for index, name in task.frames:
+            cube, wl = read_cube(Path(task.path))
+            classes = read_label_map(Path(task.annotation)) if task.annotation else None
+            yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop, task.path)
+    elif task.fmt == "cu3s":
+        from dvc_cuvis.sources.cu3s import Cu3sReader
+
+        reader = Cu3sReader(Path(task.path), p.processing_mode, p.white_ref, p.dark_ref)
+        coco = None
+        if task.annotation:
+            from dvc_cuvis.sources.coco import load_coco
+
+            coco = load_coco(Path(task.annotation))
+        for index, name in task.frames:
+            cube, wl = reader.read(index)
+            classes = None
+            if coco is not None:
+                from dvc_cuvis.sources.coco import class_mask
+
+                classes = class_mask(coco, index, cube.shape[:2], where=Path(task.annotation or ""))
+            yield index, name, frame_arrays(
+                cube, wl, task.source, classes, p.crop, f"{task.path}#{index}"
+            )
+    else:
+        raise DvcCuvisError(f"{task.path}: no reader for format {task.fmt!r}")
+
+
+# -- executors ----------------------------------------------------------------------------
+
+
+def execute(
+    tasks: list[Task], *, jobs: int, executor: str = "local", scheduler: str | None = None
+) -> Iterator[list[tuple[str, str, int]]]:
+    """Run ``run_task`` over ``tasks`` locally (process pool) or on Dask; yields results."""
+    if not tasks:
+        return
+    if executor == "dask":
+        try:
+            from dask.distributed import Client, as_completed
+        except ImportError:
+            raise DvcCuvisError(
+                "--executor dask needs dask.distributed: pip install 'dvc-cuvis[dask]'"
+            ) from None
+        with Client(scheduler) if scheduler else Client(processes=False) as client:
+            futures = client.map(run_task, tasks, pure=False)
+            for fut in as_completed(futures):
+                yield fut.result()
+        return
+    if executor != "local":
+        raise DvcCuvisError(f"unknown executor {executor!r}; choose local or dask")
+    if jobs <= 1 or len(tasks) == 1:
+        for t in tasks:
+            yield run_task(t)
+        return
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending = {pool.submit(run_task, t) for t in tasks}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                try:
+                    yield fut.result()
+                except BaseException:
+                    for other in pending:
+                        other.cancel()
+                    raise
+
+
+# -- the lock -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def output_lock(out_dir: Path, *, wait_s: float = 0.0) -> Iterator[None]:
+    """Exclusive lock on ``out_dir`` (``.materialize.lock``); waits up to ``wait_s`` seconds."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / ".materialize.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise DvcCuvisError(
+                        f"{out_dir}: another `dvc-cuvis materialize` is writing this folder; "
+                        "wait for it (or pass --lock-wait SECONDS)"
+                    ) from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+# -- planning and running -----------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What a run will do: frames to write, frames kept, files to delete."""
+
+    rows: list[int]
+    names: dict[int, str]
+    recipes: dict[str, str]
+    tasks: list[Task]
+    keep: dict[str, dict[str, Any]]
+    delete: list[Path]
+
+
+def _format_of(uni: Universe, pos: int, path: str) -> str:
+    fmt = uni.value("format", pos).lower()
+    if fmt:
+        return "tiff" if fmt == "tif" else fmt
+    suffix = Path(path).suffix.lower()
+    return {".cu3s": "cu3s", ".tif": "tiff", ".tiff": "tiff", ".npz": "npz"}.get(suffix, "")
+
+
+def selected_rows(uni: Universe, splits_cfg: Any, select: str) -> list[int]:
+    """Canonical positions to materialize: every stage's samples, or the whole universe."""
+    if select == "all" or splits_cfg is None:
+        return list(range(len(uni)))
+    if select != "splits":
+        raise DvcCuvisError(f"select {select!r}: choose splits or all")
+    res = resolve(splits_cfg, uni)
+    picked = np.unique(np.concatenate([res.stages[s] for s in STAGES]))
+    return picked.tolist()
+
+
+def _load_manifest(out_dir: Path) -> dict[str, dict[str, Any]]:
+    path = out_dir / "manifest.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        frames = data.get("frames", {}) if data.get("version") == FORMAT_VERSION else {}
+        return frames if isinstance(frames, dict) else {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def plan(
+    uni: Universe,
+    rows: list[int],
+    out_dir: Path,
+    params: ReaderParams,
+    cache: StatCache,
+) -> Plan:
+    """Compare recipe keys with the manifest and the files on disk."""
+    base = uni.path.parent if uni.path is not None else Path(".")
+    manifest = _load_manifest(out_dir)
+    ref_md5 = {
+        kind: cache.md5(Path(spec.rpartition(":")[0] if _has_frame(spec) else spec))
+        for kind, spec in (("white", params.white_ref), ("dark", params.dark_ref)) if spec
+    }
+    names: dict[int, str] = {}
+    recipes: dict[str, str] = {}
+    todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]] = {}
+    keep: dict[str, dict[str, Any]] = {}
+    for pos in rows:
+        source, index = uni.source(pos), uni.index(pos)
+        rel = uni.value("materialized_path", pos) or source
+        phys = Path(rel) if Path(rel).is_absolute() else base / rel
+        fmt = _format_of(uni, pos, rel)
+        if fmt not in ("npz", "tiff", "cu3s"):
+            raise DvcCuvisError(
+                f"{uni.path}: cannot tell the format of {uni.uid(pos)} ({rel!r}); set the "
+                "'format' column to cu3s, tiff or npz"
+            )
+        if not phys.is_file():
+            raise DvcCuvisError(
+                f"{uni.path}: {uni.uid(pos)}: file {rel!r} not found (run `dvc pull` or "
+                "re-enumerate)"
+            )
+        ann_rel = uni.value("annotation", pos)
+        ann = (base / ann_rel) if ann_rel else None
+        if ann is not None and not ann.is_file():
+            raise DvcCuvisError(f"{uni.path}: {uni.uid(pos)}: annotation {ann_rel!r} not found")
+        key = {
+            "version": FORMAT_VERSION,
+            "format": fmt,
+            "source": source,
+            "index": index,
+            "md5": cache.md5(phys),
+            "annotation_md5": cache.md5(ann) if ann is not None else None,
+            "params": params.key() if fmt == "cu3s" else {**params.key(), "processing_mode": None,
+                                                           "white_ref": None, "dark_ref": None},
+            "refs": ref_md5 if fmt == "cu3s" else {},
+        }
+        recipe = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+        name = frame_name(source, index)
+        names[pos], recipes[name] = name, recipe
+        entry = manifest.get(name)
+        target = out_dir / name
+        if entry and entry.get("recipe") == recipe and _intact(target, entry, cache):
+            keep[name] = entry
+        else:
+            todo.setdefault((fmt, str(phys), str(ann) if ann else None, source), []).append(
+                (index, name))
+    tasks = []
+    for (fmt, phys_s, ann_s, source), frames in sorted(todo.items(), key=lambda kv: kv[0][1:]):
+        for lo in range(0, len(frames), _CHUNK):
+            tasks.append(Task(fmt, phys_s, ann_s, source, tuple(frames[lo:lo + _CHUNK]),
+                              str(out_dir), params))
+    wanted = set(recipes)
+    delete = []
+    frames_dir = out_dir / "frames"
+    if frames_dir.is_dir():
+        for p in sorted(frames_dir.rglob("*")):
+            ours = p.suffix == ".npz" or p.name.endswith(".tmp")
+            if ours and p.is_file() and p.relative_to(out_dir).as_posix() not in wanted:
+                delete.append(p)
+    return Plan(rows, names, recipes, tasks, keep, delete)
+
+
+def _has_frame(spec: str) -> bool:
+    head, sep, tail = spec.rpartition(":")
+    return bool(sep) and tail.isdigit() and bool(head)
+
+
+def _intact(path: Path, entry: dict[str, Any], cache: StatCache) -> bool:
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return st.st_size == entry.get("size") and cache.md5(path, st) == entry.get("md5")
+
+
+@dataclass
+class MaterializeResult:
+    """Counts of a run and the universe/splits written beside the frames."""
+
+    written: int
+    kept: int
+    deleted: int
+    universe: Universe
+    out_dir: Path
+
+
+def materialize(
+    uni: Universe,
+    splits_cfg: Any,
+    out_dir: Path,
+    params: ReaderParams,
+    *,
+    select: str = "splits",
+    jobs: int = 1,
+    executor: str = "local",
+    scheduler: str | None = None,
+    cache: StatCache | None = None,
+    lock_wait: float = 0.0,
+    show_progress: bool = False,
+) -> MaterializeResult:
+    """Bring ``out_dir`` to exactly the bytes of a clean run for this universe/split/params."""
+    cache = cache or StatCache(None)
+    rows = selected_rows(uni, splits_cfg, select)
+    with output_lock(out_dir, wait_s=lock_wait):
+        p = plan(uni, rows, out_dir, params, cache)
+        manifest: dict[str, dict[str, Any]] = dict(p.keep)
+        written = 0
+        results = progress(
+            execute(p.tasks, jobs=jobs, executor=executor, scheduler=scheduler),
+            total=len(p.tasks), desc="materialize", enabled=show_progress,
+        )
+        last_checkpoint = time.monotonic()
+        for batch in results:
+            for name, md5, size in batch:
+                manifest[name] = {"recipe": p.recipes[name], "md5": md5, "size": size}
+                written += 1
+            if time.monotonic() - last_checkpoint > 5:
+                _write_manifest(out_dir, manifest)
+                last_checkpoint = time.monotonic()
+        for path in p.delete:
+            path.unlink(missing_ok=True)
+        _prune_empty_dirs(out_dir / "frames")
+        manifest = {k: manifest[k] for k in sorted(manifest) if k in p.recipes}
+        npz_uni = _npz_universe(uni, rows, p.names, manifest, out_dir)
+        atomic_write_text(out_dir / "universe.csv", format_universe(npz_uni))
+        if splits_cfg is not None:
+            copy = splits_cfg
+            if splits_cfg.universe_hash == uni.hash:  # re-pin; a stale pin stays stale
+                copy = splits_cfg.model_copy(update={"universe_hash": npz_uni.hash})
+            atomic_write_text(out_dir / "splits.json", dumps_splits(copy))
+        _write_manifest(out_dir, manifest)
+        cache.save()
+    return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir)
+
+
+def _write_manifest(out_dir: Path, frames: dict[str, dict[str, Any]]) -> None:
+    body = {"version": FORMAT_VERSION, "frames": {k: frames[k] for k in sorted(frames)}}
+    atomic_write_text(out_dir / "manifest.json", dumps_json(body))
+
+
+def _prune_empty_dirs(root: Path) -> None:
+    if not root.is_dir():
+        return
+    for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
+def _npz_universe(
+    uni: Universe,
+    rows: list[int],
+    names: dict[int, str],
+    manifest: dict[str, dict[str, Any]],
+    out_dir: Path,
+) -> Universe:
+    carry = [c for c in ("group", "tags", "category_ids") if uni.has_column(c)]
+    records = []
+    for pos in rows:
+        name = names[pos]
+        rec: dict[str, Any] = {
+            "source": uni.source(pos),
+            "index": uni.index(pos),
+            "materialized_path": name,
+            "format": "npz",
+            "md5": manifest[name]["md5"],
+        }
+        for c in carry:
+            rec[c] = uni.value(c, pos)
+        records.append(rec)
+    return Universe.from_records(records, path=out_dir / "universe.csv")
