@@ -91,18 +91,21 @@ def norm_source(path: str) -> str:
     return normalized.casefold() if windowsish else normalized
 
 
-def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Positions:
-    """Expand ints and inclusive ``"a-b[:step]"`` ranges into an int array (order kept).
+#: Ids at or above this cannot be positions or read indices; they are kept aside as
+#: Python ints so they still count as requested-but-missing, exactly as upstream sees them.
+_HUGE = 2**62
+_MAX_RANGE = 100_000_000
+
+
+def split_ids(
+    ids: Sequence[int | str], *, kind: str = "file_indices"
+) -> tuple[Positions, list[int]]:
+    """Expand ints and inclusive ``"a-b[:step]"`` ranges: (ids < 2**62 in order, larger ids).
 
     Errors come in upstream's order: every range is checked first, then the other items.
     """
-    if any(type(i) is int and not -(2**62) < i < 2**62 for i in ids):
-        raise SelectorError(f"selector '{kind}' has an id beyond 2**62; ids are read positions")
-    if all(type(i) is int for i in ids):  # the common baked form: plain ints
-        arr = np.asarray(ids, dtype=np.int64)
-        if len(arr) and arr.min() < 0:
-            raise SelectorError(f"selector '{kind}' index {int(arr[arr < 0][0])} must be >= 0")
-        return arr
+    if all(type(i) is int and 0 <= i < _HUGE for i in ids):  # the common baked form
+        return np.asarray(ids, dtype=np.int64), []
     segments: list[range | int | str] = []
     for item in ids:
         m = _RANGE_RE.match(item.strip()) if isinstance(item, str) else None
@@ -115,26 +118,40 @@ def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Posit
             raise SelectorError(f"range selector {item!r}: step must be > 0")
         if start > stop:
             raise SelectorError(f"range selector {item!r}: start {start} must be <= stop {stop}")
-        segments.append(range(start, stop + 1, step))
+        expanded = range(start, stop + 1, step)
+        if len(expanded) > _MAX_RANGE:
+            raise SelectorError(
+                f"range selector {item!r} expands to {len(expanded)} ids; split it up"
+            )
+        segments.append(expanded)
     pieces: list[Positions] = []
     plain: list[int] = []
+    huge: list[int] = []
     for seg in segments:
         if isinstance(seg, range):
-            if plain:
+            if seg.stop <= 2**53:  # exact in numpy's float64 length computation
                 pieces.append(np.asarray(plain, dtype=np.int64))
                 plain = []
-            pieces.append(np.arange(seg.start, seg.stop, seg.step, dtype=np.int64))
+                pieces.append(np.arange(seg.start, seg.stop, seg.step, dtype=np.int64))
+            else:
+                for v in seg:
+                    (plain if v < _HUGE else huge).append(v)
         elif not isinstance(seg, int):
             raise SelectorError(f"selector '{kind}' ids must be ints or 'a-b' ranges, got {seg!r}")
         elif seg < 0:
             raise SelectorError(f"selector '{kind}' index {seg} must be >= 0")
         else:
-            plain.append(int(seg))
-    if plain:
-        pieces.append(np.asarray(plain, dtype=np.int64))
-    if not pieces:
-        return np.zeros(0, dtype=np.int64)
-    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+            (plain if seg < _HUGE else huge).append(int(seg))
+    pieces.append(np.asarray(plain, dtype=np.int64))
+    return (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)), huge
+
+
+def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Positions:
+    """Expanded ids as an int64 array (ids beyond 2**62 are an error here)."""
+    small, huge = split_ids(ids, kind=kind)
+    if huge:
+        raise SelectorError(f"selector '{kind}' id {huge[0]} is too large to be a read position")
+    return small
 
 
 def required_attrs(splits: DataSplitConfig) -> frozenset[str]:
@@ -253,12 +270,12 @@ class Resolver:
                 self._partial(sel, where, sorted(wanted), set(found))
             return self._blocks(codes)
         if kind == "dir_indices":
-            positions = expand_ids(sel.ids, kind=kind)
+            positions, huge = split_ids(sel.ids, kind=kind)
             size = len(uni)
-            bad = positions[positions >= size]
-            if len(bad):
+            bad = positions[positions >= size].tolist() + huge
+            if bad:
                 raise SelectorError(
-                    f"{where}: dir_indices positions {_short(bad.tolist())} out of range "
+                    f"{where}: dir_indices positions {_short(bad)} out of range "
                     f"(universe size {size}); positions count rows of the canonical universe "
                     "— regenerate the split (`dvc-cuvis bake --rule`) after the data changed"
                 )
@@ -284,7 +301,8 @@ class Resolver:
 
     def _file_indices(self, sel: Selector, where: str) -> Positions:
         uni = self.universe
-        wanted = np.unique(expand_ids(sel.ids, kind="file_indices"))
+        small, huge = split_ids(sel.ids, kind="file_indices")
+        wanted = np.unique(small)
         codes = self._codes_by("norm").get(norm_source(sel.source or ""), [])
         off, indices = uni.offsets, uni.indices
         parts: list[Positions] = []
@@ -297,8 +315,9 @@ class Resolver:
             hit[hit] = block[at[hit]] == wanted[hit]
             parts.append(lo + at[hit])
             found |= hit
-        if found.any() and not found.all():
-            self._partial(sel, where, wanted.tolist(), set(wanted[found].tolist()))
+        if found.any() and not (found.all() and not huge):
+            requested = wanted.tolist() + sorted(set(huge))
+            self._partial(sel, where, requested, set(wanted[found].tolist()))
         if not parts:
             return np.zeros(0, dtype=np.int64)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -16,7 +16,7 @@ What is compared:
    pinned-``universe_hash`` guard, and the constraint results.
 4. The golden ``constraint_cases.json`` fixture, through both implementations.
 
-Regression tests for known mismatches are marked ``# BUG:`` and ``xfail(strict=True)``.
+Regression tests for mismatches found (and fixed) are at the end of the file.
 """
 
 from __future__ import annotations
@@ -719,18 +719,9 @@ def test_huge_ids_agree(kind: str, ids: list[int | str]) -> None:
     _compare_on_three_frames(kind, ids)
 
 
-# BUG: ids inside range strings are materialized with np.arange (int64, length computed in
-# float64) while upstream expands them with Python ints:
-#  * "18446744073709551616-18446744073709551616" (a bound >= 2**63) raises OverflowError --
-#    not a SelectorError/ValueError, so it escapes the CLI's error handling; upstream gives
-#    "out of range" (dir_indices) or "matched 0 samples" (file_indices).
-#  * "0-9007199254740992:9007199254740992" is [0, 2**53] upstream but [0] here (float64
-#    length), so dir_indices silently resolves instead of failing the bounds check, and
-#    file_indices loses upstream's partial-match warning.
-# BUG (deliberate since "Fast path for plain-int ids"?): a plain int id >= 2**62 is now
-# rejected with SelectorError; upstream treats it as a missing index, so file_indices
-# [0, 2**62] resolves to a.cu3s#0 with a partial-match warning there.
-@pytest.mark.xfail(strict=True, reason="BUG: huge ids diverge from upstream (see comment)")
+# Regression: huge ids. Range strings used to be expanded with np.arange (int64, length in
+# float64) and plain ids >= 2**62 were rejected; upstream expands with Python ints, so a
+# bound >= 2**63 is simply out of range / unmatched and "0-2**53:2**53" has two elements.
 @pytest.mark.parametrize(
     ("kind", "ids"),
     [
@@ -744,5 +735,5 @@ def test_huge_ids_agree(kind: str, ids: list[int | str]) -> None:
     ids=["dir-range-over-int64", "file-range-over-int64", "dir-range-float-len",
          "file-range-float-len", "file-int-2^62", "file-int-2^64"],
 )
-def test_bug_huge_ids_match_upstream(kind: str, ids: list[int | str]) -> None:
+def test_huge_range_and_int_ids_match_upstream(kind: str, ids: list[int | str]) -> None:
     _compare_on_three_frames(kind, ids)
