@@ -372,7 +372,7 @@ def stages_from_base(
                     "a baked split (file_indices/files only)"
                 )
             before = len(resolver.warnings)
-            got = resolver._one(sel, f"{stage}[{i}]")
+            got = resolver.select(sel, f"{stage}[{i}]")
             if len(got) == 0:
                 removed.extend(_named(sel))
             for w in resolver.warnings[before:]:

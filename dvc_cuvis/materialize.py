@@ -39,8 +39,9 @@ import numpy as np
 from dvc_cuvis._io import atomic_write_bytes, atomic_write_text, dumps_json
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.selectors import Resolver
 from dvc_cuvis.sources import progress
-from dvc_cuvis.splits import STAGES, dumps_splits, resolve
+from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
 from dvc_cuvis.universe import Universe, format_universe
 
 FORMAT_VERSION = 1
@@ -365,14 +366,25 @@ def _format_of(uni: Universe, pos: int, path: str) -> str:
 
 
 def selected_rows(uni: Universe, splits_cfg: Any, select: str) -> list[int]:
-    """Canonical positions to materialize: every stage's samples, or the whole universe."""
+    """Canonical positions to materialize: the split's samples, or the whole universe.
+
+    Selectors that match nothing are tolerated here, so a shard's universe (one day, one
+    line) picks exactly its own part of a split written for the whole dataset.
+    """
     if select == "all" or splits_cfg is None:
         return list(range(len(uni)))
     if select != "splits":
         raise DvcCuvisError(f"select {select!r}: choose splits or all")
-    res = resolve(splits_cfg, uni)
-    picked = np.unique(np.concatenate([res.stages[s] for s in STAGES]))
-    return picked.tolist()
+    check_pinned_universe(splits_cfg, uni)
+    resolver = Resolver(uni)
+    parts = [np.zeros(0, dtype=np.int64)]
+    for stage in STAGES:
+        selectors = getattr(splits_cfg, stage)
+        if stage == "predict" and not selectors:
+            return list(range(len(uni)))  # empty predict = the whole universe
+        for i, sel in enumerate(selectors):
+            parts.append(resolver.select(sel, f"{stage}[{i}]"))
+    return np.unique(np.concatenate(parts)).tolist()
 
 
 def _load_manifest(out_dir: Path) -> dict[str, dict[str, Any]]:

@@ -202,7 +202,7 @@ class Resolver:
         parts: list[Positions] = []
         for i, sel in enumerate(selectors):
             where = f"{stage}[{i}]"
-            got = self._one(sel, where)
+            got = self.select(sel, where)
             if len(got) == 0:
                 raise SelectorError(self._zero_match_message(sel, where))
             parts.append(got)
@@ -254,7 +254,8 @@ class Resolver:
 
     # -- one selector -----------------------------------------------------------------
 
-    def _one(self, sel: Selector, where: str) -> Positions:
+    def select(self, sel: Selector, where: str = "selector") -> Positions:
+        """Positions matched by one selector (no zero-match check: that is the stage's job)."""
         kind = sel.kind.value
         uni = self.universe
         if kind == "all":
@@ -340,7 +341,7 @@ class Resolver:
 
     def _setop(self, sel: Selector, where: str) -> Positions:
         kind = sel.kind.value
-        parts = [self._one(child, f"{where}.of[{j}]") for j, child in enumerate(sel.of)]
+        parts = [self.select(child, f"{where}.of[{j}]") for j, child in enumerate(sel.of)]
         if kind == "union":
             return dedup_first(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
         first = parts[0]

@@ -301,3 +301,15 @@ def test_dask_executor_gives_the_same_bytes(project: Path) -> None:
     run(project, "local")
     run(project, "dask", executor="dask")
     assert tree(project / "local") == tree(project / "dask")
+
+
+def test_a_shard_universe_selects_its_part_of_a_whole_split(project: Path) -> None:
+    uni = read_universe(project / "universe.csv")
+    cfg = load_splits(project / "splits.json")
+    cfg = cfg.model_copy(update={"predict": cfg.test})  # predict = test, not everything
+    shard = uni.take(np.arange(0, 6))
+    res = materialize(shard, cfg.model_copy(update={"universe_hash": None}), project / "shard",
+                      ReaderParams())
+    whole = resolve(cfg, uni)
+    in_split = {u for s in ("train", "val", "test") for u in whole.uids(s)}
+    assert set(res.universe.uids()) == in_split & set(shard.uids())
