@@ -124,48 +124,51 @@ def _bool(args: argparse.Namespace, sect: dict[str, Any], name: str, default: bo
     return bool(value)
 
 
-def cmd_enumerate(args: argparse.Namespace) -> int:
-    """Scan a dataset into a canonical universe.csv plus universe metrics."""
-    from dvc_cuvis._io import write_json
+def _enumerate_options(get: Callable[..., Any]) -> tuple[Any, Path, str | None]:
+    """EnumerateOptions, output path and metrics path from flags/params (``get``)."""
     from dvc_cuvis.digests import StatCache, default_cache_path
-    from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-    from dvc_cuvis.universe import format_universe
+    from dvc_cuvis.sources import EnumerateOptions
 
-    sect = _params(args, "enumerate")
-    fmt = _setting(args, sect, "format", None)
-    root = _setting(args, sect, "root", None)
+    fmt, root = get("format", None), get("root", None)
     if fmt is None or root is None:
         raise DvcCuvisError("enumerate needs --format and --root (or an 'enumerate' section "
                             "with format and root in params.yaml)")
-    out = Path(_setting(args, sect, "out", "universe.csv"))
-    metrics = _setting(args, sect, "metrics", None)
-    cache_setting = _setting(args, sect, "stat_cache", None)
+    out = Path(get("out", "universe.csv"))
+    cache_setting = get("stat_cache", None)
     cache_path = None if cache_setting == "none" else (
         Path(cache_setting) if cache_setting else default_cache_path())
-    categories = _setting(args, sect, "categories", None)
-    jobs = _setting(args, sect, "jobs", 4, int)
-    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    categories = get("categories", None)
+    progress = get("progress", None, (bool, type(None)))
     opts = EnumerateOptions(
         format=str(fmt),
         root=Path(root),
         out_dir=out.parent if str(out.parent) else Path("."),
-        pattern=_setting(args, sect, "pattern", None),
-        images=_setting(args, sect, "images", "images"),
-        labels=_setting(args, sect, "labels", "labels"),
-        annotations=_setting(args, sect, "annotations", "sibling"),
+        pattern=get("pattern", None),
+        images=get("images", "images"),
+        labels=get("labels", "labels"),
+        annotations=get("annotations", "sibling"),
         categories=Path(categories) if categories else None,
-        absolute_sources=_bool(args, sect, "absolute_sources", False),
-        group=_setting(args, sect, "group", "auto"),
-        hash_content=not _bool(args, sect, "no_hash", False),
-        jobs=max(1, int(jobs)),
-        progress=show,
+        absolute_sources=bool(get("absolute_sources", False, bool)),
+        group=get("group", "auto"),
+        hash_content=not get("no_hash", False, bool),
+        jobs=max(1, int(get("jobs", 4, int))),
+        progress=progress if progress is not None else sys.stderr.isatty(),
         cache=StatCache(cache_path),
     )
-    uni, info = enumerate_universe(opts)
-    text = format_universe(uni)
-    from dvc_cuvis._io import atomic_write_text
+    return opts, out, get("metrics", None)
 
-    atomic_write_text(out, text)
+
+def cmd_enumerate(args: argparse.Namespace) -> int:
+    """Scan a dataset into a canonical universe.csv plus universe metrics."""
+    from dvc_cuvis._io import atomic_write_text, write_json
+    from dvc_cuvis.sources import enumerate_universe
+    from dvc_cuvis.universe import format_universe
+
+    sect = _params(args, "enumerate")
+    opts, out, metrics = _enumerate_options(
+        lambda name, default, kind=str: _setting(args, sect, name, default, kind))
+    uni, info = enumerate_universe(opts)
+    atomic_write_text(out, format_universe(uni))
     if metrics:
         write_json(metrics, info)
     print(f"enumerated {info['samples']} samples from {info['sources']} sources "
@@ -305,6 +308,65 @@ def cmd_materialize(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- check --------------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Drift check of a split against its universe, the data, and dvc.lock."""
+    from dvc_cuvis.categories import load_category_map
+    from dvc_cuvis.digests import StatCache, default_cache_path
+    from dvc_cuvis.drift import CHECKS, verify
+    from dvc_cuvis.params import load_params, section
+    from dvc_cuvis.sources import enumerate_universe
+
+    params = load_params(args.params)
+    sect = section(params, "check", path=args.params or "params.yaml")
+    universe_path = Path(_setting(args, sect, "universe", "universe.csv"))
+    splits_path = Path(_setting(args, sect, "splits", "splits.json"))
+    cache_setting = _setting(args, sect, "stat_cache", None)
+    cache = StatCache(None if cache_setting == "none" else (
+        Path(cache_setting) if cache_setting else default_cache_path()))
+    checks_spec = _setting(args, sect, "checks", None, (str, list))
+    checks = CHECKS if not checks_spec else (
+        checks_spec.split(",") if isinstance(checks_spec, str) else checks_spec)
+    current = None
+    enum_sect = section(params, "enumerate", path=args.params or "params.yaml")
+    if enum_sect and not args.no_enumerate and "universe" in checks:
+        opts, out, _ = _enumerate_options(
+            lambda name, default, kind=str: enum_sect.get(name, default))
+        if Path(os.path.abspath(out)) == Path(os.path.abspath(universe_path)):
+            opts.cache = cache
+            opts.progress = False
+            current, _ = enumerate_universe(opts)
+    lock: str | Path | None = "auto"
+    if args.no_lock:
+        lock = None
+    elif args.lock:
+        lock = Path(args.lock)
+    categories = _setting(args, sect, "categories", None)
+    report = verify(
+        splits_path, universe_path,
+        current=current,
+        deep=bool(args.deep),
+        name_to_id=load_category_map(categories) if categories else None,
+        group_leakage=_setting(args, sect, "group_leakage", "auto"),
+        lock=lock,
+        data_dir=_setting(args, sect, "data_dir", None),
+        cache=cache,
+        checks=checks,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(report.render())
+    metrics = _setting(args, sect, "metrics", None)
+    if metrics:
+        from dvc_cuvis._io import write_json
+
+        write_json(metrics, {"ok": report.ok, **{f.check: f.status for f in report.findings}})
+    return report.exit_code
+
+
 # -- init ---------------------------------------------------------------------------------
 
 
@@ -425,6 +487,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--params", help="params.yaml to read the 'materialize' section from")
     p.set_defaults(func=cmd_materialize)
+
+    p = sub.add_parser("check", help="drift check: split vs universe vs data vs dvc.lock")
+    p.add_argument("--universe", help="universe.csv (default ./universe.csv)")
+    p.add_argument("--splits", help="splits.json (default ./splits.json)")
+    p.add_argument("--deep", action="store_true", help="re-hash every file (ignore the cache)")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument("--lock", help="dvc.lock to compare against (default: the repository's)")
+    p.add_argument("--no-lock", dest="no_lock", action="store_true", help="skip staleness")
+    p.add_argument("--no-enumerate", dest="no_enumerate", action="store_true",
+                   help="do not re-scan the data named in params.yaml's enumerate section")
+    p.add_argument("--data-dir", dest="data_dir",
+                   help="folder that {DATA_DIR} stands for in GUI-authored splits")
+    p.add_argument("--categories", help="category name->id map for 'categories' selectors")
+    p.add_argument("--group-leakage", dest="group_leakage",
+                   choices=["auto", "error", "warn", "off"])
+    p.add_argument("--checks", help="comma list of universe,content,selection,constraints,"
+                   "staleness (default all)")
+    p.add_argument("--stat-cache", dest="stat_cache", help="stat cache file, or 'none'")
+    p.add_argument("--params", help="params.yaml ('check' section; 'enumerate' to re-scan)")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("init", help="write dvc.yaml + params.yaml (enumerate, bake) into a repo")
     p.add_argument("--dir", default=".", help="repository folder (default .)")

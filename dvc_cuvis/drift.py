@@ -1,0 +1,510 @@
+"""The drift check: is this split still valid for the data that is here now?
+
+Upstream verifies ``universe_hash`` only while positional ``dir_indices`` remain; for baked
+splits "staleness detection is the author's concern".  This module is that concern, run
+by ``dvc-cuvis check`` and by :mod:`dvc_cuvis.datamodule` before anything loads.  Checks,
+each reported on its own:
+
+1. **universe** — the pinned ``universe_hash`` against universe.csv (and, given the
+   enumerate options, universe.csv against what is on disk now: added, removed, renamed);
+2. **content** — every physical file against its recorded ``md5`` (stat cache; ``deep``
+   re-hashes everything);
+3. **selection** — every selector resolves, and resolves fully (a partial match fails);
+4. **constraints** — the file's constraints plus group leakage;
+5. **staleness** — where a ``dvc.lock`` exists, its recorded hashes and params of the
+   stages that produce or read these files against the workspace.
+
+GUI-authored splits whose sources carry the ``{DATA_DIR}`` token are verified by
+re-tokenizing the data-dir prefix before hashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+
+from dvc_cuvis.digests import StatCache
+from dvc_cuvis.errors import DvcCuvisError, SelectorError
+from dvc_cuvis.splits import (
+    EXCLUSIVE_STAGES,
+    evaluate_constraints,
+    load_splits,
+    resolve,
+)
+from dvc_cuvis.universe import Universe, read_universe, universe_hash
+
+CHECKS: tuple[str, ...] = ("universe", "content", "selection", "constraints", "staleness")
+TOKEN = "{DATA_DIR}"
+
+
+@dataclass
+class Finding:
+    """The outcome of one check: ``ok``, ``drift``, ``violation`` or ``skipped``."""
+
+    check: str
+    status: str
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+    fix: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """True for drift or a violation."""
+        return self.status in ("drift", "violation")
+
+
+@dataclass
+class DriftReport:
+    """All findings for one split + universe."""
+
+    splits: str
+    universe: str
+    findings: list[Finding]
+
+    @property
+    def ok(self) -> bool:
+        """True when no check found drift or a violation."""
+        return not any(f.failed for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        """0 clean, 1 drift or violation."""
+        return 0 if self.ok else 1
+
+    def finding(self, check: str) -> Finding:
+        """The finding of ``check``."""
+        return next(f for f in self.findings if f.check == check)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``--json``)."""
+        return {
+            "ok": self.ok,
+            "splits": self.splits,
+            "universe": self.universe,
+            "checks": {f.check: {"status": f.status, "summary": f.summary, "fix": f.fix,
+                                 "details": f.details} for f in self.findings},
+        }
+
+    def render(self) -> str:
+        """A readable verdict: one line per check, details, and the command that fixes it."""
+        lines = [f"check {self.splits} against {self.universe}: "
+                 + ("OK" if self.ok else "FAILED")]
+        for f in self.findings:
+            mark = {"ok": "ok  ", "skipped": "skip", "drift": "DRIFT", "violation": "FAIL"}
+            lines.append(f"  [{mark.get(f.status, f.status)}] {f.check}: {f.summary}")
+            for line in _detail_lines(f.details):
+                lines.append(f"         {line}")
+            if f.failed and f.fix:
+                lines.append(f"         fix: {f.fix}")
+        return "\n".join(lines) + "\n"
+
+
+class DriftError(DvcCuvisError):
+    """Raised by strict verification; carries the report."""
+
+    exit_code = 1
+
+    def __init__(self, report: DriftReport) -> None:
+        failed = ", ".join(f"{f.check} ({f.summary})" for f in report.findings if f.failed)
+        super().__init__(f"{report.splits} does not match the data: {failed}")
+        self.report = report
+
+
+def _detail_lines(details: dict[str, Any], limit: int = 8) -> list[str]:
+    out = []
+    for key, value in details.items():
+        if isinstance(value, list):
+            if not value:
+                continue
+            shown = ", ".join(str(v) for v in value[:limit])
+            more = f" (+{len(value) - limit} more)" if len(value) > limit else ""
+            out.append(f"{key}: {shown}{more}")
+        elif isinstance(value, dict):
+            if value:
+                out.append(f"{key}: " + ", ".join(f"{k}={v}" for k, v in value.items()))
+        elif value not in (None, ""):
+            out.append(f"{key}: {value}")
+    return out
+
+
+# -- GUI-authored ({DATA_DIR}) splits -----------------------------------------------------
+
+
+def _selectors(cfg: DataSplitConfig) -> Iterable[Selector]:
+    stack = [s for st in ("train", "val", "test", "predict") for s in getattr(cfg, st)]
+    while stack:
+        sel = stack.pop()
+        yield sel
+        stack.extend(sel.of)
+
+
+def is_tokenized(cfg: DataSplitConfig) -> bool:
+    """True if any selector names a source through the ``{DATA_DIR}`` token."""
+    for sel in _selectors(cfg):
+        names = [sel.source or "", *sel.paths, sel.pattern or ""]
+        if any(TOKEN in n for n in names):
+            return True
+    return False
+
+
+def detokenize(cfg: DataSplitConfig, data_dir: str) -> DataSplitConfig:
+    """``cfg`` with ``{DATA_DIR}`` replaced by ``data_dir`` in every source, path and pattern."""
+    data = json.loads(json.dumps(cfg.to_dict()).replace(TOKEN, data_dir.rstrip("/")))
+    return DataSplitConfig.model_validate(data)
+
+
+def tokenized_hash(uni: Universe, data_dir: str) -> str:
+    """``universe_hash`` with the data-dir prefix of every source written as ``{DATA_DIR}``."""
+    prefix = data_dir.rstrip("/") + "/"
+    names = [TOKEN + "/" + s[len(prefix):] if s.startswith(prefix) else s
+             for s in uni.source_names]
+    order = sorted(range(len(names)), key=lambda c: names[c])
+    off = uni.offsets
+    idx = uni.indices.tolist()
+    return universe_hash(f"{names[c]}#{idx[p]}" for c in order for p in range(off[c], off[c + 1]))
+
+
+def infer_data_dir(uni: Universe) -> str:
+    """The longest common folder of all (absolute) sources."""
+    common = os.path.commonpath(uni.source_names) if uni.source_names else ""
+    if len(uni.source_names) == 1:
+        common = os.path.dirname(common)
+    return common
+
+
+# -- the checks ---------------------------------------------------------------------------
+
+
+def _check_universe(
+    cfg: DataSplitConfig,
+    uni: Universe,
+    current: Universe | None,
+    data_dir: str | None,
+) -> Finding:
+    details: dict[str, Any] = {}
+    problems = []
+    actual = tokenized_hash(uni, data_dir) if data_dir is not None else uni.hash
+    if data_dir is not None:
+        details["data_dir"] = data_dir
+    if cfg.universe_hash and cfg.universe_hash != actual:
+        problems.append(f"universe.csv changed since the split was baked "
+                        f"(pinned {cfg.universe_hash[:12]}, now {actual[:12]})")
+    if not cfg.universe_hash:
+        details["note"] = "the split pins no universe_hash"
+    if current is not None:
+        before, now = set(uni.uids()), set(current.uids())
+        added, removed = sorted(now - before), sorted(before - now)
+        renamed = _renames(uni, current, added, removed)
+        if added or removed:
+            problems.append(f"the data on disk differs from universe.csv: {len(added)} sample(s) "
+                            f"added, {len(removed)} removed")
+            details["added_sources"] = sorted({u.rsplit("#", 1)[0] for u in added})
+            details["removed_sources"] = sorted({u.rsplit("#", 1)[0] for u in removed})
+            details["renamed"] = [f"{a} -> {b}" for a, b in renamed]
+            details["added_samples"] = len(added)
+            details["removed_samples"] = len(removed)
+    if problems:
+        return Finding("universe", "drift", "; ".join(problems), details,
+                       "re-enumerate and re-bake: `dvc repro` (or `dvc-cuvis enumerate` then "
+                       "`dvc-cuvis bake --base <old splits.json>` to keep assignments)")
+    summary = f"{len(uni)} samples, hash {actual[:12]} matches the pin"
+    if current is not None:
+        summary += "; universe.csv matches the data on disk"
+    return Finding("universe", "ok", summary, details)
+
+
+def _renames(
+    old: Universe, new: Universe, added: list[str], removed: list[str]
+) -> list[tuple[str, str]]:
+    """Removed/added source pairs with identical content digests (a rename or move)."""
+    if not (added and removed and old.has_column("md5") and new.has_column("md5")):
+        return []
+
+    def by_source(uni: Universe, uids: set[str]) -> dict[str, tuple[str, ...]]:
+        out: dict[str, list[str]] = {}
+        for p in range(len(uni)):
+            if uni.uid(p) in uids:
+                out.setdefault(uni.source(p), []).append(uni.value("md5", p))
+        return {s: tuple(sorted(v)) for s, v in out.items()}
+
+    gone = by_source(old, set(removed))
+    came = by_source(new, set(added))
+    pairs = []
+    for src, digest in sorted(gone.items()):
+        match = [s for s, d in sorted(came.items()) if d == digest and d]
+        if match:
+            pairs.append((src, match[0]))
+            came.pop(match[0])
+    return pairs
+
+
+def _physical(uni: Universe, pos: int, column: str) -> str:
+    value = uni.value(column, pos)
+    if column == "materialized_path" and not value:
+        value = uni.source(pos)
+    return value
+
+
+def _check_content(
+    uni: Universe, cache: StatCache, assignment: np.ndarray | None
+) -> Finding:
+    if not uni.has_column("md5"):
+        return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
+                       "--no-hash to record content digests)")
+    base = uni.path.parent if uni.path is not None else Path(".")
+    files: dict[str, tuple[str, list[int]]] = {}
+    for column, digest_col in (("materialized_path", "md5"), ("annotation", "annotation_md5")):
+        if not uni.has_column(digest_col):
+            continue
+        digests = uni.column(digest_col)
+        for pos in range(len(uni)):
+            rel = _physical(uni, pos, column)
+            if not rel or not digests[pos]:
+                continue
+            entry = files.setdefault(rel, (digests[pos], []))
+            entry[1].append(pos)
+    missing, modified = [], []
+    bad_rows: set[int] = set()
+    for rel in sorted(files):
+        expected, rows = files[rel]
+        path = Path(rel) if os.path.isabs(rel) else base / rel
+        try:
+            st = path.stat()
+        except OSError:
+            missing.append(rel)
+            bad_rows.update(rows)
+            continue
+        if cache.md5(path, st) != expected:
+            modified.append(rel)
+            bad_rows.update(rows)
+    details: dict[str, Any] = {"missing": missing, "modified": modified}
+    if not missing and not modified:
+        return Finding("content", "ok", f"{len(files)} files match their recorded md5")
+    details["affected_samples"] = len(bad_rows)
+    if assignment is not None:
+        hit = np.fromiter(bad_rows, dtype=np.int64, count=len(bad_rows))
+        codes = assignment[hit] if len(hit) else np.zeros(0, dtype=np.int8)
+        details["affected_stages"] = {s: int((codes == c).sum())
+                                      for c, s in enumerate(EXCLUSIVE_STAGES) if (codes == c).any()}
+    summary = f"{len(modified)} file(s) modified, {len(missing)} missing since enumerate"
+    return Finding("content", "drift", summary, details,
+                   "restore the files (`dvc checkout` / `dvc pull`) or re-enumerate and re-bake "
+                   "(`dvc repro`)")
+
+
+def _check_selection(
+    cfg: DataSplitConfig, uni: Universe, name_to_id: dict[str, int] | None, where: str
+) -> tuple[Finding, Any]:
+    try:
+        res = resolve(cfg, uni, name_to_id=name_to_id, where=where)
+    except SelectorError as exc:
+        return Finding("selection", "violation", str(exc), {},
+                       "fix the selector, or re-bake the split against this universe"), None
+    if res.warnings:
+        msgs = [w.message() for w in res.warnings]
+        missing = sum(len(w.missing) for w in res.warnings)
+        return Finding("selection", "violation",
+                       f"{len(res.warnings)} selector(s) match only partly ({missing} requested "
+                       "sample(s) absent)", {"partial": msgs},
+                       "re-bake the split (`dvc repro`), or `dvc-cuvis bake --base` to keep "
+                       "assignments"), res
+    counts = {s: len(res.stages[s]) for s in ("train", "val", "test", "predict")}
+    return Finding("selection", "ok", "every selector resolves fully: "
+                   + " ".join(f"{k}={v}" for k, v in counts.items())), res
+
+
+def _check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str) -> Finding:
+    if res is None:
+        return Finding("constraints", "skipped", "the split does not resolve")
+    results = evaluate_constraints(res, cfg.constraints, group_leakage=group_leakage)
+    failed = [r for r in results if r.failed]
+    details = {r.kind: f"{r.status} ({r.severity})" + (f": {r.reason}" if r.reason else "")
+               for r in results}
+    if failed:
+        return Finding("constraints", "violation",
+                       ", ".join(f"{r.kind} {r.status}" for r in failed),
+                       {"results": details, "offending": [o for r in failed for o in r.offending]},
+                       "re-bake with a strategy that respects the constraint (e.g. --group-by "
+                       "group, --ad-aware)")
+    if not results:
+        return Finding("constraints", "ok", "no constraints declared")
+    return Finding("constraints", "ok", ", ".join(
+        f"{r.kind} {r.status}" + (f" ({r.severity})" if r.status != "satisfied" else "")
+        for r in results))
+
+
+# -- dvc.lock staleness -------------------------------------------------------------------
+
+
+def dir_md5(path: Path, cache: StatCache) -> str:
+    """DVC's directory hash: md5 of the sorted ``[{md5, relpath}]`` JSON listing + ``.dir``."""
+    entries = []
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            entries.append({"md5": cache.md5(p), "relpath": p.relative_to(path).as_posix()})
+    entries.sort(key=lambda e: e["relpath"])
+    return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
+
+
+def find_lock(start: Path) -> Path | None:
+    """The dvc.lock of the repository containing ``start`` (None outside DVC projects)."""
+    here = start.resolve()
+    for d in (here, *here.parents):
+        if (d / "dvc.lock").is_file():
+            return d / "dvc.lock"
+        if (d / ".dvc").is_dir() or (d / ".git").exists():
+            return None
+    return None
+
+
+def _check_staleness(lock: Path | None, targets: list[Path], cache: StatCache) -> Finding:
+    if lock is None:
+        return Finding("staleness", "skipped", "no dvc.lock")
+    try:
+        data = yaml.safe_load(lock.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        return Finding("staleness", "violation", f"{lock}: unreadable dvc.lock ({exc})")
+    root = lock.parent
+    wanted = {os.path.normpath(os.path.relpath(t.absolute(), root.absolute())) for t in targets}
+    stages = data.get("stages", {}) if isinstance(data, dict) else {}
+    changed: list[str] = []
+    params_changed: list[str] = []
+    relevant: list[str] = []
+    params_cache: dict[str, Any] = {}
+    for name, stage in sorted(stages.items()):
+        if not isinstance(stage, dict) or str(stage.get("cmd", "")).startswith("dvc-cuvis check"):
+            continue  # a check stage's own (previous) record is not the pipeline's state
+        entries = [*stage.get("deps", []), *stage.get("outs", [])]
+        paths = {os.path.normpath(str(e.get("path", ""))) for e in entries if isinstance(e, dict)}
+        if not paths & wanted:
+            continue
+        relevant.append(name)
+        for e in entries:
+            rel = str(e.get("path", ""))
+            recorded = e.get("md5")
+            if not recorded:
+                continue
+            p = root / rel
+            if not p.exists():
+                changed.append(f"{rel} (stage {name}): missing")
+            elif str(recorded).endswith(".dir"):
+                if p.is_dir() and dir_md5(p, cache) != recorded:
+                    changed.append(f"{rel} (stage {name})")
+            elif p.is_file() and cache.md5(p) != recorded:
+                changed.append(f"{rel} (stage {name})")
+        for pfile, values in (stage.get("params") or {}).items():
+            if pfile not in params_cache:
+                try:
+                    params_cache[pfile] = yaml.safe_load((root / pfile).read_text()) or {}
+                except (OSError, yaml.YAMLError):
+                    params_cache[pfile] = {}
+            for key, value in (values or {}).items():
+                if _lookup(params_cache[pfile], key) != value:
+                    params_changed.append(f"{pfile}:{key} (stage {name})")
+    details = {"stages": relevant, "changed": changed, "params_changed": params_changed}
+    if changed or params_changed:
+        return Finding("staleness", "drift",
+                       f"the workspace differs from dvc.lock: {len(changed)} file(s), "
+                       f"{len(params_changed)} param(s)", details, "run `dvc repro`")
+    if not relevant:
+        return Finding("staleness", "skipped", f"{lock.name} has no stage for these files")
+    return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(relevant)})",
+                   details)
+
+
+def _lookup(tree: Any, dotted: str) -> Any:
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+# -- entry point --------------------------------------------------------------------------
+
+
+def verify(
+    splits: Path | str | DataSplitConfig,
+    universe: Path | str | Universe,
+    *,
+    current: Universe | None = None,
+    deep: bool = False,
+    name_to_id: dict[str, int] | None = None,
+    group_leakage: str = "auto",
+    lock: Path | str | None = "auto",
+    data_dir: str | None = None,
+    cache: StatCache | None = None,
+    checks: Iterable[str] = CHECKS,
+) -> DriftReport:
+    """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
+
+    ``current`` is the universe enumerated from the data now (compare with universe.csv);
+    ``lock="auto"`` finds the repository's dvc.lock; ``data_dir`` overrides the prefix that
+    ``{DATA_DIR}`` stands for in GUI-authored splits.
+    """
+    wanted = set(checks)
+    unknown = wanted - set(CHECKS)
+    if unknown:
+        raise DvcCuvisError(f"unknown check(s) {sorted(unknown)}; choose from {list(CHECKS)}")
+    splits_path = None if isinstance(splits, DataSplitConfig) else Path(splits)
+    cfg = splits if isinstance(splits, DataSplitConfig) else load_splits(splits)
+    uni = universe if isinstance(universe, Universe) else read_universe(universe)
+    where = str(splits_path or "splits")
+    cache = StatCache(None) if deep else (cache or StatCache(None))
+    tokenized = is_tokenized(cfg)
+    if tokenized:
+        data_dir = (data_dir or infer_data_dir(uni)).rstrip("/")
+        cfg_resolved = detokenize(cfg, data_dir)
+    else:
+        data_dir = None
+        cfg_resolved = cfg
+    findings: list[Finding] = []
+    res = None
+    sel_finding = None
+    if tokenized:  # the pin is over tokenized uids; the universe check compares it
+        cfg_resolved = cfg_resolved.model_copy(update={"universe_hash": None})
+    if wanted & {"selection", "constraints", "content"}:
+        sel_finding, res = _check_selection(cfg_resolved, uni, name_to_id, where)
+    if "universe" in wanted:
+        findings.append(_check_universe(cfg, uni, current, data_dir))
+    if "content" in wanted:
+        findings.append(_check_content(uni, cache, res.assignment() if res else None))
+    if "selection" in wanted and sel_finding is not None:
+        findings.append(sel_finding)
+    if "constraints" in wanted:
+        findings.append(_check_constraints(cfg, res, group_leakage))
+    if "staleness" in wanted:
+        lock_path: Path | None
+        if lock == "auto":
+            start = (splits_path or uni.path or Path("x")).parent
+            lock_path = find_lock(start)
+        else:
+            lock_path = Path(lock) if lock else None
+        targets = [p for p in (splits_path, uni.path) if p is not None]
+        findings.append(_check_staleness(lock_path, targets, cache))
+    cache.save()
+    return DriftReport(where, str(uni.path or "universe"), findings)
+
+
+def ensure(report: DriftReport, mode: str = "strict") -> DriftReport:
+    """Act on a report: ``strict`` raises :class:`DriftError`, ``warn`` logs, ``off`` nothing."""
+    if mode not in ("strict", "warn", "off"):
+        raise DvcCuvisError(f"verify must be strict, warn or off, got {mode!r}")
+    if report.ok or mode == "off":
+        return report
+    if mode == "strict":
+        raise DriftError(report)
+    import logging
+
+    logging.getLogger(__name__).warning("%s", report.render().rstrip())
+    return report
