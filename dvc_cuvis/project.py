@@ -1,4 +1,4 @@
-"""``dvc-cuvis init``: the dvc.yaml + params.yaml of a split pipeline in a user's repository.
+"""``dvc-cuvis init``: dvc.yaml + params.yaml (enumerate, bake, materialize, check) for a repo.
 
 The stages call this package's CLI with ``--params params.yaml`` so every option lives in
 params.yaml, where DVC tracks it.  Review outputs (universe.csv, splits.json, metrics)
@@ -38,6 +38,28 @@ stages:
     metrics:
       - metrics/splits.json:
           cache: false
+  materialize:
+    cmd: dvc-cuvis materialize --params params.yaml
+    deps:
+      - universe.csv
+      - splits.json
+      - {root}
+    params:
+      - materialize
+    outs:
+      - materialized:
+          persist: true
+  check:
+    cmd: dvc-cuvis check --params params.yaml
+    deps:
+      - universe.csv
+      - splits.json
+      - materialized
+    params:
+      - check
+    metrics:
+      - metrics/check.json:
+          cache: false
 """
 
 PARAMS_YAML = """\
@@ -55,6 +77,16 @@ bake:
   val_ratio: 0.2
   test_ratio: 0.2
   group_by: auto
+materialize:
+  universe: universe.csv
+  splits: splits.json
+  out_dir: materialized
+  compress: none
+  jobs: 2
+check:
+  universe: universe.csv
+  splits: splits.json
+  metrics: metrics/check.json
 resolve:
   universe: universe.csv
   splits: splits.json

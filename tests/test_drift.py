@@ -1,0 +1,178 @@
+"""Drift check: a mutation matrix on a real pipeline output (git + dvc repro), GUI splits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dvc_cuvis.drift import DriftError, ensure, verify
+from dvc_cuvis.universe import Universe, read_universe
+from examples.generate import generate
+
+from .conftest import FIXTURES
+from .test_pipeline import sh
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pipe")
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
+    generate(root / "data", sessions=8, frames=3, size=(8, 8), bands=4, seed=9)
+    sh("dvc", "repro", cwd=root)
+    return root
+
+
+@pytest.fixture
+def repo(pipeline: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "repo"
+    shutil.copytree(pipeline, copy, symlinks=True)
+    return copy
+
+
+def check(repo: Path, cli, monkeypatch, *extra: str):
+    monkeypatch.chdir(repo)
+    r = cli("check", "--params", "params.yaml", "--stat-cache", "none", "--json", *extra)
+    return r, (json.loads(r.out)["checks"] if r.out.strip() else {})
+
+
+def statuses(checks: dict) -> dict[str, str]:
+    return {k: v["status"] for k, v in checks.items()}
+
+
+def test_clean_pipeline_passes(repo: Path, cli, monkeypatch) -> None:
+    r, checks = check(repo, cli, monkeypatch)
+    assert r.code == 0, r.out
+    assert statuses(checks) == {"universe": "ok", "content": "ok", "selection": "ok",
+                                "constraints": "ok", "staleness": "ok"}
+    assert json.loads((repo / "metrics/check.json").read_text())["ok"] is True
+
+
+def test_added_frame_is_universe_drift(repo: Path, cli, monkeypatch) -> None:
+    src = repo / "data/npz/day1_line-a_s01/frame_0000.npz"
+    shutil.copy(src, src.with_name("frame_0099.npz"))
+    r, checks = check(repo, cli, monkeypatch)
+    assert r.code == 1
+    assert checks["universe"]["status"] == "drift"
+    assert checks["universe"]["details"]["added_samples"] == 1
+    assert checks["content"]["status"] == "ok" and checks["staleness"]["status"] == "drift"
+    assert "dvc repro" in checks["universe"]["fix"]
+
+
+def test_removed_frame(repo: Path, cli, monkeypatch) -> None:
+    (repo / "data/npz/day2_line-a_s03/frame_0001.npz").unlink()
+    r, checks = check(repo, cli, monkeypatch)
+    assert r.code == 1
+    assert checks["content"]["details"]["missing"] == ["data/npz/day2_line-a_s03/frame_0001.npz"]
+    assert checks["universe"]["details"]["removed_samples"] == 1
+
+
+def test_renamed_source_is_reported_as_a_rename(repo: Path, cli, monkeypatch) -> None:
+    old = repo / "data/npz/day1_line-b_s02"
+    old.rename(old.with_name("day1_line-b_s02_renamed"))
+    r, checks = check(repo, cli, monkeypatch)
+    assert r.code == 1
+    renamed = checks["universe"]["details"]["renamed"]
+    assert "day1_line-b_s02/frame_0000.npz -> day1_line-b_s02_renamed/frame_0000.npz" in renamed
+
+
+def test_one_changed_byte_is_content_drift(repo: Path, cli, monkeypatch) -> None:
+    f = repo / "data/npz/day3_line-a_s05/frame_0002.npz"
+    data = bytearray(f.read_bytes())
+    data[300] ^= 0xFF
+    f.write_bytes(bytes(data))
+    r, checks = check(repo, cli, monkeypatch, "--no-enumerate")
+    assert r.code == 1
+    assert statuses(checks)["content"] == "drift" and statuses(checks)["universe"] == "ok"
+    d = checks["content"]["details"]
+    assert d["modified"] == ["data/npz/day3_line-a_s05/frame_0002.npz"]
+    assert d["affected_samples"] == 1 and sum(d["affected_stages"].values()) == 1
+    r2 = cli("check", "--params", "params.yaml", "--stat-cache", "none", "--no-enumerate")
+    assert r2.code == 1 and "[DRIFT] content: 1 file(s) modified" in r2.out
+
+
+def test_reordered_universe_is_only_pipeline_staleness(repo: Path, cli, monkeypatch) -> None:
+    lines = (repo / "universe.csv").read_text().splitlines(keepends=True)
+    (repo / "universe.csv").write_text(lines[0] + "".join(reversed(lines[1:])))
+    r, checks = check(repo, cli, monkeypatch)
+    assert r.code == 1
+    assert statuses(checks) == {"universe": "ok", "content": "ok", "selection": "ok",
+                                "constraints": "ok", "staleness": "drift"}
+    assert any("universe.csv" in c for c in checks["staleness"]["details"]["changed"])
+    r, checks = check(repo, cli, monkeypatch, "--no-lock")
+    assert r.code == 0 and checks["staleness"]["status"] == "skipped"
+
+
+def test_hand_edited_splits(repo: Path, cli, monkeypatch) -> None:
+    cfg = json.loads((repo / "splits.json").read_text())
+    cfg["val"].append({**cfg["train"][0], "ids": [0, 12345]})  # a sample that does not exist
+    (repo / "splits.json").write_text(json.dumps(cfg, indent=2))
+    r, checks = check(repo, cli, monkeypatch)
+    assert r.code == 1
+    assert checks["selection"]["status"] == "violation"
+    assert "12345" in checks["selection"]["details"]["partial"][0]
+    assert checks["constraints"]["status"] == "violation"  # the moved sample is in two stages
+    assert any("splits.json" in c for c in checks["staleness"]["details"]["changed"])
+
+
+def test_edited_params_without_repro_is_stale(repo: Path, cli, monkeypatch) -> None:
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["bake"]["seed"] = 42
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    r, checks = check(repo, cli, monkeypatch)
+    assert r.code == 1 and statuses(checks)["staleness"] == "drift"
+    assert checks["staleness"]["details"]["params_changed"] == ["params.yaml:bake.seed (stage bake)"]
+    assert checks["staleness"]["fix"] == "run `dvc repro`"
+
+
+def test_bad_input_exit_2(repo: Path, cli, monkeypatch) -> None:
+    monkeypatch.chdir(repo)
+    r = cli("check", "--splits", "nope.json")
+    assert r.code == 2 and "nope.json: splits file not found" in r.err
+    r = cli("check", "--checks", "universe,bogus")
+    assert r.code == 2 and "unknown check(s) ['bogus']" in r.err
+
+
+def test_gui_authored_split_is_verified_after_retokenizing(tmp_path: Path) -> None:
+    data_dir = tmp_path.resolve().as_posix()
+    cfg_path = tmp_path / "splits.json"
+    cfg_path.write_text((FIXTURES / "gui_authored_splits.json").read_text())  # tokenized
+    rows = [{"source": f"{data_dir}/{d}", "index": i} for d in ("day2/a.cu3s", "day3/b.cu3s")
+            for i in range(7)]
+    report = verify(cfg_path, Universe.from_records(rows), lock=None)
+    assert report.ok, report.render()
+    assert report.finding("universe").details["data_dir"] == data_dir
+    assert report.finding("selection").summary.endswith("train=7 val=3 test=3 predict=14")
+    grown = Universe.from_records([*rows, {"source": f"{data_dir}/day4/c.cu3s", "index": 0}])
+    bad = verify(cfg_path, grown, lock=None)
+    assert not bad.ok and bad.finding("universe").status == "drift"
+    with pytest.raises(DriftError) as info:
+        ensure(bad, "strict")
+    assert info.value.exit_code == 1 and info.value.report is bad
+    assert ensure(bad, "warn") is bad
+
+
+def test_deep_rehashes_despite_a_warm_cache(repo: Path, tmp_path: Path) -> None:
+    from dvc_cuvis.digests import StatCache
+
+    cache_path = tmp_path / "c.json"
+    uni = read_universe(repo / "universe.csv")
+    assert verify(repo / "splits.json", uni, cache=StatCache(cache_path), lock=None).ok
+    f = repo / uni.value("materialized_path", 0)
+    st = f.stat()
+    data = bytearray(f.read_bytes())
+    data[-5] ^= 1
+    f.write_bytes(bytes(data))
+    import os
+
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime: a sneaky edit
+    warm = verify(repo / "splits.json", uni, cache=StatCache(cache_path), lock=None)
+    deep = verify(repo / "splits.json", uni, cache=StatCache(cache_path), lock=None, deep=True)
+    assert f.stat().st_ino == st.st_ino  # rewritten in place: the stat triple is unchanged
+    assert warm.finding("content").status == "ok"  # what a stat cache cannot see ...
+    assert deep.finding("content").status == "drift"  # ... is what --deep is for
