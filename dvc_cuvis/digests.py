@@ -45,6 +45,10 @@ def default_cache_path(start: Path | None = None) -> Path:
     return base / "dvc-cuvis" / "stat-cache.json"
 
 
+class CacheMiss(Exception):
+    """Raised by a ``cached_only`` lookup that would have to read the file."""
+
+
 class StatCache:
     """Values derived from file contents, valid while the file's stat triple is unchanged."""
 
@@ -69,17 +73,30 @@ class StatCache:
         return [st.st_ino, st.st_size, st.st_mtime_ns]
 
     def get(
-        self, path: Path, key: str, compute: Callable[[Path], Any], st: os.stat_result | None = None
+        self,
+        path: Path | str,
+        key: str,
+        compute: Callable[[Path], Any],
+        st: os.stat_result | None = None,
+        *,
+        cached_only: bool = False,
     ) -> Any:
-        """Cached ``compute(path)`` under ``key``; recomputed when the file changed."""
-        abs_path = str(path.absolute())
-        stamp = self._stamp(st or path.stat())
-        with self._lock:
-            entry = self._entries.get(abs_path)
-            if entry is not None and entry.get("st") == stamp and key in entry:
-                self.hits += 1
-                return entry[key]
-        value = compute(path)
+        """Cached ``compute(path)`` under ``key``; recomputed when the file changed.
+
+        With ``cached_only`` a miss raises :class:`CacheMiss` instead of reading the file,
+        so callers can serve hits serially and send only misses to a worker pool.
+        """
+        abs_path = os.fspath(path)
+        if not abs_path.startswith("/"):
+            abs_path = os.path.abspath(abs_path)
+        stamp = self._stamp(st or os.stat(abs_path))
+        entry = self._entries.get(abs_path)
+        if entry is not None and entry.get("st") == stamp and key in entry:
+            self.hits += 1
+            return entry[key]
+        if cached_only:
+            raise CacheMiss(abs_path)
+        value = compute(Path(abs_path))
         with self._lock:
             self.misses += 1
             entry = self._entries.get(abs_path)
@@ -90,9 +107,11 @@ class StatCache:
             self._dirty = True
         return value
 
-    def md5(self, path: Path, st: os.stat_result | None = None) -> str:
+    def md5(
+        self, path: Path | str, st: os.stat_result | None = None, *, cached_only: bool = False
+    ) -> str:
         """md5 of ``path``, from the cache when the file is unchanged."""
-        value: str = self.get(path, "md5", file_md5, st)
+        value: str = self.get(path, "md5", file_md5, st, cached_only=cached_only)
         return value
 
     def save(self) -> None:

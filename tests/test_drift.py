@@ -126,7 +126,8 @@ def test_edited_params_without_repro_is_stale(repo: Path, cli, monkeypatch) -> N
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     r, checks = check(repo, cli, monkeypatch)
     assert r.code == 1 and statuses(checks)["staleness"] == "drift"
-    assert checks["staleness"]["details"]["params_changed"] == ["params.yaml:bake.seed (stage bake)"]
+    changed = checks["staleness"]["details"]["params_changed"]
+    assert changed == ["params.yaml:bake.seed (stage bake)"]
     assert checks["staleness"]["fix"] == "run `dvc repro`"
 
 

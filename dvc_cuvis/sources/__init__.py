@@ -11,14 +11,16 @@ all-npz run never imports the SDK.
 
 from __future__ import annotations
 
+import glob
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.digests import StatCache, content_fingerprint
+from dvc_cuvis.digests import CacheMiss, StatCache, content_fingerprint
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.universe import Universe
 
@@ -54,9 +56,9 @@ class Scan:
     hashed_column: str = "materialized_path"
 
 
-def rel_to_out(path: Path, out_dir: Path) -> str:
+def rel_to_out(path: Path | str, out_dir: Path) -> str:
     """Posix path of ``path`` relative to the universe.csv folder (must not need ``..``)."""
-    rel = os.path.relpath(path.absolute(), out_dir.absolute())
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(out_dir))
     rel = rel.replace(os.sep, "/")
     if rel == ".." or rel.startswith("../"):
         raise DvcCuvisError(
@@ -64,7 +66,7 @@ def rel_to_out(path: Path, out_dir: Path) -> str:
             "universe.csv are relative to it and may not contain '..' — write universe.csv "
             "into a folder that contains the data"
         )
-    return rel
+    return "" if rel == "." else rel
 
 
 def source_id(path: Path, root: Path, absolute: bool) -> str:
@@ -74,17 +76,60 @@ def source_id(path: Path, root: Path, absolute: bool) -> str:
     return path.relative_to(root).as_posix()
 
 
-def list_files(root: Path, pattern: str) -> list[Path]:
-    """Files under ``root`` matching ``pattern`` (recursive ``**`` allowed), sorted, no hidden."""
+def list_files(root: Path, pattern: str) -> list[str]:
+    """Posix paths (relative to ``root``) matching ``pattern`` (``**`` recursive), sorted.
+
+    Hidden files and folders are skipped; directories that match are dropped later, when
+    the caller stats each file anyway.
+    """
     if not root.is_dir():
         raise DvcCuvisError(f"{root}: dataset root not found or not a directory (check --root)")
-    out = []
-    for p in root.glob(pattern):
-        rel = p.relative_to(root).parts
-        if any(part.startswith(".") for part in rel) or not p.is_file():
-            continue
-        out.append(p)
-    return sorted(out, key=lambda p: p.relative_to(root).as_posix())
+    found = glob.glob(pattern, root_dir=root, recursive=True)
+    if os.sep != "/":  # pragma: no cover - posix only in practice
+        found = [f.replace(os.sep, "/") for f in found]
+    return sorted(found)
+
+
+class Located:
+    """One file of a scan: its path under the root, absolute path and stat result."""
+
+    __slots__ = ("abs", "rel", "st")
+
+    def __init__(self, root_abs: str, rel: str) -> None:
+        """Stat ``root_abs/rel`` once (``st`` is None for a non-regular file)."""
+        self.rel = rel
+        self.abs = f"{root_abs}/{rel}"
+        st = os.stat(self.abs)
+        self.st = st if stat.S_ISREG(st.st_mode) else None
+
+
+def locate(root: Path, rels: list[str]) -> list[Located]:
+    """Stat every listed file once; directories are dropped."""
+    root_abs = os.path.abspath(root)
+    out = [Located(root_abs, r) for r in rels]
+    return [f for f in out if f.st is not None]
+
+
+def scan_rows(
+    items: list[Any], one: Callable[[Any, bool], Any], opts: EnumerateOptions, desc: str
+) -> list[Any]:
+    """``[one(x) for x in items]``: cache hits served serially, only misses on the pool.
+
+    ``one(item, cached_only)`` must raise :class:`~dvc_cuvis.digests.CacheMiss` when it
+    would have to read file contents while ``cached_only`` is true.
+    """
+    rows: list[Any] = [None] * len(items)
+    misses: list[int] = []
+    for i, item in enumerate(items):
+        try:
+            rows[i] = one(item, True)
+        except CacheMiss:
+            misses.append(i)
+    computed = parallel_map(lambda i: one(items[i], False), misses, jobs=opts.jobs, desc=desc,
+                            show=opts.progress)
+    for i, row in zip(misses, computed, strict=True):
+        rows[i] = row
+    return rows
 
 
 def progress(items: Iterable[Any], *, total: int, desc: str, enabled: bool) -> Iterator[Any]:

@@ -16,6 +16,7 @@ from dvc_cuvis.sources import (
     EnumerateOptions,
     Scan,
     list_files,
+    locate,
     parallel_map,
     rel_to_out,
     source_id,
@@ -48,7 +49,9 @@ def scan_cu3s(opts: EnumerateOptions) -> Scan:
     if opts.root.is_file():
         sessions, root = [opts.root], opts.root.parent
     else:
-        sessions, root = list_files(opts.root, opts.pattern or "**/*.cu3s"), opts.root
+        root = opts.root
+        found = locate(root, list_files(root, opts.pattern or "**/*.cu3s"))
+        sessions = [root / f.rel for f in found]
     require_cuvis()
     from dvc_cuvis.sources.coco import coco_summary
 

@@ -11,6 +11,8 @@ it keeps the recordings' identities.
 
 from __future__ import annotations
 
+import os
+import posixpath
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,12 @@ import numpy as np
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.sources import (
     EnumerateOptions,
+    Located,
     Scan,
     list_files,
-    parallel_map,
+    locate,
     rel_to_out,
-    source_id,
+    scan_rows,
 )
 
 
@@ -48,28 +51,30 @@ def frame_info(path: Path) -> dict[str, Any]:
 
 def scan_npz(opts: EnumerateOptions) -> Scan:
     """Rows for every ``*.npz`` under the root (recursive)."""
-    files = list_files(opts.root, opts.pattern or "**/*.npz")
+    files = locate(opts.root, list_files(opts.root, opts.pattern or "**/*.npz"))
+    prefix = rel_to_out(opts.root, opts.out_dir)
+    prefix = f"{prefix}/" if prefix else ""
 
-    def one(p: Path) -> dict[str, Any]:
-        st = p.stat()
-        info = opts.cache.get(p, "npz", frame_info, st)
+    def one(f: Located, cached_only: bool) -> dict[str, Any]:
+        info = opts.cache.get(f.abs, "npz", frame_info, f.st, cached_only=cached_only)
         ids = info["ids"]
+        source = os.path.realpath(f.abs) if opts.absolute_sources else f.rel
         row: dict[str, Any] = {
-            "source": source_id(p, opts.root, opts.absolute_sources),
+            "source": source,
             "index": 0,
-            "materialized_path": rel_to_out(p, opts.out_dir),
+            "materialized_path": prefix + f.rel,
             "format": "npz",
             "group": info["source"] if opts.group in ("auto", "source-member") else "",
         }
         if opts.group == "parent":
-            row["group"] = Path(row["source"]).parent.as_posix()
+            row["group"] = posixpath.dirname(f.rel)
         if opts.hash_content:
-            row["md5"] = opts.cache.md5(p, st)
+            row["md5"] = opts.cache.md5(f.abs, f.st, cached_only=cached_only)
         row["tags"] = "unlabeled" if ids is None else ("anomalous" if ids else "normal")
         row["category_ids"] = "" if ids is None else ";".join(map(str, ids))
         return row
 
-    records = parallel_map(one, files, jobs=opts.jobs, desc="npz", show=opts.progress)
+    records = scan_rows(files, one, opts, "npz")
     categories = None
     cat_file = opts.root / "categories.json"
     if cat_file.is_file():

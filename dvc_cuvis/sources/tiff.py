@@ -8,6 +8,8 @@ pairing key), and a label must have the cube's height and width.
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,12 @@ import numpy as np
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.sources import (
     EnumerateOptions,
+    Located,
     Scan,
     list_files,
-    parallel_map,
+    locate,
     rel_to_out,
-    source_id,
+    scan_rows,
 )
 
 _WAVELENGTH_RE = re.compile(r'<Item name="wavelength"[^>]*>\{([^}]+)\}')
@@ -124,48 +127,54 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
     if not images_dir.is_dir():
         raise DvcCuvisError(f"{images_dir}: images folder not found (check --root / --images)")
     pattern = opts.pattern or "*.tif*"
-    cubes = [p for p in list_files(images_dir, pattern) if p.suffix.lower() in (".tif", ".tiff")]
-    stems: dict[str, Path] = {}
-    for p in cubes:
-        if p.stem in stems:
+    cubes = [f for f in locate(images_dir, list_files(images_dir, pattern))
+             if f.rel.lower().endswith((".tif", ".tiff"))]
+    stems: dict[str, str] = {}
+    for f in cubes:
+        stem = Path(f.rel).stem
+        if stem in stems:
             raise DvcCuvisError(
-                f"duplicate TIFF stem {p.stem!r}: {stems[p.stem]} and {p}; stems key the "
-                "PNG labels and must be unique — rename one of them"
+                f"duplicate TIFF stem {stem!r}: {images_dir / stems[stem]} and "
+                f"{images_dir / f.rel}; stems key the PNG labels and must be unique — rename "
+                "one of them"
             )
-        stems[p.stem] = p
+        stems[stem] = f.rel
     labels_dir = opts.root / opts.labels if opts.labels else None
     if labels_dir is not None and labels_dir.is_dir():
-        for png in list_files(labels_dir, "*.png"):
-            if png.stem not in stems:
+        for rel in list_files(labels_dir, "*.png"):
+            if Path(rel).stem not in stems:
                 raise DvcCuvisError(
-                    f"{png}: label has no cube {png.stem}.tif in {images_dir}; remove it or "
-                    "add the cube"
+                    f"{labels_dir / rel}: label has no cube {Path(rel).stem}.tif in "
+                    f"{images_dir}; remove it or add the cube"
                 )
     elif opts.labels and labels_dir is not None and opts.labels != "labels":
         raise DvcCuvisError(f"{labels_dir}: labels folder not found (check --labels)")
+    image_prefix = rel_to_out(images_dir, opts.out_dir)
+    root_abs = os.path.abspath(opts.root)
 
-    def one(p: Path) -> dict[str, Any]:
-        st = p.stat()
+    def one(f: Located, cached_only: bool) -> dict[str, Any]:
+        source = (os.path.realpath(f.abs) if opts.absolute_sources
+                  else os.path.relpath(f.abs, root_abs).replace(os.sep, "/"))
         row: dict[str, Any] = {
-            "source": source_id(p, opts.root, opts.absolute_sources),
+            "source": source,
             "index": 0,
-            "materialized_path": rel_to_out(p, opts.out_dir),
+            "materialized_path": posixpath.join(image_prefix, f.rel),
             "format": "tiff",
         }
-        png = labels_dir / f"{p.stem}.png" if labels_dir is not None else None
+        png = labels_dir / f"{Path(f.rel).stem}.png" if labels_dir is not None else None
         if png is not None and png.is_file():
-            shape = opts.cache.get(p, "tiff_shape", cube_shape, st)
-            info = opts.cache.get(png, "label", label_info)
+            shape = opts.cache.get(f.abs, "tiff_shape", cube_shape, f.st, cached_only=cached_only)
+            info = opts.cache.get(png, "label", label_info, cached_only=cached_only)
             if info["shape"] != shape[:2]:
                 raise DvcCuvisError(
-                    f"{png}: label shape {tuple(info['shape'])} does not match cube {p.name} "
-                    f"{tuple(shape[:2])} (height, width)"
+                    f"{png}: label shape {tuple(info['shape'])} does not match cube "
+                    f"{Path(f.rel).name} {tuple(shape[:2])} (height, width)"
                 )
             row["annotation"] = rel_to_out(png, opts.out_dir)
             row["category_ids"] = ";".join(str(c) for c in info["ids"])
             row["tags"] = "anomalous" if info["ids"] else "normal"
             if opts.hash_content:
-                row["annotation_md5"] = opts.cache.md5(png)
+                row["annotation_md5"] = opts.cache.md5(png, cached_only=cached_only)
         else:
             row["annotation"] = ""
             row["category_ids"] = ""
@@ -173,10 +182,9 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
             if opts.hash_content:
                 row["annotation_md5"] = ""
         if opts.hash_content:
-            row["md5"] = opts.cache.md5(p, st)
+            row["md5"] = opts.cache.md5(f.abs, f.st, cached_only=cached_only)
         if opts.group == "parent":
-            row["group"] = Path(row["source"]).parent.as_posix()
+            row["group"] = posixpath.dirname(row["source"])
         return row
 
-    records = parallel_map(one, cubes, jobs=opts.jobs, desc="tiff", show=opts.progress)
-    return Scan(records)
+    return Scan(scan_rows(cubes, one, opts, "tiff"))
