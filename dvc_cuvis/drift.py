@@ -385,8 +385,8 @@ def _check_staleness(lock: Path | None, targets: list[Path], cache: StatCache) -
             continue  # a check stage's own (previous) record is not the pipeline's state
         entries = [*stage.get("deps", []), *stage.get("outs", [])]
         paths = {os.path.normpath(str(e.get("path", ""))) for e in entries if isinstance(e, dict)}
-        if not paths & wanted:
-            continue
+        if not any(w == p or w.startswith(p + os.sep) for w in wanted for p in paths):
+            continue  # neither writes nor reads these files (nor a folder holding them)
         relevant.append(name)
         for e in entries:
             rel = str(e.get("path", ""))

@@ -1,0 +1,219 @@
+"""A drift-guarded DataModule over materialized npz frames, and ``guard()`` for existing ones.
+
+:class:`SplitDataModule` reads a materialized ``universe.csv`` + ``splits.json`` and serves
+batches with exactly the keys of cuvis-ai-dataloader's ``npz_multi`` (``cube, mask,
+class_mask, wavelengths, mesu_index, frame_id``).  Its ``setup()`` runs the drift check
+first: ``verify="strict"`` (default) raises :class:`~dvc_cuvis.drift.DriftError` carrying
+the report, ``"warn"`` logs it, ``"off"`` skips it.  It is a ``LightningDataModule`` when
+pytorch-lightning is installed and a plain class otherwise; torch is imported only when a
+dataloader is built.
+
+:func:`guard` gives an existing cuvis-ai DataModule (duck-typed: anything with
+``setup(stage)``) the same check before its own ``setup()``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvc_cuvis.digests import StatCache, default_cache_path
+from dvc_cuvis.drift import DriftReport, ensure, verify
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.splits import load_splits, resolve
+from dvc_cuvis.universe import Universe, read_universe
+
+logger = logging.getLogger(__name__)
+
+BATCH_KEYS: tuple[str, ...] = ("cube", "mask", "class_mask", "wavelengths", "mesu_index",
+                               "frame_id")
+
+
+class NpzFrames:
+    """Map-style dataset of npz frames (works with ``torch.utils.data.DataLoader`` as is)."""
+
+    def __init__(self, paths: list[str], indices: list[int]) -> None:
+        """Frames at ``paths`` with their source read positions ``indices``."""
+        self.paths = paths
+        self.indices = indices
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        with np.load(self.paths[i], allow_pickle=False) as z:
+            cube = np.asarray(z["cube"], dtype=np.float32)
+            h, w = cube.shape[:2]
+            files = z.files
+            mask = (np.asarray(z["mask"], dtype=np.int32) if "mask" in files
+                    else np.zeros((h, w), dtype=np.int32))
+            class_mask = (np.asarray(z["class_mask"], dtype=np.uint8) if "class_mask" in files
+                          else np.zeros((h, w), dtype=np.uint8))
+            wavelengths = np.asarray(z["wavelengths"]).ravel().astype(np.int32)
+        return {"cube": cube, "mask": mask, "class_mask": class_mask,
+                "wavelengths": wavelengths, "mesu_index": self.indices[i], "frame_id": i}
+
+
+def _lightning_base() -> type:
+    try:
+        from pytorch_lightning import LightningDataModule
+
+        return LightningDataModule
+    except ImportError:
+        try:
+            from lightning.pytorch import LightningDataModule as Base
+
+            return Base
+        except ImportError:
+            return object
+
+
+class SplitDataModule(_lightning_base()):  # type: ignore[misc]
+    """Train/val/test/predict loaders over a materialized split, drift-checked in setup()."""
+
+    def __init__(
+        self,
+        universe_csv: str | Path,
+        splits: str | Path,
+        *,
+        batch_size: int = 1,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        persistent_workers: bool = False,
+        verify: str = "strict",
+        deep: bool = False,
+        lock: str | Path | None = "auto",
+        stat_cache: str | Path | None = "auto",
+        shuffle_train: bool = True,
+    ) -> None:
+        """Configure; nothing is read until ``setup()``."""
+        super().__init__()
+        if verify not in ("strict", "warn", "off"):
+            raise DvcCuvisError(f"verify must be strict, warn or off, got {verify!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise DvcCuvisError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise DvcCuvisError(f"num_workers must be an integer >= 0, got {num_workers!r}")
+        self.universe_csv = Path(universe_csv)
+        self.splits_path = Path(splits)
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.pin_memory = bool(pin_memory)
+        self.persistent_workers = bool(persistent_workers)
+        self.verify_mode = verify
+        self.deep = deep
+        self.lock = lock
+        self.stat_cache = stat_cache
+        self.shuffle_train = shuffle_train
+        self.report: DriftReport | None = None
+        self.universe: Universe | None = None
+        self.datasets: dict[str, NpzFrames] = {}
+
+    def _cache(self) -> StatCache:
+        if self.stat_cache is None:
+            return StatCache(None)
+        if self.stat_cache == "auto":
+            return StatCache(default_cache_path(self.universe_csv.parent))
+        return StatCache(Path(self.stat_cache))
+
+    def setup(self, stage: str | None = None) -> None:
+        """Run the drift check (per ``verify``), then resolve the stages into datasets."""
+        uni = read_universe(self.universe_csv)
+        cfg = load_splits(self.splits_path)
+        if self.verify_mode != "off":
+            self.report = ensure(verify(cfg, uni, deep=self.deep, lock=self.lock,
+                                        cache=self._cache()), self.verify_mode)
+            self.report.splits = str(self.splits_path)
+        res = resolve(cfg, uni, where=str(self.splits_path))
+        base = self.universe_csv.parent
+        wanted = {
+            None: ("train", "val", "test", "predict"),
+            "fit": ("train", "val"),
+            "validate": ("val",),
+            "test": ("test",),
+            "predict": ("predict",),
+        }.get(stage)
+        if wanted is None:
+            raise DvcCuvisError(f"unknown stage {stage!r}; use fit, validate, test or predict")
+        for name in wanted:
+            pos = res.stages[name]
+            rels = [uni.value("materialized_path", p) for p in pos.tolist()]
+            missing = [uni.uid(p) for p, r in zip(pos.tolist(), rels, strict=True) if not r]
+            if missing:
+                raise DvcCuvisError(
+                    f"{self.universe_csv}: {missing[0]} has no materialized_path; point the "
+                    "DataModule at a materialized universe (dvc-cuvis materialize)"
+                )
+            self.datasets[name] = NpzFrames([str(base / r) for r in rels],
+                                            uni.indices[pos].tolist())
+        self.universe = uni
+
+    def _loader(self, name: str, shuffle: bool) -> Any:
+        if name not in self.datasets:
+            raise DvcCuvisError(f"the {name} dataset is not built; call setup() first")
+        from torch.utils.data import DataLoader
+
+        kwargs: dict[str, Any] = {}
+        if self.num_workers > 0:
+            kwargs["persistent_workers"] = self.persistent_workers
+        dataset: Any = self.datasets[name]  # map-style: __len__ + __getitem__
+        return DataLoader(dataset, batch_size=self.batch_size, shuffle=shuffle,
+                          num_workers=self.num_workers, pin_memory=self.pin_memory, **kwargs)
+
+    def train_dataloader(self) -> Any:
+        """Shuffled loader over the train stage."""
+        return self._loader("train", self.shuffle_train)
+
+    def val_dataloader(self) -> Any:
+        """Loader over the val stage."""
+        return self._loader("val", False)
+
+    def test_dataloader(self) -> Any:
+        """Loader over the test stage."""
+        return self._loader("test", False)
+
+    def predict_dataloader(self) -> Any:
+        """Loader over the predict stage (empty predict = the whole universe)."""
+        return self._loader("predict", False)
+
+
+def guard(
+    datamodule: Any,
+    *,
+    splits: str | Path | Any | None = None,
+    universe: str | Path | Universe | None = None,
+    verify_mode: str = "strict",
+    **verify_kwargs: Any,
+) -> Any:
+    """Make ``datamodule.setup()`` run the drift check first (returns the same object).
+
+    ``splits`` / ``universe`` default to what the module carries: a cuvis-ai
+    ``BaseCuvisAIDataModule`` keeps its ``DataSplitConfig`` in ``.splits`` and
+    cu3s_multi/npz_multi their universe in ``._universe_csv``.
+    """
+    setup = getattr(datamodule, "setup", None)
+    if not callable(setup):
+        raise DvcCuvisError(f"{type(datamodule).__name__} has no setup(stage) to guard")
+    splits = splits if splits is not None else getattr(datamodule, "splits", None)
+    if universe is None:
+        universe = getattr(datamodule, "universe_csv", None) or getattr(
+            datamodule, "_universe_csv", None)
+    if splits is None or universe is None:
+        raise DvcCuvisError(
+            f"guard({type(datamodule).__name__}): pass splits= and universe= (the module "
+            "carries no splits config or universe_csv to check)"
+        )
+    if verify_mode not in ("strict", "warn", "off"):
+        raise DvcCuvisError(f"verify must be strict, warn or off, got {verify_mode!r}")
+
+    def guarded_setup(stage: str | None = None) -> Any:
+        if verify_mode != "off":
+            report = verify(splits, universe, **verify_kwargs)
+            datamodule.drift_report = ensure(report, verify_mode)
+        return setup(stage)
+
+    datamodule.setup = guarded_setup
+    return datamodule
