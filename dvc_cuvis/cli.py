@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -367,6 +368,124 @@ def cmd_check(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+# -- diff / log / install-hook -----------------------------------------------------------
+
+
+def _split_paths(args: argparse.Namespace, tree: Any) -> tuple[str, str, str | None]:
+    """Repository-relative splits, universe and params paths (flags > params.yaml > defaults).
+
+    Flags are relative to the current folder; values in params.yaml to the file's folder.
+    """
+    from dvc_cuvis.params import load_params, section
+
+    params_file = args.params
+    if params_file is None and (tree.root / "params.yaml").is_file():
+        params_file = str(tree.root / "params.yaml")
+    params = load_params(params_file) if params_file else {}
+    where = params_file or "params.yaml"
+    resolve_s, bake_s = section(params, "resolve", path=where), section(params, "bake", path=where)
+    base = Path(params_file).parent if params_file else Path.cwd()
+
+    def pick(flag: str | None, *candidates: Any, default: str) -> str:
+        if flag:
+            return str(tree.rel(flag))
+        for c in candidates:
+            if isinstance(c, str) and c:
+                return str(tree.rel(base / c))
+        return str(tree.rel(default))
+
+    if args.fold is not None:
+        folds = pick(args.folds_dir, bake_s.get("out_dir"), default="splits")
+        splits = f"{folds}/fold-{args.fold}.json"
+    else:
+        splits = pick(args.splits, resolve_s.get("splits"), bake_s.get("out"),
+                      default="splits.json")
+    universe = pick(args.universe, resolve_s.get("universe"), bake_s.get("universe"),
+                    default="universe.csv")
+    return splits, universe, (str(tree.rel(params_file)) if params_file else None)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Per-sample difference of a split between two revisions (default HEAD vs workspace)."""
+    from dvc_cuvis.history import GitTree, diff_versions, load_version, render_markdown, render_text
+
+    tree = GitTree(".")
+    splits, universe, params = _split_paths(args, tree)
+    revs = list(args.revs)
+    if len(revs) > 2:
+        raise DvcCuvisError("diff takes at most two revisions: [REV_A [REV_B]]")
+    rev_a = revs[0] if revs else "HEAD"
+    rev_b = revs[1] if len(revs) == 2 else None
+    a = load_version(tree, rev_a, splits, universe, params)
+    b = load_version(tree, rev_b, splits, universe, params)
+    d = diff_versions(a, b)
+    limit = None if args.all else 20
+    if args.json:
+        sys.stdout.write(json.dumps(d.to_dict(limit=None if args.all else 200),
+                                    ensure_ascii=False, default=str) + "\n")
+    elif args.md:
+        sys.stdout.write(render_markdown(d, limit=limit))
+    else:
+        sys.stdout.write(render_text(d, limit=limit))
+    return EXIT_OK
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    """Commits that changed the split, with per-stage counts and samples moved."""
+    from dvc_cuvis.history import GitTree, split_log
+
+    tree = GitTree(".")
+    splits, universe, _ = _split_paths(args, tree)
+    entries = list(split_log(tree, splits, universe, rev=args.rev, max_count=args.max_count))
+    if args.json:
+        sys.stdout.write(json.dumps([e.__dict__ for e in entries], ensure_ascii=False) + "\n")
+        return EXIT_OK
+    print(f"{'commit':<9} {'date':<10} {'train':>7} {'val':>6} {'test':>6} {'moved':>6} "
+          f"{'+new':>5} {'-gone':>5}  {'universe':<12}  author: subject")
+    for e in entries:
+        def num(v: int | None) -> str:
+            return "-" if v is None else str(v)
+
+        print(f"{e.sha:<9} {e.date:<10} {e.counts['train']:>7} {e.counts['val']:>6} "
+              f"{e.counts['test']:>6} {num(e.moved):>6} {num(e.added):>5} {num(e.removed):>5}  "
+              f"{e.universe_hash:<12}  {e.author}: {e.subject}")
+    return EXIT_OK
+
+
+HOOK_MARK = "# installed by dvc-cuvis install-hook"
+
+
+def cmd_install_hook(args: argparse.Namespace) -> int:
+    """Install a git pre-commit hook that runs `dvc-cuvis check` when split files are staged."""
+    from dvc_cuvis.history import GitTree
+
+    tree = GitTree(".")
+    hooks = Path(tree.repo.git_dir) / "hooks"
+    hook = hooks / "pre-commit"
+    if hook.exists() and HOOK_MARK not in hook.read_text(errors="replace") and not args.force:
+        raise DvcCuvisError(f"{hook} exists and is not ours; add `dvc-cuvis check` to it by hand "
+                            "or use --force to replace it")
+    params = f"--params {shlex.quote(args.params)}" if args.params else ""
+    script = f"""#!/bin/sh
+{HOOK_MARK}
+# Runs the drift check when a splits file or a universe.csv is being committed.
+staged=$(git diff --cached --name-only --diff-filter=ACMR \\
+  | grep -E '(^|/)(splits[^/]*\\.json|universe\\.csv)$')
+[ -z "$staged" ] && exit 0
+echo "dvc-cuvis: checking staged split files: $staged" >&2
+params="{params}"
+[ -z "$params" ] && [ -f params.yaml ] && params="--params params.yaml"
+exec dvc-cuvis check $params --no-enumerate
+"""
+    hooks.mkdir(parents=True, exist_ok=True)
+    from dvc_cuvis._io import atomic_write_text
+
+    atomic_write_text(hook, script)
+    hook.chmod(0o755)
+    print(f"installed {hook}")
+    return EXIT_OK
+
+
 # -- init ---------------------------------------------------------------------------------
 
 
@@ -507,6 +626,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stat-cache", dest="stat_cache", help="stat cache file, or 'none'")
     p.add_argument("--params", help="params.yaml ('check' section; 'enumerate' to re-scan)")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("diff", help="per-sample split changes between revisions")
+    p.add_argument("revs", nargs="*", metavar="REV",
+                   help="REV_A [REV_B] (default HEAD vs the workspace)")
+    p.add_argument("--splits", help="splits.json path (default from params.yaml or ./splits.json)")
+    p.add_argument("--universe", help="universe.csv path (default from params.yaml)")
+    p.add_argument("--params", help="params.yaml (split paths and params sections to compare)")
+    p.add_argument("--fold", type=int, help="compare fold K of a K-fold bake")
+    p.add_argument("--folds-dir", dest="folds_dir", help="folder of fold-<k>.json files")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--md", action="store_true", help="markdown (a pull-request comment)")
+    fmt.add_argument("--json", action="store_true", help="machine-readable")
+    p.add_argument("--all", action="store_true", help="list every changed sample")
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("log", help="commits that changed the split, with stage counts")
+    p.add_argument("rev", nargs="?", default="HEAD")
+    p.add_argument("--splits", help="splits.json path (default from params.yaml)")
+    p.add_argument("--universe", help="universe.csv path (default from params.yaml)")
+    p.add_argument("--params", help="params.yaml with the split paths")
+    p.add_argument("--fold", type=int, help="log fold K of a K-fold bake")
+    p.add_argument("--folds-dir", dest="folds_dir", help="folder of fold-<k>.json files")
+    p.add_argument("-n", "--max-count", dest="max_count", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_log)
+
+    p = sub.add_parser("install-hook", help="git pre-commit hook running `dvc-cuvis check`")
+    p.add_argument("--params", help="params.yaml the hook passes to check")
+    p.add_argument("--force", action="store_true", help="replace an existing pre-commit hook")
+    p.set_defaults(func=cmd_install_hook)
 
     p = sub.add_parser("init", help="write dvc.yaml + params.yaml (enumerate, bake) into a repo")
     p.add_argument("--dir", default=".", help="repository folder (default .)")

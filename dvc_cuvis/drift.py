@@ -34,6 +34,7 @@ from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
+from dvc_cuvis.params import diff_params
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     evaluate_constraints,
@@ -408,7 +409,7 @@ def _check_staleness(lock: Path | None, targets: list[Path], cache: StatCache) -
                 except (OSError, yaml.YAMLError):
                     params_cache[pfile] = {}
             for key, value in (values or {}).items():
-                for leaf in _diff_keys(key, value, _lookup(params_cache[pfile], key)):
+                for leaf, _, _ in diff_params(key, value, _lookup(params_cache[pfile], key)):
                     params_changed.append(f"{pfile}:{leaf} (stage {name})")
     details = {"stages": relevant, "changed": changed, "params_changed": params_changed}
     if changed or params_changed:
@@ -419,16 +420,6 @@ def _check_staleness(lock: Path | None, targets: list[Path], cache: StatCache) -
         return Finding("staleness", "skipped", f"{lock.name} has no stage for these files")
     return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(relevant)})",
                    details)
-
-
-def _diff_keys(prefix: str, old: Any, new: Any) -> list[str]:
-    """Dotted keys whose value differs between two params trees."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[str] = []
-        for k in sorted(set(old) | set(new), key=str):
-            out.extend(_diff_keys(f"{prefix}.{k}", old.get(k), new.get(k)))
-        return out
-    return [] if old == new else [prefix]
 
 
 def _lookup(tree: Any, dotted: str) -> Any:

@@ -50,3 +50,13 @@ def section(
     if not isinstance(value, dict):
         raise ParamsError(f"{path}: section '{name}' must be a mapping, got {type(value).__name__}")
     return value
+
+
+def diff_params(prefix: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old, new)`` for every leaf that differs between two params trees."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[tuple[str, Any, Any]] = []
+        for k in sorted(set(old) | set(new), key=str):
+            out.extend(diff_params(f"{prefix}.{k}", old.get(k), new.get(k)))
+        return out
+    return [] if old == new else [(prefix, old, new)]

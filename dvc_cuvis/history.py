@@ -1,0 +1,430 @@
+"""Split versions in git: what a change does to a split, per sample (``diff``, ``log``).
+
+DVC's ``dvc diff`` works at file level and its ``.dir`` listings are not in git; a reviewer
+needs per-sample transitions.  Both ends are read from git (gitpython; DVC-tracked files
+through ``dvc.api``), resolved against their own universe, and aligned by ``uid``.
+
+A sample's *stage* here is its train/val/test membership (``unassigned`` when in none;
+predict may overlap anything and is reported by count only).  Transitions use two more
+names: ``new`` (only in the newer universe) and ``removed`` (only in the older one).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.splits import (
+    EXCLUSIVE_STAGES,
+    STAGES,
+    evaluate_constraints,
+    parse_splits,
+    resolve,
+)
+from dvc_cuvis.universe import Universe, parse_universe_bytes
+
+WORKSPACE = "workspace"
+STATE_NAMES: tuple[str, ...] = ("train", "val", "test", "unassigned")
+TRACKED_PARAMS: tuple[str, ...] = ("enumerate", "bake", "materialize")
+
+
+# -- reading files at a revision ----------------------------------------------------------
+
+
+class GitTree:
+    """Read files of one repository at any revision (or the workspace)."""
+
+    def __init__(self, path: Path | str = ".") -> None:
+        """Open the git repository containing ``path``."""
+        try:
+            import git
+        except ImportError:  # pragma: no cover - a runtime dependency
+            raise DvcCuvisError("diff/log need gitpython: pip install gitpython") from None
+        try:
+            self.repo = git.Repo(path, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise DvcCuvisError(
+                f"{Path(path).resolve()}: not a git repository (diff and log read split "
+                "versions from git history)"
+            ) from None
+        self.root = Path(self.repo.working_tree_dir or ".")
+        self._git = git
+
+    def rel(self, path: Path | str) -> str:
+        """``path`` (relative to the cwd or absolute) as a repository-relative posix path."""
+        p = Path(path)
+        absolute = p if p.is_absolute() else Path.cwd() / p
+        try:
+            return Path(os.path.relpath(absolute.resolve(), self.root.resolve())).as_posix()
+        except ValueError:
+            raise DvcCuvisError(f"{path}: not inside the repository {self.root}") from None
+
+    def commit(self, rev: str) -> Any:
+        """The commit object for ``rev`` (clear errors for unknown/shallow revisions)."""
+        try:
+            commit = self.repo.commit(rev)
+            _ = commit.tree.hexsha  # force the lookup: a shallow clone fails only here
+            return commit
+        except (self._git.BadName, ValueError, self._git.GitCommandError):
+            shallow = (Path(self.repo.git_dir) / "shallow").exists()
+            hint = (" — this is a shallow clone: fetch more history (`git fetch --unshallow`)"
+                    if shallow else "")
+            raise DvcCuvisError(f"unknown revision {rev!r}{hint}") from None
+
+    def read(self, rev: str | None, path: str) -> bytes:
+        """Bytes of repository path ``path`` at ``rev`` (None = the workspace)."""
+        if rev is None:
+            try:
+                return (self.root / path).read_bytes()
+            except FileNotFoundError:
+                raise DvcCuvisError(f"{path} does not exist in the workspace") from None
+            except OSError as exc:
+                raise DvcCuvisError(f"{path}: cannot read ({exc.strerror})") from None
+        commit = self.commit(rev)
+        try:
+            blob = commit.tree / path
+            data: bytes = blob.data_stream.read()
+            return data
+        except KeyError:
+            pass
+        return self._read_dvc(rev, path, commit)
+
+    def _read_dvc(self, rev: str, path: str, commit: Any) -> bytes:
+        """A DVC-tracked file at ``rev`` (through ``dvc.api``), or a clear error."""
+        tracked = any(_exists(commit, name) for name in (f"{path}.dvc", "dvc.lock"))
+        if tracked:
+            try:
+                import dvc.api
+
+                data: bytes = dvc.api.read(path, repo=str(self.root), rev=rev, mode="rb")
+                return data
+            except Exception:
+                pass
+        raise DvcCuvisError(f"{path} does not exist at revision {rev} ({commit.hexsha[:8]})")
+
+
+def _exists(commit: Any, path: str) -> bool:
+    try:
+        commit.tree / path
+        return True
+    except KeyError:
+        return False
+
+
+# -- one version of a split ---------------------------------------------------------------
+
+
+@dataclass
+class Version:
+    """A split and its universe at one revision, resolved."""
+
+    label: str
+    universe: Universe
+    stages: dict[str, np.ndarray]
+    universe_hash_pinned: str | None
+    constraints: list[dict[str, Any]]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def state(self) -> np.ndarray:
+        """Per row: 0 train, 1 val, 2 test, 3 unassigned (the first exclusive stage wins)."""
+        out = np.full(len(self.universe), 3, dtype=np.int8)
+        for code in reversed(range(len(EXCLUSIVE_STAGES))):
+            out[self.stages[EXCLUSIVE_STAGES[code]]] = code
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Samples per stage (predict counted as resolved)."""
+        return {s: len(self.stages[s]) for s in STAGES}
+
+
+def load_version(
+    tree: GitTree, rev: str | None, splits_path: str, universe_path: str,
+    params_path: str | None = "params.yaml",
+) -> Version:
+    """Read, parse and resolve the split at ``rev`` (None = workspace)."""
+    label = rev or WORKSPACE
+    splits_bytes = tree.read(rev, splits_path)
+    universe_bytes = tree.read(rev, universe_path)
+    try:
+        cfg = parse_splits(splits_bytes.decode("utf-8-sig"), path=f"{label}:{splits_path}")
+    except UnicodeDecodeError:
+        raise DvcCuvisError(f"{label}:{splits_path}: not UTF-8 text") from None
+    uni = parse_universe_bytes(universe_bytes, path=Path(f"{label}:{universe_path}"))
+    res = resolve(cfg, uni, where=f"{label}:{splits_path}")
+    constraints = [r.to_dict() for r in evaluate_constraints(res, cfg.constraints)]
+    params: dict[str, Any] = {}
+    if params_path:
+        try:
+            loaded = yaml.safe_load(tree.read(rev, params_path)) or {}
+            params = loaded if isinstance(loaded, dict) else {}
+        except (DvcCuvisError, yaml.YAMLError):
+            params = {}
+    return Version(label, uni, res.stages, cfg.universe_hash, constraints, params)
+
+
+# -- diff ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SplitDiff:
+    """Everything ``dvc-cuvis diff`` reports."""
+
+    a: Version
+    b: Version
+    transitions: dict[str, int]
+    source_transitions: dict[str, int]
+    moved: int
+    changes: dict[str, list[tuple[str, str, str]]]  # source -> [(index, from, to)]
+    params: list[tuple[str, Any, Any]]
+
+    def to_dict(self, *, limit: int | None = 200) -> dict[str, Any]:
+        """The ``--json`` object (``moved`` and ``transitions`` always present)."""
+        samples: list[dict[str, Any]] = []
+        for source in sorted(self.changes):
+            for index, frm, to in self.changes[source]:
+                samples.append({"source": source, "index": int(index), "from": frm, "to": to})
+        shown = samples if limit is None else samples[:limit]
+        return {
+            "a": self.a.label,
+            "b": self.b.label,
+            "moved": self.moved,
+            "transitions": self.transitions,
+            "source_transitions": self.source_transitions,
+            "counts": {"a": self.a.counts(), "b": self.b.counts()},
+            "universe": {
+                "a": {"samples": len(self.a.universe), "hash": self.a.universe.hash},
+                "b": {"samples": len(self.b.universe), "hash": self.b.universe.hash},
+                "added": self.transitions_total("new"),
+                "removed": self.transitions_total("removed"),
+            },
+            "changed_samples": shown,
+            "changed_samples_total": len(samples),
+            "params": [{"key": k, "a": va, "b": vb} for k, va, vb in self.params],
+            "constraints": {"a": self.a.constraints, "b": self.b.constraints},
+        }
+
+    def transitions_total(self, name: str) -> int:
+        """Samples entering from ``new`` or leaving to ``removed``."""
+        return sum(v for k, v in self.transitions.items()
+                   if k.startswith(f"{name}->") or k.endswith(f"->{name}"))
+
+
+def diff_versions(a: Version, b: Version) -> SplitDiff:
+    """Align two resolved versions by uid and count every transition."""
+    names = sorted(set(a.universe.source_names) | set(b.universe.source_names))
+    rank = {n: i for i, n in enumerate(names)}
+    ka = np.asarray([rank[n] for n in a.universe.source_names], dtype=np.int64)[a.universe.codes]
+    kb = np.asarray([rank[n] for n in b.universe.source_names], dtype=np.int64)[b.universe.codes]
+    # one integer key per (source, index): sources are ranked in the union of names
+    width = int(max(a.universe.indices.max(initial=0), b.universe.indices.max(initial=0))) + 1
+    if width * max(len(names), 1) < 2**62:
+        key_a = ka * width + a.universe.indices
+        key_b = kb * width + b.universe.indices
+    else:  # huge read indices: rank the (source, index) pairs instead
+        pairs = sorted(set(zip(ka.tolist(), a.universe.indices.tolist(), strict=True))
+                       | set(zip(kb.tolist(), b.universe.indices.tolist(), strict=True)))
+        pos = {p: i for i, p in enumerate(pairs)}
+        key_a = np.asarray([pos[p] for p in zip(ka.tolist(), a.universe.indices.tolist(),
+                                                  strict=True)], dtype=np.int64)
+        key_b = np.asarray([pos[p] for p in zip(kb.tolist(), b.universe.indices.tolist(),
+                                                  strict=True)], dtype=np.int64)
+    _, ia, ib = np.intersect1d(key_a, key_b, assume_unique=True, return_indices=True)
+    only_a = np.setdiff1d(np.arange(len(key_a)), ia, assume_unique=True)
+    only_b = np.setdiff1d(np.arange(len(key_b)), ib, assume_unique=True)
+    sa, sb = a.state(), b.state()
+    transitions: dict[str, int] = {}
+    source_sets: dict[str, set[str]] = {}
+    changes: dict[str, list[tuple[str, str, str]]] = {}
+
+    def count(frm: str, to: str, n: int) -> None:
+        if n:
+            key = f"{frm}->{to}"
+            transitions[key] = transitions.get(key, 0) + n
+
+    pair = sa[ia].astype(np.int64) * 4 + sb[ib]
+    moved_mask = sa[ia] != sb[ib]
+    for code in np.unique(pair[moved_mask]).tolist():
+        count(STATE_NAMES[code // 4], STATE_NAMES[code % 4], int((pair == code).sum()))
+    for i, j in zip(ia[moved_mask].tolist(), ib[moved_mask].tolist(), strict=True):
+        src = a.universe.source(i)
+        frm, to = STATE_NAMES[sa[i]], STATE_NAMES[sb[j]]
+        changes.setdefault(src, []).append((str(a.universe.index(i)), frm, to))
+        source_sets.setdefault(f"{frm}->{to}", set()).add(src)
+    for j in only_b.tolist():
+        to = STATE_NAMES[sb[j]]
+        count("new", to, 1)
+        src = b.universe.source(j)
+        changes.setdefault(src, []).append((str(b.universe.index(j)), "new", to))
+        source_sets.setdefault(f"new->{to}", set()).add(src)
+    for i in only_a.tolist():
+        frm = STATE_NAMES[sa[i]]
+        count(frm, "removed", 1)
+        src = a.universe.source(i)
+        changes.setdefault(src, []).append((str(a.universe.index(i)), frm, "removed"))
+        source_sets.setdefault(f"{frm}->removed", set()).add(src)
+    for src in changes:
+        changes[src].sort(key=lambda t: int(t[0]))
+    params = []
+    from dvc_cuvis.params import diff_params
+
+    for section in TRACKED_PARAMS:
+        params.extend(diff_params(section, a.params.get(section), b.params.get(section)))
+    return SplitDiff(
+        a, b,
+        transitions=dict(sorted(transitions.items())),
+        source_transitions={k: len(v) for k, v in sorted(source_sets.items())},
+        moved=int(moved_mask.sum()),
+        changes=changes,
+        params=params,
+    )
+
+
+def _constraint_line(constraints: list[dict[str, Any]]) -> str:
+    if not constraints:
+        return "none declared"
+    return ", ".join(f"{c['kind']} {c['status']}" for c in constraints)
+
+
+def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
+    """The readable report."""
+    a, b = d.a, d.b
+    out = [f"split diff {a.label} -> {b.label}"]
+    ha, hb = a.universe.hash[:12], b.universe.hash[:12]
+    hash_part = f"hash {ha} (unchanged)" if ha == hb else f"hash {ha} -> {hb}"
+    out.append(f"universe: {len(a.universe)} -> {len(b.universe)} samples "
+               f"(+{d.transitions_total('new')} new, -{d.transitions_total('removed')} removed); "
+               + hash_part)
+    out.append(f"{'stage':<10}{'before':>9}{'after':>9}{'delta':>9}")
+    ca, cb = a.counts(), b.counts()
+    for s in STAGES:
+        out.append(f"{s:<10}{ca[s]:>9}{cb[s]:>9}{cb[s] - ca[s]:>+9}")
+    out.append(f"moved: {d.moved} sample(s) present at both ends changed stage")
+    if d.transitions:
+        out.append("transitions (samples / sources):")
+        for k, v in d.transitions.items():
+            out.append(f"  {k:<22}{v:>8} / {d.source_transitions.get(k, 0)}")
+    out.extend(_change_lines(d, limit))
+    if d.params:
+        out.append("params:")
+        out.extend(f"  {k}: {va!r} -> {vb!r}" for k, va, vb in d.params)
+    out.append(f"constraints before: {_constraint_line(a.constraints)}")
+    out.append(f"constraints after:  {_constraint_line(b.constraints)}")
+    return "\n".join(out) + "\n"
+
+
+def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
+    if not d.changes:
+        return []
+    out = ["changed samples by source:"]
+    sources = sorted(d.changes)
+    shown = sources if limit is None else sources[:limit]
+    for src in shown:
+        items = d.changes[src]
+        groups: dict[str, list[str]] = {}
+        for index, frm, to in items:
+            groups.setdefault(f"{frm}->{to}", []).append(index)
+        parts = []
+        for k, idx in groups.items():
+            cut = idx if limit is None else idx[:limit]
+            more = f" (+{len(idx) - len(cut)})" if len(cut) < len(idx) else ""
+            parts.append(f"{k} #{', #'.join(cut)}{more}")
+        out.append(f"  {src}: " + "; ".join(parts))
+    if len(shown) < len(sources):
+        out.append(f"  ... {len(sources) - len(shown)} more source(s) (use --all)")
+    return out
+
+
+def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
+    """A pull-request comment."""
+    a, b = d.a, d.b
+    lines = [f"### Split diff `{a.label}` → `{b.label}`", ""]
+    ha, hb = a.universe.hash[:12], b.universe.hash[:12]
+    lines.append(f"Universe: **{len(a.universe)} → {len(b.universe)}** samples "
+                 f"(+{d.transitions_total('new')} new, −{d.transitions_total('removed')} "
+                 f"removed), hash `{ha}`" + ("" if ha == hb else f" → `{hb}`") + ". "
+                 f"**{d.moved}** sample(s) moved between stages.")
+    lines += ["", "| stage | before | after | Δ |", "|---|---:|---:|---:|"]
+    ca, cb = a.counts(), b.counts()
+    for s in STAGES:
+        lines.append(f"| {s} | {ca[s]} | {cb[s]} | {cb[s] - ca[s]:+d} |")
+    if d.transitions:
+        lines += ["", "| transition | samples | sources |", "|---|---:|---:|"]
+        for k, v in d.transitions.items():
+            lines.append(f"| {k.replace('->', ' → ')} | {v} | {d.source_transitions.get(k, 0)} |")
+    changes = _change_lines(d, limit)
+    if changes:
+        lines += ["", "<details><summary>Changed samples by source</summary>", "", "```"]
+        lines += [c.strip() for c in changes[1:]]
+        lines += ["```", "", "</details>"]
+    if d.params:
+        lines += ["", "| param | before | after |", "|---|---|---|"]
+        lines += [f"| `{k}` | `{va!r}` | `{vb!r}` |" for k, va, vb in d.params]
+    lines += ["", f"Constraints before: {_constraint_line(a.constraints)}  ",
+              f"Constraints after: {_constraint_line(b.constraints)}"]
+    return "\n".join(lines) + "\n"
+
+
+# -- log ----------------------------------------------------------------------------------
+
+
+@dataclass
+class LogEntry:
+    """One commit that changed the split."""
+
+    sha: str
+    date: str
+    author: str
+    subject: str
+    counts: dict[str, int]
+    universe_hash: str
+    moved: int | None
+    added: int | None
+    removed: int | None
+
+
+def split_log(
+    tree: GitTree, splits_path: str, universe_path: str, *, rev: str = "HEAD",
+    max_count: int | None = None,
+) -> Iterator[LogEntry]:
+    """Commits (newest first) that changed ``splits_path``, each compared with its predecessor."""
+    tree.commit(rev)
+    commits = list(tree.repo.iter_commits(rev, paths=[splits_path]))
+    if not commits:
+        raise DvcCuvisError(f"no commit in {rev} touches {splits_path}")
+    cache: dict[tuple[str, str], Version] = {}
+
+    def version(commit: Any) -> Version | None:
+        try:
+            split_sha = (commit.tree / splits_path).hexsha
+            uni_sha = (commit.tree / universe_path).hexsha
+        except KeyError:
+            return None  # the split was deleted in this commit, or has no universe yet
+        key = (split_sha, uni_sha)
+        if key not in cache:
+            cache[key] = load_version(tree, commit.hexsha, splits_path, universe_path, None)
+        return cache[key]
+
+    chosen = commits if max_count is None else commits[: max_count + 1]
+    versions = [version(c) for c in chosen]
+    for k, commit in enumerate(chosen[: max_count or len(chosen)]):
+        v = versions[k]
+        if v is None:
+            continue
+        prev = versions[k + 1] if k + 1 < len(versions) else None
+        moved = added = removed = None
+        if prev is not None:
+            d = diff_versions(prev, v)
+            moved, added, removed = (d.moved, d.transitions_total("new"),
+                                     d.transitions_total("removed"))
+        when = datetime.fromtimestamp(commit.committed_date, tz=UTC).strftime("%Y-%m-%d")
+        yield LogEntry(commit.hexsha[:8], when, str(commit.author.name),
+                       commit.summary if isinstance(commit.summary, str) else str(commit.summary),
+                       v.counts(), v.universe.hash[:12], moved, added, removed)
