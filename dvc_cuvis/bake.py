@@ -507,6 +507,20 @@ def split_metrics(
     return metrics
 
 
+def bake_imported(
+    uni: Universe, splits: list[dict[str, Positions]], opts: BakeOptions, source: str
+) -> list[Baked]:
+    """Baked splits (one per fold) from stage positions produced elsewhere (an import)."""
+    out = []
+    for j, stages in enumerate(splits):
+        cfg = to_config(uni, stages, opts)
+        extra: dict[str, Any] = {"source": source}
+        if len(splits) > 1:
+            extra.update({"fold": j, "folds": len(splits)})
+        out.append(Baked(stages, cfg, split_metrics(uni, cfg, opts, extra)))
+    return out
+
+
 def bake(
     uni: Universe,
     opts: BakeOptions,

@@ -222,20 +222,30 @@ def cmd_bake(args: argparse.Namespace) -> int:
     opts.check()
     if opts.folds and not out_dir:
         raise DvcCuvisError("--folds writes one splits file per fold: give --out-dir DIR")
-    if not opts.folds and not out:
+    if not out:
         out = "splits.json"
     rule_path = _setting(args, sect, "rule", None)
     base_path = _setting(args, sect, "base", None)
     categories = _setting(args, sect, "categories", None)
     uni = read_universe(universe_path)
-    baked = bake(
-        uni, opts,
-        from_csv=_bool(args, sect, "from_csv", False),
-        rule=load_splits(rule_path) if rule_path else None,
-        base=load_splits(base_path) if base_path else None,
-        name_to_id=load_category_map(categories) if categories else None,
-        where=str(rule_path or base_path or ""),
-    )
+    imported = _imported_folds(args, sect, uni)
+    if imported is not None:
+        from dvc_cuvis.bake import bake_imported
+
+        kind, folds = imported
+        baked = bake_imported(uni, folds.splits, opts, kind)
+        if len(baked) > 1 and not out_dir:
+            raise DvcCuvisError(f"the {kind} file has {len(baked)} folds: give --out-dir DIR")
+        opts.folds = len(baked) if len(baked) > 1 else 0
+    else:
+        baked = bake(
+            uni, opts,
+            from_csv=_bool(args, sect, "from_csv", False),
+            rule=load_splits(rule_path) if rule_path else None,
+            base=load_splits(base_path) if base_path else None,
+            name_to_id=load_category_map(categories) if categories else None,
+            where=str(rule_path or base_path or ""),
+        )
     if opts.folds:
         folder = Path(out_dir)
         for j, b in enumerate(baked):
@@ -261,6 +271,89 @@ def cmd_bake(args: argparse.Namespace) -> int:
                if c["severity"] == "error" and c["status"] != "satisfied"]
         print(f"dvc-cuvis: warning: the baked split fails constraint(s) {', '.join(bad)}; "
               "see the split metrics", file=sys.stderr)
+    return EXIT_OK
+
+
+def _imported_folds(
+    args: argparse.Namespace, sect: dict[str, Any], uni: Any
+) -> tuple[str, Any] | None:
+    """Folds read from --from-glovita / --from-soma / --from-indices (None when not asked)."""
+    chosen = [(k, _setting(args, sect, f"from_{k}", None))
+              for k in ("glovita", "soma", "indices")]
+    chosen = [(k, v) for k, v in chosen if v]
+    if not chosen:
+        return None
+    if len(chosen) > 1:
+        raise DvcCuvisError("choose one of --from-glovita, --from-soma and --from-indices")
+    kind, path = chosen[0]
+    id_column = _setting(args, sect, "id_column", "uid")
+    if kind == "glovita":
+        from dvc_cuvis.interop.glovita import read_glovita
+
+        return kind, read_glovita(Path(path), uni, id_column=id_column)
+    if kind == "soma":
+        from dvc_cuvis.interop.soma import read_soma
+
+        return kind, read_soma(Path(path), uni, id_column=id_column)
+    from dvc_cuvis.interop.indices import read_indices
+
+    return kind, read_indices(Path(path), uni)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a baked split (or its folds) in GloViTa, soma or index-array form."""
+    from dvc_cuvis._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
+    from dvc_cuvis.interop import from_resolutions
+    from dvc_cuvis.splits import load_splits, resolve
+    from dvc_cuvis.universe import read_universe
+
+    sect = _params(args, "export")
+    fmt = _setting(args, sect, "to", None)
+    if fmt not in ("glovita", "soma", "indices"):
+        raise DvcCuvisError("export needs --to glovita, soma or indices")
+    uni = read_universe(Path(_setting(args, sect, "universe", "universe.csv")))
+    folds_dir = _setting(args, sect, "folds_dir", None)
+    if folds_dir:
+        files = sorted(Path(folds_dir).glob("fold-*.json"),
+                       key=lambda p: int(p.stem.split("-")[1]) if p.stem.split("-")[1].isdigit()
+                       else -1)
+        if not files:
+            raise DvcCuvisError(f"{folds_dir}: no fold-<k>.json files")
+    else:
+        files = [Path(_setting(args, sect, "splits", "splits.json"))]
+    folds = from_resolutions([resolve(load_splits(f), uni, where=str(f)) for f in files])
+    out_dir = Path(_setting(args, sect, "out_dir", "export"))
+    id_column = _setting(args, sect, "id_column", "uid")
+    metrics = _setting(args, sect, "metrics", None)
+    written: list[Path] = []
+    if fmt == "glovita":
+        from dvc_cuvis.interop.glovita import export_glovita, labels_json
+
+        atomic_write_text(out_dir / "splits.json", dumps_json(
+            export_glovita(folds, id_column=id_column)))
+        written.append(out_dir / "splits.json")
+        labels = _setting(args, sect, "labels", "anomaly")
+        if labels != "none" and uni.has_column("category_ids"):
+            atomic_write_text(out_dir / "labels.json", dumps_json(
+                labels_json(uni, id_column=id_column, mode=labels)))
+            written.append(out_dir / "labels.json")
+    elif fmt == "soma":
+        from dvc_cuvis.interop.soma import export_soma
+
+        dataset_csv, splits_csv, identity = export_soma(folds, id_column=id_column)
+        atomic_write_text(out_dir / "dataset.csv", dataset_csv)
+        atomic_write_text(out_dir / "splits.csv", splits_csv)
+        target = Path(metrics) if metrics else out_dir / "identity.json"
+        write_json(target, identity)
+        written += [out_dir / "dataset.csv", out_dir / "splits.csv", target]
+    else:
+        from dvc_cuvis.interop.indices import indices_bytes
+
+        for k, stages in enumerate(folds.splits):
+            name = "indices.npz" if folds.k == 1 else f"fold-{k}.npz"
+            atomic_write_bytes(out_dir / name, indices_bytes(stages, uni))
+            written.append(out_dir / name)
+    print("wrote " + ", ".join(str(p) for p in written))
     return EXIT_OK
 
 
@@ -581,8 +674,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-removed", dest="allow_removed", action="store_true", default=None,
                    help="with --base: drop samples that left the universe instead of failing")
     p.add_argument("--categories", help="category name->id map for 'categories' selectors")
+    p.add_argument("--from-glovita", dest="from_glovita", help="import a GloViTa splits.json")
+    p.add_argument("--from-soma", dest="from_soma", help="import a soma splits.csv")
+    p.add_argument("--from-indices", dest="from_indices", help="import an indices.npz")
+    p.add_argument("--id-column", dest="id_column",
+                   help="universe column the imported ids name (default uid)")
     p.add_argument("--params", help="params.yaml to read the 'bake' section from")
     p.set_defaults(func=cmd_bake)
+
+    p = sub.add_parser("export", help="write a split as GloViTa, soma or index arrays")
+    p.add_argument("--to", choices=["glovita", "soma", "indices"])
+    p.add_argument("--universe", help="universe.csv (default ./universe.csv)")
+    p.add_argument("--splits", help="baked splits.json (default ./splits.json)")
+    p.add_argument("--folds-dir", dest="folds_dir", help="folder of fold-<k>.json (K folds)")
+    p.add_argument("--out-dir", dest="out_dir", help="output folder (default ./export)")
+    p.add_argument("--id-column", dest="id_column",
+                   help="universe column used as the sample id (default uid)")
+    p.add_argument("--labels", choices=["anomaly", "categories", "none"],
+                   help="glovita: labels.json from category ids (default anomaly 0/1)")
+    p.add_argument("--metrics", help="soma: where to write the identity checksums")
+    p.add_argument("--params", help="params.yaml to read the 'export' section from")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("materialize", help="write one deterministic npz per selected frame")
     p.add_argument("--universe", help="universe.csv of the raw data (default ./universe.csv)")

@@ -1,0 +1,52 @@
+"""Per-stage index arrays into the canonical universe, for scikit-learn style code.
+
+``indices.npz`` holds int64 arrays ``train``, ``val``, ``test``, ``predict`` (positions
+into the universe in canonical ``(source, index)`` order) and ``universe_hash`` (0-d str),
+so ``X[z["train"]]`` works on any array built in universe order.  K folds are written as
+``fold-<k>.npz``.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.interop import Folds, check_disjoint
+from dvc_cuvis.materialize import Compression, npz_bytes
+from dvc_cuvis.universe import Universe
+
+KEYS = ("train", "val", "test", "predict")
+
+
+def indices_bytes(stages: dict[str, np.ndarray], uni: Universe) -> bytes:
+    """A deterministic npz of the stage positions and the universe hash."""
+    arrays = {k: np.sort(stages[k]).astype(np.int64) for k in KEYS}
+    arrays["universe_hash"] = np.array(uni.hash)
+    return npz_bytes(arrays, Compression())
+
+
+def read_indices(path: Path, uni: Universe) -> Folds:
+    """Stage positions from an ``indices.npz`` written for this universe."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            pinned = str(z["universe_hash"]) if "universe_hash" in z.files else None
+            stages = {k: np.asarray(z[k], dtype=np.int64) if k in z.files
+                      else np.zeros(0, dtype=np.int64) for k in KEYS}
+    except FileNotFoundError:
+        raise DvcCuvisError(f"{path}: indices file not found") from None
+    except (OSError, ValueError, zipfile.BadZipFile, io.UnsupportedOperation) as exc:
+        raise DvcCuvisError(f"{path}: not a readable indices npz ({exc})") from None
+    if pinned is not None and pinned != uni.hash:
+        raise DvcCuvisError(f"{path}: positions were written for universe {pinned[:12]}, this "
+                            f"one is {uni.hash[:12]}; positions only mean something there")
+    for k, pos in stages.items():
+        if len(pos) and (pos.min() < 0 or pos.max() >= len(uni)):
+            raise DvcCuvisError(f"{path}: {k} has positions outside 0..{len(uni) - 1}")
+        if len(np.unique(pos)) != len(pos):
+            raise DvcCuvisError(f"{path}: {k} repeats a position")
+    check_disjoint(stages, str(path), uni)
+    return Folds(uni, [stages])
