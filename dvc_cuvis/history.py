@@ -173,25 +173,34 @@ def load_version(
 # -- diff ---------------------------------------------------------------------------------
 
 
+ALL_NAMES: tuple[str, ...] = (*STATE_NAMES, "new", "removed")
+NEW, REMOVED = 4, 5
+
+
 @dataclass
 class SplitDiff:
-    """Everything ``dvc-cuvis diff`` reports."""
+    """Everything ``dvc-cuvis diff`` reports; changed samples are kept as sorted arrays."""
 
     a: Version
     b: Version
+    sources: list[str]  # union of both ends' source names (sorted)
+    src: np.ndarray  # per changed sample: index into ``sources``
+    index: np.ndarray  # per changed sample: read index
+    frm: np.ndarray  # per changed sample: code into ALL_NAMES
+    to: np.ndarray
     transitions: dict[str, int]
     source_transitions: dict[str, int]
     moved: int
-    changes: dict[str, list[tuple[str, str, str]]]  # source -> [(index, from, to)]
     params: list[tuple[str, Any, Any]]
 
     def to_dict(self, *, limit: int | None = 200) -> dict[str, Any]:
         """The ``--json`` object (``moved`` and ``transitions`` always present)."""
-        samples: list[dict[str, Any]] = []
-        for source in sorted(self.changes):
-            for index, frm, to in self.changes[source]:
-                samples.append({"source": source, "index": int(index), "from": frm, "to": to})
-        shown = samples if limit is None else samples[:limit]
+        n = len(self.src) if limit is None else min(limit, len(self.src))
+        samples = [{"source": self.sources[s], "index": i, "from": ALL_NAMES[f],
+                    "to": ALL_NAMES[t]}
+                   for s, i, f, t in zip(self.src[:n].tolist(), self.index[:n].tolist(),
+                                         self.frm[:n].tolist(), self.to[:n].tolist(),
+                                         strict=True)]
         return {
             "a": self.a.label,
             "b": self.b.label,
@@ -205,8 +214,8 @@ class SplitDiff:
                 "added": self.transitions_total("new"),
                 "removed": self.transitions_total("removed"),
             },
-            "changed_samples": shown,
-            "changed_samples_total": len(samples),
+            "changed_samples": samples,
+            "changed_samples_total": len(self.src),
             "params": [{"key": k, "a": va, "b": vb} for k, va, vb in self.params],
             "constraints": {"a": self.a.constraints, "b": self.b.constraints},
         }
@@ -216,73 +225,75 @@ class SplitDiff:
         return sum(v for k, v in self.transitions.items()
                    if k.startswith(f"{name}->") or k.endswith(f"->{name}"))
 
+    def by_source(self, limit: int | None) -> tuple[list[tuple[str, list[tuple[str, list[str]]]]],
+                                                    int]:
+        """Changed samples grouped by source then transition (first ``limit`` sources)."""
+        if len(self.src) == 0:
+            return [], 0
+        bounds = np.flatnonzero(np.diff(self.src)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [len(self.src)]))
+        total = len(starts)
+        shown = total if limit is None else min(limit, total)
+        out = []
+        for lo, hi in zip(starts[:shown].tolist(), ends[:shown].tolist(), strict=True):
+            groups: dict[str, list[str]] = {}
+            for i, f, t in zip(self.index[lo:hi].tolist(), self.frm[lo:hi].tolist(),
+                               self.to[lo:hi].tolist(), strict=True):
+                groups.setdefault(f"{ALL_NAMES[f]}->{ALL_NAMES[t]}", []).append(str(i))
+            out.append((self.sources[int(self.src[lo])], list(groups.items())))
+        return out, total
+
 
 def diff_versions(a: Version, b: Version) -> SplitDiff:
-    """Align two resolved versions by uid and count every transition."""
+    """Align two resolved versions by uid and count every transition (vectorized)."""
     names = sorted(set(a.universe.source_names) | set(b.universe.source_names))
     rank = {n: i for i, n in enumerate(names)}
     ka = np.asarray([rank[n] for n in a.universe.source_names], dtype=np.int64)[a.universe.codes]
     kb = np.asarray([rank[n] for n in b.universe.source_names], dtype=np.int64)[b.universe.codes]
+    ia_idx, ib_idx = a.universe.indices, b.universe.indices
     # one integer key per (source, index): sources are ranked in the union of names
-    width = int(max(a.universe.indices.max(initial=0), b.universe.indices.max(initial=0))) + 1
+    width = int(max(ia_idx.max(initial=0), ib_idx.max(initial=0))) + 1
     if width * max(len(names), 1) < 2**62:
-        key_a = ka * width + a.universe.indices
-        key_b = kb * width + b.universe.indices
+        key_a, key_b = ka * width + ia_idx, kb * width + ib_idx
     else:  # huge read indices: rank the (source, index) pairs instead
-        pairs = sorted(set(zip(ka.tolist(), a.universe.indices.tolist(), strict=True))
-                       | set(zip(kb.tolist(), b.universe.indices.tolist(), strict=True)))
+        pairs = sorted(set(zip(ka.tolist(), ia_idx.tolist(), strict=True))
+                       | set(zip(kb.tolist(), ib_idx.tolist(), strict=True)))
         pos = {p: i for i, p in enumerate(pairs)}
-        key_a = np.asarray([pos[p] for p in zip(ka.tolist(), a.universe.indices.tolist(),
-                                                  strict=True)], dtype=np.int64)
-        key_b = np.asarray([pos[p] for p in zip(kb.tolist(), b.universe.indices.tolist(),
-                                                  strict=True)], dtype=np.int64)
+        key_a = np.asarray([pos[p] for p in zip(ka.tolist(), ia_idx.tolist(), strict=True)],
+                           dtype=np.int64)
+        key_b = np.asarray([pos[p] for p in zip(kb.tolist(), ib_idx.tolist(), strict=True)],
+                           dtype=np.int64)
     _, ia, ib = np.intersect1d(key_a, key_b, assume_unique=True, return_indices=True)
     only_a = np.setdiff1d(np.arange(len(key_a)), ia, assume_unique=True)
     only_b = np.setdiff1d(np.arange(len(key_b)), ib, assume_unique=True)
     sa, sb = a.state(), b.state()
-    transitions: dict[str, int] = {}
-    source_sets: dict[str, set[str]] = {}
-    changes: dict[str, list[tuple[str, str, str]]] = {}
-
-    def count(frm: str, to: str, n: int) -> None:
-        if n:
-            key = f"{frm}->{to}"
-            transitions[key] = transitions.get(key, 0) + n
-
-    pair = sa[ia].astype(np.int64) * 4 + sb[ib]
     moved_mask = sa[ia] != sb[ib]
-    for code in np.unique(pair[moved_mask]).tolist():
-        count(STATE_NAMES[code // 4], STATE_NAMES[code % 4], int((pair == code).sum()))
-    for i, j in zip(ia[moved_mask].tolist(), ib[moved_mask].tolist(), strict=True):
-        src = a.universe.source(i)
-        frm, to = STATE_NAMES[sa[i]], STATE_NAMES[sb[j]]
-        changes.setdefault(src, []).append((str(a.universe.index(i)), frm, to))
-        source_sets.setdefault(f"{frm}->{to}", set()).add(src)
-    for j in only_b.tolist():
-        to = STATE_NAMES[sb[j]]
-        count("new", to, 1)
-        src = b.universe.source(j)
-        changes.setdefault(src, []).append((str(b.universe.index(j)), "new", to))
-        source_sets.setdefault(f"new->{to}", set()).add(src)
-    for i in only_a.tolist():
-        frm = STATE_NAMES[sa[i]]
-        count(frm, "removed", 1)
-        src = a.universe.source(i)
-        changes.setdefault(src, []).append((str(a.universe.index(i)), frm, "removed"))
-        source_sets.setdefault(f"{frm}->removed", set()).add(src)
-    for src in changes:
-        changes[src].sort(key=lambda t: int(t[0]))
-    params = []
+    ia_m, ib_m = ia[moved_mask], ib[moved_mask]
+    src = np.concatenate([ka[ia_m], kb[only_b], ka[only_a]])
+    index = np.concatenate([ia_idx[ia_m], ib_idx[only_b], ia_idx[only_a]])
+    frm = np.concatenate([sa[ia_m], np.full(len(only_b), NEW), sa[only_a]]).astype(np.int8)
+    to = np.concatenate([sb[ib_m], sb[only_b], np.full(len(only_a), REMOVED)]).astype(np.int8)
+    order = np.lexsort((index, src))
+    src, index, frm, to = src[order], index[order], frm[order], to[order]
+    pair = frm.astype(np.int64) * 6 + to
+    codes, counts = np.unique(pair, return_counts=True)
+    transitions = {f"{ALL_NAMES[c // 6]}->{ALL_NAMES[c % 6]}": int(n)
+                   for c, n in zip(codes.tolist(), counts.tolist(), strict=True)}
+    per_source = np.unique(pair * (len(names) + 1) + src)
+    src_codes, src_counts = np.unique(per_source // (len(names) + 1), return_counts=True)
+    source_transitions = {f"{ALL_NAMES[c // 6]}->{ALL_NAMES[c % 6]}": int(n)
+                          for c, n in zip(src_codes.tolist(), src_counts.tolist(), strict=True)}
     from dvc_cuvis.params import diff_params
 
+    params = []
     for section in TRACKED_PARAMS:
         params.extend(diff_params(section, a.params.get(section), b.params.get(section)))
     return SplitDiff(
-        a, b,
+        a, b, names, src, index, frm, to,
         transitions=dict(sorted(transitions.items())),
-        source_transitions={k: len(v) for k, v in sorted(source_sets.items())},
+        source_transitions=dict(sorted(source_transitions.items())),
         moved=int(moved_mask.sum()),
-        changes=changes,
         params=params,
     )
 
@@ -321,24 +332,19 @@ def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
 
 
 def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
-    if not d.changes:
+    groups, total = d.by_source(limit)
+    if not groups:
         return []
     out = ["changed samples by source:"]
-    sources = sorted(d.changes)
-    shown = sources if limit is None else sources[:limit]
-    for src in shown:
-        items = d.changes[src]
-        groups: dict[str, list[str]] = {}
-        for index, frm, to in items:
-            groups.setdefault(f"{frm}->{to}", []).append(index)
+    for src, items in groups:
         parts = []
-        for k, idx in groups.items():
+        for k, idx in items:
             cut = idx if limit is None else idx[:limit]
             more = f" (+{len(idx) - len(cut)})" if len(cut) < len(idx) else ""
             parts.append(f"{k} #{', #'.join(cut)}{more}")
         out.append(f"  {src}: " + "; ".join(parts))
-    if len(shown) < len(sources):
-        out.append(f"  ... {len(sources) - len(shown)} more source(s) (use --all)")
+    if len(groups) < total:
+        out.append(f"  ... {total - len(groups)} more source(s) (use --all)")
     return out
 
 

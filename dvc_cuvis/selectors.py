@@ -106,6 +106,9 @@ def split_ids(
     """
     if all(type(i) is int and 0 <= i < _HUGE for i in ids):  # the common baked form
         return np.asarray(ids, dtype=np.int64), []
+    fast = _fast_ids(ids)
+    if fast is not None:
+        return fast, []
     segments: list[range | int | str] = []
     for item in ids:
         m = _RANGE_RE.match(item.strip()) if isinstance(item, str) else None
@@ -129,7 +132,9 @@ def split_ids(
     huge: list[int] = []
     for seg in segments:
         if isinstance(seg, range):
-            if seg.stop <= 2**53:  # exact in numpy's float64 length computation
+            if len(seg) <= 4096 and seg.stop <= _HUGE:
+                plain.extend(seg)  # short runs (the baked form): no per-range numpy array
+            elif seg.stop <= 2**53:  # exact in numpy's float64 length computation
                 pieces.append(np.asarray(plain, dtype=np.int64))
                 plain = []
                 pieces.append(np.arange(seg.start, seg.stop, seg.step, dtype=np.int64))
@@ -144,6 +149,27 @@ def split_ids(
             (plain if seg < _HUGE else huge).append(int(seg))
     pieces.append(np.asarray(plain, dtype=np.int64))
     return (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)), huge
+
+
+def _fast_ids(ids: Sequence[int | str]) -> Positions | None:
+    """One pass over valid ints and short ranges (baked files); None means "take the slow,
+    exactly-upstream path" (an error to report in upstream's order, or a huge range)."""
+    plain: list[int] = []
+    match = _RANGE_RE.match
+    for item in ids:
+        if type(item) is int:
+            if not 0 <= item < _HUGE:
+                return None
+            plain.append(item)
+            continue
+        m = match(item.strip()) if isinstance(item, str) else None
+        if m is None or m.group(3) is not None:
+            return None
+        start, stop = int(m.group(1)), int(m.group(2))
+        if start > stop or stop - start > 4096 or stop >= _HUGE:
+            return None
+        plain.extend(range(start, stop + 1))
+    return np.asarray(plain, dtype=np.int64)
 
 
 def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Positions:
@@ -303,7 +329,8 @@ class Resolver:
     def _file_indices(self, sel: Selector, where: str) -> Positions:
         uni = self.universe
         small, huge = split_ids(sel.ids, kind="file_indices")
-        wanted = np.unique(small)
+        strictly_up = len(small) < 2 or bool(np.all(small[1:] > small[:-1]))
+        wanted = small if strictly_up else np.unique(small)  # baked ids are already sorted
         codes = self._codes_by("norm").get(norm_source(sel.source or ""), [])
         off, indices = uni.offsets, uni.indices
         parts: list[Positions] = []
