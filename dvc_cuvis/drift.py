@@ -35,6 +35,7 @@ from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
 from dvc_cuvis.params import diff_params
+from dvc_cuvis.paths import resolve_inside
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     evaluate_constraints,
@@ -277,7 +278,7 @@ def _check_content(
     bad_rows: set[int] = set()
     for rel in sorted(files):
         expected, rows = files[rel]
-        path = Path(rel) if os.path.isabs(rel) else base / rel
+        path = resolve_inside(base, rel, what="universe path")
         try:
             st = path.stat()
         except OSError:

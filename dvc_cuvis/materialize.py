@@ -39,6 +39,7 @@ import numpy as np
 from dvc_cuvis._io import atomic_write_bytes, atomic_write_text, dumps_json
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.paths import resolve_inside
 from dvc_cuvis.selectors import Resolver
 from dvc_cuvis.sources import progress
 from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
@@ -418,7 +419,7 @@ def plan(
     for pos in rows:
         source, index = uni.source(pos), uni.index(pos)
         rel = uni.value("materialized_path", pos) or source
-        phys = Path(rel) if Path(rel).is_absolute() else base / rel
+        phys = resolve_inside(base, rel, what=f"{uni.uid(pos)}: materialized_path")
         fmt = _format_of(uni, pos, rel)
         if fmt not in ("npz", "tiff", "cu3s"):
             raise DvcCuvisError(
@@ -431,7 +432,7 @@ def plan(
                 "re-enumerate)"
             )
         ann_rel = uni.value("annotation", pos)
-        ann = (base / ann_rel) if ann_rel else None
+        ann = resolve_inside(base, ann_rel, what=f"{uni.uid(pos)}: annotation") if ann_rel else None
         if ann is not None and not ann.is_file():
             raise DvcCuvisError(f"{uni.path}: {uni.uid(pos)}: annotation {ann_rel!r} not found")
         key = {

@@ -684,11 +684,21 @@ class _Grow:
 
 
 def _check_paths(uni: Universe, unique_materialized_path: bool | None) -> None:
-    """Refuse ``..`` escapes in path columns and duplicate per-row files."""
+    """Refuse absolute paths and ``..`` escapes in path columns, and duplicate per-row files."""
     for name in PATH_COLUMNS:
         col = uni.raw_column(name)
         if col is None:
             continue
+        rooted = np.strings.startswith(col, b"/") | np.strings.startswith(col, b"\\")
+        rooted |= np.strings.find(col, b":") == 1
+        for pos in np.flatnonzero(rooted).tolist():
+            text = bytes(col[pos]).decode("utf-8")
+            if text[:1] in "/\\" or re.match(r"[A-Za-z]:", text):
+                raise UniverseError(
+                    f"column {name!r}: {text!r} is an absolute path; paths are relative to the "
+                    "CSV so the dataset can move (write it relative to the CSV's folder)",
+                    path=uni.path, line=uni.line_of(pos),
+                )
         for pos in np.flatnonzero(np.strings.find(col, b"..") >= 0).tolist():
             text = bytes(col[pos]).decode("utf-8")
             if ".." in text.replace("\\", "/").split("/"):

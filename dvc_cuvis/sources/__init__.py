@@ -22,6 +22,7 @@ from typing import Any
 
 from dvc_cuvis.digests import CacheMiss, StatCache, content_fingerprint
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.paths import is_within
 from dvc_cuvis.universe import Universe
 
 FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
@@ -104,10 +105,32 @@ class Located:
 
 
 def locate(root: Path, rels: list[str]) -> list[Located]:
-    """Stat every listed file once; directories are dropped."""
+    """Stat every listed file once; directories are dropped; symlinks out of ``root`` refused.
+
+    Each folder is resolved once and each file is checked for being a link itself, so a
+    symlink anywhere on the way that leaves the dataset root is caught cheaply.
+    """
     root_abs = os.path.abspath(root)
-    out = [Located(root_abs, r) for r in rels]
-    return [f for f in out if f.st is not None]
+    root_real = os.path.realpath(root)
+    dirs_ok: dict[str, bool] = {}
+    out = []
+    for r in rels:
+        f = Located(root_abs, r)
+        if f.st is None:
+            continue
+        parent = os.path.dirname(f.abs)
+        ok = dirs_ok.get(parent)
+        if ok is None:
+            ok = dirs_ok[parent] = is_within(root_real, os.path.realpath(parent))
+        if not ok or os.path.islink(f.abs):
+            real = os.path.realpath(f.abs)
+            if not is_within(root_real, real):
+                raise DvcCuvisError(
+                    f"{f.abs}: leads outside the dataset root {root} (a symlink to {real}); "
+                    "refusing to follow it"
+                )
+        out.append(f)
+    return out
 
 
 def scan_rows(
