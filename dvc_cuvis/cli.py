@@ -39,14 +39,14 @@ def _setting(
     value = getattr(args, name, None)
     if value is not None:
         return value
-    if name in sect:
+    if sect.get(name) is not None:  # a null in params.yaml means "not set"
         value = sect[name]
-        if value is not None and not isinstance(value, kind):
-            names = kind if isinstance(kind, tuple) else (kind,)
-            expected = " or ".join(k.__name__ for k in names)
-            raise ParamsError(
-                f"params.yaml: {args.command}.{name} must be {expected}, got {value!r}"
-            )
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        # YAML true/false is not a number here, although Python's bool is an int
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            expected = " or ".join(k.__name__ for k in kinds)
+            where = getattr(args, "params", None) or "params.yaml"
+            raise ParamsError(f"{where}: {args.command}.{name} must be {expected}, got {value!r}")
         return value
     return default
 
@@ -200,12 +200,13 @@ def cmd_bake(args: argparse.Namespace) -> int:
     if "constraints" in sect:
         raw = sect["constraints"]
         if not isinstance(raw, list):
-            raise ParamsError("params.yaml: bake.constraints must be a list of {kind, severity}")
+            raise ParamsError(f"{args.params}: bake.constraints must be a list of "
+                              "{kind, severity}")
         try:
             constraints = [Constraint.model_validate(c) for c in raw]
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise ParamsError(f"params.yaml: bake.constraints: {first.get('msg')}") from None
+            raise ParamsError(f"{args.params}: bake.constraints: {first.get('msg')}") from None
     opts = BakeOptions(
         strategy=_setting(args, sect, "strategy", "hash"),
         seed=_setting(args, sect, "seed", 0, int),

@@ -610,16 +610,19 @@ class _Builder:
     def _parse_index(
         self, cells: npt.NDArray[np.bytes_], lines: npt.NDArray[np.int32]
     ) -> tuple[IntArray, npt.NDArray[np.int64] | None]:
-        if len(cells) and bool(np.all(np.strings.isdigit(cells))):
-            return cells.astype(np.int64), None
+        if len(cells) and cells.dtype.itemsize <= 18 and bool(np.all(np.strings.isdigit(cells))):
+            return cells.astype(np.int64), None  # at most 18 digits: always fits in int64
         values: list[int] = []
         repeat = np.ones(len(cells), dtype=np.int64)
         ranged = False
         for r, raw in enumerate(cells.tolist()):
             text = raw.decode("utf-8").strip()
-            if _INT_RE.match(text):
+            if _INT_RE.match(text) and len(text) <= 18:
                 values.append(int(text))
                 continue
+            if _INT_RE.match(text):
+                raise UniverseError(f"column 'index': {text} is too large for a read position",
+                                    path=self.path, line=int(lines[r]))
             m = _RANGE_RE.match(text)
             if m is None:
                 raise UniverseError(
@@ -629,9 +632,10 @@ class _Builder:
                 )
             start, stop = int(m.group(1)), int(m.group(2))
             step = int(m.group(3)) if m.group(3) else 1
-            if step <= 0 or start > stop:
+            if step <= 0 or start > stop or stop >= 10**18 or (stop - start) // step > 10**7:
                 raise UniverseError(
-                    f"column 'index': bad range {text!r} (need start <= stop and step > 0)",
+                    f"column 'index': bad range {text!r} (need start <= stop, step > 0, at most "
+                    "10 million ids)",
                     path=self.path, line=int(lines[r]),
                 )
             expanded = range(start, stop + 1, step)
