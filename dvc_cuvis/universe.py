@@ -160,18 +160,41 @@ class Universe:
     ) -> Universe:
         """Build from dict-like rows (``source``, ``index`` and any other columns)."""
         rows = list(records)
-        names = sorted({posix(str(r["source"])) for r in rows})
-        rank = {s: i for i, s in enumerate(names)}
-        codes = np.fromiter((rank[posix(str(r["source"]))] for r in rows), np.int32, len(rows))
-        indices = np.fromiter((_as_index(r["index"]) for r in rows), np.int64, len(rows))
         order: list[str] = []
         for r in rows:
             for k in r:
-                if k not in REQUIRED_COLUMNS and k not in order:
+                if k not in order:
                     order.append(k)
-        cols = {
-            k: np.array([_cell_bytes(r.get(k)) for r in rows], dtype=np.bytes_) for k in order
-        }
+        for required in REQUIRED_COLUMNS:
+            if rows and required not in order:
+                raise UniverseError(f"rows need a {required!r} field")
+        columns = {k: [r.get(k) for r in rows] for k in order}
+        return cls.from_columns(columns, path=path) if rows else cls.from_columns(
+            {"source": [], "index": []}, path=path)
+
+    @classmethod
+    def from_columns(
+        cls, columns: Mapping[str, Sequence[Any]], *, path: Path | None = None
+    ) -> Universe:
+        """Build from equal-length column lists (``source``, ``index`` and any others).
+
+        The columnar form keeps a million-row enumeration cheap: repeated cells (a
+        session's path on each of its frames) are the same object, not a dict per row.
+        """
+        sources = [posix(str(s)) for s in columns["source"]]
+        names = sorted(set(sources))
+        rank = {s: i for i, s in enumerate(names)}
+        n = len(sources)
+        codes = np.fromiter((rank[s] for s in sources), np.int32, n)
+        del sources
+        indices = np.fromiter((_as_index(i) for i in columns["index"]), np.int64, n)
+        cols = {}
+        for k, values in columns.items():
+            if k in REQUIRED_COLUMNS:
+                continue
+            if len(values) != n:
+                raise UniverseError(f"column {k!r} has {len(values)} values for {n} rows")
+            cols[k] = np.array([_cell_bytes(v) for v in values], dtype=np.bytes_)
         return cls(names, codes, indices, _order_columns(cols), path=path)
 
     # -- basic access -----------------------------------------------------------------

@@ -54,7 +54,10 @@ class Scan:
 
     records: list[dict[str, Any]]
     categories: dict[str, int] | None = None
-    hashed_column: str = "materialized_path"
+    columns: dict[str, list[Any]] | None = None  # columnar rows (cu3s: one row per frame)
+
+    def __len__(self) -> int:
+        return len(self.columns["source"]) if self.columns is not None else len(self.records)
 
 
 def rel_to_out(path: Path | str, out_dir: Path) -> str:
@@ -202,7 +205,7 @@ def scan(opts: EnumerateOptions) -> Scan:
 def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]]:
     """Scan, digest and canonicalize a universe; returns it with its metrics."""
     result = scan(opts)
-    if not result.records:
+    if not len(result):
         raise DvcCuvisError(
             f"{opts.root}: no samples found for format {opts.format!r}"
             + (f" with pattern {opts.pattern!r}" if opts.pattern else "")
@@ -212,7 +215,9 @@ def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]
         from dvc_cuvis.categories import load_category_map
 
         result.categories = load_category_map(opts.categories)
-    uni = Universe.from_records(result.records, path=opts.out_dir / "universe.csv")
+    where = opts.out_dir / "universe.csv"
+    uni = (Universe.from_columns(result.columns, path=where) if result.columns is not None
+           else Universe.from_records(result.records, path=where))
     opts.cache.save()
     return uni, universe_metrics(uni, opts.format, result.categories)
 

@@ -55,36 +55,43 @@ def scan_cu3s(opts: EnumerateOptions) -> Scan:
     require_cuvis()
     from dvc_cuvis.sources.coco import coco_summary
 
-    def one(p: Path) -> list[dict[str, Any]]:
+    names = ["source", "index", "materialized_path", "format", "annotation", "tags",
+             "category_ids", *(["md5", "annotation_md5"] if opts.hash_content else []),
+             *(["group"] if opts.group == "parent" else [])]
+
+    def one(p: Path) -> dict[str, list[Any]]:
+        """Columns for one session (cells shared across its frames, not copied)."""
         st = p.stat()
         n = opts.cache.get(p, "cu3s_count", count_measurements, st)
         ann = p.with_suffix(".json") if opts.annotations == "sibling" else None
         summary = opts.cache.get(ann, "coco", coco_summary) if ann and ann.is_file() else None
         src = source_id(p, root, opts.absolute_sources)
-        common: dict[str, Any] = {
-            "materialized_path": rel_to_out(p, opts.out_dir),
-            "format": "cu3s",
-            "annotation": rel_to_out(ann, opts.out_dir) if summary and ann else "",
+        cols: dict[str, list[Any]] = {
+            "source": [src] * n,
+            "index": list(range(n)),
+            "materialized_path": [rel_to_out(p, opts.out_dir)] * n,
+            "format": ["cu3s"] * n,
+            "annotation": [rel_to_out(ann, opts.out_dir) if summary and ann else ""] * n,
         }
+        if summary is not None:
+            ids = [summary["images"].get(str(i), []) for i in range(n)]
+            cols["category_ids"] = [";".join(map(str, x)) for x in ids]
+            cols["tags"] = ["anomalous" if any(c != 0 for c in x) else "normal" for x in ids]
+        else:
+            cols["category_ids"] = [""] * n
+            cols["tags"] = ["unlabeled"] * n
         if opts.hash_content:
-            common["md5"] = opts.cache.md5(p, st)
-            common["annotation_md5"] = opts.cache.md5(ann) if summary and ann else ""
+            cols["md5"] = [opts.cache.md5(p, st)] * n
+            cols["annotation_md5"] = [opts.cache.md5(ann) if summary and ann else ""] * n
         if opts.group == "parent":
-            common["group"] = Path(src).parent.as_posix()
-        rows = []
-        for i in range(n):
-            row = {"source": src, "index": i, **common}
-            if summary is not None:
-                ids = summary["images"].get(str(i), [])
-                row["category_ids"] = ";".join(map(str, ids))
-                row["tags"] = "anomalous" if any(c != 0 for c in ids) else "normal"
-            else:
-                row["category_ids"] = ""
-                row["tags"] = "unlabeled"
-            rows.append(row)
-        return rows
+            cols["group"] = [Path(src).parent.as_posix()] * n
+        return cols
 
     per_session = parallel_map(one, sessions, jobs=opts.jobs, desc="cu3s", show=opts.progress)
+    columns: dict[str, list[Any]] = {k: [] for k in names}
+    for cols in per_session:
+        for k in names:
+            columns[k].extend(cols[k])
     categories: dict[str, int] = {}
     for p in sessions:
         ann = p.with_suffix(".json")
@@ -95,7 +102,7 @@ def scan_cu3s(opts: EnumerateOptions) -> Scan:
                         f"{ann}: category {name!r} has id {cid} here but {categories[name]} in "
                         "another session's json; category ids must agree across sessions"
                     )
-    return Scan([r for rows in per_session for r in rows], categories or None)
+    return Scan([], categories or None, columns=columns)
 
 
 def _parse_ref(spec: str) -> tuple[Path, int]:

@@ -1,0 +1,107 @@
+"""Soak: the whole pipeline over a synthetic 1M-sample universe (10k sessions x 100 frames).
+
+Run: ``.venv/bin/python benchmarks/soak.py [--quick] [--json out.json] [--strict]``
+
+The sessions are cu3s "files" read through the SDK double in ``tests/sdk_double`` (the
+real SDK cannot be installed here), so the sample count is real while the files stay
+tiny.  Each step runs as its own process (so peak RSS is that step's): ``enumerate``
+(counts, md5, COCO-free), ``bake`` (hash), ``check`` (re-enumeration with a warm stat
+cache, content, selection, constraints, dvc.lock-free), a second bake after 1% more
+sessions, and ``diff`` between the two committed versions.  Goal: every step within
+2 GiB peak RSS; the times are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import Row, environment, table, write_json
+from bench_pipeline import child_env, run_cmd
+
+REPO = Path(__file__).resolve().parent.parent
+SDK_DOUBLE = REPO / "tests" / "sdk_double"
+GIB = 2048.0
+
+
+def make_sessions(root: Path, sessions: int, frames: int, start: int = 0) -> None:
+    for s in range(start, start + sessions):
+        day = root / f"day{s % 50:02d}"
+        day.mkdir(parents=True, exist_ok=True)
+        (day / f"session_{s:05d}.cu3s").write_text(json.dumps(
+            {"measurements": frames, "height": 2, "width": 2, "bands": 2, "seed": s,
+             "references": ["White", "Dark"]}))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="20k samples, goals not enforced")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    sessions, frames = (200, 100) if args.quick else (10_000, 100)
+    env = child_env()
+    env["PYTHONPATH"] = f"{SDK_DOUBLE}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env.update({"GIT_AUTHOR_NAME": "soak", "GIT_AUTHOR_EMAIL": "s@example.com",
+                "GIT_COMMITTER_NAME": "soak", "GIT_COMMITTER_EMAIL": "s@example.com"})
+    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_soak_", dir=args.workdir))
+    rows: list[Row] = []
+    try:
+        make_sessions(work / "sessions", sessions, frames)
+        (work / "params.yaml").write_text(
+            "enumerate:\n  format: cu3s\n  root: sessions\n  out: universe.csv\n"
+            "  stat_cache: .stat-cache.json\n"
+            "check:\n  universe: universe.csv\n  splits: splits.json\n"
+            "  stat_cache: .stat-cache.json\n")
+        subprocess.run(["git", "init", "-q"], cwd=work, check=True, env=env)
+        (work / ".gitignore").write_text("sessions/\n.stat-cache.json\n")
+        steps = [
+            ("enumerate", ["dvc-cuvis", "enumerate", "--params", "params.yaml", "--no-progress"]),
+            ("bake", ["dvc-cuvis", "bake", "--universe", "universe.csv", "--out", "splits.json",
+                      "--metrics", "metrics.json"]),
+            ("check", ["dvc-cuvis", "check", "--params", "params.yaml", "--no-lock"]),
+        ]
+        results = {}
+        for name, cmd in steps:
+            results[name] = run_cmd(cmd, work, env)
+        subprocess.run(["git", "add", "-A"], cwd=work, check=True, env=env)
+        subprocess.run(["git", "commit", "-qm", "v1"], cwd=work, check=True, env=env)
+        make_sessions(work / "sessions", max(1, sessions // 100), frames, start=sessions)
+        results["enumerate (+1% sessions)"] = run_cmd(steps[0][1], work, env)
+        results["bake (+1%)"] = run_cmd(steps[1][1], work, env)
+        subprocess.run(["git", "commit", "-qam", "v2"], cwd=work, check=True, env=env)
+        results["diff v1 v2"] = run_cmd(["dvc-cuvis", "diff", "HEAD~1", "HEAD", "--json"],
+                                        work, env)
+        diff = json.loads(results["diff v1 v2"]["stdout"])
+        samples = sessions * frames
+        for name, r in results.items():
+            rows.append(Row(f"{name}-time", f"{name} ({samples // 1000}k samples): time",
+                            r["seconds"], details={"cpu_s": r["cpu_s"]}))
+            rows.append(Row(f"{name}-rss", f"{name}: peak RSS", r["peak_rss_mib"], unit="MiB",
+                            goal_kind="max_abs", goal_value=GIB, enforce=not args.quick))
+        print(f"diff after +1% sessions: moved={diff['moved']} (hash strategy: expect 0), "
+              f"added={diff['universe']['added']}")
+        if diff["moved"] != 0:
+            raise SystemExit("soak: growth moved existing samples")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(table(rows))
+    failed = [r.key for r in rows if r.passed is False]
+    print(f"{len(failed)} target(s) failed" + (f": {', '.join(failed)}" if failed else ""))
+    if args.json:
+        write_json(args.json, {"rows": [r.to_dict() for r in rows], "env": environment()})
+    return 1 if (args.strict and failed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
