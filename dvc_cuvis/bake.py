@@ -507,6 +507,33 @@ def split_metrics(
     return metrics
 
 
+def plot_data(
+    metrics: dict[str, Any], uni: Universe, stages: dict[str, Positions],
+    categories: dict[str, int] | None = None, top_groups: int = 50,
+) -> dict[str, list[dict[str, Any]]]:
+    """Rows for DVC plots: per-stage sizes, per-category-and-stage counts, largest groups."""
+    st = metrics["stages"]
+    out: dict[str, list[dict[str, Any]]] = {
+        "stages.json": [{"stage": s, "samples": st[s]["samples"], "sources": st[s]["sources"],
+                         "groups": st[s]["groups"]} for s in EXCLUSIVE_STAGES],
+    }
+    id_to_name = {v: k for k, v in (categories or {}).items()}
+    cats = sorted({int(c) for s in EXCLUSIVE_STAGES for c in st[s].get("categories", {})})
+    out["categories.json"] = [
+        {"category_stage": f"{id_to_name.get(c, str(c))} / {s}", "category":
+         id_to_name.get(c, str(c)), "stage": s, "samples": st[s]["categories"].get(str(c), 0)}
+        for c in cats for s in EXCLUSIVE_STAGES]
+    names, codes = uni.groups()
+    assigned = np.zeros(len(uni), dtype=bool)
+    for s in EXCLUSIVE_STAGES:
+        assigned[stages[s]] = True
+    sizes = np.bincount(codes[assigned], minlength=len(names))
+    order = np.argsort(-sizes, kind="stable")[:top_groups]
+    out["groups.json"] = [{"group": names[g], "samples": int(sizes[g])}
+                          for g in order.tolist() if sizes[g]]
+    return out
+
+
 def bake_imported(
     uni: Universe, splits: list[dict[str, Positions]], opts: BakeOptions, source: str
 ) -> list[Baked]:

@@ -259,6 +259,13 @@ def cmd_bake(args: argparse.Namespace) -> int:
     atomic_write_text(Path(out), dumps_splits(result.config))
     if metrics:
         write_json(metrics, result.metrics)
+    plots = _setting(args, sect, "plots", None)
+    if plots:
+        from dvc_cuvis.bake import plot_data
+
+        names = load_category_map(categories) if categories else None
+        for name, rows in plot_data(result.metrics, uni, result.stages, names).items():
+            write_json(Path(plots) / name, rows)
     st = result.metrics["stages"]
     counts = " ".join(f"{s}={st[s]['samples']}" for s in ("train", "val", "test"))
     print(f"baked {counts} ({result.metrics.get('source', opts.strategy)}) -> {out}; "
@@ -580,6 +587,47 @@ exec dvc-cuvis check $params --no-enumerate
     return EXIT_OK
 
 
+# -- report -------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write a self-contained HTML report of a split (and of a change to it with --base)."""
+    from dvc_cuvis.categories import load_category_map
+    from dvc_cuvis.drift import verify
+    from dvc_cuvis.report import ReportInput, render, write
+    from dvc_cuvis.splits import evaluate_constraints, load_splits, resolve
+    from dvc_cuvis.universe import read_universe
+
+    sect = _params(args, "report")
+    out = _setting(args, sect, "out", None)
+    if not out:
+        raise DvcCuvisError("report needs --out report.html (or report.out in params.yaml)")
+    universe_path = Path(_setting(args, sect, "universe", "universe.csv"))
+    splits_path = Path(_setting(args, sect, "splits", "splits.json"))
+    categories = _setting(args, sect, "categories", None)
+    cfg = load_splits(splits_path)
+    uni = read_universe(universe_path)
+    name_to_id = load_category_map(categories) if categories else None
+    res = resolve(cfg, uni, name_to_id=name_to_id, where=str(splits_path))
+    constraints = [r.to_dict() for r in evaluate_constraints(res, cfg.constraints)]
+    drift = None if args.no_check else verify(cfg, uni, name_to_id=name_to_id, lock="auto")
+    diff = None
+    base = _setting(args, sect, "base", None)
+    if base:
+        from dvc_cuvis.history import GitTree, diff_versions, load_version
+
+        tree = GitTree(".")
+        a = load_version(tree, base, tree.rel(splits_path), tree.rel(universe_path), None)
+        b = load_version(tree, None, tree.rel(splits_path), tree.rel(universe_path), None)
+        diff = diff_versions(a, b)
+    title = _setting(args, sect, "title", None) or f"Split report: {splits_path}"
+    text = render(ReportInput(title, res, constraints, drift, name_to_id, diff,
+                              cfg.universe_hash))
+    write(Path(out), text)
+    print(f"wrote {out} ({len(text.encode()) // 1024} KiB)")
+    return EXIT_OK
+
+
 # -- init ---------------------------------------------------------------------------------
 
 
@@ -653,6 +701,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="splits.json to write (default ./splits.json)")
     p.add_argument("--out-dir", dest="out_dir", help="folder for fold-<k>.json with --folds")
     p.add_argument("--metrics", help="split metrics json to write")
+    p.add_argument("--plots", help="folder for DVC plot data (stages, categories, groups)")
     p.add_argument("--strategy", choices=["hash", "random", "stratified", "multilabel"],
                    help="hash (default; stable under growth), random/stratified (as "
                    "cuvis-ai-dataloader resolve-splits), multilabel (category ids)")
@@ -769,6 +818,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", help="params.yaml the hook passes to check")
     p.add_argument("--force", action="store_true", help="replace an existing pre-commit hook")
     p.set_defaults(func=cmd_install_hook)
+
+    p = sub.add_parser("report", help="self-contained HTML report of a split")
+    p.add_argument("--out", help="report.html to write")
+    p.add_argument("--universe", help="universe.csv (default ./universe.csv)")
+    p.add_argument("--splits", help="splits.json (default ./splits.json)")
+    p.add_argument("--base", help="git revision to compare against (transition heat map)")
+    p.add_argument("--categories", help="category name->id map (COCO json or enumerate metrics)")
+    p.add_argument("--title", help="page title")
+    p.add_argument("--no-check", dest="no_check", action="store_true",
+                   help="leave the drift check out of the report")
+    p.add_argument("--params", help="params.yaml to read the 'report' section from")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("init", help="write dvc.yaml + params.yaml (enumerate, bake) into a repo")
     p.add_argument("--dir", default=".", help="repository folder (default .)")

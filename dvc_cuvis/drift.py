@@ -383,8 +383,9 @@ def _check_staleness(lock: Path | None, targets: list[Path], cache: StatCache) -
     relevant: list[str] = []
     params_cache: dict[str, Any] = {}
     for name, stage in sorted(stages.items()):
-        if not isinstance(stage, dict) or str(stage.get("cmd", "")).startswith("dvc-cuvis check"):
-            continue  # a check stage's own (previous) record is not the pipeline's state
+        cmd = str(stage.get("cmd", "")) if isinstance(stage, dict) else ""
+        if not isinstance(stage, dict) or cmd.startswith(("dvc-cuvis check", "dvc-cuvis report")):
+            continue  # a check/report stage's own (previous) record is not the pipeline's state
         entries = [*stage.get("deps", []), *stage.get("outs", [])]
         paths = {os.path.normpath(str(e.get("path", ""))) for e in entries if isinstance(e, dict)}
         if not any(w == p or w.startswith(p + os.sep) for w in wanted for p in paths):

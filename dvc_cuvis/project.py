@@ -38,6 +38,22 @@ stages:
     metrics:
       - metrics/splits.json:
           cache: false
+    plots:
+      - plots/stages.json:
+          cache: false
+          template: bar_horizontal
+          x: samples
+          y: stage
+      - plots/categories.json:
+          cache: false
+          template: bar_horizontal
+          x: samples
+          y: category_stage
+      - plots/groups.json:
+          cache: false
+          template: bar_horizontal_sorted
+          x: samples
+          y: group
   materialize:
     cmd: dvc-cuvis materialize --params params.yaml
     deps:
@@ -49,6 +65,16 @@ stages:
     outs:
       - materialized:
           persist: true
+  report:
+    cmd: dvc-cuvis report --params params.yaml
+    deps:
+      - universe.csv
+      - splits.json
+    params:
+      - report
+    outs:
+      - report.html:
+          cache: false
   check:
     cmd: dvc-cuvis check --params params.yaml
     deps:
@@ -72,6 +98,7 @@ bake:
   universe: universe.csv
   out: splits.json
   metrics: metrics/splits.json
+  plots: plots
   strategy: hash
   seed: 0
   val_ratio: 0.2
@@ -87,6 +114,10 @@ check:
   universe: universe.csv
   splits: splits.json
   metrics: metrics/check.json
+report:
+  universe: universe.csv
+  splits: splits.json
+  out: report.html
 resolve:
   universe: universe.csv
   splits: splits.json

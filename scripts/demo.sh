@@ -5,8 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[tiff,coco]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[tiff,coco,report]"
 export PATH="$PWD/.venv/bin:$PATH"
 dvc repro
 echo
 dvc-cuvis resolve --params params.yaml
+echo
+echo "report: example/report.html   plots: dvc plots show   metrics: dvc metrics show"

@@ -12,6 +12,11 @@ PY=${PYTHON:-python3}
 # Reference implementations for differential tests (they import without torch).
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
     "cuvis-ai-core==0.18.6" "cuvis-ai-dataloader==0.8.2"
+# Browser tests use Debian's chromium (headless); install it when we can (root, apt).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        chromium chromium-driver >/dev/null) || echo "warning: could not install chromium" >&2
+fi
 .venv/bin/ruff check dvc_cuvis tests benchmarks examples
 .venv/bin/mypy
 .venv/bin/pytest -n 2 -q "$@"

@@ -4,6 +4,7 @@ at another path, and after the dataset grows (stability)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -34,7 +35,7 @@ def digest_tree(root: Path, names: list[str]) -> dict[str, str]:
 
 
 OUTPUTS = ["universe.csv", "splits.json", "metrics/universe.json", "metrics/splits.json",
-           "dvc.lock"]
+           "plots/stages.json", "report.html", "dvc.lock"]
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +63,17 @@ def test_repro_outputs_are_valid_and_committed(repo: Path) -> None:
     assert {"universe.csv", "splits.json", "dvc.lock", "params.yaml", "dvc.yaml"} <= set(tracked)
 
 
+def test_dvc_plots_and_report_are_produced(repo: Path) -> None:
+    out = subprocess.run(["dvc", "plots", "show", "--json"], cwd=repo, env=ENV,
+                         capture_output=True, text=True, check=True).stdout
+    data = json.loads(out)["data"]
+    assert {"plots/stages.json", "plots/categories.json", "plots/groups.json"} <= set(data)
+    values = data["plots/stages.json"][0]["content"]["data"]["values"]
+    assert {v["stage"] for v in values} == {"train", "val", "test"}
+    html = (repo / "report.html").read_text()
+    assert 'data-metric="universe-samples">40<' in html
+
+
 def test_second_repro_changes_nothing(repo: Path) -> None:
     before = digest_tree(repo, OUTPUTS)
     out = sh("dvc", "repro", cwd=repo)
@@ -76,7 +88,7 @@ def test_clone_at_another_path_is_byte_identical(repo: Path, tmp_path: Path) -> 
     sh("git", "clone", "-q", str(repo), str(clone), cwd=tmp_path)
     generate(clone / "data", sessions=10, frames=4, size=(8, 8), bands=4, seed=3)
     sh("dvc", "repro", "--force", cwd=clone)
-    assert digest_tree(clone, OUTPUTS[:4]) == digest_tree(repo, OUTPUTS[:4])
+    assert digest_tree(clone, OUTPUTS[:6]) == digest_tree(repo, OUTPUTS[:6])
 
 
 def test_growth_moves_no_existing_sample(repo: Path, tmp_path: Path) -> None:
