@@ -1,0 +1,77 @@
+"""Benchmark: ``dvc-cuvis report`` over a 1M-sample universe (10k sources x 100 frames).
+
+Run: ``.venv/bin/python benchmarks/bench_report.py [--quick] [--json out.json] [--strict]``
+
+Targets: renders in <= 10 s (whole CLI process, drift check included) and the file stays
+<= 5 MB (the report aggregates; it never lists every sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import Row, environment, table, write_json
+from bench_history import ENV, universe
+
+from dvc_cuvis.bake import BakeOptions, bake
+from dvc_cuvis.splits import dumps_splits
+from dvc_cuvis.universe import Universe, write_universe
+
+
+def with_categories(uni: Universe) -> Universe:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    cats = np.where(rng.random(len(uni)) < 0.2, rng.integers(1, 6, len(uni)), 0)
+    col = np.array([str(c).encode() if c else b"" for c in cats.tolist()], dtype=np.bytes_)
+    return Universe(uni.source_names, uni.codes, uni.indices, {"category_ids": col})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--workdir", type=Path)
+    args = ap.parse_args()
+    sources = 200 if args.quick else 10_000
+    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_report_", dir=args.workdir))
+    try:
+        uni = with_categories(universe(sources, 100))
+        write_universe(uni, work / "universe.csv")
+        (b,) = bake(uni, BakeOptions(strategy="multilabel", group_by="source"))
+        (work / "splits.json").write_text(dumps_splits(b.config))
+        t0 = time.perf_counter()
+        proc = subprocess.run(["dvc-cuvis", "report", "--universe", "universe.csv", "--splits",
+                               "splits.json", "--out", "report.html"], cwd=work, env=ENV,
+                              capture_output=True, text=True)
+        elapsed = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr)
+        size = (work / "report.html").stat().st_size / 1e6
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    n = len(uni)
+    rows = [Row("report-time", f"report over {n // 1000}k samples (CLI, check included)", elapsed,
+                goal_kind="max_abs", goal_value=10.0, enforce=not args.quick),
+            Row("report-size", "report file size", size, unit="MB", goal_kind="max_abs",
+                goal_value=5.0, enforce=not args.quick)]
+    print(table(rows))
+    failed = [r.key for r in rows if r.passed is False]
+    print(f"{len(failed)} target(s) failed" + (f": {', '.join(failed)}" if failed else ""))
+    if args.json:
+        write_json(args.json, {"rows": [r.to_dict() for r in rows], "env": environment()})
+    return 1 if (args.strict and failed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
