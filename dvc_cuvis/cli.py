@@ -462,10 +462,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(report.render())
     metrics = _setting(args, sect, "metrics", None)
-    if metrics:
+    plots = _setting(args, sect, "plots", None)
+    if metrics or plots:
         from dvc_cuvis._io import write_json
 
-        write_json(metrics, {"ok": report.ok, **{f.check: f.status for f in report.findings}})
+        if metrics:
+            write_json(metrics, {"ok": report.ok,
+                                 **{f.check: f.status for f in report.findings}})
+        if plots:  # one bar per check: 1 = drift or violation, for `dvc plots diff`
+            write_json(Path(plots) / "check.json",
+                       [{"check": f.check, "status": f.status, "failed": int(f.failed)}
+                        for f in report.findings])
     return report.exit_code
 
 
@@ -786,6 +793,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checks", help="comma list of universe,content,selection,constraints,"
                    "staleness (default all)")
     p.add_argument("--stat-cache", dest="stat_cache", help="stat cache file, or 'none'")
+    p.add_argument("--plots", help="folder for DVC plot data (check.json)")
     p.add_argument("--params", help="params.yaml ('check' section; 'enumerate' to re-scan)")
     p.set_defaults(func=cmd_check)
 

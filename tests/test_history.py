@@ -202,3 +202,27 @@ def test_pre_commit_hook_blocks_a_broken_split(repo: Path, tmp_path: Path) -> No
     r = subprocess.run(["dvc-cuvis", "install-hook"], cwd=work, env=ENV, capture_output=True,
                        text=True)
     assert r.returncode == 2 and "is not ours" in r.stderr
+
+
+def test_diff_reads_dvc_tracked_universe_through_dvc_api(tmp_path: Path, cli,
+                                                         monkeypatch) -> None:
+    """A universe.csv tracked by DVC (not in git) is read at each revision via dvc.api."""
+    root = tmp_path / "dvcrepo"
+    root.mkdir()
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    for n, seed in ((10, 0), (12, 0)):
+        uni = universe_of(n)
+        write_universe(uni, root / "universe.csv")
+        sh("dvc", "add", "-q", "universe.csv", cwd=root)
+        (b,) = bake(uni, BakeOptions(seed=seed, group_by="source"))
+        (root / "splits.json").write_text(dumps_splits(b.config))
+        sh("git", "add", "-A", cwd=root)
+        sh("git", "commit", "-qm", f"{n} sessions", cwd=root)
+    tracked = sh("git", "ls-files", cwd=root).split()
+    assert "universe.csv" not in tracked and "universe.csv.dvc" in tracked
+    monkeypatch.chdir(root)
+    r = cli("diff", "HEAD~1", "HEAD", "--json")
+    assert r.code == 0, r.err
+    got = json.loads(r.out)
+    assert got["universe"]["added"] == 8 and got["moved"] == 0
