@@ -47,3 +47,20 @@ def dumps_json(obj: Any) -> str:
 def write_json(path: Path | str, obj: Any) -> None:
     """Write ``obj`` as stable pretty JSON to ``path`` atomically."""
     atomic_write_text(path, dumps_json(obj))
+
+
+def read_json(path: Path | str, what: str = "file") -> Any:
+    """Parse a JSON file; every failure is a DvcCuvisError naming the file (and line:col)."""
+    from dvc_cuvis.errors import DvcCuvisError
+
+    p = Path(path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise DvcCuvisError(f"{p}: {what} not found") from None
+    except json.JSONDecodeError as exc:
+        raise DvcCuvisError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise DvcCuvisError(f"{p}: JSON nested too deeply") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DvcCuvisError(f"{p}: cannot read {what} ({exc})") from None

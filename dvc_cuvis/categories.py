@@ -8,10 +8,10 @@ plain ``{name: id}`` object.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from dvc_cuvis._io import read_json
 from dvc_cuvis.errors import DvcCuvisError
 
 
@@ -44,14 +44,7 @@ def parse_category_map(data: Any, *, where: str = "categories") -> dict[str, int
 def load_category_map(path: Path | str) -> dict[str, int]:
     """Read a category map from a COCO json, enumerate metrics json, or ``{name: id}`` json."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise DvcCuvisError(f"{p}: category file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DvcCuvisError(f"{p}: cannot read category file: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise DvcCuvisError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    data = read_json(p, "category file")
     return parse_category_map(data, where=str(p))
 
 

@@ -125,9 +125,17 @@ def _bool(args: argparse.Namespace, sect: dict[str, Any], name: str, default: bo
     return bool(value)
 
 
+def _stat_cache(setting: str | None) -> Any:
+    """The stat cache a verb uses: a path, ``none`` (in memory only) or the default place."""
+    from dvc_cuvis.digests import StatCache, default_cache_path
+
+    if setting == "none":
+        return StatCache(None)
+    return StatCache(Path(setting) if setting else default_cache_path())
+
+
 def _enumerate_options(get: Callable[..., Any]) -> tuple[Any, Path, str | None]:
     """EnumerateOptions, output path and metrics path from flags/params (``get``)."""
-    from dvc_cuvis.digests import StatCache, default_cache_path
     from dvc_cuvis.sources import EnumerateOptions
 
     fmt, root = get("format", None), get("root", None)
@@ -135,9 +143,7 @@ def _enumerate_options(get: Callable[..., Any]) -> tuple[Any, Path, str | None]:
         raise DvcCuvisError("enumerate needs --format and --root (or an 'enumerate' section "
                             "with format and root in params.yaml)")
     out = Path(get("out", "universe.csv"))
-    cache_setting = get("stat_cache", None)
-    cache_path = None if cache_setting == "none" else (
-        Path(cache_setting) if cache_setting else default_cache_path())
+    cache = _stat_cache(get("stat_cache", None))
     categories = get("categories", None)
     progress = get("progress", None, (bool, type(None)))
     opts = EnumerateOptions(
@@ -154,7 +160,7 @@ def _enumerate_options(get: Callable[..., Any]) -> tuple[Any, Path, str | None]:
         hash_content=not get("no_hash", False, bool),
         jobs=max(1, int(get("jobs", 4, int))),
         progress=progress if progress is not None else sys.stderr.isatty(),
-        cache=StatCache(cache_path),
+        cache=cache,
     )
     return opts, out, get("metrics", None)
 
@@ -370,7 +376,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_materialize(args: argparse.Namespace) -> int:
     """Write one deterministic npz per selected frame, incrementally."""
-    from dvc_cuvis.digests import StatCache, default_cache_path
     from dvc_cuvis.materialize import Compression, ReaderParams, materialize, parse_crop
     from dvc_cuvis.splits import load_splits
     from dvc_cuvis.universe import read_universe
@@ -389,9 +394,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         dark_ref=_setting(args, sect, "dark_ref", None),
         compress=Compression.parse(_setting(args, sect, "compress", "none")),
     )
-    cache_setting = _setting(args, sect, "stat_cache", None)
-    cache = StatCache(None if cache_setting == "none" else (
-        Path(cache_setting) if cache_setting else default_cache_path()))
+    cache = _stat_cache(_setting(args, sect, "stat_cache", None))
     uni = read_universe(universe_path)
     cfg = load_splits(splits_path) if splits_path else None
     show = args.progress if args.progress is not None else sys.stderr.isatty()
@@ -416,7 +419,6 @@ def cmd_materialize(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """Drift check of a split against its universe, the data, and dvc.lock."""
     from dvc_cuvis.categories import load_category_map
-    from dvc_cuvis.digests import StatCache, default_cache_path
     from dvc_cuvis.drift import CHECKS, verify
     from dvc_cuvis.params import load_params, section
     from dvc_cuvis.sources import enumerate_universe
@@ -425,9 +427,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     sect = section(params, "check", path=args.params or "params.yaml")
     universe_path = Path(_setting(args, sect, "universe", "universe.csv"))
     splits_path = Path(_setting(args, sect, "splits", "splits.json"))
-    cache_setting = _setting(args, sect, "stat_cache", None)
-    cache = StatCache(None if cache_setting == "none" else (
-        Path(cache_setting) if cache_setting else default_cache_path()))
+    cache = _stat_cache(_setting(args, sect, "stat_cache", None))
     checks_spec = _setting(args, sect, "checks", None, (str, list))
     checks = CHECKS if not checks_spec else (
         checks_spec.split(",") if isinstance(checks_spec, str) else checks_spec)

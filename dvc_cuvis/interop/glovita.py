@@ -8,12 +8,12 @@ fold.  ``labels.json`` maps ids to a label derived from the category ids.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dvc_cuvis._io import read_json
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.interop import Folds, Positions, check_disjoint, column_ids, id_index, map_ids
 from dvc_cuvis.universe import Universe
@@ -100,12 +100,5 @@ def import_glovita(data: Any, uni: Universe, *, id_column: str = "uid",
 
 def read_glovita(path: Path, uni: Universe, *, id_column: str = "uid") -> Folds:
     """Read a GloViTa splits.json file (errors name the file)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise DvcCuvisError(f"{path}: GloViTa splits file not found") from None
-    except json.JSONDecodeError as exc:
-        raise DvcCuvisError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DvcCuvisError(f"{path}: cannot read ({exc})") from None
+    data = read_json(path, "GloViTa splits file")
     return import_glovita(data, uni, id_column=id_column, where=str(path))

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dvc_cuvis._io import read_json
 from dvc_cuvis.errors import DvcCuvisError
 
 
@@ -30,14 +30,7 @@ def _coco_class() -> Any:
 
 def load_coco(path: Path) -> Any:
     """A pycocotools ``COCO`` index over ``path`` (errors name the file)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise DvcCuvisError(f"{path}: COCO annotation file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DvcCuvisError(f"{path}: cannot read COCO json ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise DvcCuvisError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    data = read_json(path, "COCO annotation file")
     if not isinstance(data, dict):
         raise DvcCuvisError(f"{path}: COCO file does not contain a JSON object")
     for key in ("images", "annotations", "categories"):
