@@ -1,0 +1,649 @@
+"""Drift-check benchmarks for dvc_cuvis: ``dvc-cuvis check``, SplitDataModule and ``guard()``.
+
+How to run (from the repository root)::
+
+    .venv/bin/python benchmarks/bench_check.py                 # full run (~4 min, 2 cores)
+    .venv/bin/python benchmarks/bench_check.py --quick         # CI smoke test (~30 s)
+    .venv/bin/python benchmarks/bench_check.py --json out.json # also write the figures
+    .venv/bin/python benchmarks/bench_check.py --strict        # exit 1 if any target fails
+
+Options: ``--workdir DIR`` (generated data goes to a fresh temp dir inside DIR; removed at
+the end unless ``--keep``), ``--seed N``, ``--profile`` (cProfile our in-process side of
+every target even when it passes; a failing target is always profiled).
+
+It is a report, not a test: the exit code is 0 unless the script crashes, or ``--strict``
+is given and a target fails.  ``--quick`` shrinks every size and enforces no target
+(results read ``n/a``); it only checks that everything runs and agrees.
+
+Command-line measurements run the installed console scripts (``dvc-cuvis`` / ``dvc`` from
+the virtual environment's ``bin``, put first on PATH) in fresh processes through
+``bench_pipeline``'s fork/exec timer, so interpreter start-up and imports are included;
+``DVC_NO_ANALYTICS=1`` is set for every child.
+
+Targets (every baseline is measured in the same run):
+
+1. ``dvc-cuvis check`` with nothing changed on a 100k-frame npz universe (1000 folders x
+   100 tiny frames, written by ``bench_pipeline.make_frames``), in a temp git+DVC repo set
+   up with ``dvc-cuvis init --format npz --root data/npz`` with every stage but enumerate
+   and bake removed from dvc.yaml (materialize, check, ...) and one untimed ``dvc repro``
+   (the enumerate stage fills the stat cache in .dvc/tmp).  One untimed check and one
+   untimed ``dvc status`` follow (the first check caches the digests of universe.csv,
+   splits.json and the metrics that dvc.lock records).  Then, interleaved, 3x each (median):
+   ``dvc-cuvis check --params params.yaml`` (re-enumerates the data, checks content and
+   dvc.lock staleness) <= 2 s, and <= 0.5x ``dvc status`` in the same repository (ratio =
+   check / status, lower is better).  ``check --no-enumerate`` is reported too.  --quick:
+   5k frames, one timed run each.
+2. DataLoader throughput: ~400 frames of [64, 64, 61] float32 + masks, materialized with
+   ``materialize()``; one pass over ``SplitDataModule(...).train_dataloader()``
+   (batch_size=8, num_workers=0, shuffled; setup excluded) >= 1.0x a plain loop doing
+   npz_multi's ``__getitem__`` work (``np.load`` + all 4 arrays) and ``np.stack`` into
+   batches of 8 over the same frames in a shuffled order.  Ratio = baseline / ours;
+   median of 3 interleaved passes after one warm-up pass each.  num_workers=2 is reported
+   (info).  --quick: 80 frames.
+3. ``guard()`` on cuvis-ai-dataloader's ``MultiNpzDataModule`` over the same materialized
+   set adds <= 5% to ``setup("fit")``: guarded (``lock=None``, ``cache=StatCache(<warm
+   cache file>)``) vs unguarded, fresh module instances each time (construction untimed),
+   median of 5 interleaved after one warm-up each.  Ratio = guarded / unguarded (lower is
+   better).  The check's phases are always logged.
+
+The GPU side of delivery (``pin_memory``, non-blocking host-to-device copies) is not
+measured here: the script states whether an accelerator was available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import _common
+import numpy as np
+import yaml
+from _common import Row, median, profile_top, timed
+from bench_pipeline import SlowdownRow, brief, child_env, count, make_frames, run_cmd
+
+from dvc_cuvis.bake import BakeOptions, bake
+from dvc_cuvis.digests import StatCache
+from dvc_cuvis.drift import CHECKS, verify
+from dvc_cuvis.materialize import ReaderParams, materialize
+from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.splits import load_splits
+from dvc_cuvis.universe import read_universe, write_universe
+
+Log = Callable[[str], None]
+BATCH = 8
+
+
+@contextlib.contextmanager
+def chdir(path: Path) -> Any:
+    old = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages (other processes skew every timing here)."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
+
+
+# -- target 1: dvc-cuvis check vs dvc status on a 100k-frame universe ----------------------
+
+
+def keep_stages(dvc_yaml: Path, names: tuple[str, ...]) -> list[str]:
+    """Remove every stage but ``names`` from dvc.yaml; returns the stages removed."""
+    spec = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))
+    stages = spec["stages"]
+    missing = [n for n in names if n not in stages]
+    if missing:
+        raise AssertionError(f"dvc-cuvis init wrote no {missing} stage(s)")
+    dropped = [n for n in stages if n not in names]
+    spec["stages"] = {n: stages[n] for n in names}
+    dvc_yaml.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return dropped
+
+
+def check_ok(r: dict, what: str) -> None:
+    lines = r["stdout"].splitlines()
+    if not lines or not lines[0].rstrip().endswith(": OK"):
+        raise AssertionError(f"{what}: the check did not pass on unchanged data:\n"
+                             f"{r['stdout']}\n{r['stderr']}")
+
+
+def status_ok(r: dict) -> None:
+    out = r["stdout"] + r["stderr"]
+    if "up to date" not in out:
+        raise AssertionError(f"`dvc status` reports changes on an unchanged repo:\n{out}")
+
+
+def check_inprocess(repo: Path, argv: list[str]) -> float:
+    """Wall time of ``dvc_cuvis.cli.main(argv)`` in this process (output swallowed)."""
+    from dvc_cuvis.cli import main as cli_main
+
+    with chdir(repo), contextlib.redirect_stdout(io.StringIO()):
+        t = time.perf_counter()
+        rc = cli_main(argv)
+        dt = time.perf_counter() - t
+    if rc != 0:
+        raise AssertionError(f"in-process check {argv} exited {rc}")
+    return dt
+
+
+def check_phases(repo: Path) -> dict[str, float]:
+    """The warm check in-process, phase by phase (no profiler), as ``cmd_check`` runs it:
+    one StatCache for all phases (all hits), a fresh Universe object per phase."""
+    from dvc_cuvis.digests import default_cache_path
+
+    ph: dict[str, float] = {}
+    with chdir(repo):
+        ph["StatCache load (json)"], cache = timed(StatCache, default_cache_path())
+        opts = EnumerateOptions(format="npz", root=Path("data/npz"), out_dir=Path("."),
+                                cache=cache, progress=False)
+        ph["enumerate_universe (re-scan data/npz)"], (current, _) = timed(
+            enumerate_universe, opts)
+        ph["read_universe(universe.csv)"] = timed(read_universe, "universe.csv")[0]
+        ph["load_splits(splits.json)"], cfg = timed(load_splits, "splits.json")
+
+        def part(checks: tuple[str, ...], **kw: Any) -> float:
+            uni = read_universe("universe.csv")
+            return timed(verify, cfg, uni, cache=cache, checks=checks, **kw)[0]
+
+        sel = part(("selection",), lock=None)
+        ph["selection (resolve)"] = sel
+        ph["content (stat + cache lookups)"] = part(("selection", "content"), lock=None) - sel
+        ph["constraints"] = part(("selection", "constraints"), lock=None) - sel
+        ph["universe (hash + compare with the re-scan)"] = part(("universe",), lock=None,
+                                                                current=current)
+        ph["staleness (dvc.lock: dir md5 of data/npz + files)"] = part(
+            ("staleness",), lock=Path("dvc.lock"))
+    return ph
+
+
+def profile_check(repo: Path, cli_seconds: float) -> str:
+    from dvc_cuvis.cli import main as cli_main
+
+    argv = ["check", "--params", "params.yaml"]
+    wall = check_inprocess(repo, argv)  # modules already imported by check_phases
+    rest = cli_seconds - wall
+    head = (f"in-process main(['check', '--params', 'params.yaml']), no profiler: {wall:.2f} s "
+            f"(one run); the CLI run took {cli_seconds:.2f} s (median), so interpreter start-up "
+            + (f"+ imports ~{rest:.2f} s\n" if rest > 0 else
+               "+ imports are lost in the run-to-run noise\n"))
+    with chdir(repo), contextlib.redirect_stdout(io.StringIO()):
+        prof = profile_top(lambda: cli_main(argv), limit=25)
+    return head + prof
+
+
+def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enforce: bool,
+                log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
+    sessions, frames = (50, 100) if args.quick else (1000, 100)
+    repo = work / "check_repo"
+    repo.mkdir()
+    run_cmd(["git", "init", "-q"], repo, env)
+    run_cmd(["dvc", "init", "-q"], repo, env)
+    dt, n = timed(make_frames, repo / "data" / "npz", sessions, frames)
+    log(f"[1] wrote {n} npz frames ({sessions} folders x {frames}) in {dt:.1f} s (setup)")
+    run_cmd(["dvc-cuvis", "init", "--format", "npz", "--root", "data/npz"], repo, env)
+    dropped = keep_stages(repo / "dvc.yaml", ("enumerate", "bake"))
+    first = run_cmd(["dvc", "repro"], repo, env, timeout=1800)
+    cache = repo / ".dvc" / "tmp" / "dvc-cuvis" / "stat-cache.json"
+    if not cache.is_file():
+        raise AssertionError(f"dvc repro left no stat cache at {cache}")
+    log(f"    kept stages enumerate, bake (removed {', '.join(dropped)}); first dvc repro "
+        f"(untimed): {first['seconds']:.1f} s; stat cache {cache.stat().st_size / 2**20:.1f} MiB")
+
+    check_cmd = ["dvc-cuvis", "check", "--params", "params.yaml"]
+    noenum_cmd = [*check_cmd, "--no-enumerate"]
+    status_cmd = ["dvc", "status"]
+    first_check = run_cmd(check_cmd, repo, env)
+    check_ok(first_check, "first check")
+    first_status = run_cmd(status_cmd, repo, env)
+    status_ok(first_status)
+    log(f"    first check after repro (untimed): {first_check['seconds']:.2f} s; first dvc "
+        f"status: {first_status['seconds']:.2f} s")
+    stamp = cache.stat().st_mtime_ns
+
+    repeat = 1 if args.quick else 3
+    checks, statuses, noenums = [], [], []
+    for _ in range(repeat):  # interleaved so drift hits all alike
+        checks.append(run_cmd(check_cmd, repo, env))
+        statuses.append(run_cmd(status_cmd, repo, env))
+        noenums.append(run_cmd(noenum_cmd, repo, env))
+    for r in checks:
+        check_ok(r, "check")
+    for r in noenums:
+        check_ok(r, "check --no-enumerate")
+    for r in statuses:
+        status_ok(r)
+    rewritten = cache.stat().st_mtime_ns != stamp
+    if rewritten:
+        notes.append("! a timed check rewrote the stat cache (it missed entries), so it was "
+                     "not fully warm")
+    ours = median([r["seconds"] for r in checks])
+    status = median([r["seconds"] for r in statuses])
+    noenum = median([r["seconds"] for r in noenums])
+
+    def each(rs: list[dict]) -> str:
+        return ", ".join(f"{r['seconds']:.2f}" for r in rs)
+
+    log(f"    check: {each(checks)} s (median {ours:.2f}, peak RSS "
+        f"{max(r['peak_rss_mib'] for r in checks):.0f} MiB); dvc status: {each(statuses)} s "
+        f"(median {status:.2f}); check --no-enumerate: {each(noenums)} s (median "
+        f"{noenum:.2f}); ratio check/status {ours / status:.2f}; stat cache "
+        f"{'REWRITTEN' if rewritten else 'untouched'}; load average {load()}")
+    report = checks[-1]["stdout"].rstrip().replace("\n", "\n      ")
+    log(f"    check output:\n      {report}")
+    notes.append("check / dvc status row: ratio = ours / baseline (lower is better), both in "
+                 "the same repository, nothing changed.")
+
+    size = count(n)
+    row_abs = Row(key="check_warm", label=f"dvc-cuvis check, no change, {size} npz (warm)",
+                  ours=ours, goal_kind="max_abs", goal_value=2.0, enforce=enforce,
+                  details={"frames": n, "runs": [brief(r) for r in checks],
+                           "cache_rewritten": rewritten})
+    row_ratio = SlowdownRow(key="check_vs_status", label="  check vs dvc status (same repo)",
+                            ours=ours, baseline=status, goal_kind="max_ratio", goal_value=0.5,
+                            enforce=enforce,
+                            details={"status_runs": [brief(r) for r in statuses]})
+    rows: list[Row] = [
+        row_abs, row_ratio,
+        Row(key="check_no_enumerate", label="  check --no-enumerate", ours=noenum,
+            details={"runs": [brief(r) for r in noenums]}),
+        Row(key="check_first", label="  first check after dvc repro", ours=first_check["seconds"],
+            details={"run": brief(first_check)}),
+        Row(key="dvc_repro_first", label=f"  first dvc repro, {size} frames (setup)",
+            ours=first["seconds"], details={"run": brief(first)}),
+    ]
+    if args.profile or row_abs.passed is False or row_ratio.passed is False:
+        phases = check_phases(repo)
+        lines = [f"{v:8.2f} s  {k}" for k, v in phases.items()]
+        lines.append(f"{sum(phases.values()):8.2f} s  sum")
+        row_abs.details["inprocess_phases_s"] = phases
+        log("    warm check, in-process phases (no profiler):\n      " + "\n      ".join(lines))
+        try:
+            prof = profile_check(repo, ours)
+        except Exception as exc:  # a profile is a diagnostic: never lose the report over it
+            prof = f"in-process profile failed: {type(exc).__name__}: {exc}\n"
+            log(f"    ! {prof.rstrip()}")
+        profiles["check_warm"] = ("phases (wall, no profiler):\n" + "\n".join(lines) + "\n\n"
+                                  + prof)
+    return rows
+
+
+# -- target 2: DataLoader throughput vs a plain np.load loop -------------------------------
+
+
+def write_sources(root: Path, folders: int, per_folder: int, shape: tuple[int, int, int],
+                  rng: np.random.Generator) -> int:
+    """``folders x per_folder`` source frames (cube, wavelengths, class_mask, source)."""
+    h, w, c = shape
+    wl = np.linspace(450, 900, c).astype(np.int32)
+    n = 0
+    for f in range(folders):
+        folder = root / f"session_{f:03d}"
+        folder.mkdir(parents=True)
+        for k in range(per_folder):
+            cube = rng.random(shape, dtype=np.float32)
+            cls = np.zeros((h, w), np.uint8)
+            if (f + k) % 3 == 0:
+                y, x = rng.integers(0, h // 2), rng.integers(0, w // 2)
+                cls[y:y + h // 4, x:x + w // 4] = 1 + (f + k) % 3
+            np.savez(folder / f"frame_{k:04d}.npz", cube=cube, wavelengths=wl, class_mask=cls,
+                     source=np.array(f"recordings/session_{f:03d}.cu3s"))
+            n += 1
+    return n
+
+
+def build_materialized(args: argparse.Namespace, work: Path, rng: np.random.Generator,
+                       log: Log) -> Path:
+    folders, per = (8, 10) if args.quick else (20, 20)
+    base = work / "dm"
+    t0 = time.perf_counter()
+    n = write_sources(base / "src", folders, per, (64, 64, 61), rng)
+    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=base / "src", out_dir=base,
+                                                 progress=False))
+    write_universe(uni, base / "universe.csv")
+    uni = read_universe(base / "universe.csv")
+    (baked,) = bake(uni, BakeOptions())
+    res = materialize(uni, baked.config, base / "mat", ReaderParams(), jobs=2)
+    log(f"[2] {n} source frames [64, 64, 61] float32 + class_mask, materialized {res.written} "
+        f"frames (mask, class_mask, cube, wavelengths) in {time.perf_counter() - t0:.1f} s "
+        "(setup)")
+    return base / "mat"
+
+
+def upstream_item(path: str, index: int, frame_id: int) -> dict[str, Any]:
+    """npz_multi's ``_MultiNpzDataset.__getitem__``, verbatim in substance."""
+    with np.load(path) as z:
+        cube = np.asarray(z["cube"], dtype=np.float32)
+        wavelengths = np.asarray(z["wavelengths"]).ravel().astype(np.int32, copy=False)
+        mask = (np.asarray(z["mask"], dtype=np.int32) if "mask" in z.files
+                else np.zeros((cube.shape[0], cube.shape[1]), dtype=np.int32))
+        class_mask = (np.asarray(z["class_mask"], dtype=np.uint8) if "class_mask" in z.files
+                      else np.zeros((cube.shape[0], cube.shape[1]), dtype=np.uint8))
+    return {"cube": cube, "mask": mask, "class_mask": class_mask, "wavelengths": wavelengths,
+            "mesu_index": int(index), "frame_id": int(frame_id)}
+
+
+def baseline_pass(paths: list[str], indices: list[int], rng: np.random.Generator,
+                  checksum: bool = False) -> tuple[int, float]:
+    """Shuffled order, batches of 8 stacked with np.stack: the work without a DataLoader."""
+    order = rng.permutation(len(paths)).tolist()
+    n, total = 0, 0.0
+    for lo in range(0, len(order), BATCH):
+        items = [upstream_item(paths[i], indices[i], i) for i in order[lo:lo + BATCH]]
+        batch = {k: np.stack([it[k] for it in items]) for k in ("cube", "mask", "class_mask",
+                                                               "wavelengths")}
+        batch["mesu_index"] = np.array([it["mesu_index"] for it in items])
+        batch["frame_id"] = np.array([it["frame_id"] for it in items])
+        n += len(items)
+        if checksum:
+            total += float(batch["cube"].sum(dtype=np.float64)) + float(batch["mask"].sum())
+    return n, total
+
+
+def loader_pass(dm: Any, checksum: bool = False) -> tuple[int, float]:
+    """One pass over ``dm.train_dataloader()`` (the loader is built inside the pass)."""
+    n, total = 0, 0.0
+    for batch in dm.train_dataloader():
+        n += len(batch["frame_id"])
+        if checksum:
+            total += float(batch["cube"].double().sum()) + float(batch["mask"].sum())
+    return n, total
+
+
+def bench_loader(args: argparse.Namespace, mat: Path, work: Path, rng: np.random.Generator,
+                 enforce: bool, log: Log, profiles: dict[str, str]) -> list[Row]:
+    from dvc_cuvis.datamodule import SplitDataModule
+
+    def module(workers: int) -> Any:
+        dm = SplitDataModule(mat / "universe.csv", mat / "splits.json", batch_size=BATCH,
+                             num_workers=workers, lock=None, stat_cache=work / "dm-cache.json")
+        dm.setup("fit")
+        return dm
+
+    dm = module(0)
+    ds = dm.datasets["train"]
+    paths, indices = ds.paths, ds.indices
+    n = len(paths)
+    mib = sum(os.path.getsize(p) for p in paths) / 2**20
+    # warm-up passes (page cache, torch import, collate path) that also check agreement
+    want = baseline_pass(paths, indices, rng, checksum=True)
+    got = loader_pass(dm, checksum=True)
+    if got[0] != n or want[0] != n or not np.isclose(got[1], want[1], rtol=1e-9):
+        raise AssertionError(f"loader pass {got} and baseline pass {want} disagree ({n} frames)")
+    import torch
+
+    threads = torch.get_num_threads()
+
+    def one_thread_pass() -> tuple[int, float]:
+        torch.set_num_threads(1)
+        try:
+            return loader_pass(dm)
+        finally:
+            torch.set_num_threads(threads)
+
+    one_thread_pass()  # warm-up
+    repeat = 3
+    ours_t, base_t, t1_t = [], [], []
+    for _ in range(repeat):  # interleaved
+        base_t.append(timed(baseline_pass, paths, indices, rng)[0])
+        ours_t.append(timed(loader_pass, dm)[0])
+        t1_t.append(timed(one_thread_pass)[0])
+    ours, base, ours_t1 = median(ours_t), median(base_t), median(t1_t)
+    dm2 = module(2)
+    loader_pass(dm2)  # warm-up
+    w2 = [timed(loader_pass, dm2)[0] for _ in range(1 if args.quick else 3)]
+    ours2 = median(w2)
+    log(f"    train stage: {n} frames, {mib:.0f} MiB on disk; baseline loop "
+        + ", ".join(f"{t:.3f}" for t in base_t) + f" s (median {base:.3f}); DataLoader "
+        + ", ".join(f"{t:.3f}" for t in ours_t) + f" s (median {ours:.3f}); ratio "
+        f"{base / ours:.2f}x; with torch.set_num_threads(1) (default {threads}): "
+        + ", ".join(f"{t:.3f}" for t in t1_t) + f" s (median {ours_t1:.3f}, "
+        f"{base / ours_t1:.2f}x); num_workers=2: " + ", ".join(f"{t:.3f}" for t in w2)
+        + f" s (median {ours2:.3f}, {base / ours2:.2f}x); load average {load()}")
+    row = Row(key="loader_w0", label=f"train_dataloader pass, {n} frames, bs 8, workers 0",
+              ours=ours, baseline=base, goal_kind="min_ratio", goal_value=1.0, enforce=enforce,
+              details={"frames": n, "mib": mib, "ours_s": ours_t, "baseline_s": base_t})
+    rows: list[Row] = [
+        row,
+        Row(key="loader_w0_rate", label="  workers 0: frames/s", ours=round(n / ours),
+            unit="frames/s"),
+        Row(key="loader_w0_1thread", label="  workers 0, torch.set_num_threads(1) (diagnostic)",
+            ours=ours_t1, baseline=base, details={"ours_s": t1_t, "default_threads": threads}),
+        Row(key="loader_w2", label="  train_dataloader pass, workers 2 (incl. worker start)",
+            ours=ours2, baseline=base, details={"ours_s": w2}),
+    ]
+    if args.profile or row.passed is False:
+        profiles[row.key] = (
+            "cProfile of one DataLoader pass (num_workers=0):\n"
+            + profile_top(lambda: loader_pass(dm), limit=20)
+            + "\ncProfile of one baseline pass:\n"
+            + profile_top(lambda: baseline_pass(paths, indices, rng), limit=12))
+    return rows
+
+
+# -- target 3: guard() overhead on MultiNpzDataModule.setup -------------------------------
+
+
+def guard_phases(mat: Path, cache_path: Path, repeat: int = 5) -> dict[str, float]:
+    """Where the guard's time goes: each part of verify() on fresh objects (median, no
+    profiler; a fresh Universe and StatCache per call, built outside the timing)."""
+    csv, sp = mat / "universe.csv", mat / "splits.json"
+    cfg = load_splits(sp)
+
+    def med(fn: Callable[[], float]) -> float:
+        return median([fn() for _ in range(repeat)])
+
+    def part(checks: tuple[str, ...], *, by_path: bool = False) -> float:
+        def one() -> float:
+            uni = csv if by_path else read_universe(csv)
+            cache = StatCache(cache_path)
+            return timed(verify, cfg, uni, lock=None, cache=cache, checks=checks)[0]
+        return med(one)
+
+    ph: dict[str, float] = {}
+    ph["StatCache load (json; before setup)"] = med(lambda: timed(StatCache, cache_path)[0])
+    ph["read_universe(universe.csv)"] = med(lambda: timed(read_universe, csv)[0])
+    ph["load_splits(splits.json) (not run by guard: it uses dm.splits)"] = med(
+        lambda: timed(load_splits, sp)[0])
+    sel = part(("selection",))
+    ph["selection (resolve)"] = sel
+    ph["content (stat + cache lookups)"] = part(("selection", "content")) - sel
+    ph["constraints (group leakage)"] = part(("selection", "constraints")) - sel
+    ph["universe (hash)"] = part(("universe",))
+    ph["staleness (lock=None: skipped)"] = part(("staleness",))
+    ph["all checks, universe already read"] = part(tuple(CHECKS))
+    ph["all checks from the universe.csv path (what guard runs)"] = part(tuple(CHECKS),
+                                                                        by_path=True)
+    return ph
+
+
+def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, log: Log,
+                notes: list[str], profiles: dict[str, str]) -> list[Row]:
+    from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
+
+    from dvc_cuvis.datamodule import guard
+
+    csv, sp = mat / "universe.csv", mat / "splits.json"
+    cache_path = work / "guard-cache.json"
+    warm = verify(load_splits(sp), csv, lock=None, cache=StatCache(cache_path))
+    if not warm.ok or not cache_path.is_file():
+        raise AssertionError(f"warming the guard's stat cache failed:\n{warm.render()}")
+
+    def build() -> Any:
+        return MultiNpzDataModule(universe_csv=str(csv), splits=load_splits(sp),
+                                  batch_size=BATCH)
+
+    def guarded() -> tuple[Any, StatCache]:
+        cache = StatCache(cache_path)
+        return guard(build(), lock=None, cache=cache), cache
+
+    # upstream logs "split constraint ... unavailable" on every setup: keep the report clean
+    logging.getLogger("cuvis_ai_core.data.selectors").setLevel(logging.ERROR)
+    # warm-up: first-call imports on both paths
+    build().setup("fit")
+    g, _ = guarded()
+    g.setup("fit")
+    repeat = 5
+    plain_t, guard_t = [], []
+    misses = 0
+    for i in range(repeat):
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        for which in order:
+            if which == 0:
+                dm = build()
+                plain_t.append(timed(dm.setup, "fit")[0])
+            else:
+                dm, cache = guarded()
+                guard_t.append(timed(dm.setup, "fit")[0])
+                if not dm.drift_report.ok:
+                    raise AssertionError(dm.drift_report.render())
+                misses += cache.misses
+            if dm.train_ds is None or len(dm.train_ds) == 0:
+                raise AssertionError("setup('fit') built no train dataset")
+    plain, guarded_s = median(plain_t), median(guard_t)
+    if misses:
+        notes.append(f"! the guarded setups missed the stat cache {misses} time(s)")
+    phases = guard_phases(mat, cache_path)
+    n = len(read_universe(csv))
+    log(f"[3] MultiNpzDataModule.setup('fit'), {n} frames: unguarded "
+        + ", ".join(f"{t * 1e3:.1f}" for t in plain_t) + f" ms (median {plain * 1e3:.1f}); "
+        "guarded " + ", ".join(f"{t * 1e3:.1f}" for t in guard_t)
+        + f" ms (median {guarded_s * 1e3:.1f}); ratio {guarded_s / plain:.3f}; cache misses "
+        f"{misses}; load average {load()}")
+    lines = [f"{v * 1e3:8.2f} ms  {k}" for k, v in phases.items()]
+    log("    the guard's check, phase by phase (fresh objects, no profiler):\n      "
+        + "\n      ".join(lines))
+    notes.append("guard row: ratio = guarded / unguarded setup('fit') (lower is better); the "
+                 "guard passes the module's in-memory DataSplitConfig, so it re-reads "
+                 "universe.csv but not splits.json.")
+    row = SlowdownRow(key="guard_setup", label=f"guard(): MultiNpzDataModule.setup('fit'), {n}",
+                      ours=guarded_s, baseline=plain, goal_kind="max_ratio", goal_value=1.05,
+                      enforce=enforce,
+                      details={"guarded_s": guard_t, "unguarded_s": plain_t,
+                               "cache_misses": misses, "phases_s": phases})
+    rows: list[Row] = [
+        row,
+        Row(key="guard_cost", label="  guard's added time (median difference)",
+            ours=guarded_s - plain),
+    ]
+    if args.profile or row.passed is False:
+        dm = build()  # the check exactly as guarded_setup runs it, without upstream's setup
+        cache = StatCache(cache_path)
+        universe = dm._universe_csv  # what guard() picks up from an npz_multi module
+        profiles[row.key] = (
+            "phases (wall, no profiler):\n" + "\n".join(lines)
+            + "\n\ncProfile of the guard's check alone (verify(dm.splits, dm._universe_csv, "
+            "lock=None, cache=<warm>)):\n"
+            + profile_top(lambda: verify(dm.splits, universe, lock=None, cache=cache), limit=25))
+    return rows
+
+
+def gpu_line() -> str:
+    try:
+        import torch
+
+        available = bool(torch.cuda.is_available())
+    except ImportError:
+        available = False
+    if available:
+        return ("GPU delivery (pin_memory, non-blocking copies): an accelerator is present, "
+                "but this script does not measure it.")
+    return ("GPU delivery measurement (pin_memory, non-blocking host-to-device copies) was not "
+            "run: no accelerator is available here.")
+
+
+# -- main -----------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes, no PASS/FAIL enforcement (CI smoke test)")
+    ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
+    ap.add_argument("--workdir", type=Path, help="parent folder for the generated data")
+    ap.add_argument("--keep", action="store_true", help="keep the generated data")
+    ap.add_argument("--seed", type=int, default=20240601)
+    ap.add_argument("--profile", action="store_true",
+                    help="print cProfile top entries for our side of every target")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    enforce = not args.quick
+    rng = np.random.default_rng(args.seed)
+    env = child_env()
+    t_all = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f"{time.perf_counter() - t_all:7.1f}s  {msg}", flush=True)
+
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_check_", dir=args.workdir)).absolute()
+    rows: list[Row] = []
+    notes: list[str] = []
+    profiles: dict[str, str] = {}
+    try:
+        commit = _common.environment()["git_commit"]
+        log(f"mode={'quick' if args.quick else 'full'} seed={args.seed} workdir={work} "
+            f"commit={(commit or '?')[:12]} load average {load()}")
+        rows += bench_check(args, work, env, enforce, log, notes, profiles)
+        mat = build_materialized(args, work, rng, log)
+        rows += bench_loader(args, mat, work, rng, enforce, log, profiles)
+        rows += bench_guard(args, mat, work, enforce, log, notes, profiles)
+    finally:
+        if args.keep:
+            print(f"kept generated data in {work}")
+        else:
+            t = time.perf_counter()
+            shutil.rmtree(work, ignore_errors=True)
+            log(f"removed {work} in {time.perf_counter() - t:.1f} s")
+
+    gpu = gpu_line()
+    total = time.perf_counter() - t_all
+    print()
+    print(_common.table(rows))
+    for n in notes:
+        print(textwrap.fill(n, width=100, subsequent_indent="  "))
+    print(gpu)
+    if args.quick:
+        print("(--quick: 5k frames for check, 80 frames for the loader; targets not enforced)")
+    failed = [r for r in rows if r.passed is False]
+    print(f"total {total:.1f} s; {len(failed)} target(s) failed"
+          + (": " + ", ".join(r.key for r in failed) if failed else ""))
+    for key, text in profiles.items():
+        print(f"\n=== profile: ours, {key} ===\n{text}")
+
+    if args.json:
+        _common.write_json(args.json, {
+            "mode": "quick" if args.quick else "full",
+            "seed": args.seed,
+            "total_seconds": total,
+            "environment": _common.environment(),
+            "results": [r.to_dict() for r in rows],
+            "notes": [*notes, gpu],
+            "failed": [r.key for r in failed],
+            "profiles": profiles,
+        })
+        print(f"wrote {args.json}")
+    return 1 if (args.strict and failed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
