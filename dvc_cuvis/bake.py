@@ -441,8 +441,17 @@ def compact_ids(indices: Sequence[int], *, ranges: bool = True) -> list[int | st
     return out
 
 
+#: Formats whose file is one sample (so a whole-file ``files`` selector is exact).
+SINGLE_SAMPLE_FORMATS = (b"npz", b"tiff")
+
+
 def stage_selectors(uni: Universe, positions: Positions, *, ranges: bool = True) -> list[Selector]:
-    """Concrete selectors for a set of positions: sources canonical, ids sorted."""
+    """Concrete selectors for a set of positions: sources canonical, ids sorted.
+
+    Sources whose file is a single sample (npz frames, TIFF cubes) are named together in
+    one ``files`` selector — for 100k frames that is one selector instead of 100k, which
+    keeps splits.json small and fast to validate; every other source gets ``file_indices``.
+    """
     pos = np.unique(positions)
     fmt = uni.raw_column("format")
     out: list[Selector] = []
@@ -451,15 +460,18 @@ def stage_selectors(uni: Universe, positions: Positions, *, ranges: bool = True)
     codes = uni.codes[pos]
     bounds = np.flatnonzero(np.diff(codes)) + 1
     off = uni.offsets
+    whole_files: list[str] = []
     for chunk in np.split(pos, bounds):
         code = int(uni.codes[chunk[0]])
         source = uni.source_names[code]
-        whole = len(chunk) == off[code + 1] - off[code]
-        if whole and fmt is not None and fmt[chunk[0]] == b"tiff":
-            out.append(Selector(kind="files", paths=[source]))  # index-less for tiff_paired
+        single = off[code + 1] - off[code] == 1 and len(chunk) == 1
+        if single and fmt is not None and fmt[chunk[0]] in SINGLE_SAMPLE_FORMATS:
+            whole_files.append(source)
         else:
             ids = compact_ids(uni.indices[chunk].tolist(), ranges=ranges)
             out.append(Selector(kind="file_indices", source=source, ids=ids))
+    if whole_files:
+        out.insert(0, Selector(kind="files", paths=whole_files))
     return out
 
 

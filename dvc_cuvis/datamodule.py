@@ -23,7 +23,7 @@ import numpy as np
 from dvc_cuvis.digests import StatCache, default_cache_path
 from dvc_cuvis.drift import DriftReport, ensure, verify
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.paths import resolve_inside
+from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.splits import load_splits, resolve
 from dvc_cuvis.universe import Universe, read_universe
 
@@ -148,7 +148,8 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
                     f"{self.universe_csv}: {missing[0]} has no materialized_path; point the "
                     "DataModule at a materialized universe (dvc-cuvis materialize)"
                 )
-            paths = [str(resolve_inside(base, r, what="materialized_path")) for r in rels]
+            guard = PathGuard(base)
+            paths = [guard.resolve(r, what="materialized_path") for r in rels]
             self.datasets[name] = NpzFrames(paths,
                                             uni.indices[pos].tolist())
         self.universe = uni

@@ -35,7 +35,7 @@ from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
 from dvc_cuvis.params import diff_params
-from dvc_cuvis.paths import resolve_inside
+from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     evaluate_constraints,
@@ -257,7 +257,8 @@ def _physical(uni: Universe, pos: int, column: str) -> str:
 
 
 def _check_content(
-    uni: Universe, cache: StatCache, assignment: np.ndarray | None
+    uni: Universe, cache: StatCache, assignment: np.ndarray | None,
+    current: Universe | None = None,
 ) -> Finding:
     if not uni.has_column("md5"):
         return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
@@ -268,24 +269,40 @@ def _check_content(
         if not uni.has_column(digest_col):
             continue
         digests = uni.column(digest_col)
-        for pos in range(len(uni)):
-            rel = _physical(uni, pos, column)
-            if not rel or not digests[pos]:
+        paths = uni.column(column) if uni.has_column(column) else [""] * len(uni)
+        for pos, (rel, digest) in enumerate(zip(paths, digests, strict=True)):
+            if column == "materialized_path" and not rel:
+                rel = uni.source(pos)
+            if not rel or not digest:
                 continue
-            entry = files.setdefault(rel, (digests[pos], []))
-            entry[1].append(pos)
+            entry = files.get(rel)
+            if entry is None:
+                files[rel] = (digest, [pos])
+            else:
+                entry[1].append(pos)
+    # digests the re-enumeration just produced (same files, same stat cache): no second pass
+    known: dict[str, str] = {}
+    if current is not None:
+        for column, digest_col in (("materialized_path", "md5"), ("annotation",
+                                                                   "annotation_md5")):
+            if current.has_column(column) and current.has_column(digest_col):
+                known.update(zip(current.column(column), current.column(digest_col), strict=True))
+    guard = PathGuard(base)
     missing, modified = [], []
     bad_rows: set[int] = set()
     for rel in sorted(files):
         expected, rows = files[rel]
-        path = resolve_inside(base, rel, what="universe path")
-        try:
-            st = path.stat()
-        except OSError:
-            missing.append(rel)
-            bad_rows.update(rows)
-            continue
-        if cache.md5(path, st) != expected:
+        actual = known.get(rel)
+        if actual is None:
+            path = guard.resolve(rel, what="universe path")
+            try:
+                st = os.stat(path)
+            except OSError:
+                missing.append(rel)
+                bad_rows.update(rows)
+                continue
+            actual = cache.md5(path, st)
+        if actual != expected:
             modified.append(rel)
             bad_rows.update(rows)
     details: dict[str, Any] = {"missing": missing, "modified": modified}
@@ -349,10 +366,18 @@ def _check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str) -> Fi
 
 def dir_md5(path: Path, cache: StatCache) -> str:
     """DVC's directory hash: md5 of the sorted ``[{md5, relpath}]`` JSON listing + ``.dir``."""
+    root = os.path.abspath(path)
+    cut = len(root) + 1
     entries = []
-    for p in sorted(path.rglob("*")):
-        if p.is_file():
-            entries.append({"md5": cache.md5(p), "relpath": p.relative_to(path).as_posix()})
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in filenames:
+            full = f"{dirpath}/{name}"
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            entries.append({"md5": cache.md5(full, st), "relpath": full[cut:]})
     entries.sort(key=lambda e: e["relpath"])
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
 
@@ -481,7 +506,8 @@ def verify(
     if "universe" in wanted:
         findings.append(_check_universe(cfg, uni, current, data_dir))
     if "content" in wanted:
-        findings.append(_check_content(uni, cache, res.assignment() if res else None))
+        findings.append(_check_content(uni, cache, res.assignment() if res else None,
+                                       None if deep else current))
     if "selection" in wanted and sel_finding is not None:
         findings.append(sel_finding)
     if "constraints" in wanted:

@@ -39,7 +39,7 @@ import numpy as np
 from dvc_cuvis._io import atomic_write_bytes, atomic_write_text, dumps_json
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.paths import resolve_inside
+from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.selectors import Resolver
 from dvc_cuvis.sources import progress
 from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
@@ -412,6 +412,7 @@ def plan(
         kind: cache.md5(Path(spec.rpartition(":")[0] if _has_frame(spec) else spec))
         for kind, spec in (("white", params.white_ref), ("dark", params.dark_ref)) if spec
     }
+    guard = PathGuard(base)
     names: dict[int, str] = {}
     recipes: dict[str, str] = {}
     todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]] = {}
@@ -419,7 +420,7 @@ def plan(
     for pos in rows:
         source, index = uni.source(pos), uni.index(pos)
         rel = uni.value("materialized_path", pos) or source
-        phys = resolve_inside(base, rel, what=f"{uni.uid(pos)}: materialized_path")
+        phys = Path(guard.resolve(rel, what=f"{uni.uid(pos)}: materialized_path"))
         fmt = _format_of(uni, pos, rel)
         if fmt not in ("npz", "tiff", "cu3s"):
             raise DvcCuvisError(
@@ -432,7 +433,7 @@ def plan(
                 "re-enumerate)"
             )
         ann_rel = uni.value("annotation", pos)
-        ann = resolve_inside(base, ann_rel, what=f"{uni.uid(pos)}: annotation") if ann_rel else None
+        ann = Path(guard.resolve(ann_rel, what=f"{uni.uid(pos)}: annotation")) if ann_rel else None
         if ann is not None and not ann.is_file():
             raise DvcCuvisError(f"{uni.path}: {uni.uid(pos)}: annotation {ann_rel!r} not found")
         key = {

@@ -22,20 +22,38 @@ def is_within(root_real: str, path: str) -> bool:
     return path == root_real or path.startswith(root_real.rstrip("/") + "/")
 
 
+class PathGuard:
+    """:func:`resolve_inside` for many paths under one base; each folder is resolved once."""
+
+    def __init__(self, base: Path) -> None:
+        """Guard paths relative to ``base``."""
+        self.base = base
+        self.base_abs = os.path.abspath(base)
+        self.root_real = os.path.realpath(base)
+        self._dirs: dict[str, bool] = {}
+
+    def resolve(self, rel: str, *, what: str = "path") -> str:
+        """Absolute path of ``rel`` under the base, or a DvcCuvisError saying why not."""
+        if "\x00" in rel:
+            raise DvcCuvisError(f"{what} {rel!r} contains a NUL byte")
+        norm = rel.replace("\\", "/")
+        if norm.startswith("/") or _DRIVE.match(norm):
+            raise DvcCuvisError(f"{what} {rel!r} is absolute; it must be relative to {self.base}")
+        if ".." in norm.split("/"):
+            raise DvcCuvisError(f"{what} {rel!r} contains '..'; it must stay inside {self.base}")
+        path = f"{self.base_abs}/{norm}"
+        parent = os.path.dirname(path)
+        ok = self._dirs.get(parent)
+        if ok is None:
+            ok = self._dirs[parent] = is_within(self.root_real, os.path.realpath(parent))
+        if not ok or os.path.islink(path):
+            real = os.path.realpath(path)
+            if not is_within(self.root_real, real):
+                raise DvcCuvisError(f"{what} {rel!r} leads outside {self.base} (a symlink to "
+                                    f"{real}); refusing to follow it")
+        return path
+
+
 def resolve_inside(base: Path, rel: str, *, what: str = "path") -> Path:
     """``base/rel``, refusing absolute/drive paths, ``..``, NUL and symlinks leaving ``base``."""
-    if "\x00" in rel:
-        raise DvcCuvisError(f"{what} {rel!r} contains a NUL byte")
-    norm = rel.replace("\\", "/")
-    if norm.startswith("/") or _DRIVE.match(norm):
-        raise DvcCuvisError(f"{what} {rel!r} is absolute; it must be relative to {base}")
-    if ".." in norm.split("/"):
-        raise DvcCuvisError(f"{what} {rel!r} contains '..'; it must stay inside {base}")
-    path = base / norm
-    real = os.path.realpath(path)
-    root_real = os.path.realpath(base)
-    if not is_within(root_real, real):
-        raise DvcCuvisError(
-            f"{what} {rel!r} leads outside {base} (a symlink to {real}); refusing to follow it"
-        )
-    return path
+    return Path(PathGuard(base).resolve(rel, what=what))

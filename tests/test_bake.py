@@ -32,6 +32,7 @@ def _upstream_resolvers():
 
 
 UPSTREAM = _upstream_resolvers()
+STAGES3 = ("train", "val", "test")
 
 
 def make_universe(seed: int, n_sources: int = 23, groups: int = 7) -> Universe:
@@ -258,3 +259,19 @@ def test_bake_cli_writes_atomically_and_fails_cleanly(tmp_path: Path, cli) -> No
     r = cli("bake", "--universe", universe, "--folds", "3", "--out-dir", tmp_path / "folds")
     assert r.code == 0 and len(list((tmp_path / "folds").glob("fold-*.json"))) == 3
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_single_sample_files_are_named_in_one_files_selector() -> None:
+    recs = [{"source": f"frames/f{k:03d}.npz", "index": 0, "format": "npz"} for k in range(30)]
+    recs += [{"source": "rec.cu3s", "index": i, "format": "cu3s"} for i in range(5)]
+    uni = Universe.from_records(recs)
+    (b,) = bake(uni, BakeOptions(seed=2, group_by="source"))
+    for stage in STAGES3:
+        kinds = [s.kind.value for s in getattr(b.config, stage)]
+        assert kinds.count("files") <= 1 and kinds[1:].count("files") == 0
+    files = [s for st in STAGES3 for s in getattr(b.config, st) if s.kind.value == "files"]
+    assert sum(len(s.paths) for s in files) == 30
+    assert all(s.paths == sorted(s.paths) for s in files)
+    res = resolve(b.config, uni)
+    assert sum(len(res.stages[s]) for s in STAGES3) == len(uni)
+    assert membership(b.config, uni) == {s: set(res.uids(s)) for s in STAGES3}

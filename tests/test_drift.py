@@ -110,7 +110,9 @@ def test_reordered_universe_is_only_pipeline_staleness(repo: Path, cli, monkeypa
 
 def test_hand_edited_splits(repo: Path, cli, monkeypatch) -> None:
     cfg = json.loads((repo / "splits.json").read_text())
-    cfg["val"].append({**cfg["train"][0], "ids": [0, 12345]})  # a sample that does not exist
+    train_source = cfg["train"][0]["paths"][0]  # npz frames are baked as one files selector
+    cfg["val"].append({"kind": "file_indices", "source": train_source,
+                       "ids": [0, 12345]})  # 12345 does not exist; 0 is also in train
     (repo / "splits.json").write_text(json.dumps(cfg, indent=2))
     r, checks = check(repo, cli, monkeypatch)
     assert r.code == 1
