@@ -32,6 +32,21 @@ class PathGuard:
         self.root_real = os.path.realpath(base)
         self._dirs: dict[str, bool] = {}
 
+    def _dir_ok(self, d: str) -> bool:
+        """True if folder ``d`` (under the base) is reached without leaving the base.
+
+        One ``lstat`` per new folder: a folder is fine when its parent is and it is not a
+        symlink; a symlinked folder is fine when it resolves inside the base.
+        """
+        if len(d) <= len(self.base_abs):
+            return d == self.base_abs
+        ok = self._dirs.get(d)
+        if ok is None:
+            ok = self._dir_ok(os.path.dirname(d)) and (
+                not os.path.islink(d) or is_within(self.root_real, os.path.realpath(d)))
+            self._dirs[d] = ok
+        return ok
+
     def resolve(self, rel: str, *, what: str = "path") -> str:
         """Absolute path of ``rel`` under the base, or a DvcCuvisError saying why not."""
         if "\x00" in rel:
@@ -42,11 +57,7 @@ class PathGuard:
         if ".." in norm.split("/"):
             raise DvcCuvisError(f"{what} {rel!r} contains '..'; it must stay inside {self.base}")
         path = f"{self.base_abs}/{norm}"
-        parent = os.path.dirname(path)
-        ok = self._dirs.get(parent)
-        if ok is None:
-            ok = self._dirs[parent] = is_within(self.root_real, os.path.realpath(parent))
-        if not ok or os.path.islink(path):
+        if not self._dir_ok(os.path.dirname(path)) or os.path.islink(path):
             real = os.path.realpath(path)
             if not is_within(self.root_real, real):
                 raise DvcCuvisError(f"{what} {rel!r} leads outside {self.base} (a symlink to "
