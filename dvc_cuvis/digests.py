@@ -107,6 +107,17 @@ class StatCache:
             self._dirty = True
         return value
 
+    def put(self, path: Path | str, key: str, value: Any) -> None:
+        """Record ``value`` for a file this process just wrote (so it is never re-read)."""
+        abs_path = os.path.abspath(path)
+        stamp = self._stamp(os.stat(abs_path))
+        with self._lock:
+            entry = self._entries.get(abs_path)
+            if entry is None or entry.get("st") != stamp:
+                entry = self._entries[abs_path] = {"st": stamp}
+            entry[key] = value
+            self._dirty = True
+
     def md5(
         self, path: Path | str, st: os.stat_result | None = None, *, cached_only: bool = False
     ) -> str:

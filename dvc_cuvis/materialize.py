@@ -526,6 +526,7 @@ def materialize(
         for batch in results:
             for name, md5, size in batch:
                 manifest[name] = {"recipe": p.recipes[name], "md5": md5, "size": size}
+                cache.put(out_dir / name, "md5", md5)  # the next run need not re-hash it
                 written += 1
             if time.monotonic() - last_checkpoint > 5:
                 _write_manifest(out_dir, manifest)

@@ -313,3 +313,14 @@ def test_a_shard_universe_selects_its_part_of_a_whole_split(project: Path) -> No
     whole = resolve(cfg, uni)
     in_split = {u for s in ("train", "val", "test") for u in whole.uids(s)}
     assert set(res.universe.uids()) == in_split & set(shard.uids())
+
+
+def test_first_rerun_does_not_rehash_outputs(project: Path, monkeypatch) -> None:
+    import dvc_cuvis.digests as digests
+
+    run(project, cache=StatCache(project / "c.json"))
+    hashed: list[str] = []
+    real = digests.file_md5
+    monkeypatch.setattr(digests, "file_md5", lambda p: hashed.append(str(p)) or real(p))
+    again = run(project, cache=StatCache(project / "c.json"))
+    assert again.written == 0 and hashed == []
