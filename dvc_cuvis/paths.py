@@ -32,7 +32,7 @@ class PathGuard:
         self.root_real = os.path.realpath(base)
         self._dirs: dict[str, bool] = {}
 
-    def _dir_ok(self, d: str) -> bool:
+    def dir_ok(self, d: str) -> bool:
         """True if folder ``d`` (under the base) is reached without leaving the base.
 
         One ``lstat`` per new folder: a folder is fine when its parent is and it is not a
@@ -42,7 +42,7 @@ class PathGuard:
             return d == self.base_abs
         ok = self._dirs.get(d)
         if ok is None:
-            ok = self._dir_ok(os.path.dirname(d)) and (
+            ok = self.dir_ok(os.path.dirname(d)) and (
                 not os.path.islink(d) or is_within(self.root_real, os.path.realpath(d)))
             self._dirs[d] = ok
         return ok
@@ -57,7 +57,7 @@ class PathGuard:
         if ".." in norm.split("/"):
             raise DvcCuvisError(f"{what} {rel!r} contains '..'; it must stay inside {self.base}")
         path = f"{self.base_abs}/{norm}"
-        if not self._dir_ok(os.path.dirname(path)) or os.path.islink(path):
+        if not self.dir_ok(os.path.dirname(path)) or os.path.islink(path):
             real = os.path.realpath(path)
             if not is_within(self.root_real, real):
                 raise DvcCuvisError(f"{what} {rel!r} leads outside {self.base} (a symlink to "

@@ -22,7 +22,7 @@ from typing import Any
 
 from dvc_cuvis.digests import CacheMiss, StatCache, content_fingerprint
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.paths import is_within
+from dvc_cuvis.paths import PathGuard, is_within
 from dvc_cuvis.universe import Universe
 
 FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
@@ -95,39 +95,37 @@ def list_files(root: Path, pattern: str) -> list[str]:
 
 
 class Located:
-    """One file of a scan: its path under the root, absolute path and stat result."""
+    """One file of a scan: its path under the root, absolute path, stat result, link flag."""
 
-    __slots__ = ("abs", "rel", "st")
+    __slots__ = ("abs", "link", "rel", "st")
 
     def __init__(self, root_abs: str, rel: str) -> None:
-        """Stat ``root_abs/rel`` once (``st`` is None for a non-regular file)."""
+        """``lstat`` once (a second ``stat`` only for symlinks); ``st`` None if not a file."""
         self.rel = rel
         self.abs = f"{root_abs}/{rel}"
-        st = os.stat(self.abs)
+        st = os.lstat(self.abs)
+        self.link = stat.S_ISLNK(st.st_mode)
+        if self.link:
+            st = os.stat(self.abs)
         self.st = st if stat.S_ISREG(st.st_mode) else None
 
 
 def locate(root: Path, rels: list[str]) -> list[Located]:
     """Stat every listed file once; directories are dropped; symlinks out of ``root`` refused.
 
-    Each folder is resolved once and each file is checked for being a link itself, so a
-    symlink anywhere on the way that leaves the dataset root is caught cheaply.
+    Folders go through :class:`~dvc_cuvis.paths.PathGuard` (one ``lstat`` per new folder)
+    and every file is ``lstat``-ed anyway, so a symlink anywhere on the way that leaves the
+    dataset root is caught without resolving every path.
     """
-    root_abs = os.path.abspath(root)
-    root_real = os.path.realpath(root)
-    dirs_ok: dict[str, bool] = {}
+    guard = PathGuard(root)
     out = []
     for r in rels:
-        f = Located(root_abs, r)
+        f = Located(guard.base_abs, r)
         if f.st is None:
             continue
-        parent = os.path.dirname(f.abs)
-        ok = dirs_ok.get(parent)
-        if ok is None:
-            ok = dirs_ok[parent] = is_within(root_real, os.path.realpath(parent))
-        if not ok or os.path.islink(f.abs):
+        if f.link or not guard.dir_ok(os.path.dirname(f.abs)):
             real = os.path.realpath(f.abs)
-            if not is_within(root_real, real):
+            if not is_within(guard.root_real, real):
                 raise DvcCuvisError(
                     f"{f.abs}: leads outside the dataset root {root} (a symlink to {real}); "
                     "refusing to follow it"
