@@ -132,6 +132,29 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def standard_args(description: str) -> Any:
+    """An argparse parser with the options every benchmark takes."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--quick", action="store_true", help="small sizes, goals not enforced")
+    ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if a target fails")
+    ap.add_argument("--workdir", type=Path, help="where to build the temporary data")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    return ap
+
+
+def finish(rows: list[Row], args: Any) -> int:
+    """Print the table and the failures, write ``--json``; the exit code for ``--strict``."""
+    print(table(rows))
+    failed = [r.key for r in rows if r.passed is False]
+    print(f"{len(failed)} target(s) failed" + (f": {', '.join(failed)}" if failed else ""))
+    if args.json:
+        write_json(args.json, {"rows": [r.to_dict() for r in rows], "env": environment()})
+    return 1 if (args.strict and failed) else 0
+
+
 # -- timing / profiling --------------------------------------------------------------------
 
 

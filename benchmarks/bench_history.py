@@ -11,7 +11,6 @@ Targets (absolute, measured as whole CLI processes so imports and git reads coun
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -24,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import Row, environment, median, table, write_json
+from _common import Row, finish, median, standard_args
 
 from dvc_cuvis.bake import BakeOptions, bake
 from dvc_cuvis.splits import dumps_splits
@@ -104,13 +103,7 @@ def bench_log(work: Path, commits: int, quick: bool) -> list[Row]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, targets not enforced")
-    ap.add_argument("--json", type=Path, help="write the figures here")
-    ap.add_argument("--strict", action="store_true", help="exit 1 if a target fails")
-    ap.add_argument("--workdir", type=Path, help="where to build the repositories")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder")
-    args = ap.parse_args()
+    args = standard_args(__doc__.splitlines()[0]).parse_args()
     work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_history_", dir=args.workdir))
     try:
         sources, frames, commits = (200, 50, 20) if args.quick else (10_000, 100, 100)
@@ -118,12 +111,7 @@ def main() -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(table(rows))
-    failed = [r.key for r in rows if r.passed is False]
-    print(f"{len(failed)} target(s) failed" + (f": {', '.join(failed)}" if failed else ""))
-    if args.json:
-        write_json(args.json, {"rows": [r.to_dict() for r in rows], "env": environment()})
-    return 1 if (args.strict and failed) else 0
+    return finish(rows, args)
 
 
 if __name__ == "__main__":

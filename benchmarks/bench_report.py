@@ -8,7 +8,6 @@ Targets: renders in <= 10 s (whole CLI process, drift check included) and the fi
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import Row, environment, table, write_json
+from _common import Row, finish, standard_args
 from bench_history import ENV, universe
 
 from dvc_cuvis.bake import BakeOptions, bake
@@ -37,12 +36,7 @@ def with_categories(uni: Universe) -> Universe:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--strict", action="store_true")
-    ap.add_argument("--workdir", type=Path)
-    args = ap.parse_args()
+    args = standard_args(__doc__.splitlines()[0]).parse_args()
     sources = 200 if args.quick else 10_000
     work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_report_", dir=args.workdir))
     try:
@@ -65,12 +59,7 @@ def main() -> int:
                 goal_kind="max_abs", goal_value=10.0, enforce=not args.quick),
             Row("report-size", "report file size", size, unit="MB", goal_kind="max_abs",
                 goal_value=5.0, enforce=not args.quick)]
-    print(table(rows))
-    failed = [r.key for r in rows if r.passed is False]
-    print(f"{len(failed)} target(s) failed" + (f": {', '.join(failed)}" if failed else ""))
-    if args.json:
-        write_json(args.json, {"rows": [r.to_dict() for r in rows], "env": environment()})
-    return 1 if (args.strict and failed) else 0
+    return finish(rows, args)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ sessions, and ``diff`` between the two committed versions.  Goal: every step wit
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Row, environment, table, write_json
+from _common import Row, finish, standard_args
 from bench_pipeline import child_env, run_cmd
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,13 +40,7 @@ def make_sessions(root: Path, sessions: int, frames: int, start: int = 0) -> Non
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="20k samples, goals not enforced")
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--strict", action="store_true")
-    ap.add_argument("--workdir", type=Path)
-    ap.add_argument("--keep", action="store_true")
-    args = ap.parse_args()
+    args = standard_args(__doc__.splitlines()[0]).parse_args()
     sessions, frames = (200, 100) if args.quick else (10_000, 100)
     env = child_env()
     env["PYTHONPATH"] = f"{SDK_DOUBLE}{os.pathsep}{env.get('PYTHONPATH', '')}"
@@ -95,12 +88,7 @@ def main() -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(table(rows))
-    failed = [r.key for r in rows if r.passed is False]
-    print(f"{len(failed)} target(s) failed" + (f": {', '.join(failed)}" if failed else ""))
-    if args.json:
-        write_json(args.json, {"rows": [r.to_dict() for r in rows], "env": environment()})
-    return 1 if (args.strict and failed) else 0
+    return finish(rows, args)
 
 
 if __name__ == "__main__":
