@@ -134,8 +134,13 @@ def _stat_cache(setting: str | None) -> Any:
     return StatCache(Path(setting) if setting else default_cache_path())
 
 
-def _enumerate_options(get: Callable[..., Any]) -> tuple[Any, Path, str | None]:
-    """EnumerateOptions, output path and metrics path from flags/params (``get``)."""
+def _enumerate_options(
+    get: Callable[..., Any], cache: Any = None
+) -> tuple[Any, Path, str | None]:
+    """EnumerateOptions, output path and metrics path from flags/params (``get``).
+
+    ``cache``: a StatCache already loaded by the caller (loading one costs a JSON parse).
+    """
     from dvc_cuvis.sources import EnumerateOptions
 
     fmt, root = get("format", None), get("root", None)
@@ -143,7 +148,8 @@ def _enumerate_options(get: Callable[..., Any]) -> tuple[Any, Path, str | None]:
         raise DvcCuvisError("enumerate needs --format and --root (or an 'enumerate' section "
                             "with format and root in params.yaml)")
     out = Path(get("out", "universe.csv"))
-    cache = _stat_cache(get("stat_cache", None))
+    if cache is None:
+        cache = _stat_cache(get("stat_cache", None))
     categories = get("categories", None)
     progress = get("progress", None, (bool, type(None)))
     opts = EnumerateOptions(
@@ -435,9 +441,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     enum_sect = section(params, "enumerate", path=args.params or "params.yaml")
     if enum_sect and not args.no_enumerate and "universe" in checks:
         opts, out, _ = _enumerate_options(
-            lambda name, default, kind=str: enum_sect.get(name, default))
+            lambda name, default, kind=str: enum_sect.get(name, default), cache)
         if Path(os.path.abspath(out)) == Path(os.path.abspath(universe_path)):
-            opts.cache = cache
             opts.progress = False
             current, _ = enumerate_universe(opts)
     lock: str | Path | None = "auto"

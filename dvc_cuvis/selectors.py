@@ -86,6 +86,10 @@ class PartialMatch:
 
 def norm_source(path: str) -> str:
     """Normalize a source path for comparison only (never for identity), as upstream does."""
+    if (path and "\\" not in path and "//" not in path and "/." not in path
+            and not path.startswith(".") and not path.endswith("/")
+            and not _WINDOWS_RE.match(path)):
+        return path  # already what posixpath.normpath would return (the common case)
     windowsish = bool(_WINDOWS_RE.match(path)) or "\\" in path
     normalized = posixpath.normpath(path.replace("\\", "/"))
     return normalized.casefold() if windowsish else normalized
