@@ -644,7 +644,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    """Write a dvc.yaml + params.yaml for the enumerate and bake stages into a repo."""
+    """Write a dvc.yaml + params.yaml for the split pipeline into a repo."""
     from dvc_cuvis.project import init_project
 
     written = init_project(Path(args.dir), fmt=args.format, root=args.root, force=args.force)
@@ -844,7 +844,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", help="params.yaml to read the 'report' section from")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("init", help="write dvc.yaml + params.yaml (enumerate, bake) into a repo")
+    p = sub.add_parser("init", help="write dvc.yaml + params.yaml (the whole pipeline) into a repo")
     p.add_argument("--dir", default=".", help="repository folder (default .)")
     p.add_argument("--format", default="cu3s", choices=["cu3s", "tiff", "npz", "universe"])
     p.add_argument("--root", default="data", help="dataset root inside the repo (default data)")
