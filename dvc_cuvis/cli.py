@@ -437,14 +437,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     checks_spec = _setting(args, sect, "checks", None, (str, list))
     checks = CHECKS if not checks_spec else (
         checks_spec.split(",") if isinstance(checks_spec, str) else checks_spec)
-    current = None
+    current: Any = None
     enum_sect = section(params, "enumerate", path=args.params or "params.yaml")
     if enum_sect and not args.no_enumerate and "universe" in checks:
         opts, out, _ = _enumerate_options(
             lambda name, default, kind=str: enum_sect.get(name, default), cache)
         if Path(os.path.abspath(out)) == Path(os.path.abspath(universe_path)):
             opts.progress = False
-            current, _ = enumerate_universe(opts)
+
+            def rescan() -> Any:  # called only if dvc.lock cannot vouch for the data
+                return enumerate_universe(opts)[0]
+
+            current = rescan
     lock: str | Path | None = "auto"
     if args.no_lock:
         lock = None

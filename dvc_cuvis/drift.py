@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -258,7 +258,7 @@ def _physical(uni: Universe, pos: int, column: str) -> str:
 
 def _check_content(
     uni: Universe, cache: StatCache, assignment: np.ndarray | None,
-    current: Universe | None = None,
+    current: Universe | None = None, vouched: Sequence[str] = (),
 ) -> Finding:
     if not uni.has_column("md5"):
         return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
@@ -288,10 +288,17 @@ def _check_content(
             if current.has_column(column) and current.has_column(digest_col):
                 known.update(zip(current.column(column), current.column(digest_col), strict=True))
     guard = PathGuard(base)
+    prefixes = tuple(v.rstrip("/") + "/" for v in vouched)
     missing, modified = [], []
     bad_rows: set[int] = set()
+    skipped = 0
     for rel in sorted(files):
         expected, rows = files[rel]
+        if prefixes:
+            full = guard.resolve(rel, what="universe path")
+            if full.startswith(prefixes) or full in vouched:
+                skipped += 1  # dvc.lock's hash of that input covers this file
+                continue
         actual = known.get(rel)
         if actual is None:
             path = guard.resolve(rel, what="universe path")
@@ -307,7 +314,8 @@ def _check_content(
             bad_rows.update(rows)
     details: dict[str, Any] = {"missing": missing, "modified": modified}
     if not missing and not modified:
-        return Finding("content", "ok", f"{len(files)} files match their recorded md5")
+        via = f" ({skipped} through dvc.lock's input hashes)" if skipped else ""
+        return Finding("content", "ok", f"{len(files)} files match their recorded md5{via}")
     details["affected_samples"] = len(bad_rows)
     if assignment is not None:
         hit = np.fromiter(bad_rows, dtype=np.int64, count=len(bad_rows))
@@ -393,14 +401,25 @@ def find_lock(start: Path) -> Path | None:
     return None
 
 
-def _check_staleness(lock: Path | None, targets: list[Path], cache: StatCache) -> Finding:
+def _check_staleness(
+    lock: Path | None, targets: list[Path], cache: StatCache, universe: Path | None = None
+) -> tuple[Finding, list[str]]:
+    """The staleness finding, and the inputs (absolute paths) that dvc.lock vouches for.
+
+    The second value lists the dependencies of the stage that wrote ``universe`` when that
+    stage is entirely unchanged (its recorded universe.csv, every dependency hash and its
+    params): the data under them is then exactly what universe.csv was enumerated from.
+    """
     if lock is None:
-        return Finding("staleness", "skipped", "no dvc.lock")
+        return Finding("staleness", "skipped", "no dvc.lock"), []
     try:
         data = yaml.safe_load(lock.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        return Finding("staleness", "violation", f"{lock}: unreadable dvc.lock ({exc})")
+        return Finding("staleness", "violation", f"{lock}: unreadable dvc.lock ({exc})"), []
     root = lock.parent
+    universe_rel = (os.path.normpath(os.path.relpath(universe.absolute(), root.absolute()))
+                    if universe is not None else None)
+    vouched: list[str] = []
     wanted = {os.path.normpath(os.path.relpath(t.absolute(), root.absolute())) for t in targets}
     stages = data.get("stages", {}) if isinstance(data, dict) else {}
     changed: list[str] = []
@@ -416,6 +435,7 @@ def _check_staleness(lock: Path | None, targets: list[Path], cache: StatCache) -
         if not any(w == p or w.startswith(p + os.sep) for w in wanted for p in paths):
             continue  # neither writes nor reads these files (nor a folder holding them)
         relevant.append(name)
+        before = (len(changed), len(params_changed))
         for e in entries:
             rel = str(e.get("path", ""))
             recorded = e.get("md5")
@@ -438,15 +458,21 @@ def _check_staleness(lock: Path | None, targets: list[Path], cache: StatCache) -
             for key, value in (values or {}).items():
                 for leaf, _, _ in diff_params(key, value, _lookup(params_cache[pfile], key)):
                     params_changed.append(f"{pfile}:{leaf} (stage {name})")
+        outs = {os.path.normpath(str(e.get("path", ""))) for e in stage.get("outs", [])
+                if isinstance(e, dict)}
+        if universe_rel in outs and (len(changed), len(params_changed)) == before:
+            vouched = [os.path.abspath(root / str(e.get("path", "")))
+                       for e in stage.get("deps", []) if isinstance(e, dict) and e.get("md5")]
     details = {"stages": relevant, "changed": changed, "params_changed": params_changed}
     if changed or params_changed:
         return Finding("staleness", "drift",
                        f"the workspace differs from dvc.lock: {len(changed)} file(s), "
-                       f"{len(params_changed)} param(s)", details, "run `dvc repro`")
+                       f"{len(params_changed)} param(s)", details, "run `dvc repro`"), vouched
     if not relevant:
-        return Finding("staleness", "skipped", f"{lock.name} has no stage for these files")
+        return Finding("staleness", "skipped",
+                       f"{lock.name} has no stage for these files"), vouched
     return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(relevant)})",
-                   details)
+                   details), vouched
 
 
 def _lookup(tree: Any, dotted: str) -> Any:
@@ -465,7 +491,7 @@ def verify(
     splits: Path | str | DataSplitConfig,
     universe: Path | str | Universe,
     *,
-    current: Universe | None = None,
+    current: Universe | Callable[[], Universe] | None = None,
     deep: bool = False,
     name_to_id: dict[str, int] | None = None,
     group_leakage: str = "auto",
@@ -476,9 +502,13 @@ def verify(
 ) -> DriftReport:
     """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
 
-    ``current`` is the universe enumerated from the data now (compare with universe.csv);
-    ``lock="auto"`` finds the repository's dvc.lock; ``data_dir`` overrides the prefix that
-    ``{DATA_DIR}`` stands for in GUI-authored splits.
+    ``current`` is the universe enumerated from the data now (or a function producing it,
+    called only when needed): when dvc.lock shows that the stage which wrote universe.csv is
+    unchanged — its output, every input hash and its params — the data under its inputs is
+    vouched for by DVC and neither the re-scan nor per-file hashing is repeated for it
+    (``deep`` always re-reads everything).  ``lock="auto"`` finds the repository's
+    dvc.lock; ``data_dir`` overrides the prefix that ``{DATA_DIR}`` stands for in
+    GUI-authored splits.
     """
     wanted = set(checks)
     unknown = wanted - set(CHECKS)
@@ -496,22 +526,8 @@ def verify(
     else:
         data_dir = None
         cfg_resolved = cfg
-    findings: list[Finding] = []
-    res = None
-    sel_finding = None
-    if tokenized:  # the pin is over tokenized uids; the universe check compares it
-        cfg_resolved = cfg_resolved.model_copy(update={"universe_hash": None})
-    if wanted & {"selection", "constraints", "content"}:
-        sel_finding, res = _check_selection(cfg_resolved, uni, name_to_id, where)
-    if "universe" in wanted:
-        findings.append(_check_universe(cfg, uni, current, data_dir))
-    if "content" in wanted:
-        findings.append(_check_content(uni, cache, res.assignment() if res else None,
-                                       None if deep else current))
-    if "selection" in wanted and sel_finding is not None:
-        findings.append(sel_finding)
-    if "constraints" in wanted:
-        findings.append(_check_constraints(cfg, res, group_leakage))
+    staleness: Finding | None = None
+    vouched: list[str] = []
     if "staleness" in wanted:
         lock_path: Path | None
         if lock == "auto":
@@ -520,7 +536,32 @@ def verify(
         else:
             lock_path = Path(lock) if lock else None
         targets = [p for p in (splits_path, uni.path) if p is not None]
-        findings.append(_check_staleness(lock_path, targets, cache))
+        staleness, vouched = _check_staleness(lock_path, targets, cache, uni.path)
+        if deep:
+            vouched = []
+    if callable(current):
+        current = None if vouched else current()
+    findings: list[Finding] = []
+    res = None
+    sel_finding = None
+    if tokenized:  # the pin is over tokenized uids; the universe check compares it
+        cfg_resolved = cfg_resolved.model_copy(update={"universe_hash": None})
+    if wanted & {"selection", "constraints", "content"}:
+        sel_finding, res = _check_selection(cfg_resolved, uni, name_to_id, where)
+    if "universe" in wanted:
+        finding = _check_universe(cfg, uni, current, data_dir)
+        if vouched and finding.status == "ok":
+            finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
+        findings.append(finding)
+    if "content" in wanted:
+        findings.append(_check_content(uni, cache, res.assignment() if res else None,
+                                       None if deep else current, vouched))
+    if "selection" in wanted and sel_finding is not None:
+        findings.append(sel_finding)
+    if "constraints" in wanted:
+        findings.append(_check_constraints(cfg, res, group_leakage))
+    if staleness is not None:
+        findings.append(staleness)
     cache.save()
     return DriftReport(where, str(uni.path or "universe"), findings)
 

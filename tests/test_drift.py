@@ -179,3 +179,25 @@ def test_deep_rehashes_despite_a_warm_cache(repo: Path, tmp_path: Path) -> None:
     assert f.stat().st_ino == st.st_ino  # rewritten in place: the stat triple is unchanged
     assert warm.finding("content").status == "ok"  # what a stat cache cannot see ...
     assert deep.finding("content").status == "drift"  # ... is what --deep is for
+
+
+def test_unchanged_enumerate_stage_is_vouched_for_by_dvc_lock(repo: Path, cli,
+                                                              monkeypatch) -> None:
+    import dvc_cuvis.sources as sources
+
+    real = sources.enumerate_universe
+    calls: list[int] = []
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(sources, "enumerate_universe", counting)
+    r, checks = check(repo, cli, monkeypatch)
+    assert r.code == 0, r.out
+    assert calls == []  # the data is vouched for by dvc.lock: no re-scan
+    assert "through dvc.lock's input hashes" in checks["content"]["summary"]
+    assert "dvc.lock vouches" in checks["universe"]["summary"]
+    r, checks = check(repo, cli, monkeypatch, "--deep")  # --deep trusts nothing
+    assert r.code == 0 and calls == [1]
+    assert "through dvc.lock" not in checks["content"]["summary"]
