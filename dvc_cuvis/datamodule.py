@@ -14,7 +14,10 @@ dataloader is built.
 
 from __future__ import annotations
 
+import io
 import logging
+import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -45,17 +48,70 @@ class NpzFrames:
         return len(self.paths)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        with np.load(self.paths[i], allow_pickle=False) as z:
-            cube = np.asarray(z["cube"], dtype=np.float32)
-            h, w = cube.shape[:2]
-            files = z.files
-            mask = (np.asarray(z["mask"], dtype=np.int32) if "mask" in files
-                    else np.zeros((h, w), dtype=np.int32))
-            class_mask = (np.asarray(z["class_mask"], dtype=np.uint8) if "class_mask" in files
-                          else np.zeros((h, w), dtype=np.uint8))
-            wavelengths = np.asarray(z["wavelengths"]).ravel().astype(np.int32)
+        z = read_npz(self.paths[i])
+        cube = np.asarray(z["cube"], dtype=np.float32)
+        h, w = cube.shape[:2]
+        mask = (np.asarray(z["mask"], dtype=np.int32) if "mask" in z
+                else np.zeros((h, w), dtype=np.int32))
+        class_mask = (np.asarray(z["class_mask"], dtype=np.uint8) if "class_mask" in z
+                      else np.zeros((h, w), dtype=np.uint8))
+        wavelengths = np.asarray(z["wavelengths"]).ravel().astype(np.int32)
         return {"cube": cube, "mask": mask, "class_mask": class_mask,
                 "wavelengths": wavelengths, "mesu_index": self.indices[i], "frame_id": i}
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    """All members of an npz frame; stored (uncompressed) members without a copy.
+
+    Materialized frames store their arrays uncompressed, so one read of the file and a
+    ``frombuffer`` per member replaces ``np.load``'s per-member stream, copy and CRC pass
+    (content integrity is what the drift check's md5 verifies before loading).  Deflated
+    members, or anything unusual, go through ``np.load`` unchanged.
+    """
+    with open(path, "rb") as fh:
+        try:
+            infos = zipfile.ZipFile(fh).infolist()
+        except zipfile.BadZipFile:
+            infos = []
+        stored = bool(infos) and all(
+            zi.compress_type == zipfile.ZIP_STORED and zi.filename.endswith(".npy")
+            for zi in infos)
+        if stored:
+            fh.seek(0)
+            buf = bytearray(os.fstat(fh.fileno()).st_size)
+            fh.readinto(buf)
+            out = _stored_members(buf, infos)
+            if out is not None:
+                return out
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _stored_members(buf: bytearray, infos: list[zipfile.ZipInfo]) -> dict[str, np.ndarray] | None:
+    fmt = np.lib.format
+    out: dict[str, np.ndarray] = {}
+    for zi in infos:
+        off = zi.header_offset
+        name_len = int.from_bytes(buf[off + 26:off + 28], "little")
+        extra_len = int.from_bytes(buf[off + 28:off + 30], "little")
+        start = off + 30 + name_len + extra_len
+        head = io.BytesIO(bytes(buf[start:start + 4096]))
+        try:
+            version = fmt.read_magic(head)
+            reader = (fmt.read_array_header_1_0 if version == (1, 0)
+                      else fmt.read_array_header_2_0)
+            shape, fortran, dtype = reader(head)
+        except ValueError:
+            return None
+        if dtype.hasobject:
+            return None  # never unpickle
+        count = int(np.prod(shape)) if shape else 1
+        data_start = start + head.tell()
+        if data_start + count * dtype.itemsize > start + zi.file_size:
+            return None
+        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data_start)
+        out[zi.filename[:-4]] = arr.reshape(shape, order="F" if fortran else "C")
+    return out
 
 
 def _lightning_base() -> type:

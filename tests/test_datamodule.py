@@ -6,6 +6,7 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dvc_cuvis.bake import BakeOptions, bake
@@ -156,3 +157,33 @@ def test_guard_runs_the_check_before_an_upstream_setup(materialized: Path, drift
         guard(object())
     with pytest.raises(DvcCuvisError, match="pass splits= and universe="):
         guard(type("DM", (), {"setup": lambda self, stage=None: None})())
+
+
+def test_read_npz_matches_np_load_for_every_writer(tmp_path: Path) -> None:
+    from dvc_cuvis.datamodule import read_npz
+    from dvc_cuvis.materialize import Compression, npz_bytes
+
+    rng = np.random.default_rng(1)
+    arrays = {"cube": rng.random((6, 5, 4), dtype=np.float32),
+              "wavelengths": np.arange(4, dtype=np.int32), "source": np.array("a/b.cu3s"),
+              "mask": np.eye(6, 5, dtype=np.int32), "fortran": np.asfortranarray(np.eye(3)),
+              "scalar": np.array(2.5)}
+    files = {}
+    for spec in ("none", "masks:6", "deflate:1"):
+        files[spec] = tmp_path / f"{spec.replace(':', '_')}.npz"
+        files[spec].write_bytes(npz_bytes(arrays, Compression.parse(spec)))
+    files["savez"] = tmp_path / "savez.npz"
+    np.savez(files["savez"], **arrays)
+    files["compressed"] = tmp_path / "compressed.npz"
+    np.savez_compressed(files["compressed"], **arrays)
+    for name, path in files.items():
+        got = read_npz(str(path))
+        with np.load(path) as z:
+            assert set(got) == set(z.files), name
+            for key in z.files:
+                assert got[key].dtype == z[key].dtype and np.array_equal(got[key], z[key])
+        assert got["cube"].flags.writeable  # torch.as_tensor needs writable arrays
+    objects = tmp_path / "objects.npz"
+    np.savez(objects, x=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match="allow_pickle"):
+        read_npz(str(objects))  # never unpickled
