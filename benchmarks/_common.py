@@ -145,13 +145,43 @@ def standard_args(description: str) -> Any:
     return ap
 
 
-def finish(rows: list[Row], args: Any) -> int:
-    """Print the table and the failures, write ``--json``; the exit code for ``--strict``."""
+def finish(
+    rows: list[Row],
+    args: Any,
+    *,
+    total: float | None = None,
+    notes: list[str] | None = None,
+    profiles: dict[str, str] | None = None,
+    quick_note: str = "(--quick: small sizes; targets not enforced)",
+    extra_json: dict[str, Any] | None = None,
+) -> int:
+    """Print the table, notes, failures and profiles; write ``--json``; the ``--strict`` code."""
+    import textwrap
+
+    notes, profiles = notes or [], profiles or {}
     print(table(rows))
+    for note in notes:
+        print(textwrap.fill(note, width=100, subsequent_indent="  "))
+    if getattr(args, "quick", False):
+        print(quick_note)
     failed = [r.key for r in rows if r.passed is False]
-    print(f"{len(failed)} target(s) failed" + (f": {', '.join(failed)}" if failed else ""))
+    spent = f"total {total:.1f} s; " if total is not None else ""
+    print(f"{spent}{len(failed)} target(s) failed" + (f": {', '.join(failed)}" if failed else ""))
+    for key, text in profiles.items():
+        print(f"\n=== profile: ours, {key} ===\n{text}")
     if args.json:
-        write_json(args.json, {"rows": [r.to_dict() for r in rows], "env": environment()})
+        write_json(args.json, {
+            "mode": "quick" if getattr(args, "quick", False) else "full",
+            "seed": getattr(args, "seed", None),
+            "total_seconds": total,
+            "environment": environment(),
+            **(extra_json or {}),
+            "results": [r.to_dict() for r in rows],
+            "notes": notes,
+            "failed": failed,
+            "profiles": profiles,
+        })
+        print(f"wrote {args.json}")
     return 1 if (args.strict and failed) else 0
 
 

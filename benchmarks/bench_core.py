@@ -38,7 +38,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -417,30 +416,8 @@ def main(argv: list[str] | None = None) -> int:
 
     total = time.perf_counter() - t_all
     print()
-    print(_common.table(rows))
-    for n in notes:
-        print(textwrap.fill(n, width=100, subsequent_indent="  "))
-    if args.quick:
-        print("(--quick: sizes / ~20, targets not enforced)")
-    failed = [r for r in rows if r.passed is False]
-    print(f"total {total:.1f} s; {len(failed)} target(s) failed"
-          + (": " + ", ".join(r.key for r in failed) if failed else ""))
-    for key, text in profiles.items():
-        print(f"\n=== cProfile: ours, {key} ===\n{text}")
-
-    if args.json:
-        _common.write_json(args.json, {
-            "mode": "quick" if args.quick else "full",
-            "seed": args.seed,
-            "total_seconds": total,
-            "environment": _common.environment(),
-            "results": [r.to_dict() for r in rows],
-            "notes": notes,
-            "failed": [r.key for r in failed],
-            "profiles": profiles,
-        })
-        print(f"wrote {args.json}")
-    return 1 if (args.strict and failed) else 0
+    return _common.finish(rows, args, total=total, notes=notes, profiles=profiles,
+                          quick_note="(--quick: sizes / ~20, targets not enforced)")
 
 
 if __name__ == "__main__":

@@ -653,39 +653,17 @@ def main(argv: list[str] | None = None) -> int:
     print(tables)
     print(textwrap.fill(rec, width=100, subsequent_indent="  "))
     print()
-    print(_common.table(rows))
-    for note in notes:
-        print(textwrap.fill(note, width=100, subsequent_indent="  "))
-    if args.quick:
-        print("(--quick: small frames, targets not enforced)")
-    failed = [r for r in rows if r.passed is False]
-    print(f"total {total:.1f} s; {len(failed)} target(s) failed"
-          + (": " + ", ".join(r.key for r in failed) if failed else ""))
-    for key, text in profiles.items():
-        print(f"\n=== cProfile: ours, {key} ===\n{text}")
-
-    if args.json:
-        compression: list[dict[str, Any]] = [
-            {"mode": f.mode, "what": f.what, "frames": f.n, "raw_bytes": f.raw_bytes,
-             "bytes": f.bytes, "cycles": len(f.write_s), "encode_s": f.encode_s,
-             "write_s": f.write_s, "read_s": f.read_s, "encode_mb_s": f.encode_mbs,
-             "write_mb_s": f.write_mbs, "read_mb_s_warm": f.read_mbs} for f in figs]
-        _common.write_json(args.json, {
-            "mode": "quick" if args.quick else "full",
-            "seed": args.seed,
-            "total_seconds": total,
-            "environment": _common.environment(),
-            "dataset": {"folders": n_folders, "frames_per_folder": n_frames,
-                        "shape": list(shape)},
-            "compression": compression,
-            "recommendation": rec,
-            "results": [r.to_dict() for r in rows],
-            "notes": notes,
-            "failed": [r.key for r in failed],
-            "profiles": profiles,
-        })
-        print(f"wrote {args.json}")
-    return 1 if (args.strict and failed) else 0
+    compression: list[dict[str, Any]] = [
+        {"mode": f.mode, "what": f.what, "frames": f.n, "raw_bytes": f.raw_bytes,
+         "bytes": f.bytes, "cycles": len(f.write_s), "encode_s": f.encode_s,
+         "write_s": f.write_s, "read_s": f.read_s, "encode_mb_s": f.encode_mbs,
+         "write_mb_s": f.write_mbs, "read_mb_s_warm": f.read_mbs} for f in figs]
+    return _common.finish(
+        rows, args, total=total, notes=notes, profiles=profiles,
+        quick_note="(--quick: small frames, targets not enforced)",
+        extra_json={"dataset": {"folders": n_folders, "frames_per_folder": n_frames,
+                                "shape": list(shape)},
+                    "compression": compression, "recommendation": rec})
 
 
 if __name__ == "__main__":
