@@ -46,7 +46,6 @@ from dvc_cuvis.selectors import Positions, Resolver
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     STAGES,
-    Resolution,
     evaluate_constraints,
     resolve,
     stage_stats,
@@ -615,7 +614,6 @@ __all__ = [
     "STRATEGIES",
     "BakeOptions",
     "Baked",
-    "Resolution",
     "bake",
     "compact_ids",
     "iterative_stratify",

@@ -249,13 +249,6 @@ def _renames(
     return pairs
 
 
-def _physical(uni: Universe, pos: int, column: str) -> str:
-    value = uni.value(column, pos)
-    if column == "materialized_path" and not value:
-        value = uni.source(pos)
-    return value
-
-
 def _check_content(
     uni: Universe, cache: StatCache, assignment: np.ndarray | None,
     current: Universe | None = None, vouched: Sequence[str] = (),

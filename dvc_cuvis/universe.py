@@ -337,6 +337,12 @@ class Universe:
 
     def groups(self) -> tuple[list[str], npt.NDArray[np.int32]]:
         """Leakage groups: sorted group names and a per-row code (empty ``group`` = source)."""
+        cached: tuple[list[str], npt.NDArray[np.int32]] | None = self.__dict__.get("_groups")
+        if cached is None:
+            cached = self.__dict__["_groups"] = self._compute_groups()
+        return cached
+
+    def _compute_groups(self) -> tuple[list[str], npt.NDArray[np.int32]]:
         col = self._columns.get("group")
         if col is None:
             return self._names, self._codes
