@@ -7,7 +7,6 @@ is every extra column.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError
@@ -16,46 +15,34 @@ from dvc_cuvis.universe import PATH_COLUMNS, read_universe
 
 
 def scan_universe_csv(opts: EnumerateOptions) -> Scan:
-    """Rows of the universe.csv at ``opts.root`` (a file) with paths re-based and md5 filled."""
+    """Columns of the universe.csv at ``opts.root`` with paths re-based and md5 filled."""
     src_csv = opts.root
     if src_csv.is_dir():
         src_csv = src_csv / "universe.csv"
     uni = read_universe(src_csv)
     base = src_csv.parent
-    names = [c for c in uni.columns]
-    cols = {n: uni.column(n) for n in names}
-    rows: list[dict[str, Any]] = [
-        {n: cols[n][i] for n in names} for i in range(len(uni))
-    ]
-    for row in rows:
-        row["index"] = int(row["index"])
-        for name in PATH_COLUMNS:
-            value = row.get(name)
-            if value:
-                p = Path(value)
-                row[name] = rel_to_out(p if p.is_absolute() else base / p, opts.out_dir)
+    columns: dict[str, list[Any]] = {n: uni.column(n) for n in uni.columns}
+    columns["index"] = uni.indices.tolist()
+    rebased: dict[str, str] = {"": ""}
+    for name in PATH_COLUMNS:
+        if name in columns:  # paths were relative to the input CSV (absolute ones are refused)
+            columns[name] = [rebased.setdefault(v, rel_to_out(base / v, opts.out_dir))
+                             for v in columns[name]]
+    if opts.hash_content and "materialized_path" in columns:
+        recorded = columns.get("md5", [""] * len(uni))
 
-    if opts.hash_content and uni.has_column("materialized_path"):
-
-        def digest(row: dict[str, Any]) -> str:
-            rel = row.get("materialized_path") or ""
-            if not rel:
-                return str(row.get("md5", ""))
+        def digest(rel: str) -> str:
             path = opts.out_dir / rel
             if not path.is_file():
                 raise DvcCuvisError(
-                    f"{src_csv}: materialized_path {rel!r} of {row['source']}#{row['index']} "
-                    "does not exist; fix the path or enumerate with --no-hash"
+                    f"{src_csv}: materialized_path {rel!r} does not exist; fix the path or "
+                    "enumerate with --no-hash"
                 )
             return opts.cache.md5(path)
 
-        unique_paths: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            unique_paths.setdefault(row.get("materialized_path") or "", row)
-        keys = list(unique_paths)
-        values = parallel_map(lambda k: digest(unique_paths[k]), keys, jobs=opts.jobs,
-                              desc="md5", show=opts.progress)
-        by_path = dict(zip(keys, values, strict=True))
-        for row in rows:
-            row["md5"] = by_path[row.get("materialized_path") or ""]
-    return Scan(rows)
+        paths = sorted(set(columns["materialized_path"]) - {""})
+        by_path = dict(zip(paths, parallel_map(digest, paths, jobs=opts.jobs, desc="md5",
+                                               show=opts.progress), strict=True))
+        columns["md5"] = [by_path.get(rel, old)
+                          for rel, old in zip(columns["materialized_path"], recorded, strict=True)]
+    return Scan([], columns=columns)
