@@ -3,11 +3,16 @@
 The digest is DVC's: the plain md5 of the file's bytes (DVC 3 ``md5`` hash), so a value in
 universe.csv's ``md5`` column can be compared with what ``dvc.lock`` / ``.dir`` listings hold.
 
-The cache maps an absolute path to ``(inode, size, mtime_ns)`` plus whatever was derived
-from the file's bytes (its md5, the category ids in a label map, a measurement count).
-A file whose stat triple is unchanged is trusted; anything else is recomputed.  The cache
-is a local convenience, never an output: it lives in ``.dvc/tmp/dvc-cuvis/`` of the
+The cache maps an absolute path to a stamp ``(inode, size, mtime_ns)`` plus whatever was
+derived from the file's bytes (its md5, the category ids in a label map, a measurement
+count).  A file whose stamp is unchanged is trusted; anything else is recomputed.  The
+cache is a local convenience, never an output: it lives in ``.dvc/tmp/dvc-cuvis/`` of the
 enclosing DVC repository (git-ignored by DVC) or in the user's cache directory.
+
+It is read on every ``check`` and every guarded ``setup()``, so its file is columnar
+rather than one JSON object per path: the paths, three integer arrays and, per value key,
+one JSON list that is decoded only when that key is first asked for.  Loading the entries
+of 100k files is a few tens of milliseconds instead of a 20 MiB JSON parse.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis._io import atomic_write_text
+import numpy as np
+
+from dvc_cuvis._io import atomic_write_bytes
 
 _BLOCK = 1 << 20
-_VERSION = 1
+MAGIC = b"dvc-cuvis stat cache 2\n"
+
+Stamp = tuple[int, int, int]
 
 
 def file_md5(path: Path | str) -> str:
@@ -36,41 +45,139 @@ def file_md5(path: Path | str) -> str:
 
 
 def default_cache_path(start: Path | None = None) -> Path:
-    """``<dvc repo>/.dvc/tmp/dvc-cuvis/stat-cache.json``, else ``~/.cache/dvc-cuvis/...``."""
+    """``<dvc repo>/.dvc/tmp/dvc-cuvis/stat-cache.bin``, else ``~/.cache/dvc-cuvis/...``."""
     here = (start or Path.cwd()).resolve()
     for d in (here, *here.parents):
         if (d / ".dvc").is_dir():
-            return d / ".dvc" / "tmp" / "dvc-cuvis" / "stat-cache.json"
+            return d / ".dvc" / "tmp" / "dvc-cuvis" / "stat-cache.bin"
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "dvc-cuvis" / "stat-cache.json"
+    return base / "dvc-cuvis" / "stat-cache.bin"
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    """The part of a stat result that says "same file, same bytes": inode, size, mtime."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class CacheMiss(Exception):
     """Raised by a ``cached_only`` lookup that would have to read the file."""
 
 
+class _Stored:
+    """The entries read from the cache file: columnar, value lists decoded on demand."""
+
+    def __init__(self, paths: list[str], ints: list[list[int]], raw: dict[str, memoryview]) -> None:
+        self.paths = paths
+        self._ino, self._size, self._mtime = ints
+        self.index = dict(zip(paths, range(len(paths)), strict=True))
+        self._raw: dict[str, memoryview] = raw
+        self._values: dict[str, list[Any]] = {}
+
+    def stamp(self, row: int) -> Stamp:
+        return (self._ino[row], self._size[row], self._mtime[row])
+
+    def key_names(self) -> list[str]:
+        return sorted(self._raw)
+
+    def values(self, key: str) -> list[Any] | None:
+        vals = self._values.get(key)
+        if vals is None:
+            raw = self._raw.get(key)
+            if raw is None:
+                return None
+            vals = json.loads(bytes(raw))
+            if not isinstance(vals, list) or len(vals) != len(self.paths):
+                raise ValueError(f"value list {key!r} does not match the paths")
+            self._values[key] = vals
+        return vals
+
+
+def _read(path: Path) -> _Stored | None:
+    """The stored entries, or None for a missing, foreign or corrupt file."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(MAGIC):
+        return None  # an older (JSON) cache or something else: start afresh
+    try:
+        head_end = data.index(b"\n", len(MAGIC))
+        head = json.loads(data[len(MAGIC):head_end])
+        n = int(head["n"])
+        pos = head_end + 1
+        view = memoryview(data)
+        sections: dict[str, memoryview] = {}
+        for name, size in head["sections"]:
+            sections[name] = view[pos:pos + size]
+            pos += size
+            if len(sections[name]) != size:
+                return None
+        blob = str(sections.pop("paths"), "utf-8", "surrogateescape")
+        paths = blob.split("\0") if n else []
+        ints = [np.frombuffer(sections.pop(c), dtype=d).tolist()
+                for c, d in (("ino", "<u8"), ("size", "<i8"), ("mtime", "<i8"))]
+        if len(paths) != n or any(len(c) != n for c in ints):
+            return None
+        raw = {name[len("key:"):]: body for name, body in sections.items()
+               if name.startswith("key:")}
+        return _Stored(paths, ints, raw)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+
+
 class StatCache:
-    """Values derived from file contents, valid while the file's stat triple is unchanged."""
+    """Values derived from file contents, valid while the file's stamp is unchanged."""
 
     def __init__(self, path: Path | None) -> None:
         """Load the cache at ``path`` (None: an in-memory cache that is never saved)."""
         self.path = path
         self._lock = threading.Lock()
-        self._entries: dict[str, dict[str, Any]] = {}
+        self._stored = _read(path) if path is not None else None
+        # entries added or replaced in this process: path -> {"st": stamp, key: value}
+        self._new: dict[str, dict[str, Any]] = {}
         self._dirty = False
         self.hits = 0
         self.misses = 0
-        if path is not None and path.is_file():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if data.get("version") == _VERSION and isinstance(data.get("entries"), dict):
-                    self._entries = data["entries"]
-            except (OSError, ValueError, AttributeError):
-                self._entries = {}  # a corrupt cache is only a slower run
 
-    @staticmethod
-    def _stamp(st: os.stat_result) -> list[int]:
-        return [st.st_ino, st.st_size, st.st_mtime_ns]
+    def count(self) -> int:
+        """Number of paths with an entry."""
+        stored = self._stored.index if self._stored else {}
+        return len(stored) + sum(1 for p in self._new if p not in stored)
+
+    def lookup(self, abs_path: str, key: str, stamp: Stamp) -> tuple[bool, Any]:
+        """``(True, value)`` if ``key`` is recorded for ``abs_path`` at ``stamp``."""
+        entry = self._new.get(abs_path)
+        if entry is not None:
+            if entry["st"] == stamp and key in entry:
+                return True, entry[key]
+            return False, None
+        stored = self._stored
+        if stored is None:
+            return False, None
+        row = stored.index.get(abs_path)
+        if row is None or stored.stamp(row) != stamp:
+            return False, None
+        vals = stored.values(key)
+        if vals is None or vals[row] is None:
+            return False, None
+        return True, vals[row]
+
+    def record(self, abs_path: str, key: str, stamp: Stamp, value: Any) -> None:
+        """Remember ``value`` under ``key`` for ``abs_path`` at ``stamp``."""
+        with self._lock:
+            entry = self._new.get(abs_path)
+            if entry is None or entry["st"] != stamp:
+                entry = {"st": stamp}
+                stored = self._stored
+                row = stored.index.get(abs_path) if stored is not None else None
+                if stored is not None and row is not None and stored.stamp(row) == stamp:
+                    for k in stored.key_names():  # keep what was known about the same bytes
+                        vals = stored.values(k)
+                        if vals is not None and vals[row] is not None:
+                            entry[k] = vals[row]
+                self._new[abs_path] = entry
+            entry[key] = value
+            self._dirty = True
 
     def get(
         self,
@@ -89,34 +196,23 @@ class StatCache:
         abs_path = os.fspath(path)
         if not abs_path.startswith("/"):
             abs_path = os.path.abspath(abs_path)
-        stamp = self._stamp(st or os.stat(abs_path))
-        entry = self._entries.get(abs_path)
-        if entry is not None and entry.get("st") == stamp and key in entry:
+        stamp = stamp_of(st or os.stat(abs_path))
+        found, value = self.lookup(abs_path, key, stamp)
+        if found:
             self.hits += 1
-            return entry[key]
+            return value
         if cached_only:
             raise CacheMiss(abs_path)
         value = compute(Path(abs_path))
+        self.record(abs_path, key, stamp, value)
         with self._lock:
             self.misses += 1
-            entry = self._entries.get(abs_path)
-            if entry is None or entry.get("st") != stamp:
-                entry = {"st": stamp}
-                self._entries[abs_path] = entry
-            entry[key] = value
-            self._dirty = True
         return value
 
     def put(self, path: Path | str, key: str, value: Any) -> None:
         """Record ``value`` for a file this process just wrote (so it is never re-read)."""
         abs_path = os.path.abspath(path)
-        stamp = self._stamp(os.stat(abs_path))
-        with self._lock:
-            entry = self._entries.get(abs_path)
-            if entry is None or entry.get("st") != stamp:
-                entry = self._entries[abs_path] = {"st": stamp}
-            entry[key] = value
-            self._dirty = True
+        self.record(abs_path, key, stamp_of(os.stat(abs_path)), value)
 
     def md5(
         self, path: Path | str, st: os.stat_result | None = None, *, cached_only: bool = False
@@ -125,17 +221,111 @@ class StatCache:
         value: str = self.get(path, "md5", file_md5, st, cached_only=cached_only)
         return value
 
+    def _merged(self) -> tuple[list[str], list[Stamp], dict[str, list[Any]]]:
+        stored, new = self._stored, self._new
+        paths: list[str] = []
+        stamps: list[Stamp] = []
+        keys = set(stored.key_names() if stored else ())
+        for entry in new.values():
+            keys.update(k for k in entry if k != "st")
+        values: dict[str, list[Any]] = {k: [] for k in sorted(keys)}
+        if stored is not None:
+            keep = [r for r, p in enumerate(stored.paths) if p not in new]
+            paths += [stored.paths[r] for r in keep]
+            stamps += [stored.stamp(r) for r in keep]
+            for k in values:
+                vals = stored.values(k)
+                values[k] += [vals[r] for r in keep] if vals is not None else [None] * len(keep)
+        for p, entry in new.items():
+            paths.append(p)
+            stamps.append(entry["st"])
+            for k, vals in values.items():
+                vals.append(entry.get(k))
+        return paths, stamps, values
+
+    def to_bytes(self) -> bytes:
+        """The cache file's content (columnar; see the module docstring)."""
+        paths, stamps, values = self._merged()
+        cols = list(zip(*stamps, strict=True)) if stamps else [(), (), ()]
+        sections = [("paths", "\0".join(paths).encode("utf-8", "surrogateescape"))]
+        sections += [(name, np.asarray(col, dtype=dt).tobytes())
+                     for name, col, dt in zip(("ino", "size", "mtime"), cols,
+                                              ("<u8", "<i8", "<i8"), strict=True)]
+        sections += [(f"key:{k}", json.dumps(v, separators=(",", ":")).encode("utf-8"))
+                     for k, v in values.items()]
+        head = json.dumps({"n": len(paths), "sections": [[n, len(b)] for n, b in sections]},
+                          separators=(",", ":")).encode("utf-8")
+        return b"".join([MAGIC, head, b"\n", *(b for _, b in sections)])
+
     def save(self) -> None:
         """Write the cache back (atomically) if anything changed; failures are ignored."""
         if self.path is None or not self._dirty:
             return
         try:
-            text = json.dumps({"version": _VERSION, "entries": self._entries},
-                              separators=(",", ":"), sort_keys=True)
-            atomic_write_text(self.path, text)
+            with self._lock:
+                data = self.to_bytes()
+            atomic_write_bytes(self.path, data)
             self._dirty = False
         except OSError:
             pass
+
+
+def list_tree(root: str) -> list[tuple[str, os.stat_result]]:
+    """``(relpath, stat)`` of every file below ``root``, sorted, as DVC lists a folder.
+
+    Like ``os.walk``: symlinks to folders are not descended, unreadable folders and
+    broken links are left out.
+    """
+    out: list[tuple[str, os.stat_result]] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            it = os.scandir(f"{root}/{rel_dir}" if rel_dir else root)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+                try:
+                    if e.is_dir():
+                        if not e.is_symlink():
+                            stack.append(rel)
+                        continue
+                    out.append((rel, e.stat()))
+                except OSError:
+                    continue
+    out.sort(key=lambda item: item[0])
+    return out
+
+
+def dir_hash(path: Path | str, cache: StatCache) -> tuple[str, list[str]]:
+    """DVC's folder hash (md5 of the sorted ``[{md5, relpath}]`` JSON + ``.dir``) and the files.
+
+    A folder whose listing of names and file stamps is unchanged since the last call is
+    not hashed again file by file: one digest of the stamps finds the recorded hash, so
+    a clean ``check`` of 100k files costs their ``stat`` calls and little more.  The
+    second value lists the relative paths the hash covers.
+    """
+    root = os.path.abspath(path)
+    files = list_tree(root)
+    rels = [rel for rel, _ in files]
+    fp = hashlib.sha256("\n".join(
+        f"{rel}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}" for rel, st in files
+    ).encode("utf-8", "surrogateescape")).hexdigest()
+    stamp = (os.stat(root).st_ino, len(files), sum(st.st_size for _, st in files))
+    found, memo = cache.lookup(root, "dir_md5", stamp)
+    if found and isinstance(memo, list) and len(memo) == 2 and memo[0] == fp:
+        return str(memo[1]), rels
+    entries = [{"md5": cache.md5(f"{root}/{rel}", st), "relpath": rel} for rel, st in files]
+    value = hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
+    cache.record(root, "dir_md5", stamp, [fp, value])
+    return value, rels
+
+
+def dir_md5(path: Path | str, cache: StatCache) -> str:
+    """DVC's folder hash of ``path`` (see :func:`dir_hash`)."""
+    return dir_hash(path, cache)[0]
 
 
 def content_fingerprint(uids: list[str], md5s: list[str]) -> str:

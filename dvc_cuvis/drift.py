@@ -20,10 +20,10 @@ re-tokenizing the data-dir prefix before hashing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ import numpy as np
 import yaml
 from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 
-from dvc_cuvis.digests import StatCache
+from dvc_cuvis.digests import StatCache, dir_hash
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
 from dvc_cuvis.params import diff_params
 from dvc_cuvis.paths import PathGuard
@@ -251,7 +251,7 @@ def _renames(
 
 def _check_content(
     uni: Universe, cache: StatCache, assignment: np.ndarray | None,
-    current: Universe | None = None, vouched: Sequence[str] = (),
+    current: Universe | None = None, vouched: AbstractSet[str] = frozenset(),
 ) -> Finding:
     if not uni.has_column("md5"):
         return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
@@ -281,17 +281,15 @@ def _check_content(
             if current.has_column(column) and current.has_column(digest_col):
                 known.update(zip(current.column(column), current.column(digest_col), strict=True))
     guard = PathGuard(base)
-    prefixes = tuple(v.rstrip("/") + "/" for v in vouched)
+    base_abs = guard.base_abs
     missing, modified = [], []
     bad_rows: set[int] = set()
     skipped = 0
     for rel in sorted(files):
         expected, rows = files[rel]
-        if prefixes:
-            full = guard.resolve(rel, what="universe path")
-            if full.startswith(prefixes) or full in vouched:
-                skipped += 1  # dvc.lock's hash of that input covers this file
-                continue
+        if vouched and f"{base_abs}/{rel}" in vouched:
+            skipped += 1  # a dvc.lock hash that still matches covers this file's bytes
+            continue
         actual = known.get(rel)
         if actual is None:
             path = guard.resolve(rel, what="universe path")
@@ -365,24 +363,6 @@ def _check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str) -> Fi
 # -- dvc.lock staleness -------------------------------------------------------------------
 
 
-def dir_md5(path: Path, cache: StatCache) -> str:
-    """DVC's directory hash: md5 of the sorted ``[{md5, relpath}]`` JSON listing + ``.dir``."""
-    root = os.path.abspath(path)
-    cut = len(root) + 1
-    entries = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in filenames:
-            full = f"{dirpath}/{name}"
-            try:
-                st = os.stat(full)
-            except OSError:
-                continue
-            entries.append({"md5": cache.md5(full, st), "relpath": full[cut:]})
-    entries.sort(key=lambda e: e["relpath"])
-    return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
-
-
 def find_lock(start: Path) -> Path | None:
     """The dvc.lock of the repository containing ``start`` (None outside DVC projects)."""
     here = start.resolve()
@@ -396,23 +376,27 @@ def find_lock(start: Path) -> Path | None:
 
 def _check_staleness(
     lock: Path | None, targets: list[Path], cache: StatCache, universe: Path | None = None
-) -> tuple[Finding, list[str]]:
-    """The staleness finding, and the inputs (absolute paths) that dvc.lock vouches for.
+) -> tuple[Finding, set[str]]:
+    """The staleness finding, and the files (absolute paths) that dvc.lock vouches for.
 
-    The second value lists the dependencies of the stage that wrote ``universe`` when that
-    stage is entirely unchanged (its recorded universe.csv, every dependency hash and its
-    params): the data under them is then exactly what universe.csv was enumerated from.
+    The second value holds every file under the dependencies of the stage that wrote
+    ``universe`` when that stage is entirely unchanged (its recorded universe.csv, every
+    dependency hash and its params): those files are then exactly the bytes universe.csv
+    was enumerated from.  Only files the matching hashes actually cover are listed (a
+    folder reached through a symlink is not part of DVC's folder hash).
     """
     if lock is None:
-        return Finding("staleness", "skipped", "no dvc.lock"), []
+        return Finding("staleness", "skipped", "no dvc.lock"), set()
     try:
         data = yaml.safe_load(lock.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        return Finding("staleness", "violation", f"{lock}: unreadable dvc.lock ({exc})"), []
+        return Finding("staleness", "violation", f"{lock}: unreadable dvc.lock ({exc})"), set()
     root = lock.parent
     universe_rel = (os.path.normpath(os.path.relpath(universe.absolute(), root.absolute()))
                     if universe is not None else None)
-    vouched: list[str] = []
+    vouched: set[str] = set()
+    covered: dict[str, list[str]] = {}  # an input that matches dvc.lock -> the files it covers
+    hashed: dict[str, tuple[str, list[str]]] = {}
     wanted = {os.path.normpath(os.path.relpath(t.absolute(), root.absolute())) for t in targets}
     stages = data.get("stages", {}) if isinstance(data, dict) else {}
     changed: list[str] = []
@@ -438,10 +422,20 @@ def _check_staleness(
             if not p.exists():
                 changed.append(f"{rel} (stage {name}): missing")
             elif str(recorded).endswith(".dir"):
-                if p.is_dir() and dir_md5(p, cache) != recorded:
+                if p.is_dir():
+                    top = os.path.abspath(p)
+                    if top not in hashed:  # several stages may read the same folder
+                        hashed[top] = dir_hash(top, cache)
+                    value, listed = hashed[top]
+                    if value != recorded:
+                        changed.append(f"{rel} (stage {name})")
+                    else:
+                        covered[top] = [f"{top}/{r}" for r in listed]
+            elif p.is_file():
+                if cache.md5(p) != recorded:
                     changed.append(f"{rel} (stage {name})")
-            elif p.is_file() and cache.md5(p) != recorded:
-                changed.append(f"{rel} (stage {name})")
+                else:
+                    covered[os.path.abspath(p)] = [os.path.abspath(p)]
         for pfile, values in (stage.get("params") or {}).items():
             if pfile not in params_cache:
                 try:
@@ -454,8 +448,9 @@ def _check_staleness(
         outs = {os.path.normpath(str(e.get("path", ""))) for e in stage.get("outs", [])
                 if isinstance(e, dict)}
         if universe_rel in outs and (len(changed), len(params_changed)) == before:
-            vouched = [os.path.abspath(root / str(e.get("path", "")))
-                       for e in stage.get("deps", []) if isinstance(e, dict) and e.get("md5")]
+            for e in stage.get("deps", []):
+                if isinstance(e, dict) and e.get("md5"):
+                    vouched.update(covered.get(os.path.abspath(root / str(e["path"])), ()))
     details = {"stages": relevant, "changed": changed, "params_changed": params_changed}
     if changed or params_changed:
         return Finding("staleness", "drift",
@@ -511,7 +506,7 @@ def verify(
     cfg = splits if isinstance(splits, DataSplitConfig) else load_splits(splits)
     uni = universe if isinstance(universe, Universe) else read_universe(universe)
     where = str(splits_path or "splits")
-    cache = StatCache(None) if deep else (cache or StatCache(None))
+    cache = StatCache(None) if deep or cache is None else cache
     tokenized = is_tokenized(cfg)
     if tokenized:
         data_dir = (data_dir or infer_data_dir(uni)).rstrip("/")
@@ -520,7 +515,7 @@ def verify(
         data_dir = None
         cfg_resolved = cfg
     staleness: Finding | None = None
-    vouched: list[str] = []
+    vouched: set[str] = set()
     if "staleness" in wanted:
         lock_path: Path | None
         if lock == "auto":
@@ -531,7 +526,7 @@ def verify(
         targets = [p for p in (splits_path, uni.path) if p is not None]
         staleness, vouched = _check_staleness(lock_path, targets, cache, uni.path)
         if deep:
-            vouched = []
+            vouched = set()
     if callable(current):
         current = None if vouched else current()
     findings: list[Finding] = []

@@ -512,7 +512,7 @@ def materialize(
     show_progress: bool = False,
 ) -> MaterializeResult:
     """Bring ``out_dir`` to exactly the bytes of a clean run for this universe/split/params."""
-    cache = cache or StatCache(None)
+    cache = cache if cache is not None else StatCache(None)
     rows = selected_rows(uni, splits_cfg, select)
     with output_lock(out_dir, wait_s=lock_wait):
         p = plan(uni, rows, out_dir, params, cache)

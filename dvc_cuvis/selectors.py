@@ -31,7 +31,7 @@ import fnmatch
 import logging
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +93,23 @@ def norm_source(path: str) -> str:
     windowsish = bool(_WINDOWS_RE.match(path)) or "\\" in path
     normalized = posixpath.normpath(path.replace("\\", "/"))
     return normalized.casefold() if windowsish else normalized
+
+
+_WINDOWS_START = re.compile(r"(?:^|\n)[A-Za-z]:/")
+
+
+def norm_sources(paths: Sequence[str]) -> list[str]:
+    """:func:`norm_source` of every path; one scan of the joined text finds the common case.
+
+    A baked split lists every source once, so this runs over 100k paths per check: when
+    no path holds anything normalization would change, the list is returned as it is.
+    """
+    blob = "\n".join(paths)
+    if (all(paths) and not blob.startswith(".") and not blob.endswith("/")
+            and not any(t in blob for t in ("\\", "//", "/.", "\n.", "/\n"))
+            and not (":/" in blob and _WINDOWS_START.search(blob))):
+        return list(paths)
+    return [norm_source(p) for p in paths]
 
 
 #: Ids at or above this cannot be positions or read indices; they are kept aside as
@@ -242,20 +259,39 @@ class Resolver:
 
     # -- indexes ----------------------------------------------------------------------
 
-    def _codes_by(self, key: str) -> dict[str, list[int]]:
+    def _codes_by(self, key: str) -> tuple[dict[str, int], dict[str, list[int]]]:
+        """Source codes by normalized name (``norm``) or stem: ``(unique, shared)``.
+
+        A value held by one source maps to its code in the first dict; a value several
+        sources share (stems, Windows spellings) maps to all their codes in the second.
+        """
         cache = self.__dict__.setdefault("_cache", {})
         if key not in cache:
-            out: dict[str, list[int]] = {}
-            values = (
-                [norm_source(s) for s in self.universe.source_names]
-                if key == "norm"
-                else self.universe.stems
-            )
-            for code, v in enumerate(values):
-                out.setdefault(v, []).append(code)
-            cache[key] = out
-        result: dict[str, list[int]] = cache[key]
+            values = (norm_sources(self.universe.source_names) if key == "norm"
+                      else self.universe.stems)
+            unique = dict(zip(values, range(len(values)), strict=True))
+            shared: dict[str, list[int]] = {}
+            if len(unique) < len(values):
+                for code, v in enumerate(values):
+                    shared.setdefault(v, []).append(code)
+                shared = {v: c for v, c in shared.items() if len(c) > 1}
+                for v in shared:
+                    del unique[v]
+            cache[key] = (unique, shared)
+        result: tuple[dict[str, int], dict[str, list[int]]] = cache[key]
         return result
+
+    def _codes(self, key: str, values: Iterable[str]) -> tuple[list[int], set[str]]:
+        """Codes of every source matching one of ``values``, and the values that matched."""
+        unique, shared = self._codes_by(key)
+        wanted = set(values)
+        codes = [unique[v] for v in wanted if v in unique]
+        found = wanted & unique.keys() if len(codes) < len(wanted) else wanted
+        if shared:
+            more = wanted & shared.keys()
+            codes += [c for v in more for c in shared[v]]
+            found = found | more
+        return codes, found
 
     def _inverted(self, attr: str) -> dict[Any, Positions]:
         cache = self.__dict__.setdefault("_cache", {})
@@ -270,10 +306,18 @@ class Resolver:
         return result
 
     def _blocks(self, codes: Sequence[int]) -> Positions:
-        off = self.universe.offsets
+        """The rows of the given sources, in universe order."""
         if not codes:
             return np.zeros(0, dtype=np.int64)
-        return np.concatenate([np.arange(off[c], off[c + 1]) for c in sorted(codes)])
+        off = self.universe.offsets
+        picked = np.unique(np.asarray(codes, dtype=np.int64))
+        starts = off[picked]
+        lengths = off[picked + 1] - starts
+        if bool(np.all(lengths == 1)):
+            return starts  # one sample per source (npz frames, single-frame cubes)
+        # start of each block, repeated over its rows, plus the row's rank inside the block
+        ends = np.cumsum(lengths)
+        return np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]))
 
     def _rows_with(self, attr: str, wanted: set[Any]) -> Positions:
         index = self._inverted(attr)
@@ -293,12 +337,10 @@ class Resolver:
         if kind == "file_indices":
             return self._file_indices(sel, where)
         if kind == "files":
-            norm = self._codes_by("norm")
-            wanted = {norm_source(p) for p in sel.paths}
-            codes = [c for w in wanted for c in norm.get(w, [])]
-            found = sorted(w for w in wanted if w in norm)
+            wanted = set(norm_sources(sel.paths))
+            codes, found = self._codes("norm", wanted)
             if found and len(found) < len(wanted):
-                self._partial(sel, where, sorted(wanted), set(found))
+                self._partial(sel, where, sorted(wanted), found)
             return self._blocks(codes)
         if kind == "dir_indices":
             positions, huge = split_ids(sel.ids, kind=kind)
@@ -312,8 +354,7 @@ class Resolver:
                 )
             return dedup_first(positions)
         if kind == "stems":
-            by_stem = self._codes_by("stem")
-            return self._blocks([c for s in set(sel.stems) for c in by_stem.get(s, [])])
+            return self._blocks(self._codes("stem", sel.stems)[0])
         if kind == "glob":
             pat = sel.pattern or ""
             names, stems = uni.source_names, uni.stems
@@ -335,7 +376,7 @@ class Resolver:
         small, huge = split_ids(sel.ids, kind="file_indices")
         strictly_up = len(small) < 2 or bool(np.all(small[1:] > small[:-1]))
         wanted = small if strictly_up else np.unique(small)  # baked ids are already sorted
-        codes = self._codes_by("norm").get(norm_source(sel.source or ""), [])
+        codes = sorted(self._codes("norm", [norm_source(sel.source or "")])[0])
         off, indices = uni.offsets, uni.indices
         parts: list[Positions] = []
         found = np.zeros(len(wanted), dtype=bool)
@@ -399,13 +440,12 @@ class Resolver:
     def _zero_match_message(self, sel: Selector, where: str) -> str:
         msg = f"{where}: selector {describe(sel)} matched 0 samples"
         names = self.universe.source_names
-        names_norm = self._codes_by("norm")
         asked: list[str] = []
         if sel.kind.value == "file_indices" and sel.source is not None:
             asked = [sel.source]
         elif sel.kind.value == "files":
             asked = list(sel.paths)
-        unknown = [a for a in asked if norm_source(a) not in names_norm]
+        unknown = [a for a in asked if not self._codes("norm", [norm_source(a)])[1]]
         if unknown:
             close = difflib.get_close_matches(unknown[0], names, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
