@@ -22,6 +22,7 @@ import json
 import os
 import threading
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,18 @@ class StatCache:
         value: str = self.get(path, "md5", file_md5, st, cached_only=cached_only)
         return value
 
+    def md5_stamped(self, abs_path: str, stamp: Stamp) -> str:
+        """md5 of ``abs_path`` whose stamp the caller just took (from a listing)."""
+        found, value = self.lookup(abs_path, "md5", stamp)
+        if found:
+            self.hits += 1
+            return str(value)
+        value = file_md5(abs_path)
+        self.record(abs_path, "md5", stamp, value)
+        with self._lock:
+            self.misses += 1
+        return str(value)
+
     def _merged(self) -> tuple[list[str], list[Stamp], dict[str, list[Any]]]:
         stored, new = self._stored, self._new
         paths: list[str] = []
@@ -270,13 +283,13 @@ class StatCache:
             pass
 
 
-def list_tree(root: str) -> list[tuple[str, os.stat_result]]:
-    """``(relpath, stat)`` of every file below ``root``, sorted, as DVC lists a folder.
+def list_tree(root: str) -> list[tuple[str, int, int, int]]:
+    """``(relpath, inode, size, mtime_ns)`` of every file below ``root``, sorted, as DVC lists it.
 
     Like ``os.walk``: symlinks to folders are not descended, unreadable folders and
     broken links are left out.
     """
-    out: list[tuple[str, os.stat_result]] = []
+    out: list[tuple[str, int, int, int]] = []
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -284,18 +297,19 @@ def list_tree(root: str) -> list[tuple[str, os.stat_result]]:
             it = os.scandir(f"{root}/{rel_dir}" if rel_dir else root)
         except OSError:
             continue
+        pre = f"{rel_dir}/" if rel_dir else ""
         with it:
             for e in it:
-                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
                 try:
                     if e.is_dir():
                         if not e.is_symlink():
-                            stack.append(rel)
+                            stack.append(pre + e.name)
                         continue
-                    out.append((rel, e.stat()))
+                    st = e.stat()
                 except OSError:
                     continue
-    out.sort(key=lambda item: item[0])
+                out.append((pre + e.name, st.st_ino, st.st_size, st.st_mtime_ns))
+    out.sort(key=itemgetter(0))
     return out
 
 
@@ -309,15 +323,20 @@ def dir_hash(path: Path | str, cache: StatCache) -> tuple[str, list[str]]:
     """
     root = os.path.abspath(path)
     files = list_tree(root)
-    rels = [rel for rel, _ in files]
-    fp = hashlib.sha256("\n".join(
-        f"{rel}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}" for rel, st in files
-    ).encode("utf-8", "surrogateescape")).hexdigest()
-    stamp = (os.stat(root).st_ino, len(files), sum(st.st_size for _, st in files))
+    if not files:
+        return hashlib.md5(b"[]").hexdigest() + ".dir", []
+    rels, inos, sizes, mtimes = (list(c) for c in zip(*files, strict=True))
+    h = hashlib.sha256("\0".join(rels).encode("utf-8", "surrogateescape"))
+    h.update(np.array(inos, dtype=np.uint64).tobytes())
+    h.update(np.array(sizes, dtype=np.int64).tobytes())
+    h.update(np.array(mtimes, dtype=np.int64).tobytes())
+    fp = h.hexdigest()
+    stamp = (os.stat(root).st_ino, len(files), sum(sizes))
     found, memo = cache.lookup(root, "dir_md5", stamp)
     if found and isinstance(memo, list) and len(memo) == 2 and memo[0] == fp:
         return str(memo[1]), rels
-    entries = [{"md5": cache.md5(f"{root}/{rel}", st), "relpath": rel} for rel, st in files]
+    entries = [{"md5": cache.md5_stamped(f"{root}/{rel}", (ino, size, mt)), "relpath": rel}
+               for rel, ino, size, mt in files]
     value = hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
     cache.record(root, "dir_md5", stamp, [fp, value])
     return value, rels

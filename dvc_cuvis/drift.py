@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,22 +250,38 @@ def _renames(
 
 def _check_content(
     uni: Universe, cache: StatCache, assignment: np.ndarray | None,
-    current: Universe | None = None, vouched: AbstractSet[str] = frozenset(),
+    current: Universe | None = None, vouched: Mapping[str, Sequence[str]] | None = None,
 ) -> Finding:
     if not uni.has_column("md5"):
         return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
                        "--no-hash to record content digests)")
     base = uni.path.parent if uni.path is not None else Path(".")
+    guard = PathGuard(base)
+    prefix = guard.base_abs + "/"
+    covered: set[str] = set()  # relative to the universe's folder
+    for top, rels in (vouched or {}).items():
+        if top.startswith(prefix):
+            sub = top[len(prefix):]
+            covered.update([f"{sub}/{r}" if r else sub for r in rels])
+        elif top == guard.base_abs:
+            covered.update(rels)
     files: dict[str, tuple[str, list[int]]] = {}
+    skipped: set[str] = set()
     for column, digest_col in (("materialized_path", "md5"), ("annotation", "annotation_md5")):
         if not uni.has_column(digest_col):
             continue
         digests = uni.column(digest_col)
         paths = uni.column(column) if uni.has_column(column) else [""] * len(uni)
+        if column == "materialized_path" and "" in paths:
+            paths = [rel or uni.source(pos) for pos, rel in enumerate(paths)]
+        distinct = set(paths)
+        distinct.discard("")
+        here = distinct & covered  # a dvc.lock hash that still matches covers these bytes
+        skipped |= here
+        if len(here) == len(distinct):
+            continue
         for pos, (rel, digest) in enumerate(zip(paths, digests, strict=True)):
-            if column == "materialized_path" and not rel:
-                rel = uni.source(pos)
-            if not rel or not digest:
+            if not rel or not digest or rel in here:
                 continue
             entry = files.get(rel)
             if entry is None:
@@ -280,16 +295,10 @@ def _check_content(
                                                                    "annotation_md5")):
             if current.has_column(column) and current.has_column(digest_col):
                 known.update(zip(current.column(column), current.column(digest_col), strict=True))
-    guard = PathGuard(base)
-    base_abs = guard.base_abs
     missing, modified = [], []
     bad_rows: set[int] = set()
-    skipped = 0
     for rel in sorted(files):
         expected, rows = files[rel]
-        if vouched and f"{base_abs}/{rel}" in vouched:
-            skipped += 1  # a dvc.lock hash that still matches covers this file's bytes
-            continue
         actual = known.get(rel)
         if actual is None:
             path = guard.resolve(rel, what="universe path")
@@ -305,8 +314,9 @@ def _check_content(
             bad_rows.update(rows)
     details: dict[str, Any] = {"missing": missing, "modified": modified}
     if not missing and not modified:
-        via = f" ({skipped} through dvc.lock's input hashes)" if skipped else ""
-        return Finding("content", "ok", f"{len(files)} files match their recorded md5{via}")
+        via = f" ({len(skipped)} through dvc.lock's input hashes)" if skipped else ""
+        return Finding("content", "ok",
+                       f"{len(files) + len(skipped)} files match their recorded md5{via}")
     details["affected_samples"] = len(bad_rows)
     if assignment is not None:
         hit = np.fromiter(bad_rows, dtype=np.int64, count=len(bad_rows))
@@ -376,25 +386,26 @@ def find_lock(start: Path) -> Path | None:
 
 def _check_staleness(
     lock: Path | None, targets: list[Path], cache: StatCache, universe: Path | None = None
-) -> tuple[Finding, set[str]]:
+) -> tuple[Finding, dict[str, list[str]]]:
     """The staleness finding, and the files (absolute paths) that dvc.lock vouches for.
 
-    The second value holds every file under the dependencies of the stage that wrote
-    ``universe`` when that stage is entirely unchanged (its recorded universe.csv, every
-    dependency hash and its params): those files are then exactly the bytes universe.csv
-    was enumerated from.  Only files the matching hashes actually cover are listed (a
-    folder reached through a symlink is not part of DVC's folder hash).
+    The second value maps each dependency (absolute path) of the stage that wrote
+    ``universe`` to the files below it (relative; ``""`` for a file dependency itself) when
+    that stage is entirely unchanged (its recorded universe.csv, every dependency hash and
+    its params): those files are then exactly the bytes universe.csv was enumerated from.
+    Only files the matching hashes actually cover are listed (a folder reached through a
+    symlink is not part of DVC's folder hash).
     """
     if lock is None:
-        return Finding("staleness", "skipped", "no dvc.lock"), set()
+        return Finding("staleness", "skipped", "no dvc.lock"), {}
     try:
         data = yaml.safe_load(lock.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        return Finding("staleness", "violation", f"{lock}: unreadable dvc.lock ({exc})"), set()
+        return Finding("staleness", "violation", f"{lock}: unreadable dvc.lock ({exc})"), {}
     root = lock.parent
     universe_rel = (os.path.normpath(os.path.relpath(universe.absolute(), root.absolute()))
                     if universe is not None else None)
-    vouched: set[str] = set()
+    vouched: dict[str, list[str]] = {}
     covered: dict[str, list[str]] = {}  # an input that matches dvc.lock -> the files it covers
     hashed: dict[str, tuple[str, list[str]]] = {}
     wanted = {os.path.normpath(os.path.relpath(t.absolute(), root.absolute())) for t in targets}
@@ -430,12 +441,12 @@ def _check_staleness(
                     if value != recorded:
                         changed.append(f"{rel} (stage {name})")
                     else:
-                        covered[top] = [f"{top}/{r}" for r in listed]
+                        covered[top] = listed
             elif p.is_file():
                 if cache.md5(p) != recorded:
                     changed.append(f"{rel} (stage {name})")
                 else:
-                    covered[os.path.abspath(p)] = [os.path.abspath(p)]
+                    covered[os.path.abspath(p)] = [""]
         for pfile, values in (stage.get("params") or {}).items():
             if pfile not in params_cache:
                 try:
@@ -449,8 +460,9 @@ def _check_staleness(
                 if isinstance(e, dict)}
         if universe_rel in outs and (len(changed), len(params_changed)) == before:
             for e in stage.get("deps", []):
-                if isinstance(e, dict) and e.get("md5"):
-                    vouched.update(covered.get(os.path.abspath(root / str(e["path"])), ()))
+                top = os.path.abspath(root / str(e.get("path", ""))) if isinstance(e, dict) else ""
+                if top in covered:
+                    vouched[top] = covered[top]
     details = {"stages": relevant, "changed": changed, "params_changed": params_changed}
     if changed or params_changed:
         return Finding("staleness", "drift",
@@ -515,7 +527,7 @@ def verify(
         data_dir = None
         cfg_resolved = cfg
     staleness: Finding | None = None
-    vouched: set[str] = set()
+    vouched: dict[str, list[str]] = {}
     if "staleness" in wanted:
         lock_path: Path | None
         if lock == "auto":
@@ -526,7 +538,7 @@ def verify(
         targets = [p for p in (splits_path, uni.path) if p is not None]
         staleness, vouched = _check_staleness(lock_path, targets, cache, uni.path)
         if deep:
-            vouched = set()
+            vouched = {}
     if callable(current):
         current = None if vouched else current()
     findings: list[Finding] = []

@@ -276,9 +276,10 @@ def evaluate_constraints(
                 out.append(ConstraintResult(kind, sev, "unavailable",
                                             reason="the universe has no category_ids column"))
                 continue
-            cats = uni.category_ids
-            bad = sorted({uni.source(p) for p in res.stages["train"].tolist()
-                          if any(x != 0 for x in cats[p])})
+            train = res.stages["train"]
+            hit = train[uni.anomalous()[train]]
+            names = uni.source_names
+            bad = sorted(names[c] for c in np.unique(uni.codes[hit]).tolist())
             out.append(_result(kind, sev, bad,
                                f"{len(bad)} source(s) with an anomalous frame in train"))
     mode = group_leakage
@@ -366,16 +367,14 @@ def stage_stats(res: Resolution) -> dict[str, dict[str, Any]]:
             "groups": len(np.unique(group_codes[pos])),
         }
         if has_cats:
-            cats = uni.category_ids
+            parsed, inverse = uni.category_table
             counts: dict[int, int] = {}
-            anomalous = 0
-            for p in pos.tolist():
-                ids = cats[p]
+            per_cell = np.bincount(inverse[pos], minlength=len(parsed)).tolist()
+            for ids, rows in zip(parsed, per_cell, strict=True):
                 for cid in set(ids):
-                    counts[cid] = counts.get(cid, 0) + 1
-                anomalous += any(x != 0 for x in ids)
-            entry["categories"] = {str(k): counts[k] for k in sorted(counts)}
-            entry["anomalous"] = anomalous
+                    counts[cid] = counts.get(cid, 0) + rows
+            entry["categories"] = {str(k): counts[k] for k in sorted(counts) if counts[k]}
+            entry["anomalous"] = int(uni.anomalous()[pos].sum())
         out[s] = entry
     return out
 

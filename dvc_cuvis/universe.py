@@ -276,9 +276,10 @@ class Universe:
         if name == "index":
             return [str(i) for i in self._indices.tolist()]
         col = self._columns.get(name)
-        if col is None:
+        if col is None or len(col) == 0:
             return [""] * len(self)
-        return [b.decode("utf-8") for b in col.tolist()]
+        # one decode for the whole column (a cell never holds NUL: refused on read)
+        return b"\0".join(col.tolist()).decode("utf-8").split("\0")
 
     def raw_column(self, name: str) -> npt.NDArray[np.bytes_] | None:
         """The undecoded UTF-8 byte array of an optional column, or None."""
@@ -317,23 +318,45 @@ class Universe:
         return [_split_tags(b) for b in col.tolist()]
 
     @cached_property
-    def category_ids(self) -> list[tuple[int, ...]]:
-        """Per-row COCO category ids from the ``category_ids`` column (``;``-separated)."""
+    def category_table(self) -> tuple[list[tuple[int, ...]], npt.NDArray[np.intp]]:
+        """Distinct parsed ``category_ids`` cells and each row's index into them.
+
+        A column of 100k rows holds a handful of distinct cells: each is parsed once.
+        """
         col = self._columns.get("category_ids")
         if col is None:
-            return [()] * len(self)
-        out: list[tuple[int, ...]] = []
-        for pos, cell in enumerate(col.tolist()):
+            return [()], np.zeros(len(self), dtype=np.intp)
+        distinct, inverse = np.unique(col, return_inverse=True)
+        parsed: list[tuple[int, ...]] = []
+        bad: list[int] = []
+        for k, cell in enumerate(distinct.tolist()):
             try:
-                out.append(tuple(int(p) for p in cell.split(b";") if p.strip()))
+                parsed.append(tuple(int(p) for p in cell.split(b";") if p.strip()))
             except ValueError:
-                raise UniverseError(
-                    f"column 'category_ids': {cell.decode('utf-8', 'replace')!r} is not a "
-                    "';'-separated list of integer category ids",
-                    path=self.path,
-                    line=self.line_of(pos),
-                ) from None
-        return out
+                parsed.append(())
+                bad.append(k)
+        if bad:
+            pos = int(np.flatnonzero(np.isin(inverse, bad))[0])
+            cell = bytes(col[pos])
+            raise UniverseError(
+                f"column 'category_ids': {cell.decode('utf-8', 'replace')!r} is not a "
+                "';'-separated list of integer category ids",
+                path=self.path,
+                line=self.line_of(pos),
+            )
+        return parsed, inverse.reshape(-1)
+
+    @cached_property
+    def category_ids(self) -> list[tuple[int, ...]]:
+        """Per-row COCO category ids from the ``category_ids`` column (``;``-separated)."""
+        parsed, inverse = self.category_table
+        return [parsed[k] for k in inverse.tolist()]
+
+    def anomalous(self) -> npt.NDArray[np.bool_]:
+        """Per row: True if any category id is non-zero (0 is the normal class)."""
+        parsed, inverse = self.category_table
+        flags = np.array([any(x != 0 for x in ids) for ids in parsed], dtype=bool)
+        return flags[inverse]
 
     def groups(self) -> tuple[list[str], npt.NDArray[np.int32]]:
         """Leakage groups: sorted group names and a per-row code (empty ``group`` = source)."""
@@ -625,14 +648,11 @@ class _Builder:
         change[0] = True
         np.not_equal(src[1:], src[:-1], out=change[1:])
         heads = np.flatnonzero(change)
-        head_codes = np.empty(len(heads), dtype=np.int32)
         rank = self.rank
-        for h, raw in enumerate(src[heads].tolist()):
-            name = raw.decode("utf-8")
-            code = rank.get(name)
-            if code is None:
-                code = rank[name] = len(rank)
-            head_codes[h] = code
+        # one decode for all names (NUL cannot occur in a source: it is refused on read)
+        names = b"\0".join(src[heads].tolist()).decode("utf-8").split("\0")
+        head_codes = np.fromiter((rank.setdefault(name, len(rank)) for name in names),
+                                 dtype=np.int32, count=len(names))
         run_lengths = np.diff(np.append(heads, n))
         return np.repeat(head_codes, run_lengths)
 
@@ -674,10 +694,14 @@ class _Builder:
         return np.asarray(values, dtype=np.int64), (repeat if ranged else None)
 
     def finish(self) -> Universe:
-        names = sorted(self.rank)
-        remap = np.empty(len(names), dtype=np.int32)
-        for new, name in enumerate(names):
-            remap[self.rank[name]] = new
+        first_seen = list(self.rank)  # position = code
+        if all(a < b for a, b in itertools.pairwise(first_seen)):
+            names, remap = first_seen, np.arange(len(first_seen), dtype=np.int32)
+        else:
+            order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
+            names = [first_seen[c] for c in order]
+            remap = np.empty(len(names), dtype=np.int32)
+            remap[order] = np.arange(len(names), dtype=np.int32)
 
         if not self.store:
             empty = {n: np.zeros(0, dtype="S1") for _, n in self.other}
