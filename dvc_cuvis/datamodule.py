@@ -164,26 +164,24 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
         self.deep = deep
         self.lock = lock
         self.stat_cache = stat_cache
+        self._stat_cache_obj: StatCache | None = None
         self.shuffle_train = shuffle_train
         self.report: DriftReport | None = None
         self.universe: Universe | None = None
         self.datasets: dict[str, NpzFrames] = {}
 
     def _cache(self) -> StatCache:
-        if self.stat_cache is None:
-            return StatCache(None)
-        if self.stat_cache == "auto":
-            return StatCache(default_cache_path(self.universe_csv.parent))
-        return StatCache(Path(self.stat_cache))
+        if self._stat_cache_obj is None:
+            self._stat_cache_obj = open_stat_cache(self.stat_cache, self.universe_csv)
+        return self._stat_cache_obj
 
     def setup(self, stage: str | None = None) -> None:
         """Run the drift check (per ``verify``), then resolve the stages into datasets."""
+        if self.verify_mode != "off":
+            self.report = ensure(verify(self.splits_path, self.universe_csv, deep=self.deep,
+                                        lock=self.lock, cache=self._cache()), self.verify_mode)
         uni = read_universe(self.universe_csv)
         cfg = load_splits(self.splits_path)
-        if self.verify_mode != "off":
-            self.report = ensure(verify(cfg, uni, deep=self.deep, lock=self.lock,
-                                        cache=self._cache()), self.verify_mode)
-            self.report.splits = str(self.splits_path)
         res = resolve(cfg, uni, where=str(self.splits_path))
         base = self.universe_csv.parent
         wanted = {
@@ -239,19 +237,34 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
         return self._loader("predict", False)
 
 
+def open_stat_cache(setting: str | Path | StatCache | None, near: Path) -> StatCache:
+    """A stat cache from a setting: ``"auto"`` (the repository's), a file, an object, or None."""
+    if isinstance(setting, StatCache):
+        return setting
+    if setting is None:
+        return StatCache(None)
+    if setting == "auto":
+        return StatCache(default_cache_path(Path(near).parent))
+    return StatCache(Path(setting))
+
+
 def guard(
     datamodule: Any,
     *,
     splits: str | Path | Any | None = None,
     universe: str | Path | Universe | None = None,
     verify_mode: str = "strict",
+    cache: str | Path | StatCache | None = "auto",
     **verify_kwargs: Any,
 ) -> Any:
     """Make ``datamodule.setup()`` run the drift check first (returns the same object).
 
     ``splits`` / ``universe`` default to what the module carries: a cuvis-ai
     ``BaseCuvisAIDataModule`` keeps its ``DataSplitConfig`` in ``.splits`` and
-    cu3s_multi/npz_multi their universe in ``._universe_csv``.
+    cu3s_multi/npz_multi their universe in ``._universe_csv``.  ``cache`` is the stat
+    cache (``"auto"``: the repository's ``.dvc/tmp/dvc-cuvis``), opened here, once: a
+    ``setup()`` on unchanged files reuses the last clean verdict for the price of one
+    ``stat`` per file.
     """
     setup = getattr(datamodule, "setup", None)
     if not callable(setup):
@@ -268,9 +281,12 @@ def guard(
     if verify_mode not in ("strict", "warn", "off"):
         raise DvcCuvisError(f"verify must be strict, warn or off, got {verify_mode!r}")
 
+    near = universe.path if isinstance(universe, Universe) else Path(universe)
+    stat_cache = open_stat_cache(cache, near or Path("universe.csv"))
+
     def guarded_setup(stage: str | None = None) -> Any:
         if verify_mode != "off":
-            report = verify(splits, universe, **verify_kwargs)
+            report = verify(splits, universe, cache=stat_cache, **verify_kwargs)
             datamodule.drift_report = ensure(report, verify_mode)
         return setup(stage)
 

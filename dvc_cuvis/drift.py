@@ -20,6 +20,7 @@ re-tokenizing the data-dir prefix before hashing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,7 +32,8 @@ import numpy as np
 import yaml
 from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 
-from dvc_cuvis.digests import StatCache, dir_hash
+from dvc_cuvis import __version__
+from dvc_cuvis.digests import StatCache, dir_hash, stamp_of
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
 from dvc_cuvis.params import diff_params
 from dvc_cuvis.paths import PathGuard
@@ -70,6 +72,8 @@ class DriftReport:
     splits: str
     universe: str
     findings: list[Finding]
+    #: True when the findings of the last clean check were reused (no file changed since)
+    reused_verdict: bool = False
 
     @property
     def ok(self) -> bool:
@@ -251,6 +255,7 @@ def _renames(
 def _check_content(
     uni: Universe, cache: StatCache, assignment: np.ndarray | None,
     current: Universe | None = None, vouched: Mapping[str, Sequence[str]] | None = None,
+    witness: list[tuple[str, os.stat_result]] | None = None,
 ) -> Finding:
     if not uni.has_column("md5"):
         return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
@@ -309,6 +314,8 @@ def _check_content(
                 bad_rows.update(rows)
                 continue
             actual = cache.md5(path, st)
+            if witness is not None:
+                witness.append((path, st))
         if actual != expected:
             modified.append(rel)
             bad_rows.update(rows)
@@ -515,10 +522,35 @@ def verify(
     if unknown:
         raise DvcCuvisError(f"unknown check(s) {sorted(unknown)}; choose from {list(CHECKS)}")
     splits_path = None if isinstance(splits, DataSplitConfig) else Path(splits)
+    where = str(splits_path or "splits")
+    uni_path = universe.path if isinstance(universe, Universe) else Path(universe)
+    cache = StatCache(None) if deep or cache is None else cache
+    staleness: Finding | None = None
+    vouched: dict[str, list[str]] = {}
+    if "staleness" in wanted:
+        lock_path: Path | None
+        if lock == "auto":
+            start = (splits_path or uni_path or Path("x")).parent
+            lock_path = find_lock(start)
+        else:
+            lock_path = Path(lock) if lock else None
+        targets = [p for p in (splits_path, uni_path) if p is not None]
+        staleness, vouched = _check_staleness(lock_path, targets, cache, uni_path)
+        if deep:
+            vouched = {}
+    memo = None
+    if not deep and current is None and not vouched and uni_path is not None \
+            and not isinstance(universe, Universe) and wanted - {"staleness"}:
+        memo = _VerdictMemo.open(cache, splits, uni_path, wanted, group_leakage, data_dir,
+                                 name_to_id)
+        reused = memo.findings() if memo is not None else None
+        if reused is not None:
+            if staleness is not None:
+                reused.append(staleness)
+            cache.save()
+            return DriftReport(where, str(uni_path), reused, reused_verdict=True)
     cfg = splits if isinstance(splits, DataSplitConfig) else load_splits(splits)
     uni = universe if isinstance(universe, Universe) else read_universe(universe)
-    where = str(splits_path or "splits")
-    cache = StatCache(None) if deep or cache is None else cache
     tokenized = is_tokenized(cfg)
     if tokenized:
         data_dir = (data_dir or infer_data_dir(uni)).rstrip("/")
@@ -526,19 +558,6 @@ def verify(
     else:
         data_dir = None
         cfg_resolved = cfg
-    staleness: Finding | None = None
-    vouched: dict[str, list[str]] = {}
-    if "staleness" in wanted:
-        lock_path: Path | None
-        if lock == "auto":
-            start = (splits_path or uni.path or Path("x")).parent
-            lock_path = find_lock(start)
-        else:
-            lock_path = Path(lock) if lock else None
-        targets = [p for p in (splits_path, uni.path) if p is not None]
-        staleness, vouched = _check_staleness(lock_path, targets, cache, uni.path)
-        if deep:
-            vouched = {}
     if callable(current):
         current = None if vouched else current()
     findings: list[Finding] = []
@@ -553,17 +572,89 @@ def verify(
         if vouched and finding.status == "ok":
             finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
         findings.append(finding)
+    witness: list[tuple[str, os.stat_result]] = []
     if "content" in wanted:
         findings.append(_check_content(uni, cache, res.assignment() if res else None,
-                                       None if deep else current, vouched))
+                                       None if deep else current, vouched, witness))
     if "selection" in wanted and sel_finding is not None:
         findings.append(sel_finding)
     if "constraints" in wanted:
         findings.append(_check_constraints(cfg, res, group_leakage))
+    if memo is not None and not any(f.failed for f in findings):
+        memo.store(findings, witness)
     if staleness is not None:
         findings.append(staleness)
     cache.save()
     return DriftReport(where, str(uni.path or "universe"), findings)
+
+
+class _VerdictMemo:
+    """A clean verdict, remembered until any file it rests on changes.
+
+    ``guard()`` and the DataModules check before every ``setup()``; when universe.csv,
+    the split, the options and every content file's stamp are what they were at the last
+    clean check, its findings stand without re-reading anything: the cost is one ``stat``
+    per file.  Kept in the stat cache, under universe.csv's own entry; a failed check is
+    never remembered (it is re-run in full, so its details are current).
+    """
+
+    KEY = "verdict"
+
+    def __init__(self, cache: StatCache, uni_abs: str, stamp: Any, key: str) -> None:
+        self.cache, self.uni_abs, self.stamp, self.key = cache, uni_abs, stamp, key
+
+    @classmethod
+    def open(
+        cls, cache: StatCache, splits: Path | str | DataSplitConfig, uni_path: Path,
+        wanted: set[str], group_leakage: str, data_dir: str | None,
+        name_to_id: dict[str, int] | None,
+    ) -> _VerdictMemo | None:
+        """The memo slot for these inputs (None if a file is missing: the full check says so)."""
+        try:
+            uni_abs = os.path.abspath(uni_path)
+            uni_st = os.stat(uni_abs)
+            if isinstance(splits, DataSplitConfig):
+                split_id = hashlib.sha256(splits.model_dump_json().encode()).hexdigest()
+            else:
+                sp = os.path.abspath(splits)
+                split_id = f"{sp}:{list(stamp_of(os.stat(sp)))}"
+        except OSError:
+            return None
+        options = json.dumps([__version__, split_id, sorted(wanted & set(CHECKS[:4])),
+                              group_leakage, data_dir,
+                              sorted((name_to_id or {}).items())], separators=(",", ":"))
+        return cls(cache, uni_abs, stamp_of(uni_st), hashlib.sha256(options.encode()).hexdigest())
+
+    def findings(self) -> list[Finding] | None:
+        """The remembered findings, if every file is unchanged; else None."""
+        found, value = self.cache.lookup(self.uni_abs, self.KEY, self.stamp)
+        if not found or not isinstance(value, dict) or value.get("key") != self.key:
+            return None
+        try:
+            names = value["paths"].split("\0") if value["paths"] else []
+            flat = value["stamps"]
+            now: list[int] = []
+            for st in map(os.stat, names):
+                now += (st.st_ino, st.st_size, st.st_mtime_ns)
+            if now != flat:
+                return None
+            return [Finding(f["check"], f["status"], f["summary"], f["details"], f["fix"])
+                    for f in value["findings"]]
+        except (OSError, KeyError, TypeError, AttributeError):
+            return None
+
+    def store(self, findings: list[Finding], witness: list[tuple[str, os.stat_result]]) -> None:
+        """Remember clean findings and the stamps of the files they rest on."""
+        flat: list[int] = []
+        for _, st in witness:
+            flat += (st.st_ino, st.st_size, st.st_mtime_ns)
+        self.cache.record(self.uni_abs, self.KEY, self.stamp, {
+            "key": self.key,
+            "paths": "\0".join(p for p, _ in witness),
+            "stamps": flat,
+            "findings": [{"check": f.check, "status": f.status, "summary": f.summary,
+                          "details": f.details, "fix": f.fix} for f in findings],
+        })
 
 
 def ensure(report: DriftReport, mode: str = "strict") -> DriftReport:

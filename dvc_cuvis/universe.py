@@ -651,8 +651,11 @@ class _Builder:
         rank = self.rank
         # one decode for all names (NUL cannot occur in a source: it is refused on read)
         names = b"\0".join(src[heads].tolist()).decode("utf-8").split("\0")
-        head_codes = np.fromiter((rank.setdefault(name, len(rank)) for name in names),
-                                 dtype=np.int32, count=len(names))
+        fresh = dict.fromkeys(names)  # distinct, in order of appearance
+        new = [k for k in fresh if k not in rank] if rank else list(fresh)
+        rank.update(zip(new, range(len(rank), len(rank) + len(new)), strict=True))
+        head_codes = np.fromiter(map(rank.__getitem__, names), dtype=np.int32,
+                                 count=len(names))
         run_lengths = np.diff(np.append(heads, n))
         return np.repeat(head_codes, run_lengths)
 

@@ -21,6 +21,12 @@ class Run:
     err: str
 
 
+@pytest.fixture(autouse=True)
+def _private_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
+    """Outside a DVC repository the stat cache lives in the user's cache folder: not ours."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
     """Run ``dvc-cuvis ARGS`` in-process; returns exit code, stdout, stderr."""

@@ -187,3 +187,35 @@ def test_read_npz_matches_np_load_for_every_writer(tmp_path: Path) -> None:
     np.savez(objects, x=np.array([{"a": 1}], dtype=object))
     with pytest.raises(ValueError, match="allow_pickle"):
         read_npz(str(objects))  # never unpickled
+
+
+def test_repeated_setups_reuse_a_clean_verdict_but_catch_an_edit(materialized: Path,
+                                                                tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
+
+    root = tmp_path / "mat"
+    shutil.copytree(materialized, root)
+    upstream = guard(MultiNpzDataModule(universe_csv=str(root / "universe.csv"),
+                                        splits=load_splits(root / "splits.json"), batch_size=2),
+                     lock=None, cache=tmp_path / "stat-cache.bin")
+    ours = SplitDataModule(root / "universe.csv", root / "splits.json", lock=None,
+                           stat_cache=tmp_path / "ours.bin")
+    for dm in (upstream, ours):
+        dm.setup("fit")
+        dm.setup("fit")
+    assert upstream.drift_report.ok and upstream.drift_report.reused_verdict
+    assert ours.report is not None and ours.report.ok and ours.report.reused_verdict
+    frame = root / read_universe(root / "universe.csv").value("materialized_path", 1)
+    before = frame.stat().st_mtime_ns
+    data = bytearray(frame.read_bytes())
+    data[-20] ^= 0xFF
+    frame.write_bytes(bytes(data))
+    os.utime(frame, ns=(before + 10**9, before + 10**9))
+    for dm in (upstream, ours):
+        with pytest.raises(DriftError) as info:
+            dm.setup("fit")
+        assert info.value.report.finding("content").status == "drift"
+        assert not info.value.report.reused_verdict

@@ -201,3 +201,68 @@ def test_unchanged_enumerate_stage_is_vouched_for_by_dvc_lock(repo: Path, cli,
     r, checks = check(repo, cli, monkeypatch, "--deep")  # --deep trusts nothing
     assert r.code == 0 and calls == [1]
     assert "through dvc.lock" not in checks["content"]["summary"]
+
+
+def _rewrite(path: Path, data: bytes) -> None:
+    """Write ``data`` in place with an mtime one second on (file clocks can be coarse)."""
+    import os
+
+    before = path.stat().st_mtime_ns
+    path.write_bytes(data)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def _flip_byte(path: Path) -> bytes:
+    data = path.read_bytes()
+    _rewrite(path, data[:-7] + bytes([data[-7] ^ 1]) + data[-6:])
+    return data
+
+
+def test_a_clean_verdict_is_reused_until_a_file_it_rests_on_changes(repo: Path) -> None:
+    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.splits import load_splits
+
+    cache_path = repo / "cache.bin"
+    sp, csv = repo / "splits.json", repo / "universe.csv"
+
+    def run(splits=sp, **kw):
+        return verify(splits, csv, lock=None, cache=StatCache(cache_path), **kw)
+
+    first = run()
+    assert first.ok and not first.reused_verdict
+    again = run()
+    assert again.ok and again.reused_verdict
+    assert again.to_dict() == first.to_dict()  # the same findings, word for word
+
+    # a content file changes: the memo is not trusted, the full check finds it
+    frame = repo / read_universe(csv).value("materialized_path", 3)
+    original = _flip_byte(frame)
+    bad = run()
+    assert not bad.ok and not bad.reused_verdict
+    assert bad.finding("content").details["modified"] == [str(frame.relative_to(repo))]
+    assert not run().reused_verdict  # a failed verdict is never remembered
+    _rewrite(frame, original)  # restored (new mtime): checked again, then remembered
+    restored = run()
+    assert restored.ok and not restored.reused_verdict
+    assert run().reused_verdict
+
+    # other inputs and options are part of the memo's key
+    assert not run(group_leakage="off").reused_verdict
+    cfg = load_splits(sp)
+    assert not run(cfg).reused_verdict  # an in-memory config is keyed by its content ...
+    assert run(load_splits(sp)).reused_verdict  # ... so an equal one reuses the verdict
+    moved = cfg.model_copy(update={"val": cfg.test, "test": cfg.val})
+    assert not run(moved).reused_verdict
+    _rewrite(csv, csv.read_bytes())  # rewritten, same bytes: checked again, still clean
+    assert not run().reused_verdict and run().reused_verdict
+    edited = json.loads(sp.read_text())
+    edited["val"], edited["test"] = edited["test"], edited["val"]
+    _rewrite(sp, (json.dumps(edited, indent=2) + "\n").encode())
+    swapped = run()
+    assert not swapped.reused_verdict and swapped.ok
+    assert run(deep=True).reused_verdict is False  # --deep trusts nothing
+    gone = repo / read_universe(csv).value("materialized_path", 0)
+    gone.unlink()
+    missing = run()
+    assert not missing.ok and not missing.reused_verdict
+    assert missing.finding("content").details["missing"] == [str(gone.relative_to(repo))]
