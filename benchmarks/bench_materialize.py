@@ -515,8 +515,8 @@ def bench_incremental(args: argparse.Namespace, ds: Dataset, work: Path, enforce
     per = ds.frames_per_folder
     n_folders = len(ds.folders)
     out = work / "out_incremental"
-    cache_path = work / "stat-cache.json"
-    snapshot = work / "stat-cache.after-build.json"
+    cache_path = work / "stat-cache.bin"
+    snapshot = work / "stat-cache.after-build.bin"
 
     def run(expect_written: int) -> tuple[float, MaterializeResult]:
         # a new StatCache object per run, loaded from the file, as a new process would

@@ -227,7 +227,7 @@ def enumerate_phases(root: Path, out: Path, cache_path: Path) -> dict[str, float
     ph: dict[str, float] = {}
     t = time.perf_counter()
     cache = StatCache(cache_path)
-    ph["load stat cache (json)"] = time.perf_counter() - t
+    ph["load stat cache"] = time.perf_counter() - t
     opts = EnumerateOptions(format="npz", root=root, out_dir=out.parent, cache=cache)
     t = time.perf_counter()
     files = list_files(root, "**/*.npz")
@@ -265,7 +265,7 @@ def bench_enumerate(args: argparse.Namespace, work: Path, env: dict[str, str], e
     root = base / "npz"
     dt, n = timed(make_frames, root, sessions, frames)
     log(f"[1] wrote {n} npz frames ({sessions} sessions x {frames}) in {dt:.1f} s (setup)")
-    cache = base / "stat-cache.json"
+    cache = base / "stat-cache.bin"
     cmd = ["dvc-cuvis", "enumerate", "--format", "npz", "--root", "npz", "--out", "U.csv",
            "--stat-cache", cache.name, "--no-progress"]
 

@@ -52,11 +52,11 @@ def main() -> int:
         make_sessions(work / "sessions", sessions, frames)
         (work / "params.yaml").write_text(
             "enumerate:\n  format: cu3s\n  root: sessions\n  out: universe.csv\n"
-            "  stat_cache: .stat-cache.json\n"
+            "  stat_cache: .stat-cache.bin\n"
             "check:\n  universe: universe.csv\n  splits: splits.json\n"
-            "  stat_cache: .stat-cache.json\n")
+            "  stat_cache: .stat-cache.bin\n")
         subprocess.run(["git", "init", "-q"], cwd=work, check=True, env=env)
-        (work / ".gitignore").write_text("sessions/\n.stat-cache.json\n")
+        (work / ".gitignore").write_text("sessions/\n.stat-cache.bin\n")
         steps = [
             ("enumerate", ["dvc-cuvis", "enumerate", "--params", "params.yaml", "--no-progress"]),
             ("bake", ["dvc-cuvis", "bake", "--universe", "universe.csv", "--out", "splits.json",
