@@ -279,8 +279,8 @@ class StatCache:
                 data = self.to_bytes()
             atomic_write_bytes(self.path, data)
             self._dirty = False
-        except OSError:
-            pass
+        except (OSError, TypeError, ValueError):
+            pass  # a cache that cannot be written is only a slower next run
 
 
 def list_tree(root: str) -> list[tuple[str, int, int, int]]:

@@ -93,6 +93,7 @@ class DriftReport:
         """JSON-ready form (``--json``)."""
         return {
             "ok": self.ok,
+            "reused_verdict": self.reused_verdict,
             "splits": self.splits,
             "universe": self.universe,
             "checks": {f.check: {"status": f.status, "summary": f.summary, "fix": f.fix,
@@ -102,7 +103,9 @@ class DriftReport:
     def render(self) -> str:
         """A readable verdict: one line per check, details, and the command that fixes it."""
         lines = [f"check {self.splits} against {self.universe}: "
-                 + ("OK" if self.ok else "FAILED")]
+                 + ("OK" if self.ok else "FAILED")
+                 + (" (the last clean verdict: no file it rests on has changed)"
+                    if self.reused_verdict else "")]
         for f in self.findings:
             mark = {"ok": "ok  ", "skipped": "skip", "drift": "DRIFT", "violation": "FAIL"}
             lines.append(f"  [{mark.get(f.status, f.status)}] {f.check}: {f.summary}")
@@ -516,6 +519,10 @@ def verify(
     (``deep`` always re-reads everything).  ``lock="auto"`` finds the repository's
     dvc.lock; ``data_dir`` overrides the prefix that ``{DATA_DIR}`` stands for in
     GUI-authored splits.
+
+    A clean verdict is remembered in ``cache`` with the stamps of every file it rests on;
+    a later call with the same inputs (``universe`` given as a path, no ``current``, not
+    ``deep``) reuses it while none of those files changed (``report.reused_verdict``).
     """
     wanted = set(checks)
     unknown = wanted - set(CHECKS)
