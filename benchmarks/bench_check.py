@@ -449,8 +449,13 @@ def content_files(csv: Path) -> list[str]:
 
 
 def stat_floor(paths: list[str], repeat: int = 5) -> float:
-    """Median time of one bare ``os.stat`` per file: the least any content check can cost."""
+    """Median time of one bare ``os.stat`` per file: the least any content check can cost.
+
+    Each pass follows a ``gc.collect()``, like every timed ``setup()``: the collection walks
+    the whole heap, so the stats run on caches as cold as the guard's own.
+    """
     def one() -> float:
+        gc.collect()
         t = time.perf_counter()
         for p in paths:
             os.stat(p)

@@ -376,7 +376,10 @@ class Resolver:
         small, huge = split_ids(sel.ids, kind="file_indices")
         strictly_up = len(small) < 2 or bool(np.all(small[1:] > small[:-1]))
         wanted = small if strictly_up else np.unique(small)  # baked ids are already sorted
-        codes = sorted(self._codes("norm", [norm_source(sel.source or "")])[0])
+        unique, shared = self._codes_by("norm")
+        name = norm_source(sel.source or "")
+        code = unique.get(name)
+        codes = [code] if code is not None else shared.get(name, [])
         off, indices = uni.offsets, uni.indices
         parts: list[Positions] = []
         found = np.zeros(len(wanted), dtype=bool)
