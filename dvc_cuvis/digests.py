@@ -279,6 +279,8 @@ class StatCache:
                 data = self.to_bytes()
             atomic_write_bytes(self.path, data)
             self._dirty = False
+            if self.path.name == "stat-cache.bin":  # the JSON cache of dvc-cuvis <= 0.1.0
+                self.path.with_name("stat-cache.json").unlink(missing_ok=True)
         except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written is only a slower next run
 

@@ -65,6 +65,17 @@ def test_unreadable_or_foreign_cache_files_are_only_a_slower_run(tmp_path: Path)
         assert StatCache(path).md5(f, cached_only=True) == file_md5(f)
 
 
+def test_the_old_json_cache_next_to_the_default_one_is_removed(tmp_path: Path) -> None:
+    old = tmp_path / "stat-cache.json"
+    old.write_text('{"version": 1, "entries": {}}')
+    f = tmp_path / "f"
+    f.write_bytes(b"x")
+    cache = StatCache(tmp_path / "stat-cache.bin")
+    cache.md5(f)
+    cache.save()
+    assert not old.exists() and (tmp_path / "stat-cache.bin").is_file()
+
+
 def test_odd_file_names_survive_the_format(tmp_path: Path) -> None:
     names = ["plain.npz", "with space.npz", "ünïcödé.npz", "line\nbreak.npz", "tab\t.npz"]
     raw = os.fsencode(tmp_path) + b"/undecodable-\xff.npz"
