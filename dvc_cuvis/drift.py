@@ -606,9 +606,11 @@ class _VerdictMemo:
     """
 
     KEY = "verdict"
+    SLOTS = 4  # a universe checked against a few splits (a path, an in-memory config, folds)
 
     def __init__(self, cache: StatCache, uni_abs: str, stamp: Any, key: str) -> None:
         self.cache, self.uni_abs, self.stamp, self.key = cache, uni_abs, stamp, key
+        self.base = os.path.dirname(uni_abs)
 
     @classmethod
     def open(
@@ -632,22 +634,33 @@ class _VerdictMemo:
                               sorted((name_to_id or {}).items())], separators=(",", ":"))
         return cls(cache, uni_abs, stamp_of(uni_st), hashlib.sha256(options.encode()).hexdigest())
 
+    def _slots(self) -> list[dict[str, Any]]:
+        found, value = self.cache.lookup(self.uni_abs, self.KEY, self.stamp)
+        slots = value.get("slots") if found and isinstance(value, dict) else None
+        return [v for v in slots if isinstance(v, dict)] if isinstance(slots, list) else []
+
     def findings(self) -> list[Finding] | None:
         """The remembered findings, if every file is unchanged; else None."""
-        found, value = self.cache.lookup(self.uni_abs, self.KEY, self.stamp)
-        if not found or not isinstance(value, dict) or value.get("key") != self.key:
+        slot = next((v for v in self._slots() if v.get("key") == self.key), None)
+        if slot is None:
             return None
         try:
-            names = value["paths"].split("\0") if value["paths"] else []
-            flat = value["stamps"]
+            names = slot["paths"].split("\0") if slot["paths"] else []
+            flat = slot["stamps"]
             now: list[int] = []
-            for st in map(os.stat, names):
-                now += (st.st_ino, st.st_size, st.st_mtime_ns)
+            # paths are relative to universe.csv's folder: stat them from an open handle
+            fd = os.open(self.base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            try:
+                for name in names:
+                    st = os.stat(name, dir_fd=fd)
+                    now += (st.st_ino, st.st_size, st.st_mtime_ns)
+            finally:
+                os.close(fd)
             if now != flat:
                 return None
             return [Finding(f["check"], f["status"], f["summary"], f["details"], f["fix"])
-                    for f in value["findings"]]
-        except (OSError, KeyError, TypeError, AttributeError):
+                    for f in slot["findings"]]
+        except (OSError, KeyError, TypeError, AttributeError, NotImplementedError):
             return None
 
     def store(self, findings: list[Finding], witness: list[tuple[str, os.stat_result]]) -> None:
@@ -655,13 +668,18 @@ class _VerdictMemo:
         flat: list[int] = []
         for _, st in witness:
             flat += (st.st_ino, st.st_size, st.st_mtime_ns)
-        self.cache.record(self.uni_abs, self.KEY, self.stamp, {
+        prefix = self.base.rstrip("/") + "/"
+        slot = {
             "key": self.key,
-            "paths": "\0".join(p for p, _ in witness),
+            "paths": "\0".join(p[len(prefix):] if p.startswith(prefix) else p
+                                for p, _ in witness),
             "stamps": flat,
             "findings": [{"check": f.check, "status": f.status, "summary": f.summary,
                           "details": f.details, "fix": f.fix} for f in findings],
-        })
+        }
+        others = [v for v in self._slots() if v.get("key") != self.key]
+        self.cache.record(self.uni_abs, self.KEY, self.stamp,
+                          {"slots": [slot, *others][:self.SLOTS]})
 
 
 def ensure(report: DriftReport, mode: str = "strict") -> DriftReport:

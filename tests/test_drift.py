@@ -253,6 +253,7 @@ def test_a_clean_verdict_is_reused_until_a_file_it_rests_on_changes(repo: Path) 
     cfg = load_splits(sp)
     assert not run(cfg).reused_verdict  # an in-memory config is keyed by its content ...
     assert run(load_splits(sp)).reused_verdict  # ... so an equal one reuses the verdict
+    assert run().reused_verdict  # a universe keeps a verdict per split (a few of them)
     moved = cfg.model_copy(update={"val": cfg.test, "test": cfg.val})
     assert not run(moved).reused_verdict
     _rewrite(csv, csv.read_bytes())  # rewritten, same bytes: checked again, still clean
