@@ -21,4 +21,5 @@ fi
 .venv/bin/mypy
 .venv/bin/pytest -n 2 -q "$@"
 .venv/bin/python benchmarks/bench_core.py --quick >/dev/null
+.venv/bin/python benchmarks/bench_check.py --quick --device cpu >/dev/null
 echo "benchmarks: quick smoke run ok"
