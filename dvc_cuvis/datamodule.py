@@ -177,11 +177,12 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
 
     def setup(self, stage: str | None = None) -> None:
         """Run the drift check (per ``verify``), then resolve the stages into datasets."""
-        if self.verify_mode != "off":
-            self.report = ensure(verify(self.splits_path, self.universe_csv, deep=self.deep,
-                                        lock=self.lock, cache=self._cache()), self.verify_mode)
         uni = read_universe(self.universe_csv)
         cfg = load_splits(self.splits_path)
+        if self.verify_mode != "off":  # checks exactly what was read (and will be loaded)
+            self.report = ensure(verify(cfg, uni, deep=self.deep, lock=self.lock,
+                                        cache=self._cache()), self.verify_mode)
+            self.report.splits = str(self.splits_path)
         res = resolve(cfg, uni, where=str(self.splits_path))
         base = self.universe_csv.parent
         wanted = {

@@ -38,11 +38,22 @@ Stamp = tuple[int, int, int]
 
 def file_md5(path: Path | str) -> str:
     """DVC-compatible md5 (plain md5 of the bytes) of one file."""
+    return read_md5(path)[0]
+
+
+def read_md5(path: Path | str) -> tuple[str, Stamp | None]:
+    """md5 of one file and the stamp of the bytes hashed (None if they changed meanwhile).
+
+    The stamp is taken from the descriptor that is read, before and after reading, so a
+    file swapped or rewritten while it is hashed is never cached under the wrong stamp.
+    """
     h = hashlib.md5()
     with open(path, "rb") as fh:
+        before = stamp_of(os.fstat(fh.fileno()))
         while block := fh.read(_BLOCK):
             h.update(block)
-    return h.hexdigest()
+        after = stamp_of(os.fstat(fh.fileno()))
+    return h.hexdigest(), (before if before == after else None)
 
 
 def default_cache_path(start: Path | None = None) -> Path:
@@ -86,9 +97,12 @@ class _Stored:
             raw = self._raw.get(key)
             if raw is None:
                 return None
-            vals = json.loads(bytes(raw))
+            try:
+                vals = json.loads(bytes(raw))
+            except (ValueError, RecursionError):
+                vals = None
             if not isinstance(vals, list) or len(vals) != len(self.paths):
-                raise ValueError(f"value list {key!r} does not match the paths")
+                vals = [None] * len(self.paths)  # a damaged list: every value is a miss
             self._values[key] = vals
         return vals
 
@@ -205,7 +219,12 @@ class StatCache:
         if cached_only:
             raise CacheMiss(abs_path)
         value = compute(Path(abs_path))
-        self.record(abs_path, key, stamp, value)
+        try:
+            unchanged = stamp_of(os.stat(abs_path)) == stamp
+        except OSError:
+            unchanged = False
+        if unchanged:  # a file that changed while it was read is not cached
+            self.record(abs_path, key, stamp, value)
         with self._lock:
             self.misses += 1
         return value
@@ -219,20 +238,34 @@ class StatCache:
         self, path: Path | str, st: os.stat_result | None = None, *, cached_only: bool = False
     ) -> str:
         """md5 of ``path``, from the cache when the file is unchanged."""
-        value: str = self.get(path, "md5", file_md5, st, cached_only=cached_only)
-        return value
+        abs_path = os.fspath(path)
+        if not abs_path.startswith("/"):
+            abs_path = os.path.abspath(abs_path)
+        stamp = stamp_of(st or os.stat(abs_path))
+        if cached_only:
+            found, value = self.lookup(abs_path, "md5", stamp)
+            if not found:
+                raise CacheMiss(abs_path)
+            self.hits += 1
+            return str(value)
+        return self.md5_stamped(abs_path, stamp)[0]
 
-    def md5_stamped(self, abs_path: str, stamp: Stamp) -> str:
-        """md5 of ``abs_path`` whose stamp the caller just took (from a listing)."""
+    def md5_stamped(self, abs_path: str, stamp: Stamp) -> tuple[str, Stamp | None]:
+        """md5 of ``abs_path`` whose stamp the caller just took, and the stamp it belongs to.
+
+        The second value is ``stamp`` on a cache hit, the stamp of the bytes actually hashed
+        on a miss, or None when the file changed while it was read (nothing is cached then).
+        """
         found, value = self.lookup(abs_path, "md5", stamp)
         if found:
             self.hits += 1
-            return str(value)
-        value = file_md5(abs_path)
-        self.record(abs_path, "md5", stamp, value)
+            return str(value), stamp
+        digest, read_stamp = read_md5(abs_path)
+        if read_stamp is not None:
+            self.record(abs_path, "md5", read_stamp, digest)
         with self._lock:
             self.misses += 1
-        return str(value)
+        return digest, read_stamp
 
     def _merged(self) -> tuple[list[str], list[Stamp], dict[str, list[Any]]]:
         stored, new = self._stored, self._new
@@ -285,13 +318,13 @@ class StatCache:
             pass  # a cache that cannot be written is only a slower next run
 
 
-def list_tree(root: str) -> list[tuple[str, int, int, int]]:
-    """``(relpath, inode, size, mtime_ns)`` of every file below ``root``, sorted, as DVC lists it.
+def list_tree(root: str) -> list[tuple[str, int, int, int, bool]]:
+    """``(relpath, inode, size, mtime_ns, is_link)`` of every file below ``root``, sorted.
 
-    Like ``os.walk``: symlinks to folders are not descended, unreadable folders and
-    broken links are left out.
+    As DVC lists a folder, like ``os.walk``: symlinks to folders are not descended,
+    unreadable folders and broken links are left out, a link to a file counts as the file.
     """
-    out: list[tuple[str, int, int, int]] = []
+    out: list[tuple[str, int, int, int, bool]] = []
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -310,7 +343,8 @@ def list_tree(root: str) -> list[tuple[str, int, int, int]]:
                     st = e.stat()
                 except OSError:
                     continue
-                out.append((pre + e.name, st.st_ino, st.st_size, st.st_mtime_ns))
+                out.append((pre + e.name, st.st_ino, st.st_size, st.st_mtime_ns,
+                            e.is_symlink()))
     out.sort(key=itemgetter(0))
     return out
 
@@ -321,27 +355,34 @@ def dir_hash(path: Path | str, cache: StatCache) -> tuple[str, list[str]]:
     A folder whose listing of names and file stamps is unchanged since the last call is
     not hashed again file by file: one digest of the stamps finds the recorded hash, so
     a clean ``check`` of 100k files costs their ``stat`` calls and little more.  The
-    second value lists the relative paths the hash covers.
+    second value lists the relative paths whose bytes the hash covers (regular files
+    only: a symlink's target is not part of the folder).
     """
     root = os.path.abspath(path)
     files = list_tree(root)
     if not files:
         return hashlib.md5(b"[]").hexdigest() + ".dir", []
-    rels, inos, sizes, mtimes = (list(c) for c in zip(*files, strict=True))
+    rels, inos, sizes, mtimes, links = (list(c) for c in zip(*files, strict=True))
     h = hashlib.sha256("\0".join(rels).encode("utf-8", "surrogateescape"))
     h.update(np.array(inos, dtype=np.uint64).tobytes())
     h.update(np.array(sizes, dtype=np.int64).tobytes())
     h.update(np.array(mtimes, dtype=np.int64).tobytes())
     fp = h.hexdigest()
+    covered = [r for r, link in zip(rels, links, strict=True) if not link] if any(links) else rels
     stamp = (os.stat(root).st_ino, len(files), sum(sizes))
     found, memo = cache.lookup(root, "dir_md5", stamp)
     if found and isinstance(memo, list) and len(memo) == 2 and memo[0] == fp:
-        return str(memo[1]), rels
-    entries = [{"md5": cache.md5_stamped(f"{root}/{rel}", (ino, size, mt)), "relpath": rel}
-               for rel, ino, size, mt in files]
+        return str(memo[1]), covered
+    entries = []
+    stable = True
+    for rel, ino, size, mt, _ in files:
+        digest, read_stamp = cache.md5_stamped(f"{root}/{rel}", (ino, size, mt))
+        stable = stable and read_stamp == (ino, size, mt)
+        entries.append({"md5": digest, "relpath": rel})
     value = hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
-    cache.record(root, "dir_md5", stamp, [fp, value])
-    return value, rels
+    if stable:  # a file changed while listing and hashing: do not remember this result
+        cache.record(root, "dir_md5", stamp, [fp, value])
+    return value, covered
 
 
 def dir_md5(path: Path | str, cache: StatCache) -> str:

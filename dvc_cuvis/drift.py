@@ -33,14 +33,14 @@ import yaml
 from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 
 from dvc_cuvis import __version__
-from dvc_cuvis.digests import StatCache, dir_hash, stamp_of
+from dvc_cuvis.digests import Stamp, StatCache, dir_hash, stamp_of
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
 from dvc_cuvis.params import diff_params
-from dvc_cuvis.paths import PathGuard
+from dvc_cuvis.paths import PathGuard, is_within
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     evaluate_constraints,
-    load_splits,
+    load_splits_stamped,
     resolve,
 )
 from dvc_cuvis.universe import Universe, read_universe, universe_hash
@@ -258,7 +258,7 @@ def _renames(
 def _check_content(
     uni: Universe, cache: StatCache, assignment: np.ndarray | None,
     current: Universe | None = None, vouched: Mapping[str, Sequence[str]] | None = None,
-    witness: list[tuple[str, os.stat_result]] | None = None,
+    witness: list[tuple[str, Stamp | None]] | None = None,
 ) -> Finding:
     if not uni.has_column("md5"):
         return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
@@ -268,6 +268,8 @@ def _check_content(
     prefix = guard.base_abs + "/"
     covered: set[str] = set()  # relative to the universe's folder
     for top, rels in (vouched or {}).items():
+        if not is_within(guard.root_real, os.path.realpath(top)):
+            continue  # reached through a symlink out of the folder: the guard must see it
         if top.startswith(prefix):
             sub = top[len(prefix):]
             covered.update([f"{sub}/{r}" if r else sub for r in rels])
@@ -316,9 +318,9 @@ def _check_content(
                 missing.append(rel)
                 bad_rows.update(rows)
                 continue
-            actual = cache.md5(path, st)
+            actual, read_stamp = cache.md5_stamped(path, stamp_of(st))
             if witness is not None:
-                witness.append((path, st))
+                witness.append((path, read_stamp))
         if actual != expected:
             modified.append(rel)
             bad_rows.update(rows)
@@ -416,7 +418,6 @@ def _check_staleness(
     universe_rel = (os.path.normpath(os.path.relpath(universe.absolute(), root.absolute()))
                     if universe is not None else None)
     vouched: dict[str, list[str]] = {}
-    covered: dict[str, list[str]] = {}  # an input that matches dvc.lock -> the files it covers
     hashed: dict[str, tuple[str, list[str]]] = {}
     wanted = {os.path.normpath(os.path.relpath(t.absolute(), root.absolute())) for t in targets}
     stages = data.get("stages", {}) if isinstance(data, dict) else {}
@@ -434,29 +435,33 @@ def _check_staleness(
             continue  # neither writes nor reads these files (nor a folder holding them)
         relevant.append(name)
         before = (len(changed), len(params_changed))
+        covered: dict[str, list[str]] = {}  # this stage's entries whose recorded hash matches
         for e in entries:
             rel = str(e.get("path", ""))
             recorded = e.get("md5")
             if not recorded:
                 continue
             p = root / rel
+            top = os.path.abspath(p)
             if not p.exists():
                 changed.append(f"{rel} (stage {name}): missing")
             elif str(recorded).endswith(".dir"):
-                if p.is_dir():
-                    top = os.path.abspath(p)
-                    if top not in hashed:  # several stages may read the same folder
-                        hashed[top] = dir_hash(top, cache)
-                    value, listed = hashed[top]
-                    if value != recorded:
-                        changed.append(f"{rel} (stage {name})")
-                    else:
-                        covered[top] = listed
-            elif p.is_file():
-                if cache.md5(p) != recorded:
+                if not p.is_dir():
+                    changed.append(f"{rel} (stage {name}): a folder in dvc.lock, now a file")
+                    continue
+                if top not in hashed:  # several stages may read the same folder
+                    hashed[top] = dir_hash(top, cache)
+                value, listed = hashed[top]
+                if value != recorded:
                     changed.append(f"{rel} (stage {name})")
                 else:
-                    covered[os.path.abspath(p)] = [""]
+                    covered[top] = listed
+            elif not p.is_file():
+                changed.append(f"{rel} (stage {name}): a file in dvc.lock, now a folder")
+            elif cache.md5(p) != recorded:
+                changed.append(f"{rel} (stage {name})")
+            else:
+                covered[top] = [""]
         for pfile, values in (stage.get("params") or {}).items():
             if pfile not in params_cache:
                 try:
@@ -545,18 +550,23 @@ def verify(
         staleness, vouched = _check_staleness(lock_path, targets, cache, uni_path)
         if deep:
             vouched = {}
+    options = [sorted(wanted & set(CHECKS[:4])), group_leakage, data_dir,
+               sorted((name_to_id or {}).items())]
     memo = None
     if not deep and current is None and not vouched and uni_path is not None \
-            and not isinstance(universe, Universe) and wanted - {"staleness"}:
-        memo = _VerdictMemo.open(cache, splits, uni_path, wanted, group_leakage, data_dir,
-                                 name_to_id)
+            and wanted - {"staleness"}:
+        memo = _VerdictMemo.before_reading(cache, splits, universe, options)
         reused = memo.findings() if memo is not None else None
         if reused is not None:
             if staleness is not None:
                 reused.append(staleness)
             cache.save()
             return DriftReport(where, str(uni_path), reused, reused_verdict=True)
-    cfg = splits if isinstance(splits, DataSplitConfig) else load_splits(splits)
+    split_stamp = None
+    if isinstance(splits, DataSplitConfig):
+        cfg = splits
+    else:
+        cfg, split_stamp = load_splits_stamped(splits)
     uni = universe if isinstance(universe, Universe) else read_universe(universe)
     tokenized = is_tokenized(cfg)
     if tokenized:
@@ -579,7 +589,7 @@ def verify(
         if vouched and finding.status == "ok":
             finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
         findings.append(finding)
-    witness: list[tuple[str, os.stat_result]] = []
+    witness: list[tuple[str, Stamp | None]] = []
     if "content" in wanted:
         findings.append(_check_content(uni, cache, res.assignment() if res else None,
                                        None if deep else current, vouched, witness))
@@ -588,7 +598,7 @@ def verify(
     if "constraints" in wanted:
         findings.append(_check_constraints(cfg, res, group_leakage))
     if memo is not None and not any(f.failed for f in findings):
-        memo.store(findings, witness)
+        memo.store(findings, witness, uni, splits, split_stamp, options)
     if staleness is not None:
         findings.append(staleness)
     cache.save()
@@ -601,85 +611,137 @@ class _VerdictMemo:
     ``guard()`` and the DataModules check before every ``setup()``; when universe.csv,
     the split, the options and every content file's stamp are what they were at the last
     clean check, its findings stand without re-reading anything: the cost is one ``stat``
-    per file.  Kept in the stat cache, under universe.csv's own entry; a failed check is
-    never remembered (it is re-run in full, so its details are current).
+    per file and one folder listing per folder of folders.  Kept in the stat cache, under
+    universe.csv's own entry (a few slots: one per split); a failed check is never
+    remembered (it is re-run in full, so its details are current).
+
+    Soundness: the stamps stored are those of the bytes the full check read (taken on the
+    descriptors read, so a file swapped meanwhile is never remembered under the wrong
+    stamp); files are compared without following a final symlink, and every folder on
+    the way to them must still be the same real folder (not a symlink put in its place),
+    so a reused verdict never covers a path the full check would refuse.
     """
 
     KEY = "verdict"
     SLOTS = 4  # a universe checked against a few splits (a path, an in-memory config, folds)
 
-    def __init__(self, cache: StatCache, uni_abs: str, stamp: Any, key: str) -> None:
+    def __init__(self, cache: StatCache, uni_abs: str, stamp: Stamp, key: str) -> None:
         self.cache, self.uni_abs, self.stamp, self.key = cache, uni_abs, stamp, key
         self.base = os.path.dirname(uni_abs)
 
+    @staticmethod
+    def _key(split_id: str, options: list[Any]) -> str:
+        text = json.dumps([__version__, split_id, options], separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @staticmethod
+    def _split_id(splits: Path | str | DataSplitConfig, stamp: Stamp | None) -> str | None:
+        if isinstance(splits, DataSplitConfig):
+            return "config:" + hashlib.sha256(splits.model_dump_json().encode()).hexdigest()
+        return None if stamp is None else f"{os.path.abspath(splits)}:{list(stamp)}"
+
     @classmethod
-    def open(
-        cls, cache: StatCache, splits: Path | str | DataSplitConfig, uni_path: Path,
-        wanted: set[str], group_leakage: str, data_dir: str | None,
-        name_to_id: dict[str, int] | None,
+    def before_reading(
+        cls, cache: StatCache, splits: Path | str | DataSplitConfig,
+        universe: Path | str | Universe, options: list[Any],
     ) -> _VerdictMemo | None:
-        """The memo slot for these inputs (None if a file is missing: the full check says so)."""
+        """The slot for the files as they are now (None if one is missing or unstamped)."""
         try:
-            uni_abs = os.path.abspath(uni_path)
-            uni_st = os.stat(uni_abs)
-            if isinstance(splits, DataSplitConfig):
-                split_id = hashlib.sha256(splits.model_dump_json().encode()).hexdigest()
+            if isinstance(universe, Universe):  # keyed by the bytes it was read from
+                if universe.path is None or universe.file_stamp is None:
+                    return None
+                uni_abs, uni_stamp = os.path.abspath(universe.path), universe.file_stamp
             else:
-                sp = os.path.abspath(splits)
-                split_id = f"{sp}:{list(stamp_of(os.stat(sp)))}"
+                uni_abs = os.path.abspath(universe)
+                uni_stamp = stamp_of(os.stat(uni_abs))
+            split_stamp = None if isinstance(splits, DataSplitConfig) else stamp_of(
+                os.stat(splits))
         except OSError:
             return None
-        options = json.dumps([__version__, split_id, sorted(wanted & set(CHECKS[:4])),
-                              group_leakage, data_dir,
-                              sorted((name_to_id or {}).items())], separators=(",", ":"))
-        return cls(cache, uni_abs, stamp_of(uni_st), hashlib.sha256(options.encode()).hexdigest())
+        split_id = cls._split_id(splits, split_stamp)
+        if split_id is None:
+            return None
+        return cls(cache, uni_abs, uni_stamp, cls._key(split_id, options))
 
-    def _slots(self) -> list[dict[str, Any]]:
-        found, value = self.cache.lookup(self.uni_abs, self.KEY, self.stamp)
+    def _slots(self, stamp: Stamp) -> list[dict[str, Any]]:
+        found, value = self.cache.lookup(self.uni_abs, self.KEY, stamp)
         slots = value.get("slots") if found and isinstance(value, dict) else None
         return [v for v in slots if isinstance(v, dict)] if isinstance(slots, list) else []
 
     def findings(self) -> list[Finding] | None:
-        """The remembered findings, if every file is unchanged; else None."""
-        slot = next((v for v in self._slots() if v.get("key") == self.key), None)
+        """The remembered findings, if every file and folder is unchanged; else None."""
+        slot = next((v for v in self._slots(self.stamp) if v.get("key") == self.key), None)
         if slot is None:
             return None
         try:
-            names = slot["paths"].split("\0") if slot["paths"] else []
-            flat = slot["stamps"]
-            now: list[int] = []
-            # paths are relative to universe.csv's folder: stat them from an open handle
             fd = os.open(self.base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
             try:
+                for parent, children in slot["dirs"].items():
+                    # one listing per folder of folders: each must still be a real folder
+                    with os.scandir(os.path.join(self.base, parent)) as it:
+                        here = {e.name: e for e in it}
+                    for name, ino in children:
+                        e = here.get(name)
+                        if e is None or e.is_symlink() or not e.is_dir(follow_symlinks=False) \
+                                or e.inode() != ino:
+                            return None
+                names = slot["paths"].split("\0") if slot["paths"] else []
+                now: list[int] = []
                 for name in names:
-                    st = os.stat(name, dir_fd=fd)
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     now += (st.st_ino, st.st_size, st.st_mtime_ns)
             finally:
                 os.close(fd)
-            if now != flat:
+            if now != slot["stamps"]:
                 return None
             return [Finding(f["check"], f["status"], f["summary"], f["details"], f["fix"])
                     for f in slot["findings"]]
-        except (OSError, KeyError, TypeError, AttributeError, NotImplementedError):
+        except (OSError, KeyError, TypeError, AttributeError, ValueError,
+                NotImplementedError):
             return None
 
-    def store(self, findings: list[Finding], witness: list[tuple[str, os.stat_result]]) -> None:
-        """Remember clean findings and the stamps of the files they rest on."""
-        flat: list[int] = []
-        for _, st in witness:
-            flat += (st.st_ino, st.st_size, st.st_mtime_ns)
+    def store(
+        self, findings: list[Finding], witness: list[tuple[str, Stamp | None]], uni: Universe,
+        splits: Path | str | DataSplitConfig, split_stamp: Stamp | None, options: list[Any],
+    ) -> None:
+        """Remember clean findings and the stamps of the bytes they rest on."""
+        split_id = self._split_id(splits, split_stamp)
+        if uni.file_stamp is None or split_id is None or uni.path is None \
+                or os.path.abspath(uni.path) != self.uni_abs:
+            return  # read from something without a stable stamp: nothing to key it by
         prefix = self.base.rstrip("/") + "/"
+        flat: list[int] = []
+        rels: list[str] = []
+        for path, stamp in witness:
+            if stamp is None or not path.startswith(prefix):
+                return  # a file changed while it was hashed (or lies elsewhere)
+            rels.append(path[len(prefix):])
+            flat += stamp
+        dirs: dict[str, list[list[Any]]] = {}
+        try:
+            for d in sorted({a for r in rels for a in _ancestors(r)}):
+                parent, _, name = d.rpartition("/")
+                st = os.lstat(os.path.join(self.base, d))
+                dirs.setdefault(parent, []).append([name, st.st_ino])
+        except OSError:
+            return
         slot = {
-            "key": self.key,
-            "paths": "\0".join(p[len(prefix):] if p.startswith(prefix) else p
-                                for p, _ in witness),
+            "key": self._key(split_id, options),
+            "dirs": dirs,
+            "paths": "\0".join(rels),
             "stamps": flat,
             "findings": [{"check": f.check, "status": f.status, "summary": f.summary,
                           "details": f.details, "fix": f.fix} for f in findings],
         }
-        others = [v for v in self._slots() if v.get("key") != self.key]
-        self.cache.record(self.uni_abs, self.KEY, self.stamp,
-                          {"slots": [slot, *others][:self.SLOTS]})
+        stamp = uni.file_stamp
+        others = [v for v in self._slots(stamp) if v.get("key") != slot["key"]]
+        self.cache.record(self.uni_abs, self.KEY, stamp, {"slots": [slot, *others][:self.SLOTS]})
+
+
+def _ancestors(rel: str) -> list[str]:
+    """``a/b/c.npz`` -> ``["a", "a/b"]``: every folder on the way to a file."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
 def ensure(report: DriftReport, mode: str = "strict") -> DriftReport:

@@ -11,6 +11,7 @@ file and the invalid field, the rule/baked distinction, per-stage resolution aga
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,9 +54,19 @@ GROUP_LEAKAGE = "group_leakage"
 
 def load_splits(path: Path | str) -> DataSplitConfig:
     """Load and validate a splits.json; errors name the file and the invalid field."""
+    return load_splits_stamped(path)[0]
+
+
+def load_splits_stamped(path: Path | str) -> tuple[DataSplitConfig, tuple[int, int, int] | None]:
+    """:func:`load_splits`, and the (inode, size, mtime_ns) of the bytes read (None if the
+    file changed while it was read)."""
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8-sig")
+        with p.open("rb") as fh:
+            before = os.fstat(fh.fileno())
+            raw = fh.read()
+            after = os.fstat(fh.fileno())
+        text = raw.decode("utf-8-sig")
     except FileNotFoundError:
         raise SplitsFileError(f"{p}: splits file not found (check --splits)") from None
     except IsADirectoryError:
@@ -64,7 +75,8 @@ def load_splits(path: Path | str) -> DataSplitConfig:
         raise SplitsFileError(f"{p}: not valid UTF-8 text") from None
     except OSError as exc:
         raise SplitsFileError(f"{p}: cannot read: {exc.strerror}") from None
-    return parse_splits(text, path=p)
+    stamps = [(st.st_ino, st.st_size, st.st_mtime_ns) for st in (before, after)]
+    return parse_splits(text, path=p), (stamps[0] if stamps[0] == stamps[1] else None)
 
 
 def parse_splits(text: str, *, path: Path | str = "splits.json") -> DataSplitConfig:

@@ -117,6 +117,9 @@ class Universe:
             raise UniverseError("source_names must be sorted and unique", path=path)
         self._names: list[str] = names
         self.path: Path | None = path
+        #: (inode, size, mtime_ns) of the file this universe was read from, taken on the
+        #: descriptor that was read (None when it was not read from a file)
+        self.file_stamp: tuple[int, int, int] | None = None
         codes_a = np.asarray(codes, dtype=np.int32)
         idx_a = np.asarray(indices, dtype=np.int64)
         cols = {k: np.asarray(v) for k, v in (columns or {}).items()}
@@ -406,7 +409,12 @@ def read_universe(path: Path | str, *, unique_materialized_path: bool | None = N
     except OSError as exc:
         raise UniverseError(f"cannot read universe file: {exc.strerror}", path=p) from None
     with fh:
-        return _parse_stream(fh, p, unique_materialized_path)
+        before = os.fstat(fh.fileno())
+        uni = _parse_stream(fh, p, unique_materialized_path)
+        after = os.fstat(fh.fileno())
+    stamps = [(st.st_ino, st.st_size, st.st_mtime_ns) for st in (before, after)]
+    uni.file_stamp = stamps[0] if stamps[0] == stamps[1] else None
+    return uni
 
 
 def parse_universe_bytes(

@@ -151,3 +151,35 @@ _segment = st.text(alphabet=st.sampled_from("ab./\\:C_ -"), min_size=0, max_size
 @given(st.lists(_segment, max_size=8))
 def test_bulk_normalization_equals_one_by_one(paths: list[str]) -> None:
     assert norm_sources(paths) == [norm_source(p) for p in paths]
+
+
+def test_a_damaged_value_list_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    f = tmp_path / "f"
+    f.write_bytes(b"payload")
+    cache = StatCache(tmp_path / "c.bin")
+    cache.md5(f)
+    cache.save()
+    data = (tmp_path / "c.bin").read_bytes()
+    i = data.rindex(b'["')  # the md5 list: same length, no longer JSON
+    (tmp_path / "c.bin").write_bytes(data[:i] + b"{" + data[i + 1:])
+    damaged = StatCache(tmp_path / "c.bin")
+    assert damaged.count() == 1
+    assert damaged.md5(f) == file_md5(f) and damaged.misses == 1
+
+
+def test_a_file_that_changes_while_hashed_is_not_cached(tmp_path: Path, monkeypatch) -> None:
+    import dvc_cuvis.digests as digests
+
+    f = tmp_path / "f"
+    f.write_bytes(b"one")
+    real = digests.read_md5
+
+    def racing(path):
+        value, _ = real(path)
+        return value, None  # what read_md5 reports when the stamps before/after differ
+
+    monkeypatch.setattr(digests, "read_md5", racing)
+    cache = StatCache(tmp_path / "c.bin")
+    cache.md5(f)
+    monkeypatch.setattr(digests, "read_md5", real)
+    assert cache.lookup(str(f), "md5", digests.stamp_of(f.stat())) == (False, None)

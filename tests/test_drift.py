@@ -269,3 +269,83 @@ def test_a_clean_verdict_is_reused_until_a_file_it_rests_on_changes(repo: Path) 
     missing = run()
     assert not missing.ok and not missing.reused_verdict
     assert missing.finding("content").details["missing"] == [str(gone.relative_to(repo))]
+
+
+def test_a_data_folder_swapped_for_an_outside_symlink_is_refused(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    """Neither a remembered verdict nor dvc.lock's vouching may cover a path the guard refuses
+    (the files keep their inodes: a move on the same filesystem)."""
+    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.errors import DvcCuvisError
+
+    for lock in (None, "auto"):
+        work = tmp_path / f"w-{lock}"
+        shutil.copytree(repo, work / "repo", symlinks=True)
+        root = work / "repo"
+
+        def run(root=root, lock=lock, work=work, **kw):
+            return verify(root / "splits.json", root / "universe.csv", lock=lock,
+                          cache=StatCache(work / "c.bin"), **kw)
+
+        assert run().ok and (lock is None or "through dvc.lock" in
+                             run().finding("content").summary)
+        (root / "data").rename(work / "elsewhere")
+        (root / "data").symlink_to(work / "elsewhere")
+        for kw in ({}, {"deep": True}):
+            with pytest.raises(DvcCuvisError, match="leads outside"):
+                run(**kw)
+
+
+def test_only_the_universe_writing_stage_own_hashes_vouch(repo: Path) -> None:
+    from dvc_cuvis.digests import StatCache, dir_md5
+    from dvc_cuvis.drift import _check_staleness
+
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())
+    folder = dir_md5(repo / "data/npz", StatCache(None))
+    for dep in lock["stages"]["enumerate"]["deps"]:
+        if dep["path"] == "data/npz":
+            dep.pop("md5")  # the stage that wrote universe.csv records no hash of its input
+    lock["stages"]["aaa"] = {"cmd": "true", "deps": [{"path": "data/npz", "md5": folder}],
+                             "outs": [{"path": "universe.csv", "md5": "0" * 32}]}
+    (repo / "dvc.lock").write_text(yaml.safe_dump(lock))
+    _, vouched = _check_staleness(repo / "dvc.lock", [repo / "universe.csv"], StatCache(None),
+                                  repo / "universe.csv")
+    assert str(repo / "data/npz") not in vouched  # another stage's matching hash is no voucher
+
+
+def test_a_folder_in_dvc_lock_that_is_now_a_file_is_stale(repo: Path, cli, monkeypatch) -> None:
+    shutil.rmtree(repo / "data/npz")
+    (repo / "data/npz").write_text("not a folder any more\n")
+    r, checks = check(repo, cli, monkeypatch, "--no-enumerate")
+    assert r.code == 1 and checks["staleness"]["status"] == "drift"
+    assert any("now a file" in c for c in checks["staleness"]["details"]["changed"])
+
+
+def test_a_split_swapped_while_it_is_checked_is_not_remembered(repo: Path, monkeypatch) -> None:
+    """The verdict is keyed by the stamps of the bytes read, not those seen before reading."""
+    import os
+
+    import dvc_cuvis.drift as drift
+    from dvc_cuvis.digests import StatCache
+
+    sp, csv = repo / "splits.json", repo / "universe.csv"
+    good = sp.read_text()
+    bad = json.loads(good)
+    bad["universe_hash"] = "0" * 64  # version A: its pin does not match
+    (repo / "A.keep").write_text(json.dumps(bad, indent=2))
+    (repo / "B.new").write_text(good)
+    os.link(repo / "A.keep", repo / "A.tmp")
+    os.replace(repo / "A.tmp", sp)
+    real = drift.load_splits_stamped
+
+    def racing(path):  # a writer swaps in B right after the files were stamped
+        os.replace(repo / "B.new", sp)
+        return real(path)
+
+    monkeypatch.setattr(drift, "load_splits_stamped", racing)
+    assert verify(sp, csv, lock=None, cache=StatCache(repo / "c.bin")).ok  # B is clean
+    monkeypatch.setattr(drift, "load_splits_stamped", real)
+    os.link(repo / "A.keep", repo / "A.tmp")
+    os.replace(repo / "A.tmp", sp)  # A's inode is back
+    again = verify(sp, csv, lock=None, cache=StatCache(repo / "c.bin"))
+    assert not again.ok and not again.reused_verdict
