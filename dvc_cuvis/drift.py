@@ -20,6 +20,7 @@ re-tokenizing the data-dir prefix before hashing.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -631,7 +632,7 @@ class _VerdictMemo:
 
     @staticmethod
     def _key(split_id: str, options: list[Any]) -> str:
-        text = json.dumps([__version__, split_id, options], separators=(",", ":"))
+        text = json.dumps([_code_id(), split_id, options], separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
     @staticmethod
@@ -736,6 +737,21 @@ class _VerdictMemo:
         stamp = uni.file_stamp
         others = [v for v in self._slots(stamp) if v.get("key") != slot["key"]]
         self.cache.record(self.uni_abs, self.KEY, stamp, {"slots": [slot, *others][:self.SLOTS]})
+
+
+@functools.lru_cache(maxsize=1)
+def _code_id() -> str:
+    """The version plus a digest of the modules that decide a verdict: a remembered verdict
+    is never reused by different checking code (a development checkout, an upgrade)."""
+    h = hashlib.sha256(__version__.encode())
+    here = Path(__file__).parent
+    for name in ("drift.py", "selectors.py", "splits.py", "universe.py", "paths.py",
+                 "digests.py"):
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            h.update(name.encode())  # not readable (e.g. a zip import): the version decides
+    return h.hexdigest()
 
 
 def _ancestors(rel: str) -> list[str]:

@@ -349,3 +349,16 @@ def test_a_split_swapped_while_it_is_checked_is_not_remembered(repo: Path, monke
     os.replace(repo / "A.tmp", sp)  # A's inode is back
     again = verify(sp, csv, lock=None, cache=StatCache(repo / "c.bin"))
     assert not again.ok and not again.reused_verdict
+
+
+def test_other_checking_code_does_not_reuse_a_verdict(repo: Path, monkeypatch) -> None:
+    import dvc_cuvis.drift as drift
+    from dvc_cuvis.digests import StatCache
+
+    def run():
+        return verify(repo / "splits.json", repo / "universe.csv", lock=None,
+                      cache=StatCache(repo / "c.bin"))
+
+    assert run().ok and run().reused_verdict
+    monkeypatch.setattr(drift, "_code_id", lambda: "an upgraded dvc-cuvis")
+    assert not run().reused_verdict and run().reused_verdict
