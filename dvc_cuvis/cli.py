@@ -128,12 +128,10 @@ def _bool(args: argparse.Namespace, sect: dict[str, Any], name: str, default: bo
 
 
 def _stat_cache(setting: str | None) -> Any:
-    """The stat cache a verb uses: a path, ``none`` (in memory only) or the default place."""
-    from dvc_cuvis.digests import StatCache, default_cache_path
+    """The stat cache a verb uses: a path, ``none`` (in memory only); unset = the default."""
+    from dvc_cuvis.digests import open_stat_cache
 
-    if setting == "none":
-        return StatCache(None)
-    return StatCache(Path(setting) if setting else default_cache_path())
+    return open_stat_cache(setting or "auto")
 
 
 def _enumerate_options(

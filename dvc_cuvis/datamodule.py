@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dvc_cuvis.digests import StatCache, default_cache_path
+from dvc_cuvis.digests import StatCache, open_stat_cache
 from dvc_cuvis.drift import DriftReport, ensure, verify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.paths import PathGuard
@@ -238,17 +238,6 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
         return self._loader("predict", False)
 
 
-def open_stat_cache(setting: str | Path | StatCache | None, near: Path) -> StatCache:
-    """A stat cache from a setting: ``"auto"`` (the repository's), a file, an object, or None."""
-    if isinstance(setting, StatCache):
-        return setting
-    if setting is None:
-        return StatCache(None)
-    if setting == "auto":
-        return StatCache(default_cache_path(Path(near).parent))
-    return StatCache(Path(setting))
-
-
 def guard(
     datamodule: Any,
     *,
@@ -282,8 +271,8 @@ def guard(
     if verify_mode not in ("strict", "warn", "off"):
         raise DvcCuvisError(f"verify must be strict, warn or off, got {verify_mode!r}")
 
-    near = universe.path if isinstance(universe, Universe) else Path(universe)
-    stat_cache = open_stat_cache(cache, near or Path("universe.csv"))
+    stat_cache = open_stat_cache(
+        cache, universe.path if isinstance(universe, Universe) else universe)
 
     def guarded_setup(stage: str | None = None) -> Any:
         if verify_mode != "off":

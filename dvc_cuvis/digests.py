@@ -66,6 +66,21 @@ def default_cache_path(start: Path | None = None) -> Path:
     return base / "dvc-cuvis" / "stat-cache.bin"
 
 
+def open_stat_cache(
+    setting: str | Path | StatCache | None = "auto", near: Path | str | None = None
+) -> StatCache:
+    """A stat cache from a setting: ``"auto"`` (the repository of ``near``, a file whose
+    folder is searched, else of the working folder), ``"none"``/None (in memory only), a
+    cache file, or a cache already open."""
+    if isinstance(setting, StatCache):
+        return setting
+    if setting is None or setting == "none":
+        return StatCache(None)
+    if setting == "auto":
+        return StatCache(default_cache_path(Path(near).parent if near is not None else None))
+    return StatCache(Path(setting))
+
+
 def stamp_of(st: os.stat_result) -> Stamp:
     """The part of a stat result that says "same file, same bytes": inode, size, mtime."""
     return (st.st_ino, st.st_size, st.st_mtime_ns)
