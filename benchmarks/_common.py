@@ -17,10 +17,12 @@ import os
 import platform
 import pstats
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,17 +134,56 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def standard_args(description: str) -> Any:
-    """An argparse parser with the options every benchmark takes."""
+def standard_args(description: str, *, seed: bool = False, profile: bool = False) -> Any:
+    """An argparse parser with the options every benchmark takes (``--seed`` and
+    ``--profile`` for those that use them); a benchmark adds its own on top."""
     import argparse
 
     ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--quick", action="store_true", help="small sizes, goals not enforced")
-    ap.add_argument("--json", type=Path, help="write every figure here")
-    ap.add_argument("--strict", action="store_true", help="exit 1 if a target fails")
-    ap.add_argument("--workdir", type=Path, help="where to build the temporary data")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes, no PASS/FAIL enforcement (CI smoke test)")
+    ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
+    ap.add_argument("--workdir", type=Path, help="parent folder for the generated data")
+    ap.add_argument("--keep", action="store_true", help="keep the generated data")
+    if seed:
+        ap.add_argument("--seed", type=int, default=20240601)
+    if profile:
+        ap.add_argument("--profile", action="store_true",
+                        help="print cProfile top entries for our side of every target")
     return ap
+
+
+class Clock:
+    """Seconds since the run started; calling it logs a line prefixed with them."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def __call__(self, msg: str) -> None:
+        print(f"{self.elapsed:7.1f}s  {msg}", flush=True)
+
+
+@contextlib.contextmanager
+def workspace(args: Any, prefix: str, log: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """A fresh temporary folder under ``--workdir`` (absolute), kept with ``--keep``."""
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=args.workdir)).absolute()
+    try:
+        yield work
+    finally:
+        if args.keep:
+            print(f"kept generated data in {work}")
+        else:
+            t = time.perf_counter()
+            shutil.rmtree(work, ignore_errors=True)
+            if log is not None:
+                log(f"removed {work} in {time.perf_counter() - t:.1f} s")
 
 
 def finish(

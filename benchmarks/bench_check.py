@@ -64,9 +64,7 @@ import gc
 import io
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -721,19 +719,10 @@ def bench_device(args: argparse.Namespace, mat: Path, work: Path, rng: np.random
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap = _common.standard_args((__doc__ or "").split("\n\n")[0], seed=True, profile=True)
     ap.add_argument("--device", default="auto",
                     help="where to measure delivery: auto (cuda if present, else skipped), "
                          "cuda, cuda:N or cpu (exercises the same code without a GPU)")
-    ap.add_argument("--quick", action="store_true",
-                    help="small sizes, no PASS/FAIL enforcement (CI smoke test)")
-    ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
-    ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
-    ap.add_argument("--workdir", type=Path, help="parent folder for the generated data")
-    ap.add_argument("--keep", action="store_true", help="keep the generated data")
-    ap.add_argument("--seed", type=int, default=20240601)
-    ap.add_argument("--profile", action="store_true",
-                    help="print cProfile top entries for our side of every target")
     return ap.parse_args(argv)
 
 
@@ -742,18 +731,11 @@ def main(argv: list[str] | None = None) -> int:
     enforce = not args.quick
     rng = np.random.default_rng(args.seed)
     env = child_env()
-    t_all = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"{time.perf_counter() - t_all:7.1f}s  {msg}", flush=True)
-
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_check_", dir=args.workdir)).absolute()
+    log = _common.Clock()
     rows: list[Row] = []
     notes: list[str] = []
     profiles: dict[str, str] = {}
-    try:
+    with _common.workspace(args, "dvc_cuvis_bench_check_", log) as work:
         commit = _common.environment()["git_commit"]
         log(f"mode={'quick' if args.quick else 'full'} seed={args.seed} workdir={work} "
             f"commit={(commit or '?')[:12]} load average {load()}")
@@ -762,18 +744,9 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_loader(args, mat, work, rng, enforce, log, profiles)
         rows += bench_guard(args, mat, work, enforce, log, notes, profiles)
         rows += bench_device(args, mat, work, rng, log, notes)
-    finally:
-        if args.keep:
-            print(f"kept generated data in {work}")
-        else:
-            t = time.perf_counter()
-            shutil.rmtree(work, ignore_errors=True)
-            log(f"removed {work} in {time.perf_counter() - t:.1f} s")
-
-    total = time.perf_counter() - t_all
     print()
     return _common.finish(
-        rows, args, total=total, notes=notes, profiles=profiles,
+        rows, args, total=log.elapsed, notes=notes, profiles=profiles,
         quick_note="(--quick: 5k frames for check, 80 frames for the loader; targets not "
                    "enforced)")
 

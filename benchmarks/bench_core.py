@@ -35,9 +35,7 @@ Targets (every baseline is measured in the same run):
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -358,18 +356,9 @@ def bench_hash(uni: Universe, log: Callable[[str], None]) -> Row:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="sizes divided by ~20, no PASS/FAIL enforcement (CI smoke test)")
-    ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
-    ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
-    ap.add_argument("--workdir", type=Path, help="parent folder for the generated data")
-    ap.add_argument("--keep", action="store_true", help="keep the generated data")
-    ap.add_argument("--seed", type=int, default=20240601)
+    ap = _common.standard_args(__doc__.split("\n\n")[0], seed=True, profile=True)
     ap.add_argument("--upstream-subset", type=int, default=60, metavar="N",
                     help="selectors per stage timed on the upstream resolver (default 60)")
-    ap.add_argument("--profile", action="store_true",
-                    help="print cProfile top entries for our side of every target")
     return ap.parse_args(argv)
 
 
@@ -377,18 +366,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     enforce = not args.quick
     rng = np.random.default_rng(args.seed)
-    t_all = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"{time.perf_counter() - t_all:7.1f}s  {msg}", flush=True)
-
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_", dir=args.workdir))
+    log = _common.Clock()
     rows: list[Row] = []
     notes: list[str] = []
     profiles: dict[str, str] = {}
-    try:
+    with _common.workspace(args, "dvc_cuvis_bench_") as work:
         log(f"mode={'quick' if args.quick else 'full'} seed={args.seed} workdir={work}")
         rows += bench_resolve_50k(args, rng, enforce, log, notes, profiles)
 
@@ -408,15 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_resolve_1m(args, uni, names, frames, rng, enforce, log, profiles)
         rows += bench_read(args, csv_path, shuffled, n_rows, enforce, log, profiles)
         rows.append(bench_hash(uni, log))
-    finally:
-        if args.keep:
-            print(f"kept generated data in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-
-    total = time.perf_counter() - t_all
     print()
-    return _common.finish(rows, args, total=total, notes=notes, profiles=profiles,
+    return _common.finish(rows, args, total=log.elapsed, notes=notes, profiles=profiles,
                           quick_note="(--quick: sizes / ~20, targets not enforced)")
 
 

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import Row, finish, median, standard_args
+from _common import Row, finish, median, standard_args, workspace
 
 from dvc_cuvis.bake import BakeOptions, bake
 from dvc_cuvis.splits import dumps_splits
@@ -104,13 +102,9 @@ def bench_log(work: Path, commits: int, quick: bool) -> list[Row]:
 
 def main() -> int:
     args = standard_args(__doc__.splitlines()[0]).parse_args()
-    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_history_", dir=args.workdir))
-    try:
+    with workspace(args, "dvc_cuvis_bench_history_") as work:
         sources, frames, commits = (200, 50, 20) if args.quick else (10_000, 100, 100)
         rows = bench_diff(work, sources, frames, args.quick) + bench_log(work, commits, args.quick)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
     return finish(rows, args)
 
 

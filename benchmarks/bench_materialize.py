@@ -67,7 +67,6 @@ import itertools
 import os
 import shutil
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Callable
@@ -592,22 +591,13 @@ def bench_incremental(args: argparse.Namespace, ds: Dataset, work: Path, enforce
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="10 folders x 4 frames of 64x64x61, no PASS/FAIL (CI smoke test)")
-    ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
-    ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
-    ap.add_argument("--workdir", type=Path, help="parent folder for the generated data")
-    ap.add_argument("--keep", action="store_true", help="keep the generated data")
-    ap.add_argument("--seed", type=int, default=20240601)
+    ap = _common.standard_args(__doc__.split("\n\n")[0], seed=True, profile=True)
     ap.add_argument("--baseline-frames", type=int, default=None, metavar="N",
                     help="frames the numpy baselines are timed on, then scaled "
                          "(default 40; --quick: all; 0 = all)")
     ap.add_argument("--compression-frames", type=int, default=None, metavar="N",
                     help="frames the compression table is measured on "
                          "(default 12; --quick: 20; 0 = all)")
-    ap.add_argument("--profile", action="store_true",
-                    help="print cProfile top entries for our side of every target")
     args = ap.parse_args(argv)
     if args.baseline_frames is None:
         args.baseline_frames = 0 if args.quick else 40
@@ -619,21 +609,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     enforce = not args.quick
-    t_all = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"{time.perf_counter() - t_all:7.1f}s  {msg}", flush=True)
-
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_mat_", dir=args.workdir))
+    log = _common.Clock()
     n_folders, n_frames, shape = (10, 4, (64, 64, 61)) if args.quick else (50, 8, (256, 256, 61))
     rows: list[Row] = []
     notes: list[str] = []
     profiles: dict[str, str] = {}
     figs: list[ModeFigures] = []
     tables = rec = ""
-    try:
+    with _common.workspace(args, "dvc_cuvis_bench_mat_") as work:
         log(f"mode={'quick' if args.quick else 'full'} seed={args.seed} workdir={work}")
         dt, ds = timed(build_dataset, work, n_folders, n_frames, shape, args.seed)
         in_bytes = dir_bytes(ds.root)
@@ -642,13 +625,6 @@ def main(argv: list[str] | None = None) -> int:
         figs, tables, rec = bench_compression(args, ds, work, log, notes)
         rows += bench_throughput(args, ds, work, enforce, log, notes, profiles)
         rows += bench_incremental(args, ds, work, enforce, log, notes, profiles)
-    finally:
-        if args.keep:
-            print(f"kept generated data in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-
-    total = time.perf_counter() - t_all
     print()
     print(tables)
     print(textwrap.fill(rec, width=100, subsequent_indent="  "))
@@ -659,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
          "write_s": f.write_s, "read_s": f.read_s, "encode_mb_s": f.encode_mbs,
          "write_mb_s": f.write_mbs, "read_mb_s_warm": f.read_mbs} for f in figs]
     return _common.finish(
-        rows, args, total=total, notes=notes, profiles=profiles,
+        rows, args, total=log.elapsed, notes=notes, profiles=profiles,
         quick_note="(--quick: small frames, targets not enforced)",
         extra_json={"dataset": {"folders": n_folders, "frames_per_folder": n_frames,
                                 "shape": list(shape)},

@@ -590,16 +590,7 @@ def profile_dvc_repro(repo: Path) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="small sizes, no PASS/FAIL enforcement (CI smoke test)")
-    ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
-    ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
-    ap.add_argument("--workdir", type=Path, help="parent folder for the generated data")
-    ap.add_argument("--keep", action="store_true", help="keep the generated data")
-    ap.add_argument("--seed", type=int, default=20240601)
-    ap.add_argument("--profile", action="store_true",
-                    help="print cProfile top entries for our side of every target")
+    ap = _common.standard_args((__doc__ or "").split("\n\n")[0], seed=True, profile=True)
     return ap.parse_args(argv)
 
 
@@ -608,33 +599,17 @@ def main(argv: list[str] | None = None) -> int:
     enforce = not args.quick
     rng = np.random.default_rng(args.seed)
     env = child_env()
-    t_all = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"{time.perf_counter() - t_all:7.1f}s  {msg}", flush=True)
-
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_pipeline_", dir=args.workdir))
+    log = _common.Clock()
     rows: list[Row] = []
     notes: list[str] = []
     profiles: dict[str, str] = {}
-    try:
+    with _common.workspace(args, "dvc_cuvis_bench_pipeline_", log) as work:
         log(f"mode={'quick' if args.quick else 'full'} seed={args.seed} workdir={work}")
         rows += bench_enumerate(args, work, env, enforce, log, notes, profiles)
         rows += bench_bake(args, work, env, rng, enforce, log, profiles)
         rows += bench_repro(args, work, env, enforce, log, notes, profiles)
-    finally:
-        if args.keep:
-            print(f"kept generated data in {work}")
-        else:
-            t = time.perf_counter()
-            shutil.rmtree(work, ignore_errors=True)
-            log(f"removed {work} in {time.perf_counter() - t:.1f} s")
-
-    total = time.perf_counter() - t_all
     print()
-    return _common.finish(rows, args, total=total, notes=notes, profiles=profiles,
+    return _common.finish(rows, args, total=log.elapsed, notes=notes, profiles=profiles,
                           quick_note="(--quick: 5k frames, 50k samples; targets not enforced)")
 
 

@@ -8,17 +8,15 @@ Targets: renders in <= 10 s (whole CLI process, drift check included) and the fi
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import Row, finish, standard_args
+from _common import Row, finish, standard_args, workspace
 from bench_history import ENV, universe
 
 from dvc_cuvis.bake import BakeOptions, bake
@@ -38,8 +36,7 @@ def with_categories(uni: Universe) -> Universe:
 def main() -> int:
     args = standard_args(__doc__.splitlines()[0]).parse_args()
     sources = 200 if args.quick else 10_000
-    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_bench_report_", dir=args.workdir))
-    try:
+    with workspace(args, "dvc_cuvis_bench_report_") as work:
         uni = with_categories(universe(sources, 100))
         write_universe(uni, work / "universe.csv")
         (b,) = bake(uni, BakeOptions(strategy="multilabel", group_by="source"))
@@ -52,8 +49,6 @@ def main() -> int:
         if proc.returncode != 0:
             raise SystemExit(proc.stderr)
         size = (work / "report.html").stat().st_size / 1e6
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     n = len(uni)
     rows = [Row("report-time", f"report over {n // 1000}k samples (CLI, check included)", elapsed,
                 goal_kind="max_abs", goal_value=10.0, enforce=not args.quick),

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Row, finish, standard_args
+from _common import Row, finish, standard_args, workspace
 from bench_pipeline import child_env, run_cmd
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,9 +44,8 @@ def main() -> int:
     env["PYTHONPATH"] = f"{SDK_DOUBLE}{os.pathsep}{env.get('PYTHONPATH', '')}"
     env.update({"GIT_AUTHOR_NAME": "soak", "GIT_AUTHOR_EMAIL": "s@example.com",
                 "GIT_COMMITTER_NAME": "soak", "GIT_COMMITTER_EMAIL": "s@example.com"})
-    work = Path(tempfile.mkdtemp(prefix="dvc_cuvis_soak_", dir=args.workdir))
     rows: list[Row] = []
-    try:
+    with workspace(args, "dvc_cuvis_soak_") as work:
         make_sessions(work / "sessions", sessions, frames)
         (work / "params.yaml").write_text(
             "enumerate:\n  format: cu3s\n  root: sessions\n  out: universe.csv\n"
@@ -85,9 +82,6 @@ def main() -> int:
               f"added={diff['universe']['added']}")
         if diff["moved"] != 0:
             raise SystemExit("soak: growth moved existing samples")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
     return finish(rows, args)
 
 
