@@ -17,6 +17,7 @@ of 100k files is a few tens of milliseconds instead of a 20 MiB JSON parse.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -77,7 +78,10 @@ def open_stat_cache(
     if setting is None or setting == "none":
         return StatCache(None)
     if setting == "auto":
-        return StatCache(default_cache_path(Path(near).parent if near is not None else None))
+        path = default_cache_path(Path(near).parent if near is not None else None)
+        with contextlib.suppress(OSError):  # the JSON cache that earlier versions kept there
+            path.with_name("stat-cache.json").unlink(missing_ok=True)
+        return StatCache(path)
     return StatCache(Path(setting))
 
 
@@ -327,8 +331,6 @@ class StatCache:
                 data = self.to_bytes()
             atomic_write_bytes(self.path, data)
             self._dirty = False
-            if self.path.name == "stat-cache.bin":  # the JSON cache of dvc-cuvis <= 0.1.0
-                self.path.with_name("stat-cache.json").unlink(missing_ok=True)
         except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written is only a slower next run
 

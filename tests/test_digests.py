@@ -65,15 +65,20 @@ def test_unreadable_or_foreign_cache_files_are_only_a_slower_run(tmp_path: Path)
         assert StatCache(path).md5(f, cached_only=True) == file_md5(f)
 
 
-def test_the_old_json_cache_next_to_the_default_one_is_removed(tmp_path: Path) -> None:
-    old = tmp_path / "stat-cache.json"
+def test_the_old_json_cache_in_the_default_place_is_removed(tmp_path: Path) -> None:
+    from dvc_cuvis.digests import open_stat_cache
+
+    (tmp_path / ".dvc").mkdir()
+    old = tmp_path / ".dvc/tmp/dvc-cuvis/stat-cache.json"
+    old.parent.mkdir(parents=True)
     old.write_text('{"version": 1, "entries": {}}')
-    f = tmp_path / "f"
-    f.write_bytes(b"x")
-    cache = StatCache(tmp_path / "stat-cache.bin")
-    cache.md5(f)
-    cache.save()
-    assert not old.exists() and (tmp_path / "stat-cache.bin").is_file()
+    cache = open_stat_cache("auto", near=tmp_path / "universe.csv")
+    assert cache.path == old.with_name("stat-cache.bin") and not old.exists()
+    keep = tmp_path / "mine" / "stat-cache.json"  # a file the user named is theirs
+    keep.parent.mkdir()
+    keep.write_text("{}")
+    open_stat_cache(keep)
+    assert keep.exists()
 
 
 def test_odd_file_names_survive_the_format(tmp_path: Path) -> None:
