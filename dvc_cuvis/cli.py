@@ -554,8 +554,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise DvcCuvisError("diff takes at most two revisions: [REV_A [REV_B]]")
     rev_a = revs[0] if revs else "HEAD"
     rev_b = revs[1] if len(revs) == 2 else None
-    a = load_version(tree, rev_a, splits, universe, params)
-    b = load_version(tree, rev_b, splits, universe, params)
+    parsed: dict[str, Any] = {}  # both ends usually share universe.csv: parse it once
+    a = load_version(tree, rev_a, splits, universe, params, parsed)
+    b = load_version(tree, rev_b, splits, universe, params, parsed)
     d = diff_versions(a, b)
     limit = None if args.all else 20
     if args.json:
@@ -654,8 +655,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         from dvc_cuvis.history import GitTree, diff_versions, load_version
 
         tree = GitTree(".")
-        a = load_version(tree, base, tree.rel(splits_path), tree.rel(universe_path), None)
-        b = load_version(tree, None, tree.rel(splits_path), tree.rel(universe_path), None)
+        parsed: dict[str, Any] = {}
+        a = load_version(tree, base, tree.rel(splits_path), tree.rel(universe_path), None,
+                         parsed)
+        b = load_version(tree, None, tree.rel(splits_path), tree.rel(universe_path), None,
+                         parsed)
         diff = diff_versions(a, b)
     title = _setting(args, sect, "title", None) or f"Split report: {splits_path}"
     text = render(ReportInput(title, res, constraints, drift, name_to_id, diff,

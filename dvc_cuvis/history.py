@@ -11,6 +11,7 @@ names: ``new`` (only in the newer universe) and ``removed`` (only in the older o
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -147,9 +148,13 @@ class Version:
 
 def load_version(
     tree: GitTree, rev: str | None, splits_path: str, universe_path: str,
-    params_path: str | None = "params.yaml",
+    params_path: str | None = "params.yaml", parsed: dict[str, Universe] | None = None,
 ) -> Version:
-    """Read, parse and resolve the split at ``rev`` (None = workspace)."""
+    """Read, parse and resolve the split at ``rev`` (None = workspace).
+
+    ``parsed`` remembers universes by the digest of their bytes across calls: revisions
+    that share universe.csv (most of a split's history) parse and hash it once.
+    """
     label = rev or WORKSPACE
     splits_bytes = tree.read(rev, splits_path)
     universe_bytes = tree.read(rev, universe_path)
@@ -157,7 +162,12 @@ def load_version(
         cfg = parse_splits(splits_bytes.decode("utf-8-sig"), path=f"{label}:{splits_path}")
     except UnicodeDecodeError:
         raise DvcCuvisError(f"{label}:{splits_path}: not UTF-8 text") from None
-    uni = parse_universe_bytes(universe_bytes, path=Path(f"{label}:{universe_path}"))
+    key = hashlib.sha256(universe_bytes).hexdigest()
+    uni = parsed.get(key) if parsed is not None else None
+    if uni is None:
+        uni = parse_universe_bytes(universe_bytes, path=Path(f"{label}:{universe_path}"))
+        if parsed is not None:
+            parsed[key] = uni
     res = resolve(cfg, uni, where=f"{label}:{splits_path}")
     constraints = [r.to_dict() for r in evaluate_constraints(res, cfg.constraints)]
     params: dict[str, Any] = {}
@@ -406,6 +416,7 @@ def split_log(
     if not commits:
         raise DvcCuvisError(f"no commit in {rev} touches {splits_path}")
     cache: dict[tuple[str, str], Version] = {}
+    parsed: dict[str, Universe] = {}
 
     def version(commit: Any) -> Version | None:
         try:
@@ -415,7 +426,8 @@ def split_log(
             return None  # the split was deleted in this commit, or has no universe yet
         key = (split_sha, uni_sha)
         if key not in cache:
-            cache[key] = load_version(tree, commit.hexsha, splits_path, universe_path, None)
+            cache[key] = load_version(tree, commit.hexsha, splits_path, universe_path, None,
+                                      parsed)
         return cache[key]
 
     chosen = commits if max_count is None else commits[: max_count + 1]

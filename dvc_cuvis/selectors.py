@@ -176,17 +176,20 @@ def _fast_ids(ids: Sequence[int | str]) -> Positions | None:
     """One pass over valid ints and short ranges (baked files); None means "take the slow,
     exactly-upstream path" (an error to report in upstream's order, or a huge range)."""
     plain: list[int] = []
-    match = _RANGE_RE.match
     for item in ids:
         if type(item) is int:
             if not 0 <= item < _HUGE:
                 return None
             plain.append(item)
             continue
-        m = match(item.strip()) if isinstance(item, str) else None
-        if m is None or m.group(3) is not None:
+        if not isinstance(item, str):
             return None
-        start, stop = int(m.group(1)), int(m.group(2))
+        # "a-b" exactly as _RANGE_RE reads it (\d is isdecimal); a step or anything else
+        # takes the slow path
+        a, dash, b = item.strip().partition("-")
+        if not (dash and a.isdecimal() and b.isdecimal()):
+            return None
+        start, stop = int(a), int(b)
         if start > stop or stop - start > 4096 or stop >= _HUGE:
             return None
         plain.extend(range(start, stop + 1))
@@ -381,6 +384,10 @@ class Resolver:
         code = unique.get(name)
         codes = [code] if code is not None else shared.get(name, [])
         off, indices = uni.offsets, uni.indices
+        if len(codes) == 1 and not huge and len(wanted):
+            lo, hi = int(off[codes[0]]), int(off[codes[0] + 1])
+            if indices[lo] == 0 and indices[hi - 1] == hi - lo - 1 and wanted[-1] < hi - lo:
+                return lo + wanted  # a dense block 0..n-1 holding every id: no search needed
         parts: list[Positions] = []
         found = np.zeros(len(wanted), dtype=bool)
         for c in codes:  # codes are ascending: blocks come out in universe order

@@ -260,8 +260,26 @@ class Universe:
 
     @cached_property
     def hash(self) -> str:
-        """``universe_hash`` of this universe (identical to cuvis-ai-core's)."""
-        return universe_hash(self.uids())
+        """``universe_hash`` of this universe (identical to cuvis-ai-core's).
+
+        Rows are in canonical order, so each source's uids are one run: each run is one
+        C-level join of its indices behind the source's ``name#`` prefix.
+        """
+        digest = hashlib.sha256()
+        names, off, idx = self._names, self.offsets.tolist(), self._indices.tolist()
+        parts: list[str] = []
+        size = 0
+        for c, name in enumerate(names):
+            prefix = name + "#"
+            run = prefix + ("\n" + prefix).join(map(str, idx[off[c]:off[c + 1]])) + "\n"
+            parts.append(run)
+            size += len(run)
+            if size >= 1 << 20:
+                digest.update("".join(parts).encode("utf-8"))
+                parts.clear()
+                size = 0
+        digest.update("".join(parts).encode("utf-8"))
+        return digest.hexdigest()
 
     def value(self, name: str, position: int) -> str:
         """Decoded cell ``name`` of the row at ``position`` ('' if the column is absent)."""

@@ -226,3 +226,25 @@ def test_diff_reads_dvc_tracked_universe_through_dvc_api(tmp_path: Path, cli,
     assert r.code == 0, r.err
     got = json.loads(r.out)
     assert got["universe"]["added"] == 8 and got["moved"] == 0
+
+
+def test_revisions_sharing_a_universe_parse_it_once(repo: Path, cli, monkeypatch) -> None:
+    import dvc_cuvis.history as history
+
+    calls: list[str] = []
+    real = history.parse_universe_bytes
+
+    def counting(data, **kw):
+        calls.append(str(kw.get("path")))
+        return real(data, **kw)
+
+    monkeypatch.setattr(history, "parse_universe_bytes", counting)
+    monkeypatch.chdir(repo)
+    r = cli("diff", "HEAD~3", "HEAD~2", "--json")  # v1 -> v2: a re-bake, same universe.csv
+    assert r.code == 0 and len(calls) == 1
+    calls.clear()
+    r = cli("diff", "HEAD~2", "HEAD~1", "--json")  # v2 -> v3: the universe grew
+    assert r.code == 0 and len(calls) == 2
+    calls.clear()
+    assert cli("log", "--json").code == 0
+    assert len(calls) == 2  # four split versions over two universe versions
