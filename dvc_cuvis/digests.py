@@ -182,9 +182,11 @@ class StatCache:
         """``(True, value)`` if ``key`` is recorded for ``abs_path`` at ``stamp``."""
         entry = self._new.get(abs_path)
         if entry is not None:
-            if entry["st"] == stamp and key in entry:
+            if entry["st"] != stamp:
+                return False, None
+            if key in entry:
                 return True, entry[key]
-            return False, None
+            # same bytes, another key: what was stored for them still holds
         stored = self._stored
         if stored is None:
             return False, None
@@ -201,16 +203,8 @@ class StatCache:
         with self._lock:
             entry = self._new.get(abs_path)
             if entry is None or entry["st"] != stamp:
-                entry = {"st": stamp}
-                stored = self._stored
-                row = stored.index.get(abs_path) if stored is not None else None
-                if stored is not None and row is not None and stored.stamp(row) == stamp:
-                    for k in stored.key_names():  # keep what was known about the same bytes
-                        vals = stored.values(k)
-                        if vals is not None and vals[row] is not None:
-                            entry[k] = vals[row]
-                self._new[abs_path] = entry
-            entry[key] = value
+                entry = self._new[abs_path] = {"st": stamp}
+            entry[key] = value  # other keys of the same bytes stay in the stored columns
             self._dirty = True
 
     def get(
@@ -304,8 +298,14 @@ class StatCache:
         for p, entry in new.items():
             paths.append(p)
             stamps.append(entry["st"])
+            row = stored.index.get(p) if stored is not None else None
+            same = stored is not None and row is not None and stored.stamp(row) == entry["st"]
             for k, vals in values.items():
-                vals.append(entry.get(k))
+                if k in entry:
+                    vals.append(entry[k])
+                else:  # the same bytes keep what the stored columns knew about them
+                    old = stored.values(k) if same and stored is not None else None
+                    vals.append(old[row] if old is not None and row is not None else None)
         return paths, stamps, values
 
     def to_bytes(self) -> bytes:
