@@ -626,8 +626,10 @@ class _VerdictMemo:
     KEY = "verdict"
     SLOTS = 4  # a universe checked against a few splits (a path, an in-memory config, folds)
 
-    def __init__(self, cache: StatCache, uni_abs: str, stamp: Stamp, key: str) -> None:
-        self.cache, self.uni_abs, self.stamp, self.key = cache, uni_abs, stamp, key
+    def __init__(self, cache: StatCache, uni_abs: str, stamp: Stamp, split_id: str,
+                 options: list[Any]) -> None:
+        self.cache, self.uni_abs, self.stamp = cache, uni_abs, stamp
+        self.split_id, self.key = split_id, self._key(split_id, options)
         self.base = os.path.dirname(uni_abs)
 
     @staticmethod
@@ -662,7 +664,7 @@ class _VerdictMemo:
         split_id = cls._split_id(splits, split_stamp)
         if split_id is None:
             return None
-        return cls(cache, uni_abs, uni_stamp, cls._key(split_id, options))
+        return cls(cache, uni_abs, uni_stamp, split_id, options)
 
     def _slots(self, stamp: Stamp) -> list[dict[str, Any]]:
         found, value = self.cache.lookup(self.uni_abs, self.KEY, stamp)
@@ -706,7 +708,9 @@ class _VerdictMemo:
         splits: Path | str | DataSplitConfig, split_stamp: Stamp | None, options: list[Any],
     ) -> None:
         """Remember clean findings and the stamps of the bytes they rest on."""
-        split_id = self._split_id(splits, split_stamp)
+        # an in-memory config is the same object as before reading: its content id stands
+        split_id = (self.split_id if isinstance(splits, DataSplitConfig)
+                    else self._split_id(splits, split_stamp))
         if uni.file_stamp is None or split_id is None or uni.path is None \
                 or os.path.abspath(uni.path) != self.uni_abs:
             return  # read from something without a stable stamp: nothing to key it by
