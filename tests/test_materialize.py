@@ -255,13 +255,18 @@ def test_cu3s_frames_via_sdk_double(sdk, tmp_path: Path) -> None:
         assert z["cube"].dtype == np.float32 and z["cube"].shape == (4, 5, 3)
         assert str(z["source"]) == "a/s.cu3s"
         assert int(z["class_mask"].max()) == 3 and int(z["mask"].sum()) > 0
-        expected = sdk.SessionFile(str(root / "a/s.cu3s")).get_measurement(1)
-        assert np.allclose(z["cube"], sdk.ProcessingContext(expected.session).apply(
-            expected).cube.array * 0 + z["cube"])
+        # independent of the double's classes: its documented raw counts (seed, index) over
+        # a 12-bit range, reflectance = counts / 4096, wavelengths 450 + k*(450 // (C-1))
+        counts = np.random.default_rng([4, 1]).integers(0, 4096, size=(4, 5, 3))
+        assert np.array_equal(z["cube"], (counts.astype(np.float32) / np.float32(4096.0)))
+        assert z["cube"].max() <= 1.0 and not np.array_equal(z["cube"], counts)
+        assert z["wavelengths"].tolist() == [450, 675, 900]
     with np.load(tmp_path / "out" / out.value("materialized_path", 3)) as z:
         assert "class_mask" not in z.files  # no annotation for b/s.cu3s
     raw = materialize(uni, None, tmp_path / "raw", ReaderParams(processing_mode=None))
     assert raw.written == 5
+    with np.load(tmp_path / "raw" / out.value("materialized_path", 1)) as z:
+        assert np.array_equal(z["cube"], counts.astype(np.float32))  # raw counts, unscaled
     write_session(root / "c/noref.cu3s", 1)
     (root / "c/noref.cu3s").write_text(json.dumps({"measurements": 1, "height": 2, "width": 2,
                                                   "bands": 2, "seed": 0, "references": []}))
