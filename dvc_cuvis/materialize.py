@@ -40,8 +40,8 @@ from dvc_cuvis._io import atomic_write_bytes, atomic_write_text, dumps_json
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.paths import PathGuard
+from dvc_cuvis.progress import progress
 from dvc_cuvis.selectors import Resolver
-from dvc_cuvis.sources import progress
 from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
 from dvc_cuvis.universe import Universe, format_universe
 

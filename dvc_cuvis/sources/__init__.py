@@ -11,172 +11,40 @@ all-npz run never imports the SDK.
 
 from __future__ import annotations
 
-import glob
-import os
-import stat
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.digests import CacheMiss, StatCache, content_fingerprint
+from dvc_cuvis.digests import content_fingerprint
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.paths import PathGuard, is_within
+from dvc_cuvis.sources._common import (
+    EnumerateOptions,
+    Located,
+    Scan,
+    list_files,
+    locate,
+    parallel_map,
+    rel_to_out,
+    scan_rows,
+    source_id,
+)
 from dvc_cuvis.universe import Universe
 
+__all__ = [
+    "FORMATS",
+    "EnumerateOptions",
+    "Located",
+    "Scan",
+    "enumerate_universe",
+    "list_files",
+    "locate",
+    "parallel_map",
+    "rel_to_out",
+    "scan",
+    "scan_rows",
+    "source_id",
+    "universe_metrics",
+]
+
 FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
-
-
-@dataclass
-class EnumerateOptions:
-    """What to scan and how; every path is explicit (nothing is parsed out of file names)."""
-
-    format: str
-    root: Path
-    out_dir: Path
-    pattern: str | None = None
-    images: str = "images"
-    labels: str | None = "labels"
-    annotations: str = "sibling"
-    categories: Path | None = None
-    absolute_sources: bool = False
-    group: str = "auto"
-    hash_content: bool = True
-    jobs: int = 4
-    progress: bool = False
-    cache: StatCache = field(default_factory=lambda: StatCache(None))
-
-
-@dataclass
-class Scan:
-    """Rows found by one format scanner, plus the category name->id map it knows of."""
-
-    records: list[dict[str, Any]]
-    categories: dict[str, int] | None = None
-    columns: dict[str, list[Any]] | None = None  # columnar rows (cu3s: one row per frame)
-
-    def __len__(self) -> int:
-        return len(self.columns["source"]) if self.columns is not None else len(self.records)
-
-
-def rel_to_out(path: Path | str, out_dir: Path) -> str:
-    """Posix path of ``path`` relative to the universe.csv folder (must not need ``..``)."""
-    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(out_dir))
-    rel = rel.replace(os.sep, "/")
-    if rel == ".." or rel.startswith("../"):
-        raise DvcCuvisError(
-            f"{path}: lies outside the folder of the universe.csv ({out_dir}); paths in "
-            "universe.csv are relative to it and may not contain '..' — write universe.csv "
-            "into a folder that contains the data"
-        )
-    return "" if rel == "." else rel
-
-
-def source_id(path: Path, root: Path, absolute: bool) -> str:
-    """Logical source id: posix path relative to the dataset root (or absolute when asked)."""
-    if absolute:
-        return path.resolve().as_posix()
-    return path.relative_to(root).as_posix()
-
-
-def list_files(root: Path, pattern: str) -> list[str]:
-    """Posix paths (relative to ``root``) matching ``pattern`` (``**`` recursive), sorted.
-
-    Hidden files and folders are skipped; directories that match are dropped later, when
-    the caller stats each file anyway.
-    """
-    if not root.is_dir():
-        raise DvcCuvisError(f"{root}: dataset root not found or not a directory (check --root)")
-    found = glob.glob(pattern, root_dir=root, recursive=True)
-    if os.sep != "/":  # pragma: no cover - posix only in practice
-        found = [f.replace(os.sep, "/") for f in found]
-    return sorted(found)
-
-
-class Located:
-    """One file of a scan: its path under the root, absolute path, stat result, link flag."""
-
-    __slots__ = ("abs", "link", "rel", "st")
-
-    def __init__(self, root_abs: str, rel: str) -> None:
-        """``lstat`` once (a second ``stat`` only for symlinks); ``st`` None if not a file."""
-        self.rel = rel
-        self.abs = f"{root_abs}/{rel}"
-        st = os.lstat(self.abs)
-        self.link = stat.S_ISLNK(st.st_mode)
-        if self.link:
-            st = os.stat(self.abs)
-        self.st = st if stat.S_ISREG(st.st_mode) else None
-
-
-def locate(root: Path, rels: list[str]) -> list[Located]:
-    """Stat every listed file once; directories are dropped; symlinks out of ``root`` refused.
-
-    Folders go through :class:`~dvc_cuvis.paths.PathGuard` (one ``lstat`` per new folder)
-    and every file is ``lstat``-ed anyway, so a symlink anywhere on the way that leaves the
-    dataset root is caught without resolving every path.
-    """
-    guard = PathGuard(root)
-    out = []
-    for r in rels:
-        f = Located(guard.base_abs, r)
-        if f.st is None:
-            continue
-        if f.link or not guard.dir_ok(os.path.dirname(f.abs)):
-            real = os.path.realpath(f.abs)
-            if not is_within(guard.root_real, real):
-                raise DvcCuvisError(
-                    f"{f.abs}: leads outside the dataset root {root} (a symlink to {real}); "
-                    "refusing to follow it"
-                )
-        out.append(f)
-    return out
-
-
-def scan_rows(
-    items: list[Any], one: Callable[[Any, bool], Any], opts: EnumerateOptions, desc: str
-) -> list[Any]:
-    """``[one(x) for x in items]``: cache hits served serially, only misses on the pool.
-
-    ``one(item, cached_only)`` must raise :class:`~dvc_cuvis.digests.CacheMiss` when it
-    would have to read file contents while ``cached_only`` is true.
-    """
-    rows: list[Any] = [None] * len(items)
-    misses: list[int] = []
-    for i, item in enumerate(items):
-        try:
-            rows[i] = one(item, True)
-        except CacheMiss:
-            misses.append(i)
-    computed = parallel_map(lambda i: one(items[i], False), misses, jobs=opts.jobs, desc=desc,
-                            show=opts.progress)
-    for i, row in zip(misses, computed, strict=True):
-        rows[i] = row
-    return rows
-
-
-def progress(items: Iterable[Any], *, total: int, desc: str, enabled: bool) -> Iterator[Any]:
-    """Wrap an iterable in a tqdm bar on stderr when ``enabled`` (and tqdm is available)."""
-    if not enabled:
-        yield from items
-        return
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm comes with dvc
-        yield from items
-        return
-    yield from tqdm(items, total=total, desc=desc, unit="file", leave=False)
-
-
-def parallel_map(
-    func: Callable[[Any], Any], items: list[Any], *, jobs: int, desc: str, show: bool
-) -> list[Any]:
-    """``[func(x) for x in items]`` on a thread pool (hashing releases the GIL), in order."""
-    if jobs <= 1 or len(items) < 64:
-        return [func(x) for x in progress(items, total=len(items), desc=desc, enabled=show)]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(progress(pool.map(func, items), total=len(items), desc=desc, enabled=show))
 
 
 def scan(opts: EnumerateOptions) -> Scan:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.sources import (
+from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Scan,
     list_files,

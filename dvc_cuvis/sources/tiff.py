@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.sources import (
+from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Located,
     Scan,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.sources import EnumerateOptions, Scan, parallel_map, rel_to_out
+from dvc_cuvis.sources._common import EnumerateOptions, Scan, parallel_map, rel_to_out
 from dvc_cuvis.universe import PATH_COLUMNS, read_universe
 
 
