@@ -24,16 +24,17 @@ import yaml
 
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.splits import (
-    EXCLUSIVE_STAGES,
+    STAGE_CODE_NAMES,
     STAGES,
     evaluate_constraints,
     parse_splits,
     resolve,
+    stage_codes,
 )
 from dvc_cuvis.universe import Universe, parse_universe_bytes
 
 WORKSPACE = "workspace"
-STATE_NAMES: tuple[str, ...] = ("train", "val", "test", "unassigned")
+STATE_NAMES: tuple[str, ...] = STAGE_CODE_NAMES
 TRACKED_PARAMS: tuple[str, ...] = ("enumerate", "bake", "materialize")
 
 
@@ -99,17 +100,57 @@ class GitTree:
         return self._read_dvc(rev, path, commit)
 
     def _read_dvc(self, rev: str, path: str, commit: Any) -> bytes:
-        """A DVC-tracked file at ``rev`` (through ``dvc.api``), or a clear error."""
-        tracked = any(_exists(commit, name) for name in (f"{path}.dvc", "dvc.lock"))
-        if tracked:
-            try:
-                import dvc.api
+        """A DVC-tracked file at ``rev`` (through ``dvc.api``), or a clear error.
 
-                data: bytes = dvc.api.read(path, repo=str(self.root), rev=rev, mode="rb")
-                return data
-            except Exception:
-                pass
-        raise DvcCuvisError(f"{path} does not exist at revision {rev} ({commit.hexsha[:8]})")
+        Only a path that no ``.dvc`` file or ``dvc.lock`` output of that revision declares
+        "does not exist at revision"; a declared one that DVC cannot read (data neither in
+        the cache nor on a remote, a broken ``.dvc`` file, no remote configured) is another
+        error, so a missing ``dvc pull`` is never reported as a missing file.
+        """
+        where = f"{rev} ({commit.hexsha[:8]})"
+        if not _dvc_declares(commit, path):
+            raise DvcCuvisError(f"{path} does not exist at revision {where}")
+        try:
+            import dvc.api
+            from dvc.exceptions import PathMissingError
+        except ImportError:  # pragma: no cover - a runtime dependency
+            raise DvcCuvisError(f"{path} is tracked by DVC: reading it needs dvc") from None
+        try:
+            data: bytes = dvc.api.read(path, repo=str(self.root), rev=rev, mode="rb")
+            return data
+        except Exception as exc:  # dvc raises many kinds; each becomes one clear line
+            if isinstance(exc, PathMissingError):  # dvc's wording for "no data" misleads
+                reason = "its data is neither in the DVC cache nor on a remote"
+            else:
+                first = (str(exc).strip().splitlines() or [""])[0]
+                reason = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+            raise DvcCuvisError(
+                f"{path} is tracked by DVC at revision {where} but cannot be read ({reason}); "
+                f"fetch its data (`dvc fetch --rev {rev}` or `dvc pull`) or check the DVC remote"
+            ) from None
+
+
+def _dvc_declares(commit: Any, path: str) -> bool:
+    """Whether a ``.dvc`` file or the root ``dvc.lock`` at ``commit`` tracks ``path``
+    (itself or a folder above it)."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:k]) for k in range(len(parts), 0, -1)]
+    if any(_exists(commit, f"{p}.dvc") for p in prefixes):
+        return True
+    try:
+        lock = yaml.safe_load((commit.tree / "dvc.lock").data_stream.read()) or {}
+    except (KeyError, yaml.YAMLError):
+        return False
+    stages = lock.get("stages") if isinstance(lock, dict) else None
+    if not isinstance(stages, dict):
+        return False
+    for stage in stages.values():
+        outs = stage.get("outs") if isinstance(stage, dict) else None
+        for out in outs if isinstance(outs, list) else []:
+            out_path = str(out.get("path", "")) if isinstance(out, dict) else ""
+            if out_path and os.path.normpath(out_path) in prefixes:
+                return True
+    return False
 
 
 def _exists(commit: Any, path: str) -> bool:
@@ -135,11 +176,8 @@ class Version:
     params: dict[str, Any] = field(default_factory=dict)
 
     def state(self) -> np.ndarray:
-        """Per row: 0 train, 1 val, 2 test, 3 unassigned (the first exclusive stage wins)."""
-        out = np.full(len(self.universe), 3, dtype=np.int8)
-        for code in reversed(range(len(EXCLUSIVE_STAGES))):
-            out[self.stages[EXCLUSIVE_STAGES[code]]] = code
-        return out
+        """Per row: the stage code of :func:`~dvc_cuvis.splits.stage_codes` (its tie rule)."""
+        return stage_codes(self.stages, len(self.universe))
 
     def counts(self) -> dict[str, int]:
         """Samples per stage (predict counted as resolved)."""

@@ -248,3 +248,54 @@ def test_revisions_sharing_a_universe_parse_it_once(repo: Path, cli, monkeypatch
     calls.clear()
     assert cli("log", "--json").code == 0
     assert len(calls) == 2  # four split versions over two universe versions
+
+
+def _dvc_repo_with_universe(root: Path) -> None:
+    """Two commits: splits.json alone (no universe yet), then universe.csv added with DVC."""
+    root.mkdir()
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    uni = universe_of(10)
+    (b,) = bake(uni, BakeOptions(seed=0, group_by="source"))
+    (root / "splits.json").write_text(dumps_splits(b.config))
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "split only", cwd=root)
+    write_universe(uni, root / "universe.csv")
+    sh("dvc", "add", "-q", "universe.csv", cwd=root)
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "universe tracked by dvc", cwd=root)
+
+
+def test_dvc_tracked_file_absent_at_a_revision(tmp_path: Path, cli, monkeypatch) -> None:
+    root = tmp_path / "r"
+    _dvc_repo_with_universe(root)
+    monkeypatch.chdir(root)
+    r = cli("diff", "HEAD~1", "HEAD")
+    assert r.code == 2 and "universe.csv does not exist at revision HEAD~1" in r.err, r.err
+    assert "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_dvc_tracked_file_without_data_is_not_reported_absent(tmp_path: Path, cli,
+                                                                monkeypatch) -> None:
+    """Declared by a .dvc file (or dvc.lock) but its data is gone: a fetch error, not 'absent'."""
+    import shutil
+
+    root = tmp_path / "r"
+    _dvc_repo_with_universe(root)
+    (root / "universe.csv").unlink()
+    shutil.rmtree(root / ".dvc/cache")  # a clone that never ran `dvc pull`, no remote
+    monkeypatch.chdir(root)
+    r = cli("diff", "HEAD", "HEAD")
+    assert r.code == 2, r.err
+    assert "universe.csv is tracked by DVC at revision HEAD" in r.err, r.err
+    assert "does not exist" not in r.err and "dvc pull" in r.err
+    assert "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1
+    # the same through a dvc.lock output instead of a .dvc file
+    sh("git", "rm", "-q", "universe.csv.dvc", cwd=root)
+    (root / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"enumerate": {
+        "cmd": "true", "outs": [{"path": "universe.csv", "md5": "0" * 32, "size": 1,
+                                 "hash": "md5"}]}}}))
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "lock", cwd=root)
+    r = cli("diff", "HEAD", "HEAD")
+    assert r.code == 2 and "universe.csv is tracked by DVC at revision HEAD" in r.err, r.err
