@@ -13,6 +13,11 @@ It is read on every ``check`` and every guarded ``setup()``, so its file is colu
 rather than one JSON object per path: the paths, three integer arrays and, per value key,
 one JSON list that is decoded only when that key is first asked for.  Loading the entries
 of 100k files is a few tens of milliseconds instead of a 20 MiB JSON parse.
+
+No byte is hashed twice: before a file is read for its md5, the cache asks DVC
+(:class:`DvcKnownHashes`), which already holds the md5 of every file it added, pulled or
+checked out.  The cache counts what each md5 cost (:meth:`StatCache.stats`): from its own
+entries, from DVC, or read and hashed (files and bytes).
 """
 
 from __future__ import annotations
@@ -48,13 +53,21 @@ def read_md5(path: Path | str) -> tuple[str, Stamp | None]:
     The stamp is taken from the descriptor that is read, before and after reading, so a
     file swapped or rewritten while it is hashed is never cached under the wrong stamp.
     """
+    digest, stamp, _ = _read_md5(path)
+    return digest, stamp
+
+
+def _read_md5(path: Path | str) -> tuple[str, Stamp | None, int]:
+    """:func:`read_md5` plus the number of bytes read (what the hashing cost)."""
     h = hashlib.md5()
+    n = 0
     with open(path, "rb") as fh:
         before = stamp_of(os.fstat(fh.fileno()))
         while block := fh.read(_BLOCK):
             h.update(block)
+            n += len(block)
         after = stamp_of(os.fstat(fh.fileno()))
-    return h.hexdigest(), (before if before == after else None)
+    return h.hexdigest(), (before if before == after else None), n
 
 
 def default_cache_path(start: Path | None = None) -> Path:
@@ -68,21 +81,30 @@ def default_cache_path(start: Path | None = None) -> Path:
 
 
 def open_stat_cache(
-    setting: str | Path | StatCache | None = "auto", near: Path | str | None = None
+    setting: str | Path | StatCache | None = "auto",
+    near: Path | str | None = None,
+    *,
+    dvc: bool | None = None,
 ) -> StatCache:
     """A stat cache from a setting: ``"auto"`` (the repository of ``near``, a file whose
     folder is searched, else of the working folder), ``"none"``/None (in memory only), a
-    cache file, or a cache already open."""
+    cache file, or a cache already open.
+
+    ``dvc``: also take the md5s DVC already knows (:class:`DvcKnownHashes`) before reading
+    a file; None = yes unless ``DVC_CUVIS_DVC_HASHES=off``.  That is DVC's knowledge, not
+    our cache, so it applies to an in-memory cache too.
+    """
     if isinstance(setting, StatCache):
         return setting
+    known = DvcKnownHashes() if (dvc_hashes_enabled() if dvc is None else dvc) else None
     if setting is None or setting == "none":
-        return StatCache(None)
+        return StatCache(None, dvc=known)
     if setting == "auto":
         path = default_cache_path(Path(near).parent if near is not None else None)
         with contextlib.suppress(OSError):  # the JSON cache that earlier versions kept there
             path.with_name("stat-cache.json").unlink(missing_ok=True)
-        return StatCache(path)
-    return StatCache(Path(setting))
+        return StatCache(path, dvc=known)
+    return StatCache(Path(setting), dvc=known)
 
 
 def stamp_of(st: os.stat_result) -> Stamp:
@@ -92,6 +114,121 @@ def stamp_of(st: os.stat_result) -> Stamp:
 
 class CacheMiss(Exception):
     """Raised by a ``cached_only`` lookup that would have to read the file."""
+
+
+def _dvc_info(stamp: Stamp) -> dict[str, Any]:
+    """The ``fs.info`` fields DVC's state validates an entry with, rebuilt from a stamp.
+
+    ``mtime`` is the float ``os.stat`` gives (``sec + nsec * 1e-9``, as CPython computes
+    it), so the token DVC derives from it equals the one DVC stored for the same stat.
+    """
+    ino, size, mtime_ns = stamp
+    sec, nsec = divmod(mtime_ns, 1_000_000_000)
+    return {"type": "file", "ino": ino, "size": size, "mtime": sec + nsec * 1e-9}
+
+
+class DvcKnownHashes:
+    """The md5 that DVC already holds for a file, trusted exactly as far as DVC trusts it.
+
+    **What is trusted.**  Only an entry of DVC's *state database* (``repo.state``, kept in
+    DVC's site cache folder), read through DVC's own ``State.get``: DVC records there the
+    md5 it computed for a path together with the file's inode, mtime and size, whenever it
+    hashes a file (``dvc add``, ``dvc commit``, a stage's outputs) and whenever it links a
+    file out of its cache (``dvc pull``, ``dvc checkout``).  The entry is used only while
+    the file's current inode, mtime and size (the stamp the caller took) equal the recorded
+    ones — DVC's own rule, so a file edited after a pull, touched or replaced is hashed.
+    Only DVC 3 ``md5`` entries count (DVC 2's ``md5-dos2unix`` of a text file is not the
+    plain md5 of its bytes).
+
+    **What is not.**  The ``.dir`` objects in DVC's cache are not consulted: a listing says
+    what a folder held when it was committed, not what the files hold now.  The only thing
+    that ties a listed md5 to today's bytes is a matching stamp vouched for by DVC's state
+    (then the state entry already is the answer) or by our stat cache (then our entry is);
+    a ``.dir`` alone would let an edited file pass, so it adds nothing sound.
+
+    **Which repository.**  A file's is the nearest folder above it that holds ``.dvc``
+    (subrepositories included); files outside any DVC repository are never looked up.  Each
+    repository is opened lazily (``Repo()`` costs a few hundred ms), on the first file that
+    our own cache does not know, and never written to: ``Repo()`` takes no lock and state
+    lookups are sqlite reads, which also works while ``dvc repro`` runs us as one of its
+    stages.  A repository that cannot be opened (broken config, DVC missing) only means
+    its files are hashed.
+    """
+
+    def __init__(self) -> None:
+        """An empty set of repositories; nothing is opened until a lookup needs it."""
+        self._lock = threading.Lock()
+        self._root_of_dir: dict[str, str | None] = {}
+        self._repos: dict[str, Any] = {}  # root -> dvc Repo, or None when it cannot be opened
+
+    def _root(self, folder: str) -> str | None:
+        """The nearest folder at or above ``folder`` that holds ``.dvc`` (memoized)."""
+        seen: list[str] = []
+        d = folder
+        root: str | None = None
+        while True:
+            known = self._root_of_dir.get(d, "")
+            if known != "":
+                root = known
+                break
+            seen.append(d)
+            if os.path.isdir(os.path.join(d, ".dvc")):
+                root = d
+                break
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        for s in seen:
+            self._root_of_dir[s] = root
+        return root
+
+    def _repo(self, root: str) -> Any:
+        """DVC's ``Repo`` at ``root``, opened once; None when it cannot be opened."""
+        if root in self._repos:
+            return self._repos[root]
+        with self._lock:
+            if root not in self._repos:
+                try:
+                    from dvc.repo import Repo
+
+                    self._repos[root] = Repo(root)
+                except Exception:  # any failure only means "hash the file"
+                    self._repos[root] = None
+        return self._repos[root]
+
+    def md5(self, abs_path: str, stamp: Stamp) -> str | None:
+        """DVC's md5 of ``abs_path`` if its state vouches for the bytes at ``stamp``."""
+        with self._lock:
+            root = self._root(os.path.dirname(abs_path))
+        if root is None:
+            return None
+        repo = self._repo(root)
+        if repo is None:
+            return None
+        try:
+            _, hash_info = repo.state.get(abs_path, repo.fs, _dvc_info(stamp))
+        except Exception:  # a damaged or busy state db: hash instead
+            return None
+        if hash_info is None or hash_info.name != "md5" or not hash_info.value:
+            return None
+        value = str(hash_info.value)
+        return value if len(value) == 32 and not value.endswith(".dir") else None
+
+    def close(self) -> None:
+        """Close the repositories opened so far (their state databases)."""
+        with self._lock:
+            repos, self._repos = self._repos, {}
+        for repo in repos.values():
+            if repo is not None:
+                with contextlib.suppress(Exception):
+                    repo.close()
+
+
+def dvc_hashes_enabled() -> bool:
+    """False when ``DVC_CUVIS_DVC_HASHES=off`` (or 0/no/false): hash every file ourselves."""
+    return os.environ.get("DVC_CUVIS_DVC_HASHES", "on").strip().lower() not in (
+        "off", "0", "no", "false")
 
 
 class _Stored:
@@ -162,9 +299,11 @@ def _read(path: Path) -> _Stored | None:
 class StatCache:
     """Values derived from file contents, valid while the file's stamp is unchanged."""
 
-    def __init__(self, path: Path | None) -> None:
-        """Load the cache at ``path`` (None: an in-memory cache that is never saved)."""
+    def __init__(self, path: Path | None, *, dvc: DvcKnownHashes | None = None) -> None:
+        """Load the cache at ``path`` (None: an in-memory cache that is never saved);
+        ``dvc``: where to ask for an md5 before reading a file (None: nowhere)."""
         self.path = path
+        self.dvc = dvc
         self._lock = threading.Lock()
         self._stored = _read(path) if path is not None else None
         # entries added or replaced in this process: path -> {"st": stamp, key: value}
@@ -172,6 +311,31 @@ class StatCache:
         self._dirty = False
         self.hits = 0
         self.misses = 0
+        # what each md5 asked for cost: our entry, DVC's state, or reading the bytes
+        self.md5_cached = 0
+        self.md5_from_dvc = 0
+        self.md5_hashed = 0
+        self.bytes_hashed = 0
+
+    def stats(self) -> dict[str, int]:
+        """Where this process's md5s came from, and how many bytes were read to hash.
+
+        Run statistics, not results: a cold and a warm run over the same files differ, so
+        they belong on stderr or in ``--json``, never in a DVC-tracked metrics file.
+        """
+        return {"bytes_hashed": self.bytes_hashed, "md5_cached": self.md5_cached,
+                "md5_from_dvc": self.md5_from_dvc, "md5_hashed": self.md5_hashed}
+
+    def _from_dvc(self, abs_path: str, stamp: Stamp) -> str | None:
+        """DVC's md5 for the bytes at ``stamp`` (recorded here, so the next run asks us)."""
+        if self.dvc is None:
+            return None
+        value = self.dvc.md5(abs_path, stamp)
+        if value is not None:
+            self.record(abs_path, "md5", stamp, value)
+            with self._lock:
+                self.md5_from_dvc += 1
+        return value
 
     def count(self) -> int:
         """Number of paths with an entry."""
@@ -257,10 +421,14 @@ class StatCache:
         stamp = stamp_of(st or os.stat(abs_path))
         if cached_only:
             found, value = self.lookup(abs_path, "md5", stamp)
-            if not found:
+            if found:
+                self.hits += 1
+                self.md5_cached += 1
+                return str(value)
+            known = self._from_dvc(abs_path, stamp)
+            if known is None:
                 raise CacheMiss(abs_path)
-            self.hits += 1
-            return str(value)
+            return known
         return self.md5_stamped(abs_path, stamp)[0]
 
     def md5_stamped(self, abs_path: str, stamp: Stamp) -> tuple[str, Stamp | None]:
@@ -268,16 +436,24 @@ class StatCache:
 
         The second value is ``stamp`` on a cache hit, the stamp of the bytes actually hashed
         on a miss, or None when the file changed while it was read (nothing is cached then).
+        A miss asks DVC (see :class:`DvcKnownHashes`) before it reads the file.
         """
         found, value = self.lookup(abs_path, "md5", stamp)
         if found:
-            self.hits += 1
+            with self._lock:
+                self.hits += 1
+                self.md5_cached += 1
             return str(value), stamp
-        digest, read_stamp = read_md5(abs_path)
+        known = self._from_dvc(abs_path, stamp)
+        if known is not None:
+            return known, stamp
+        digest, read_stamp, nbytes = _read_md5(abs_path)
         if read_stamp is not None:
             self.record(abs_path, "md5", read_stamp, digest)
         with self._lock:
             self.misses += 1
+            self.md5_hashed += 1
+            self.bytes_hashed += nbytes
         return digest, read_stamp
 
     def _merged(self) -> tuple[list[str], list[Stamp], dict[str, list[Any]]]:
