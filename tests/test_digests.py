@@ -177,14 +177,14 @@ def test_a_file_that_changes_while_hashed_is_not_cached(tmp_path: Path, monkeypa
 
     f = tmp_path / "f"
     f.write_bytes(b"one")
-    real = digests.read_md5
+    real = digests._read_md5
 
     def racing(path):
-        value, _ = real(path)
-        return value, None  # what read_md5 reports when the stamps before/after differ
+        value, _, n = real(path)
+        return value, None, n  # what _read_md5 reports when the stamps before/after differ
 
-    monkeypatch.setattr(digests, "read_md5", racing)
+    monkeypatch.setattr(digests, "_read_md5", racing)
     cache = StatCache(tmp_path / "c.bin")
     cache.md5(f)
-    monkeypatch.setattr(digests, "read_md5", real)
+    monkeypatch.setattr(digests, "_read_md5", real)
     assert cache.lookup(str(f), "md5", digests.stamp_of(f.stat())) == (False, None)
