@@ -31,7 +31,7 @@ import fnmatch
 import logging
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -204,22 +204,26 @@ def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Posit
     return small
 
 
+def walk(cfg: DataSplitConfig) -> Iterator[Selector]:
+    """Every selector of ``cfg``, set-operation operands included, in file order.
+
+    Stages in file order (train, val, test, predict), each selector before its operands
+    (depth first, without recursion: nesting depth is the file's business, not Python's).
+    The one walker of the selector tree: kinds, tokens and attribute needs all use it.
+    """
+    stack: list[Selector] = [s for stage in (cfg.predict, cfg.test, cfg.val, cfg.train)
+                             for s in reversed(stage)]
+    while stack:
+        sel = stack.pop()
+        yield sel
+        stack.extend(reversed(sel.of))
+
+
 def required_attrs(splits: DataSplitConfig) -> frozenset[str]:
     """Sample attributes the selectors need (``tags`` for tag, ``category_ids`` for categories)."""
-    needed: set[str] = set()
-
-    def visit(sel: Selector) -> None:
-        if sel.kind.value == "tag":
-            needed.add("tags")
-        elif sel.kind.value == "categories":
-            needed.add("category_ids")
-        for child in sel.of:
-            visit(child)
-
-    for stage in (splits.train, splits.val, splits.test, splits.predict):
-        for sel in stage:
-            visit(sel)
-    return frozenset(needed)
+    kinds = {sel.kind.value for sel in walk(splits)}
+    return frozenset(attr for kind, attr in (("tag", "tags"), ("categories", "category_ids"))
+                     if kind in kinds)
 
 
 def describe(sel: Selector) -> str:

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 from cuvis_ai_schemas.training.data import (
     Constraint,
     ConstraintKind,
     ConstraintSeverity,
     DataSplitConfig,
-    Selector,
 )
 from pydantic import ValidationError
 
@@ -36,6 +36,7 @@ from dvc_cuvis.selectors import (
     Positions,
     Resolver,
     norm_source,
+    walk,
 )
 
 if TYPE_CHECKING:
@@ -47,6 +48,10 @@ STAGES: tuple[str, ...] = ("train", "val", "test", "predict")
 EXCLUSIVE_STAGES: tuple[str, ...] = ("train", "val", "test")
 #: Our own check, evaluated beside the schema's constraints (never written into splits.json).
 GROUP_LEAKAGE = "group_leakage"
+#: Names of the per-row stage codes (see :func:`stage_codes`): the code is the index.
+STAGE_CODE_NAMES: tuple[str, ...] = (*EXCLUSIVE_STAGES, "unassigned")
+#: The code of a row in none of train/val/test.
+UNASSIGNED = len(EXCLUSIVE_STAGES)
 
 
 # -- file I/O -----------------------------------------------------------------------------
@@ -131,17 +136,9 @@ def _loc(loc: Iterable[Any]) -> str:
 # -- rule vs baked ------------------------------------------------------------------------
 
 
-def _walk(cfg: DataSplitConfig) -> Iterable[Selector]:
-    stack: list[Selector] = [s for stage in STAGES for s in getattr(cfg, stage)]
-    while stack:
-        sel = stack.pop()
-        yield sel
-        stack.extend(sel.of)
-
-
 def selector_kinds(cfg: DataSplitConfig) -> frozenset[str]:
     """Every selector kind used anywhere in ``cfg`` (nested operands included)."""
-    return frozenset(s.kind.value for s in _walk(cfg))
+    return frozenset(s.kind.value for s in walk(cfg))
 
 
 def live_kinds(cfg: DataSplitConfig) -> frozenset[str]:
@@ -185,12 +182,26 @@ class Resolution:
         """``{"train": [uid, ...], "val": ..., "test": ..., "predict": ...}``."""
         return {s: self.uids(s) for s in STAGES}
 
-    def assignment(self) -> np.ndarray:
-        """Per-row stage code among train/val/test (0/1/2; -1 unassigned; last stage wins)."""
-        out = np.full(len(self.universe), -1, dtype=np.int8)
-        for code, s in enumerate(EXCLUSIVE_STAGES):
-            out[self.stages[s]] = code
-        return out
+    def assignment(self) -> npt.NDArray[np.int8]:
+        """Per-row stage code (see :func:`stage_codes`)."""
+        return stage_codes(self.stages, len(self.universe))
+
+
+def stage_codes(stages: Mapping[str, Positions], size: int) -> npt.NDArray[np.int8]:
+    """Per row of a universe of ``size`` rows: 0 train, 1 val, 2 test, 3 unassigned.
+
+    The one per-row stage code (diff, log, report and the drift check all read it);
+    :data:`STAGE_CODE_NAMES` names the codes.  Predict may overlap anything and has no code.
+
+    Tie rule: a row listed by more than one of train/val/test — an overlap that the
+    ``no_split_overlap`` constraint reports — takes the *first* of them in file order
+    (train before val before test), as a stage's own selectors keep a sample's first
+    occurrence.  So a sample in both train and test counts as train everywhere.
+    """
+    out = np.full(size, UNASSIGNED, dtype=np.int8)
+    for code in reversed(range(len(EXCLUSIVE_STAGES))):  # earlier stages overwrite later
+        out[stages[EXCLUSIVE_STAGES[code]]] = code
+    return out
 
 
 def check_pinned_universe(cfg: DataSplitConfig, universe: Universe, *, where: str = "") -> None:
@@ -412,3 +423,6 @@ __all__ = [
     "stage_stats",
     "state",
 ]
+    "STAGE_CODE_NAMES",
+    "UNASSIGNED",
+    "stage_codes",
