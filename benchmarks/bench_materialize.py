@@ -81,14 +81,12 @@ from _common import Row, median, profile_top, timed
 
 from dvc_cuvis._io import atomic_write_bytes
 from dvc_cuvis.digests import StatCache
+from dvc_cuvis.frames import Compression, frame_arrays, npz_bytes
 from dvc_cuvis.materialize import (
-    Compression,
     MaterializeResult,
     ReaderParams,
-    frame_arrays,
     frame_name,
     materialize,
-    npz_bytes,
 )
 from dvc_cuvis.universe import Universe, read_universe, write_universe
 

@@ -14,10 +14,7 @@ dataloader is built.
 
 from __future__ import annotations
 
-import io
 import logging
-import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,7 @@ import numpy as np
 from dvc_cuvis.digests import StatCache, open_stat_cache
 from dvc_cuvis.drift import DriftReport, ensure, verify
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.frames import read_npz
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.splits import load_splits, resolve
 from dvc_cuvis.universe import Universe, read_universe
@@ -58,60 +56,6 @@ class NpzFrames:
         wavelengths = np.asarray(z["wavelengths"]).ravel().astype(np.int32)
         return {"cube": cube, "mask": mask, "class_mask": class_mask,
                 "wavelengths": wavelengths, "mesu_index": self.indices[i], "frame_id": i}
-
-
-def read_npz(path: str) -> dict[str, np.ndarray]:
-    """All members of an npz frame; stored (uncompressed) members without a copy.
-
-    Materialized frames store their arrays uncompressed, so one read of the file and a
-    ``frombuffer`` per member replaces ``np.load``'s per-member stream, copy and CRC pass
-    (content integrity is what the drift check's md5 verifies before loading).  Deflated
-    members, or anything unusual, go through ``np.load`` unchanged.
-    """
-    with open(path, "rb") as fh:
-        try:
-            infos = zipfile.ZipFile(fh).infolist()
-        except zipfile.BadZipFile:
-            infos = []
-        stored = bool(infos) and all(
-            zi.compress_type == zipfile.ZIP_STORED and zi.filename.endswith(".npy")
-            for zi in infos)
-        if stored:
-            fh.seek(0)
-            buf = bytearray(os.fstat(fh.fileno()).st_size)
-            fh.readinto(buf)
-            out = _stored_members(buf, infos)
-            if out is not None:
-                return out
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
-
-
-def _stored_members(buf: bytearray, infos: list[zipfile.ZipInfo]) -> dict[str, np.ndarray] | None:
-    fmt = np.lib.format
-    out: dict[str, np.ndarray] = {}
-    for zi in infos:
-        off = zi.header_offset
-        name_len = int.from_bytes(buf[off + 26:off + 28], "little")
-        extra_len = int.from_bytes(buf[off + 28:off + 30], "little")
-        start = off + 30 + name_len + extra_len
-        head = io.BytesIO(bytes(buf[start:start + 4096]))
-        try:
-            version = fmt.read_magic(head)
-            reader = (fmt.read_array_header_1_0 if version == (1, 0)
-                      else fmt.read_array_header_2_0)
-            shape, fortran, dtype = reader(head)
-        except ValueError:
-            return None
-        if dtype.hasobject:
-            return None  # never unpickle
-        count = int(np.prod(shape)) if shape else 1
-        data_start = start + head.tell()
-        if data_start + count * dtype.itemsize > start + zi.file_size:
-            return None
-        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data_start)
-        out[zi.filename[:-4]] = arr.reshape(shape, order="F" if fortran else "C")
-    return out
 
 
 def _lightning_base() -> type:

@@ -7,9 +7,9 @@ Output folder layout (one DVC output, ``persist: true``)::
     OUT/splits.json       the split, resolving against OUT/universe.csv (same identities)
     OUT/manifest.json     per frame: recipe key, md5 and size of the written file
 
-*Deterministic*: members are written in sorted order with fixed zip timestamps and
-attributes, arrays via ``np.lib.format`` (never pickled), ``source`` is the logical id,
-and nothing depends on the checkout path.  *Incremental*: a frame's recipe key covers
+*Deterministic*: frame bytes come from :mod:`dvc_cuvis.frames` (sorted members, fixed
+zip timestamps and attributes, never pickled), ``source`` is the logical id, and nothing
+depends on the checkout path.  *Incremental*: a frame's recipe key covers
 the source file's content md5, the index, every reader and writer parameter and the
 format version; a rerun rewrites exactly the frames whose key changed (or whose file no
 longer matches the manifest) and deletes frames that left the selection.  *Safe*: every
@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import io
 import json
 import os
 import time
@@ -36,9 +35,10 @@ from urllib.parse import quote
 
 import numpy as np
 
-from dvc_cuvis._io import atomic_write_bytes, atomic_write_text, dumps_json
+from dvc_cuvis._io import atomic_write_text, dumps_json
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.frames import Compression, frame_arrays, write_frame
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
 from dvc_cuvis.selectors import Resolver
@@ -46,43 +46,10 @@ from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
 from dvc_cuvis.universe import Universe, format_universe
 
 FORMAT_VERSION = 1
-_EPOCH = (1980, 1, 1, 0, 0, 0)
 _CHUNK = 32  # frames per task: small enough to balance two workers, large enough to amortize
 
 
 # -- options ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Compression:
-    """Per-member zip compression: stored (None) or deflate at a level."""
-
-    cube: int | None = None
-    masks: int | None = None
-
-    @classmethod
-    def parse(cls, spec: str) -> Compression:
-        """``none`` | ``deflate[:level]`` | ``masks[:level]`` (store the cube, deflate masks)."""
-        name, _, level_s = str(spec).partition(":")
-        try:
-            level = int(level_s) if level_s else 6
-        except ValueError:
-            level = -1
-        if not 0 <= level <= 9:
-            raise DvcCuvisError(f"compress {spec!r}: level must be an integer 0-9")
-        if name == "none" and not level_s:
-            return cls(None, None)
-        if name == "deflate":
-            return cls(level, level)
-        if name == "masks":
-            return cls(None, level)
-        raise DvcCuvisError(
-            f"compress {spec!r}: choose none, deflate[:level] or masks[:level]"
-        )
-
-    def level_for(self, member: str) -> int | None:
-        """Deflate level of a member (None = stored)."""
-        return self.cube if member in ("cube", "wavelengths", "source") else self.masks
 
 
 @dataclass(frozen=True)
@@ -114,73 +81,6 @@ def parse_crop(spec: str | list[int] | tuple[int, ...] | None) -> tuple[int, int
     if len(values) != 4 or any(v < 0 for v in values):
         raise DvcCuvisError(f"crop {spec!r}: expected TOP,BOTTOM,LEFT,RIGHT (4 ints >= 0)")
     return values[0], values[1], values[2], values[3]
-
-
-def apply_crop(arr: np.ndarray, crop: tuple[int, int, int, int] | None, where: str) -> np.ndarray:
-    """Remove ``T,B,L,R`` pixels from the spatial border (cube and masks alike)."""
-    if crop is None:
-        return arr
-    t, b, left, r = crop
-    h, w = arr.shape[:2]
-    if t + b >= h or left + r >= w:
-        raise DvcCuvisError(f"{where}: crop {crop} too large for a {h}x{w} frame")
-    return arr[t:h - b, left:w - r]
-
-
-# -- the npz writer -----------------------------------------------------------------------
-
-
-def npz_bytes(arrays: dict[str, np.ndarray], compression: Compression) -> bytes:
-    """A deterministic ``.npz``: sorted members, fixed timestamps/attributes, no pickle."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", allowZip64=True) as zf:
-        for key in sorted(arrays):
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.asanyarray(arrays[key]), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=_EPOCH)
-            info.create_system = 3
-            info.external_attr = 0o644 << 16
-            level = compression.level_for(key)
-            info.compress_type = zipfile.ZIP_STORED if level is None else zipfile.ZIP_DEFLATED
-            zf.writestr(info, member.getvalue(), compresslevel=level)
-    return buf.getvalue()
-
-
-def frame_arrays(
-    cube: np.ndarray,
-    wavelengths: np.ndarray,
-    source: str,
-    classes: np.ndarray | None,
-    crop: tuple[int, int, int, int] | None,
-    where: str,
-) -> dict[str, np.ndarray]:
-    """The npz members of one frame per the DESIGN contract."""
-    if cube.ndim != 3:
-        raise DvcCuvisError(f"{where}: cube must be [H, W, C], got shape {cube.shape}")
-    out: dict[str, np.ndarray] = {
-        "cube": np.ascontiguousarray(apply_crop(cube, crop, where), dtype=np.float32),
-        "wavelengths": np.asarray(wavelengths).ravel().astype(np.int32),
-        "source": np.array(source),
-    }
-    if len(out["wavelengths"]) != cube.shape[2]:
-        raise DvcCuvisError(
-            f"{where}: {len(out['wavelengths'])} wavelengths for {cube.shape[2]} bands"
-        )
-    if classes is not None:
-        if classes.shape[:2] != cube.shape[:2]:
-            raise DvcCuvisError(
-                f"{where}: label {classes.shape[:2]} and cube {cube.shape[:2]} differ in size"
-            )
-        top = int(classes.max()) if classes.size else 0
-        if top > 255 or (classes.size and int(classes.min()) < 0):
-            raise DvcCuvisError(
-                f"{where}: category id {top} exceeds the uint8 range of class_mask (0-255); "
-                "renumber the categories"
-            )
-        cls = np.ascontiguousarray(apply_crop(classes, crop, where)).astype(np.uint8)
-        out["class_mask"] = cls
-        out["mask"] = (cls > 0).astype(np.int32)
-    return out
 
 
 # -- frame names --------------------------------------------------------------------------
@@ -225,9 +125,8 @@ def run_task(task: Task) -> list[tuple[str, str, int]]:
     """Read, convert and atomically write the task's frames; returns (name, md5, size)."""
     results = []
     for _index, name, arrays in _read_frames(task):
-        data = npz_bytes(arrays, task.params.compress)
-        atomic_write_bytes(Path(task.out_dir) / name, data)
-        results.append((name, hashlib.md5(data).hexdigest(), len(data)))
+        md5, size = write_frame(Path(task.out_dir) / name, arrays, task.params.compress)
+        results.append((name, md5, size))
     return results
 
 

@@ -18,12 +18,11 @@ import pytest
 from dvc_cuvis.bake import BakeOptions, bake
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.frames import Compression, npz_bytes
 from dvc_cuvis.materialize import (
-    Compression,
     ReaderParams,
     frame_name,
     materialize,
-    npz_bytes,
     output_lock,
 )
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
@@ -182,7 +181,7 @@ def test_npz_writer_compression_modes_load_back() -> None:
 
 
 def test_category_ids_above_255_are_refused(tmp_path: Path) -> None:
-    from dvc_cuvis.materialize import frame_arrays
+    from dvc_cuvis.frames import frame_arrays
 
     cube = np.zeros((2, 2, 2), np.float32)
     with pytest.raises(DvcCuvisError, match="category id 300 exceeds the uint8 range"):

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.frames import Compression, npz_bytes
 from dvc_cuvis.interop import Folds, check_disjoint
-from dvc_cuvis.materialize import Compression, npz_bytes
 from dvc_cuvis.universe import Universe
 
 KEYS = ("train", "val", "test", "predict")

@@ -1,0 +1,200 @@
+"""The deterministic npz frame: its members, its bytes, and a fast reader for it.
+
+One module owns the frame format of the DESIGN contract (``cube [H,W,C] float32``,
+``wavelengths [C] int32``, ``source`` str, optional ``class_mask [H,W] uint8`` and
+``mask [H,W] int32``) so that materialize (which writes frames), the DataModule (which
+reads them) and interop (which writes index arrays in the same container) cannot drift
+apart.
+
+*Write*: members in sorted order, fixed zip timestamps and attributes, arrays through
+``np.lib.format`` (never pickled), compression chosen per member — the same inputs give
+the same bytes on any machine.  *Read*: stored members are served straight out of one
+read of the file (``np.frombuffer``), anything else through ``np.load``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dvc_cuvis._io import atomic_write_bytes
+from dvc_cuvis.errors import DvcCuvisError
+
+# zip's earliest representable time: no member carries the time it was written
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+# -- compression ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compression:
+    """Per-member zip compression: stored (None) or deflate at a level."""
+
+    cube: int | None = None
+    masks: int | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> Compression:
+        """``none`` | ``deflate[:level]`` | ``masks[:level]`` (store the cube, deflate masks)."""
+        name, _, level_s = str(spec).partition(":")
+        try:
+            level = int(level_s) if level_s else 6
+        except ValueError:
+            level = -1
+        if not 0 <= level <= 9:
+            raise DvcCuvisError(f"compress {spec!r}: level must be an integer 0-9")
+        if name == "none" and not level_s:
+            return cls(None, None)
+        if name == "deflate":
+            return cls(level, level)
+        if name == "masks":
+            return cls(None, level)
+        raise DvcCuvisError(
+            f"compress {spec!r}: choose none, deflate[:level] or masks[:level]"
+        )
+
+    def level_for(self, member: str) -> int | None:
+        """Deflate level of a member (None = stored)."""
+        return self.cube if member in ("cube", "wavelengths", "source") else self.masks
+
+
+# -- the frame's members -------------------------------------------------------------------
+
+
+def apply_crop(arr: np.ndarray, crop: tuple[int, int, int, int] | None, where: str) -> np.ndarray:
+    """Remove ``T,B,L,R`` pixels from the spatial border (cube and masks alike)."""
+    if crop is None:
+        return arr
+    t, b, left, r = crop
+    h, w = arr.shape[:2]
+    if t + b >= h or left + r >= w:
+        raise DvcCuvisError(f"{where}: crop {crop} too large for a {h}x{w} frame")
+    return arr[t:h - b, left:w - r]
+
+
+def frame_arrays(
+    cube: np.ndarray,
+    wavelengths: np.ndarray,
+    source: str,
+    classes: np.ndarray | None,
+    crop: tuple[int, int, int, int] | None,
+    where: str,
+) -> dict[str, np.ndarray]:
+    """The npz members of one frame per the DESIGN contract."""
+    if cube.ndim != 3:
+        raise DvcCuvisError(f"{where}: cube must be [H, W, C], got shape {cube.shape}")
+    out: dict[str, np.ndarray] = {
+        "cube": np.ascontiguousarray(apply_crop(cube, crop, where), dtype=np.float32),
+        "wavelengths": np.asarray(wavelengths).ravel().astype(np.int32),
+        "source": np.array(source),
+    }
+    if len(out["wavelengths"]) != cube.shape[2]:
+        raise DvcCuvisError(
+            f"{where}: {len(out['wavelengths'])} wavelengths for {cube.shape[2]} bands"
+        )
+    if classes is not None:
+        if classes.shape[:2] != cube.shape[:2]:
+            raise DvcCuvisError(
+                f"{where}: label {classes.shape[:2]} and cube {cube.shape[:2]} differ in size"
+            )
+        top = int(classes.max()) if classes.size else 0
+        if top > 255 or (classes.size and int(classes.min()) < 0):
+            raise DvcCuvisError(
+                f"{where}: category id {top} exceeds the uint8 range of class_mask (0-255); "
+                "renumber the categories"
+            )
+        cls = np.ascontiguousarray(apply_crop(classes, crop, where)).astype(np.uint8)
+        out["class_mask"] = cls
+        out["mask"] = (cls > 0).astype(np.int32)
+    return out
+
+
+# -- bytes ---------------------------------------------------------------------------------
+
+
+def npz_bytes(arrays: dict[str, np.ndarray], compression: Compression) -> bytes:
+    """A deterministic ``.npz``: sorted members, fixed timestamps/attributes, no pickle."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", allowZip64=True) as zf:
+        for key in sorted(arrays):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asanyarray(arrays[key]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_EPOCH)
+            info.create_system = 3
+            info.external_attr = 0o644 << 16
+            level = compression.level_for(key)
+            info.compress_type = zipfile.ZIP_STORED if level is None else zipfile.ZIP_DEFLATED
+            zf.writestr(info, member.getvalue(), compresslevel=level)
+    return buf.getvalue()
+
+
+def write_frame(path: Path | str, arrays: dict[str, np.ndarray],
+                compression: Compression) -> tuple[str, int]:
+    """Atomically write one frame; returns its md5 and size (what the manifest records)."""
+    data = npz_bytes(arrays, compression)
+    atomic_write_bytes(path, data)
+    return hashlib.md5(data).hexdigest(), len(data)
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    """All members of an npz frame; stored (uncompressed) members without a copy.
+
+    Materialized frames store their arrays uncompressed, so one read of the file and a
+    ``frombuffer`` per member replaces ``np.load``'s per-member stream, copy and CRC pass
+    (content integrity is what the drift check's md5 verifies before loading).  Deflated
+    members, or anything unusual, go through ``np.load`` unchanged.
+    """
+    with open(path, "rb") as fh:
+        try:
+            infos = zipfile.ZipFile(fh).infolist()
+        except zipfile.BadZipFile:
+            infos = []
+        stored = bool(infos) and all(
+            zi.compress_type == zipfile.ZIP_STORED and zi.filename.endswith(".npy")
+            for zi in infos)
+        if stored:
+            fh.seek(0)
+            buf = bytearray(os.fstat(fh.fileno()).st_size)
+            fh.readinto(buf)
+            out = _stored_members(buf, infos)
+            if out is not None:
+                return out
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _stored_members(buf: bytearray, infos: list[zipfile.ZipInfo]) -> dict[str, np.ndarray] | None:
+    fmt = np.lib.format
+    out: dict[str, np.ndarray] = {}
+    for zi in infos:
+        off = zi.header_offset
+        name_len = int.from_bytes(buf[off + 26:off + 28], "little")
+        extra_len = int.from_bytes(buf[off + 28:off + 30], "little")
+        start = off + 30 + name_len + extra_len
+        head = io.BytesIO(bytes(buf[start:start + 4096]))
+        try:
+            version = fmt.read_magic(head)
+            reader = (fmt.read_array_header_1_0 if version == (1, 0)
+                      else fmt.read_array_header_2_0)
+            shape, fortran, dtype = reader(head)
+        except ValueError:
+            return None
+        if dtype.hasobject:
+            return None  # never unpickle
+        count = int(np.prod(shape)) if shape else 1
+        data_start = start + head.tell()
+        if data_start + count * dtype.itemsize > start + zi.file_size:
+            return None
+        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data_start)
+        out[zi.filename[:-4]] = arr.reshape(shape, order="F" if fortran else "C")
+    return out
