@@ -218,6 +218,16 @@ def load_version(
     return Version(label, uni, res.stages, cfg.universe_hash, constraints, params)
 
 
+def load_pair(
+    tree: GitTree, rev_a: str | None, rev_b: str | None, splits_path: str, universe_path: str,
+    params_path: str | None = None,
+) -> tuple[Version, Version]:
+    """Both ends of a comparison (None = workspace); a universe.csv they share is parsed once."""
+    parsed: dict[str, Universe] = {}
+    return (load_version(tree, rev_a, splits_path, universe_path, params_path, parsed),
+            load_version(tree, rev_b, splits_path, universe_path, params_path, parsed))
+
+
 # -- diff ---------------------------------------------------------------------------------
 
 

@@ -123,6 +123,46 @@ def save_splits(cfg: DataSplitConfig, path: Path | str) -> None:
     atomic_write_text(path, dumps_splits(cfg))
 
 
+def fold_path(folder: Path | str, k: int) -> Path:
+    """Where fold ``k`` of a K-fold bake lives: ``<folder>/fold-<k>.json``."""
+    return Path(folder) / f"fold-{k}.json"
+
+
+def save_folds(configs: Sequence[DataSplitConfig], folder: Path | str) -> list[Path]:
+    """Write one splits file per fold (``fold-0.json`` ...); returns the paths written."""
+    paths = [fold_path(folder, k) for k in range(len(configs))]
+    for cfg, path in zip(configs, paths, strict=True):
+        save_splits(cfg, path)
+    return paths
+
+
+def fold_files(folder: Path | str) -> list[Path]:
+    """The ``fold-<k>.json`` files of a folder in fold order; an error when there are none."""
+    found: dict[int, Path] = {}
+    for p in Path(folder).glob("fold-*.json"):
+        k = p.stem[len("fold-"):]
+        if k.isdigit():
+            found[int(k)] = p
+    if not found:
+        raise SplitsFileError(f"{folder}: no fold-<k>.json files (bake --folds K writes them)")
+    missing = sorted(set(range(max(found) + 1)) - set(found))
+    if missing:
+        raise SplitsFileError(f"{folder}: fold(s) {missing} missing between 0 and {max(found)}")
+    return [found[k] for k in sorted(found)]
+
+
+def parse_constraints(raw: Any, *, where: str) -> list[Constraint]:
+    """Constraints written in a params file (a list of ``{kind, severity}``), validated."""
+    if not isinstance(raw, list):
+        raise SplitsFileError(f"{where} must be a list of {{kind, severity}}")
+    try:
+        return [Constraint.model_validate(c) for c in raw]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise SplitsFileError(f"{where}: {_loc(first.get('loc', ()))}: "
+                              f"{first.get('msg')}") from None
+
+
 def _loc(loc: Iterable[Any]) -> str:
     out = ""
     for part in loc:

@@ -27,6 +27,12 @@ def _private_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
 
+@pytest.fixture(autouse=True)
+def _neutral_cwd(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
+    """Each test starts in an empty folder: the project's own params.yaml must not leak in."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
     """Run ``dvc-cuvis ARGS`` in-process; returns exit code, stdout, stderr."""

@@ -71,7 +71,9 @@ def test_resolve_reads_params_section(tmp_path: Path, cli, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     r = cli("resolve", "--json", "--params", "params.yaml")
     assert r.code == 0 and len(json.loads(r.out)["train"]) == 7
-    r = cli("resolve", "--json")  # a params.yaml is only read when named
+    r = cli("resolve", "--json")  # ./params.yaml is read without being named
+    assert r.code == 0 and len(json.loads(r.out)["train"]) == 7
+    r = cli("resolve", "--json", "--no-params")  # ... unless told not to
     assert r.code == 2 and "splits.json: splits file not found" in r.err
     (tmp_path / "params.yaml").write_text("resolve: [1, 2]\n")
     r = cli("resolve", "--json", "--params", "params.yaml")

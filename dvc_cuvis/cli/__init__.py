@@ -1,0 +1,81 @@
+"""``dvc-cuvis`` command line: a thin layer over the library, one module per verb.
+
+Each verb module owns its flags (``add_parser``) next to its handler (``run``); the settings
+rule (flag > params section > default) lives in :mod:`dvc_cuvis.cli._settings`.
+
+Exit codes (scripts and CI rely on them): 0 ok, 1 a check failed, 2 bad input or usage.
+Every error is one line on stderr naming the file, row or selector; no tracebacks
+(set ``DVC_CUVIS_DEBUG=1`` to see one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from dvc_cuvis import __version__
+from dvc_cuvis.cli import (
+    bake,
+    check,
+    enumerate,
+    export,
+    history,
+    hook,
+    init,
+    materialize,
+    report,
+    resolve,
+)
+from dvc_cuvis.cli._settings import EXIT_BAD_INPUT, EXIT_CODES, EXIT_OK, Parser
+from dvc_cuvis.errors import DvcCuvisError
+
+#: Verb modules in the order ``dvc-cuvis --help`` lists them (the pipeline's order).
+VERBS = (init, enumerate, bake, resolve, materialize, check, history, report, export, hook)
+
+
+def build_parser() -> tuple[Parser, dict[str, Parser]]:
+    """The argparse tree of every verb, and each verb's own parser by name."""
+    parser = Parser(
+        prog="dvc-cuvis",
+        description="Reproducible, reviewable Cuvis.AI data splits as a DVC pipeline.",
+        epilog=EXIT_CODES + "\n`dvc-cuvis VERB --help` shows a verb's flags and defaults.",
+    )
+    parser.add_argument("--version", action="version", version=f"dvc-cuvis {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="VERB", parser_class=Parser)
+    sub.required = True
+    for verb in VERBS:
+        verb.add_parser(sub)
+    return parser, dict(sub.choices)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dvc-cuvis`` console script."""
+    parser, verbs = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        verbs[args.command].unknown(extras)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except DvcCuvisError as exc:
+        print(f"dvc-cuvis: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("dvc-cuvis: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except MemoryError:
+        print("dvc-cuvis: error: out of memory", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # never a traceback for users; opt in with DVC_CUVIS_DEBUG=1
+        if os.environ.get("DVC_CUVIS_DEBUG"):
+            raise
+        print(f"dvc-cuvis: internal error: {type(exc).__name__}: {exc} "
+              "(please report it; set DVC_CUVIS_DEBUG=1 for a traceback)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+__all__ = ["build_parser", "main"]

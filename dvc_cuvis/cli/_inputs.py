@@ -1,0 +1,73 @@
+"""The prologue most verbs share: which universe and split, loaded, with the category map."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.cli._settings import Settings
+from dvc_cuvis.errors import DvcCuvisError
+
+
+@dataclass
+class Inputs:
+    """A split and the universe it is resolved against, as named by the settings."""
+
+    universe_path: Path
+    splits_path: Path
+    cfg: Any  # DataSplitConfig
+    uni: Any  # Universe
+    name_to_id: dict[str, int] | None
+
+
+def split_paths(s: Settings) -> tuple[Path, Path]:
+    """universe.csv and splits.json: flag > the verb's section > resolve > bake > default.
+
+    diff, log, report and check name the same files as the pipeline's bake stage unless told
+    otherwise, so a repository's params.yaml is enough for every verb.
+    """
+    resolve_s, bake_s = s.of("resolve"), s.of("bake")
+
+    def pick(name: str, bake_key: str, default: str) -> Path:
+        own = s.get(name)
+        if own is not None:
+            return Path(own)
+        for verb, sect, key in (("resolve", resolve_s, name), ("bake", bake_s, bake_key)):
+            value = sect.get(key)
+            if isinstance(value, str) and value:
+                return Path(s.from_file(key, value, verb))
+        return Path(default)
+
+    return pick("universe", "universe", "universe.csv"), pick("splits", "out", "splits.json")
+
+
+def require_file(path: Path, what: str, s: Settings) -> None:
+    """One line for a missing input; inside a DVC pipeline it suggests ``dvc repro``."""
+    if path.exists():
+        return
+    pipeline = (s.base / "dvc.yaml").is_file() or Path("dvc.yaml").is_file()
+    hint = ("; run `dvc repro` to create it (or `dvc pull` to fetch it)" if pipeline
+            else f"; give --{what} PATH")
+    raise DvcCuvisError(f"{path}: {what} file not found{hint}")
+
+
+def category_map(s: Settings) -> dict[str, int] | None:
+    """The category name -> id map named by ``categories`` (None when not set)."""
+    from dvc_cuvis.categories import load_category_map
+
+    categories = s.get("categories")
+    return load_category_map(categories) if categories else None
+
+
+def load_inputs(s: Settings) -> Inputs:
+    """Read the split, its universe and the category map named by the settings."""
+    from dvc_cuvis.splits import load_splits
+    from dvc_cuvis.universe import read_universe
+
+    universe_path, splits_path = split_paths(s)
+    require_file(splits_path, "splits", s)
+    require_file(universe_path, "universe", s)
+    cfg = load_splits(splits_path)
+    uni = read_universe(universe_path)
+    return Inputs(universe_path, splits_path, cfg, uni, category_map(s))

@@ -1,0 +1,250 @@
+"""Where a verb's settings come from: flag > the verb's params section > built-in default.
+
+One rule for every verb, so a user can predict any command:
+
+1. a flag given on the command line wins;
+2. else the value in the verb's section of the params file — ``--params FILE``, else
+   ``params.yaml`` in the current folder, else ``params.yaml`` at the repository root
+   (``--no-params`` reads no file);
+3. else the built-in default shown in ``--help``.
+
+Paths written in a params file are relative to that file's folder (as DVC runs stages there).
+Every key of every dvc-cuvis section is checked against the flags of its verb: a typo is an
+error naming the file, the section, the key and the closest valid key — never ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from dvc_cuvis.errors import DvcCuvisError, ParamsError
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+EXIT_CODES = "exit codes: 0 ok, 1 a check failed, 2 bad input or usage"
+RULE = ("settings: a flag wins over the '{verb}' section of the params file, which wins over\n"
+        "the default shown. The params file is --params FILE, else ./params.yaml, else\n"
+        "params.yaml at the repository root; --no-params reads none.")
+
+#: Argument names that are never params keys (they select the file or the output form).
+_NOT_KEYS = frozenset({"params", "no_params", "json", "md", "help", "func", "command", "version"})
+
+
+@dataclass(frozen=True)
+class Key:
+    """One params key of a verb: the types it accepts, its choices, whether it is a path."""
+
+    kinds: tuple[type, ...]
+    choices: tuple[Any, ...] | None = None
+    path: bool = False
+
+
+@dataclass
+class Section:
+    """The keys a verb's params section may hold (built from the verb's own flags)."""
+
+    keys: dict[str, Key] = field(default_factory=dict)
+
+
+#: verb -> its section's keys; filled as each verb's parser is built.
+SECTIONS: dict[str, Section] = {}
+
+
+def closest(word: str, candidates: list[str] | Any) -> str | None:
+    """The candidate nearest to ``word`` (for "did you mean ...?"), or None."""
+    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.5)
+    return found[0] if found else None
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse without abbreviations; errors are one line (after the usage) and exit 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """Print this parser's usage and one error line; exit 2."""
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+    def unknown(self, extras: list[str]) -> NoReturn:
+        """Refuse unrecognized arguments, naming the closest flag of this verb."""
+        flags = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        first = next((e for e in extras if e.startswith("-")), extras[0])
+        hint = closest(first.split("=", 1)[0], flags) if first.startswith("--") else None
+        more = f" (did you mean {hint}?)" if hint else ""
+        self.error(f"unrecognized arguments: {' '.join(extras)}{more}")
+
+
+def verb_parser(
+    sub: Any, name: str, summary: str, *, paths: tuple[str, ...] = (),
+    extra: dict[str, Key] | None = None, section: bool = True,
+) -> Parser:
+    """Add a verb: one-line summary, the settings rule and exit codes in its help.
+
+    ``paths``: keys whose params values are paths (relative to the params file);
+    ``extra``: keys only a params file can set (e.g. bake's ``constraints`` list).
+    """
+    epilog = (RULE.format(verb=name) + "\n" if section else "") + EXIT_CODES
+    p: Parser = sub.add_parser(name, help=summary, description=summary[:1].upper()
+                               + summary[1:] + ".", epilog=epilog)
+    p.set_defaults(_paths=paths, _extra=extra or {}, _section=section)
+    if section:
+        p.add_argument("--params", metavar="FILE",
+                       help="params file to read (default: ./params.yaml, else the "
+                       "repository root's params.yaml)")
+        p.add_argument("--no-params", dest="no_params", action="store_true",
+                       help="read no params file")
+    return p
+
+
+def register(name: str, p: argparse.ArgumentParser) -> None:
+    """Record the params keys of verb ``name`` from its parser's flags."""
+    d = p.get_default
+    if not d("_section"):
+        return
+    keys: dict[str, Key] = {}
+    for action in p._actions:
+        if not action.option_strings or action.dest in _NOT_KEYS or action.dest.startswith("_"):
+            continue
+        if isinstance(action, argparse._StoreTrueAction | argparse.BooleanOptionalAction):
+            kinds: tuple[type, ...] = (bool,)
+        elif action.type is int:
+            kinds = (int,)
+        elif action.type is float:
+            kinds = (int, float)
+        else:
+            kinds = (str,)
+        keys[action.dest] = Key(kinds, tuple(action.choices) if action.choices else None,
+                                action.dest in d("_paths"))
+    keys.update(d("_extra"))
+    SECTIONS[name] = Section(keys)
+
+
+def find_params(explicit: str | None, no_params: bool) -> Path | None:
+    """The params file a command reads: ``--params``, ./params.yaml, or the repo root's."""
+    if no_params:
+        if explicit:
+            raise ParamsError("--params and --no-params contradict each other: give one")
+        return None
+    if explicit:
+        return Path(explicit)
+    here = Path("params.yaml")
+    if here.is_file():
+        return here
+    root = _repo_root(Path.cwd())
+    if root is not None and (root / "params.yaml").is_file():
+        return Path(os.path.relpath(root / "params.yaml"))
+    return None
+
+
+def _repo_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding ``.git`` or ``.dvc``."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists() or (folder / ".dvc").is_dir():
+            return folder
+    return None
+
+
+def validate(params: dict[str, Any], where: Path) -> None:
+    """Refuse unknown keys, wrong types and invalid choices in every dvc-cuvis section."""
+    from dvc_cuvis.params import section as get_section
+
+    for verb in sorted(SECTIONS):
+        sect = get_section(params, verb, path=where)
+        known = SECTIONS[verb].keys
+        for key in sorted(sect, key=str):
+            if key not in known:
+                hint = closest(str(key), list(known))
+                more = f"; did you mean '{hint}'?" if hint else ""
+                raise ParamsError(f"{where}: unknown key '{key}' in section '{verb}'{more} "
+                                  f"(valid keys: {', '.join(sorted(known))})")
+            _typed(sect[key], known[key], f"{where}: {verb}.{key}")
+
+
+def _typed(value: Any, key: Key, where: str) -> Any:
+    """``value`` if it has one of ``key``'s types (and choices); a null means "not set"."""
+    if value is None:
+        return None
+    # YAML true/false is not a number here, although Python's bool is an int
+    if not isinstance(value, key.kinds) or (isinstance(value, bool) and bool not in key.kinds):
+        expected = " or ".join(k.__name__ for k in key.kinds)
+        raise ParamsError(f"{where} must be {expected}, got {value!r}")
+    if key.choices is not None and value not in key.choices:
+        hint = closest(str(value), [str(c) for c in key.choices])
+        more = f"; did you mean '{hint}'?" if hint else ""
+        raise ParamsError(f"{where}: {value!r} is not one of "
+                          f"{', '.join(map(str, key.choices))}{more}")
+    return value
+
+
+class Settings:
+    """A verb's settings: flags, then its params section, then defaults (see module doc)."""
+
+    def __init__(self, args: argparse.Namespace, verb: str | None = None) -> None:
+        from dvc_cuvis.params import load_params, section
+
+        self.args = args
+        self.verb = verb or args.command
+        self.file = find_params(getattr(args, "params", None),
+                                bool(getattr(args, "no_params", False)))
+        self.params: dict[str, Any] = load_params(self.file) if self.file else {}
+        if self.file is not None:
+            validate(self.params, self.file)
+        where = self.file or Path("params.yaml")
+        self.where = str(where)
+        self.section = section(self.params, self.verb, path=where)
+        self.base = self.file.parent if self.file is not None else Path(".")
+
+    def of(self, verb: str) -> dict[str, Any]:
+        """Another verb's section (check reads how enumerate made the universe)."""
+        from dvc_cuvis.params import section
+
+        return section(self.params, verb, path=self.where)
+
+    def from_file(self, name: str, value: Any, verb: str | None = None) -> Any:
+        """A value read from the params file, as a path relative to the file when it is one."""
+        key = SECTIONS.get(verb or self.verb, Section()).keys.get(name)
+        if (isinstance(value, str) and key is not None and key.path
+                and value not in ("none", "auto") and not os.path.isabs(value)
+                and str(self.base) not in ("", ".")):
+            return os.path.normpath(self.base / value)
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Flag value if given, else the section's value, else ``default``."""
+        value = getattr(self.args, name, None)
+        if value is not None:
+            return value
+        value = self.section.get(name)
+        if value is not None:  # a null in params.yaml means "not set"
+            key = SECTIONS.get(self.verb, Section()).keys.get(name)
+            if key is not None:
+                _typed(value, key, f"{self.where}: {self.verb}.{name}")
+            return self.from_file(name, value)
+        return default
+
+    def flag(self, name: str) -> bool:
+        """A boolean setting (unset = False)."""
+        return bool(self.get(name, False))
+
+    def path(self, name: str, default: str | None = None) -> Path | None:
+        """A path setting (None when unset and no default)."""
+        value = self.get(name, default)
+        return Path(value) if value is not None else None
+
+    def required(self, name: str, flag: str) -> Any:
+        """A setting the verb cannot do without: one line naming the flag and the key."""
+        value = self.get(name)
+        if value is None or value == "":
+            raise DvcCuvisError(f"{self.verb} needs {flag} (or '{name}' in the '{self.verb}' "
+                                f"section of {self.where})")
+        return value

@@ -1,0 +1,113 @@
+"""``dvc-cuvis diff`` and ``dvc-cuvis log``: a split's history between git revisions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.cli._inputs import split_paths
+from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
+from dvc_cuvis.errors import DvcCuvisError
+
+
+def _paths_flags(p: Any, what: str) -> None:
+    p.add_argument("--splits", metavar="PATH", help="splits.json (default: the params file's "
+                   "resolve.splits or bake.out, else splits.json)")
+    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: the params "
+                   "file's resolve.universe or bake.universe, else universe.csv)")
+    p.add_argument("--fold", type=int, help=f"{what} fold K of a K-fold bake (default: none)")
+    p.add_argument("--folds-dir", dest="folds_dir", metavar="DIR",
+                   help="folder of fold-<k>.json files (default: the params file's "
+                   "bake.out_dir, else splits)")
+
+
+def add_parser(sub: Any) -> None:
+    """The ``diff`` and ``log`` verbs' flags."""
+    paths = ("splits", "universe", "folds_dir")
+    p = verb_parser(sub, "diff", "per-sample split changes between two git revisions",
+                    paths=paths)
+    p.add_argument("revs", nargs="*", metavar="REV",
+                   help="REV_A [REV_B] (default: HEAD against the workspace)")
+    _paths_flags(p, "compare")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--md", action="store_true", help="markdown, for a pull-request comment")
+    fmt.add_argument("--json", action="store_true", help="machine-readable")
+    p.add_argument("--all", action="store_true", default=None,
+                   help="list every changed sample (default: the first 20)")
+    p.set_defaults(func=run_diff)
+    register("diff", p)
+
+    p = verb_parser(sub, "log", "commits that changed the split, with stage counts",
+                    paths=paths)
+    p.add_argument("rev", nargs="?", default="HEAD", help="revision to start from "
+                   "(default: HEAD)")
+    _paths_flags(p, "log")
+    p.add_argument("-n", "--max-count", dest="max_count", type=int,
+                   help="show at most N commits (default: all)")
+    p.add_argument("--json", action="store_true", help="machine-readable")
+    p.set_defaults(func=run_log)
+    register("log", p)
+
+
+def repo_paths(s: Settings, tree: Any) -> tuple[str, str, str | None]:
+    """Repository-relative splits, universe and params paths of a split's history."""
+    universe, splits = split_paths(s)
+    fold = s.get("fold")
+    if fold is not None:
+        folds_dir = s.get("folds_dir") or s.from_file(
+            "out_dir", s.of("bake").get("out_dir") or "splits", "bake")
+        splits = Path(folds_dir) / f"fold-{fold}.json"
+    params = str(tree.rel(s.file)) if s.file is not None else None
+    return str(tree.rel(splits)), str(tree.rel(universe)), params
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """Per-sample difference of a split between two revisions (default HEAD vs workspace)."""
+    from dvc_cuvis.history import GitTree, diff_versions, load_pair, render_markdown, render_text
+
+    s = Settings(args)
+    tree = GitTree(".")
+    splits, universe, params = repo_paths(s, tree)
+    revs = list(args.revs)
+    if len(revs) > 2:
+        raise DvcCuvisError("diff takes at most two revisions: [REV_A [REV_B]]")
+    rev_a = revs[0] if revs else "HEAD"
+    rev_b = revs[1] if len(revs) == 2 else None
+    d = diff_versions(*load_pair(tree, rev_a, rev_b, splits, universe, params))
+    every = s.flag("all")
+    if args.json:
+        sys.stdout.write(json.dumps(d.to_dict(limit=None if every else 200),
+                                    ensure_ascii=False, default=str) + "\n")
+    elif args.md:
+        sys.stdout.write(render_markdown(d, limit=None if every else 20))
+    else:
+        sys.stdout.write(render_text(d, limit=None if every else 20))
+    return EXIT_OK
+
+
+def run_log(args: argparse.Namespace) -> int:
+    """Commits that changed the split, with per-stage counts and samples moved."""
+    from dvc_cuvis.history import GitTree, split_log
+
+    s = Settings(args)
+    tree = GitTree(".")
+    splits, universe, _ = repo_paths(s, tree)
+    entries = list(split_log(tree, splits, universe, rev=args.rev,
+                             max_count=s.get("max_count")))
+    if args.json:
+        sys.stdout.write(json.dumps([e.__dict__ for e in entries], ensure_ascii=False) + "\n")
+        return EXIT_OK
+    print(f"{'commit':<9} {'date':<10} {'train':>7} {'val':>6} {'test':>6} {'moved':>6} "
+          f"{'+new':>5} {'-gone':>5}  {'universe':<12}  author: subject")
+
+    def num(v: int | None) -> str:
+        return "-" if v is None else str(v)
+
+    for e in entries:
+        print(f"{e.sha:<9} {e.date:<10} {e.counts['train']:>7} {e.counts['val']:>6} "
+              f"{e.counts['test']:>6} {num(e.moved):>6} {num(e.added):>5} {num(e.removed):>5}  "
+              f"{e.universe_hash:<12}  {e.author}: {e.subject}")
+    return EXIT_OK

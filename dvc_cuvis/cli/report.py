@@ -1,0 +1,58 @@
+"""``dvc-cuvis report``: a self-contained HTML picture of a split (and of a change to it)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.cli._inputs import load_inputs
+from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
+
+
+def add_parser(sub: Any) -> None:
+    """The ``report`` verb's flags."""
+    p = verb_parser(sub, "report", "write a self-contained HTML report of a split",
+                    paths=("out", "universe", "splits", "categories"))
+    p.add_argument("--out", metavar="PATH", help="report.html to write (default: report.html)")
+    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
+    p.add_argument("--splits", metavar="PATH", help="splits.json (default: splits.json)")
+    p.add_argument("--base", metavar="REV",
+                   help="git revision to compare against: adds the transition heat map "
+                   "(default: none)")
+    p.add_argument("--categories", metavar="PATH",
+                   help="category name->id map: COCO json or enumerate metrics (default: none)")
+    p.add_argument("--title", help="page title (default: 'Split report: <splits>')")
+    p.add_argument("--no-check", dest="no_check", action="store_true", default=None,
+                   help="leave the drift check out of the report (default: include it)")
+    p.set_defaults(func=run)
+    register("report", p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write a self-contained HTML report of a split (and of a change to it with --base)."""
+    from dvc_cuvis.drift import verify
+    from dvc_cuvis.report import ReportInput, render, write
+    from dvc_cuvis.splits import evaluate_constraints, resolve
+
+    s = Settings(args)
+    out = Path(s.get("out", "report.html"))
+    inp = load_inputs(s)
+    res = resolve(inp.cfg, inp.uni, name_to_id=inp.name_to_id, where=str(inp.splits_path))
+    constraints = [r.to_dict() for r in evaluate_constraints(res, inp.cfg.constraints)]
+    drift = None if s.flag("no_check") else verify(inp.cfg, inp.uni, name_to_id=inp.name_to_id,
+                                                   lock="auto")
+    diff = None
+    base = s.get("base")
+    if base:
+        from dvc_cuvis.history import GitTree, diff_versions, load_pair
+
+        tree = GitTree(".")
+        diff = diff_versions(*load_pair(tree, base, None, str(tree.rel(inp.splits_path)),
+                                        str(tree.rel(inp.universe_path))))
+    title = s.get("title") or f"Split report: {inp.splits_path}"
+    text = render(ReportInput(title, res, constraints, drift, inp.name_to_id, diff,
+                              inp.cfg.universe_hash))
+    write(out, text)
+    print(f"wrote {out} ({len(text.encode()) // 1024} KiB)")
+    return EXIT_OK
