@@ -51,13 +51,13 @@ def write_json(path: Path | str, obj: Any) -> None:
 
 def read_json(path: Path | str, what: str = "file") -> Any:
     """Parse a JSON file; every failure is a DvcCuvisError naming the file (and line:col)."""
-    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 
     p = Path(path)
     try:
         return json.loads(p.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
-        raise DvcCuvisError(f"{p}: {what} not found") from None
+        raise MissingFileError(f"{p}: {what} not found") from None
     except json.JSONDecodeError as exc:
         raise DvcCuvisError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     except RecursionError:

@@ -464,7 +464,8 @@ def stage_selectors(uni: Universe, positions: Positions, *, ranges: bool = True)
         code = int(uni.codes[chunk[0]])
         source = uni.source_names[code]
         single = off[code + 1] - off[code] == 1 and len(chunk) == 1
-        if single and fmt is not None and fmt[chunk[0]] in SINGLE_SAMPLE_FORMATS:
+        whole = uni.indexless is not None and bool(uni.indexless[chunk[0]])
+        if whole or (single and fmt is not None and fmt[chunk[0]] in SINGLE_SAMPLE_FORMATS):
             whole_files.append(source)
         else:
             ids = compact_ids(uni.indices[chunk].tolist(), ranges=ranges)

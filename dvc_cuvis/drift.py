@@ -179,7 +179,9 @@ def tokenized_hash(uni: Universe, data_dir: str) -> str:
     order = sorted(range(len(names)), key=lambda c: names[c])
     off = uni.offsets
     idx = uni.indices.tolist()
-    return universe_hash(f"{names[c]}#{idx[p]}" for c in order for p in range(off[c], off[c + 1]))
+    bare = uni.indexless
+    return universe_hash(names[c] if bare is not None and bare[p] else f"{names[c]}#{idx[p]}"
+                         for c in order for p in range(off[c], off[c + 1]))
 
 
 def infer_data_dir(uni: Universe) -> str:

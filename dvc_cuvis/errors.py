@@ -3,6 +3,8 @@
 The CLI catches :class:`DvcCuvisError` and prints ``str(err)``; library callers get the
 same message.  Errors are ``ValueError`` subclasses so code written against the upstream
 resolver (which raises ``ValueError``) keeps working when it switches to this package.
+A missing input file is also a ``FileNotFoundError`` (:class:`MissingFileError`), because
+upstream's loaders (``load_splits``) raise that and callers catch it.
 """
 
 from __future__ import annotations
@@ -38,3 +40,15 @@ class SplitsFileError(DvcCuvisError):
 
 class ParamsError(DvcCuvisError):
     """A params.yaml section is missing, malformed or has an invalid value."""
+
+
+class MissingFileError(DvcCuvisError, FileNotFoundError):
+    """An input file does not exist: exit code 2 here, ``FileNotFoundError`` as upstream."""
+
+
+class MissingUniverseError(UniverseError, MissingFileError):
+    """The universe.csv to read does not exist."""
+
+
+class MissingSplitsFileError(SplitsFileError, MissingFileError):
+    """The splits.json to read does not exist (upstream ``load_splits`` raises the same)."""

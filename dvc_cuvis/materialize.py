@@ -37,7 +37,7 @@ import numpy as np
 
 from dvc_cuvis._io import atomic_write_text, dumps_json
 from dvc_cuvis.digests import StatCache
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.frames import Compression, frame_arrays, write_frame
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
@@ -327,14 +327,14 @@ def plan(
                 "'format' column to cu3s, tiff or npz"
             )
         if not phys.is_file():
-            raise DvcCuvisError(
+            raise MissingFileError(
                 f"{uni.path}: {uni.uid(pos)}: file {rel!r} not found (run `dvc pull` or "
                 "re-enumerate)"
             )
         ann_rel = uni.value("annotation", pos)
         ann = Path(guard.resolve(ann_rel, what=f"{uni.uid(pos)}: annotation")) if ann_rel else None
         if ann is not None and not ann.is_file():
-            raise DvcCuvisError(f"{uni.path}: {uni.uid(pos)}: annotation {ann_rel!r} not found")
+            raise MissingFileError(f"{uni.path}: {uni.uid(pos)}: annotation {ann_rel!r} not found")
         key = {
             "version": FORMAT_VERSION,
             "format": fmt,
@@ -472,7 +472,7 @@ def _npz_universe(
         name = names[pos]
         rec: dict[str, Any] = {
             "source": uni.source(pos),
-            "index": uni.index(pos),
+            "index": uni.ref_index(pos),  # None stays None: the frame keeps its uid
             "materialized_path": name,
             "format": "npz",
             "md5": manifest[name]["md5"],

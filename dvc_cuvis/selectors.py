@@ -388,6 +388,8 @@ class Resolver:
         code = unique.get(name)
         codes = [code] if code is not None else shared.get(name, [])
         off, indices = uni.offsets, uni.indices
+        if uni.indexless is not None:  # a whole-file sample has no index to match (as upstream)
+            codes = [c for c in codes if not uni.indexless[off[c]]]
         if len(codes) == 1 and not huge and len(wanted):
             lo, hi = int(off[codes[0]]), int(off[codes[0] + 1])
             if indices[lo] == 0 and indices[hi - 1] == hi - lo - 1 and wanted[-1] < hi - lo:

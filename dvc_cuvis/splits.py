@@ -28,7 +28,7 @@ from cuvis_ai_schemas.training.data import (
 from pydantic import ValidationError
 
 from dvc_cuvis._io import atomic_write_text
-from dvc_cuvis.errors import SelectorError, SplitsFileError
+from dvc_cuvis.errors import MissingSplitsFileError, SelectorError, SplitsFileError
 from dvc_cuvis.selectors import (
     CONCRETE_KINDS,
     LIVE_KINDS,
@@ -73,7 +73,7 @@ def load_splits_stamped(path: Path | str) -> tuple[DataSplitConfig, tuple[int, i
             after = os.fstat(fh.fileno())
         text = raw.decode("utf-8-sig")
     except FileNotFoundError:
-        raise SplitsFileError(f"{p}: splits file not found (check --splits)") from None
+        raise MissingSplitsFileError(f"{p}: splits file not found (check --splits)") from None
     except IsADirectoryError:
         raise SplitsFileError(f"{p}: is a directory, expected a splits.json file") from None
     except UnicodeDecodeError:

@@ -5,6 +5,11 @@ A universe is the set of samples that exist.  Each sample is identified by its `
 canonical order, sorted by ``(source, index)``, so that ``universe_hash`` and positional
 selectors are the same on every machine.
 
+A whole-file sample (a single-frame TIFF cube: upstream ``SampleRef.index is None``) has no
+index: its ``index`` cell is empty and its uid is the bare ``source``, as upstream's
+``TiffPairedDataModule`` enumerates it.  Such a source has exactly one row; it is read at
+position 0 (:attr:`Universe.indices` holds 0 for it and :attr:`Universe.indexless` marks it).
+
 The in-memory form is columnar on purpose: a 1M-row universe.csv is read with a handful
 of numpy passes instead of one Python object per cell.  Sources are dictionary-encoded
 (``source_names`` + per-row ``codes``) because a dataset has orders of magnitude fewer
@@ -31,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dvc_cuvis._io import atomic_write_text
-from dvc_cuvis.errors import UniverseError
+from dvc_cuvis.errors import MissingUniverseError, UniverseError
 
 #: Columns every universe.csv carries.
 REQUIRED_COLUMNS: tuple[str, ...] = ("source", "index")
@@ -81,13 +86,13 @@ class Sample:
     """One row of a universe, decoded (for notebooks and small loops, not hot paths)."""
 
     source: str
-    index: int
+    index: int | None  # None: a whole-file sample (upstream ``SampleRef.index``)
     position: int
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def uid(self) -> str:
-        """The sample's identity, ``source#index``."""
+        """The sample's identity, ``source#index`` (``source`` alone when index is None)."""
         return uid(self.source, self.index)
 
     @property
@@ -99,7 +104,8 @@ class Sample:
 class Universe:
     """A canonically ordered, duplicate-free sample universe (columnar, immutable)."""
 
-    __slots__ = ("__dict__", "_codes", "_columns", "_indices", "_lines", "_names", "path")
+    __slots__ = ("__dict__", "_codes", "_columns", "_indexless", "_indices", "_lines", "_names",
+                 "path")
 
     def __init__(
         self,
@@ -110,8 +116,13 @@ class Universe:
         *,
         path: Path | None = None,
         lines: npt.NDArray[np.integer[Any]] | None = None,
+        indexless: npt.NDArray[np.bool_] | None = None,
     ) -> None:
-        """Build from sorted unique source names and per-row arrays (canonicalized, checked)."""
+        """Build from sorted unique source names and per-row arrays (canonicalized, checked).
+
+        ``indexless`` marks whole-file rows (empty ``index`` cell, upstream ``index=None``);
+        their ``indices`` entry is the read position 0.
+        """
         names = list(source_names)
         if any(a >= b for a, b in itertools.pairwise(names)):
             raise UniverseError("source_names must be sorted and unique", path=path)
@@ -127,6 +138,14 @@ class Universe:
         if len(idx_a) != n or any(len(v) != n for v in cols.values()):
             raise UniverseError("universe columns have different lengths", path=path)
         line_a = np.asarray(lines, dtype=np.int32) if lines is not None else None
+        none_a = np.asarray(indexless, dtype=bool) if indexless is not None else None
+        if none_a is not None:
+            if len(none_a) != n:
+                raise UniverseError("universe columns have different lengths", path=path)
+            if not none_a.any():
+                none_a = None
+            else:
+                idx_a = np.where(none_a, 0, idx_a)
         if n > 1:
             c0, c1, i0, i1 = codes_a[:-1], codes_a[1:], idx_a[:-1], idx_a[1:]
             ordered = bool(np.all((c1 > c0) | ((c1 == c0) & (i1 > i0))))
@@ -135,10 +154,13 @@ class Universe:
                 codes_a, idx_a = codes_a[perm], idx_a[perm]
                 cols = {k: v[perm] for k, v in cols.items()}
                 line_a = line_a[perm] if line_a is not None else None
+                none_a = none_a[perm] if none_a is not None else None
                 dup = np.flatnonzero((codes_a[1:] == codes_a[:-1]) & (idx_a[1:] == idx_a[:-1]))
                 if len(dup):
                     j = int(dup[0])
                     src, ix = names[int(codes_a[j])], int(idx_a[j])
+                    if none_a is not None and (none_a[j] or none_a[j + 1]):
+                        _refuse_mixed(names[int(codes_a[j])], line_a, j, path)
                     where = ""
                     if line_a is not None:
                         a, b = sorted((int(line_a[j]), int(line_a[j + 1])))
@@ -150,10 +172,17 @@ class Universe:
                     )
         if n and (int(idx_a.min()) < 0):
             raise UniverseError("index values must be >= 0", path=path)
+        if none_a is not None:
+            # a whole-file row is the only row of its source (its uid is the bare source)
+            counts = np.bincount(codes_a, minlength=len(names))
+            shared = np.flatnonzero(none_a & (counts[codes_a] > 1))
+            if len(shared):
+                _refuse_mixed(names[int(codes_a[shared[0]])], line_a, int(shared[0]), path)
         self._codes = codes_a
         self._indices = idx_a
         self._columns = cols
         self._lines = line_a
+        self._indexless: npt.NDArray[np.bool_] | None = none_a
 
     # -- construction -----------------------------------------------------------------
 
@@ -191,6 +220,7 @@ class Universe:
         codes = np.fromiter((rank[s] for s in sources), np.int32, n)
         del sources
         indices = np.fromiter((_as_index(i) for i in columns["index"]), np.int64, n)
+        indexless = indices < 0  # _as_index: -1 = no index (None or an empty cell)
         cols = {}
         for k, values in columns.items():
             if k in REQUIRED_COLUMNS:
@@ -198,7 +228,8 @@ class Universe:
             if len(values) != n:
                 raise UniverseError(f"column {k!r} has {len(values)} values for {n} rows")
             cols[k] = np.array([_cell_bytes(v) for v in values], dtype=np.bytes_)
-        return cls(names, codes, indices, _order_columns(cols), path=path)
+        return cls(names, codes, indices, _order_columns(cols), path=path,
+                   indexless=indexless if indexless.any() else None)
 
     # -- basic access -----------------------------------------------------------------
 
@@ -220,8 +251,21 @@ class Universe:
 
     @property
     def indices(self) -> IntArray:
-        """Per-row read position within its source."""
+        """Per-row read position within its source (0 for a whole-file row)."""
         return self._indices
+
+    @property
+    def indexless(self) -> npt.NDArray[np.bool_] | None:
+        """Per-row mask of whole-file rows (no index: uid = source), or None if there are none."""
+        return self._indexless
+
+    def ref_indices(self) -> list[int | None]:
+        """Per-row ``SampleRef.index``: the read position, or None for a whole-file row."""
+        out: list[int | None] = list(self._indices.tolist())
+        if self._indexless is not None:
+            for p in np.flatnonzero(self._indexless).tolist():
+                out[p] = None
+        return out
 
     @property
     def columns(self) -> list[str]:
@@ -241,11 +285,19 @@ class Universe:
         return self._names[int(self._codes[position])]
 
     def index(self, position: int) -> int:
-        """Index of the row at ``position``."""
+        """Read position of the row at ``position`` (0 for a whole-file row)."""
+        return int(self._indices[position])
+
+    def ref_index(self, position: int) -> int | None:
+        """``SampleRef.index`` of the row at ``position`` (None for a whole-file row)."""
+        if self._indexless is not None and self._indexless[position]:
+            return None
         return int(self._indices[position])
 
     def uid(self, position: int) -> str:
-        """uid of the row at ``position``."""
+        """uid of the row at ``position`` (the bare source for a whole-file row)."""
+        if self._indexless is not None and self._indexless[position]:
+            return self.source(position)
         return f"{self.source(position)}#{int(self._indices[position])}"
 
     def uids(self, positions: npt.ArrayLike | None = None) -> list[str]:
@@ -256,7 +308,12 @@ class Universe:
             pos = np.asarray(positions, dtype=np.int64)
             codes, idx = self._codes[pos], self._indices[pos]
         names = self._names
-        return [f"{names[c]}#{i}" for c, i in zip(codes.tolist(), idx.tolist(), strict=True)]
+        out = [f"{names[c]}#{i}" for c, i in zip(codes.tolist(), idx.tolist(), strict=True)]
+        if self._indexless is not None:
+            bare = self._indexless if positions is None else self._indexless[pos]
+            for j in np.flatnonzero(bare).tolist():
+                out[j] = names[int(codes[j])]
+        return out
 
     @cached_property
     def hash(self) -> str:
@@ -267,11 +324,16 @@ class Universe:
         """
         digest = hashlib.sha256()
         names, off, idx = self._names, self.offsets.tolist(), self._indices.tolist()
+        bare = (set() if self._indexless is None
+                else set(self._codes[self._indexless].tolist()))  # whole-file sources
         parts: list[str] = []
         size = 0
         for c, name in enumerate(names):
             prefix = name + "#"
-            run = prefix + ("\n" + prefix).join(map(str, idx[off[c]:off[c + 1]])) + "\n"
+            if c in bare:
+                run = name + "\n"
+            else:
+                run = prefix + ("\n" + prefix).join(map(str, idx[off[c]:off[c + 1]])) + "\n"
             parts.append(run)
             size += len(run)
             if size >= 1 << 20:
@@ -286,7 +348,8 @@ class Universe:
         if name == "source":
             return self.source(position)
         if name == "index":
-            return str(self.index(position))
+            ix = self.ref_index(position)
+            return "" if ix is None else str(ix)
         col = self._columns.get(name)
         return "" if col is None else bytes(col[position]).decode("utf-8")
 
@@ -295,7 +358,7 @@ class Universe:
         if name == "source":
             return [self._names[c] for c in self._codes.tolist()]
         if name == "index":
-            return [str(i) for i in self._indices.tolist()]
+            return ["" if i is None else str(i) for i in self.ref_indices()]
         col = self._columns.get(name)
         if col is None or len(col) == 0:
             return [""] * len(self)
@@ -309,7 +372,7 @@ class Universe:
     def sample(self, position: int) -> Sample:
         """Decoded row at ``position``."""
         extra = {k: bytes(v[position]).decode("utf-8") for k, v in self._columns.items()}
-        return Sample(self.source(position), self.index(position), position, extra)
+        return Sample(self.source(position), self.ref_index(position), position, extra)
 
     def __iter__(self) -> Iterator[Sample]:
         for i in range(len(self)):
@@ -404,7 +467,9 @@ class Universe:
         remap[used] = np.arange(len(used), dtype=np.int32)
         names = [self._names[c] for c in used.tolist()]
         cols = {k: v[pos] for k, v in self._columns.items()}
-        return Universe(names, remap[codes], self._indices[pos], cols, path=self.path)
+        none = self._indexless[pos] if self._indexless is not None else None
+        return Universe(names, remap[codes], self._indices[pos], cols, path=self.path,
+                        indexless=none)
 
 
 # -- reading -----------------------------------------------------------------------------
@@ -421,7 +486,7 @@ def read_universe(path: Path | str, *, unique_materialized_path: bool | None = N
     try:
         fh = p.open("rb")
     except FileNotFoundError:
-        raise UniverseError(
+        raise MissingUniverseError(
             "universe file not found (run `dvc-cuvis enumerate` or check --universe)", path=p
         ) from None
     except OSError as exc:
@@ -688,8 +753,14 @@ class _Builder:
     def _parse_index(
         self, cells: npt.NDArray[np.bytes_], lines: npt.NDArray[np.int32]
     ) -> tuple[IntArray, npt.NDArray[np.int64] | None]:
-        if len(cells) and cells.dtype.itemsize <= 18 and bool(np.all(np.strings.isdigit(cells))):
-            return cells.astype(np.int64), None  # at most 18 digits: always fits in int64
+        if len(cells) and cells.dtype.itemsize <= 18:
+            digits = np.strings.isdigit(cells)
+            if bool(np.all(digits)):
+                return cells.astype(np.int64), None  # at most 18 digits: always fits in int64
+            if bool(np.all(digits | (cells == b""))):  # empty cells: whole-file rows (-1)
+                out = np.full(len(cells), -1, dtype=np.int64)
+                out[digits] = cells[digits].astype(np.int64)
+                return out, None
         values: list[int] = []
         repeat = np.ones(len(cells), dtype=np.int64)
         ranged = False
@@ -698,6 +769,9 @@ class _Builder:
             if _INT_RE.match(text) and len(text) <= 18:
                 values.append(int(text))
                 continue
+            if not text:  # an empty cell: the whole file is one sample (no index)
+                values.append(-1)
+                continue
             if _INT_RE.match(text):
                 raise UniverseError(f"column 'index': {text} is too large for a read position",
                                     path=self.path, line=int(lines[r]))
@@ -705,7 +779,7 @@ class _Builder:
             if m is None:
                 raise UniverseError(
                     f"column 'index': {text!r} is not a non-negative integer "
-                    "(or an inclusive 'a-b[:step]' range)",
+                    "(or an inclusive 'a-b[:step]' range, or empty for a whole-file sample)",
                     path=self.path, line=int(lines[r]),
                 )
             start, stop = int(m.group(1)), int(m.group(2))
@@ -740,7 +814,9 @@ class _Builder:
         codes = got.pop("\0codes")
         np.take(remap, codes, out=codes)
         index, lines = got.pop("\0index"), got.pop("\0lines")
-        return Universe(names, codes, index, _order_columns(got), path=self.path, lines=lines)
+        none = index < 0  # empty cells (see _parse_index)
+        return Universe(names, codes, index, _order_columns(got), path=self.path, lines=lines,
+                        indexless=none if none.any() else None)
 
 
 class _Grow:
@@ -864,8 +940,9 @@ def format_universe(uni: Universe) -> str:
     writer.writerow(names)
     extra = [uni.column(n) for n in names[2:]]
     sources = uni.source_names
-    for r, (c, i) in enumerate(zip(uni.codes.tolist(), uni.indices.tolist(), strict=True)):
-        writer.writerow([sources[c], i, *(col[r] for col in extra)])
+    idx: list[int | None] = uni.indices.tolist() if uni.indexless is None else uni.ref_indices()
+    for r, (c, i) in enumerate(zip(uni.codes.tolist(), idx, strict=True)):
+        writer.writerow([sources[c], "" if i is None else i, *(col[r] for col in extra)])
     return buf.getvalue()
 
 
@@ -887,15 +964,31 @@ def _order_columns(
 
 
 def _as_index(value: Any) -> int:
+    """A record's index as an int; -1 stands for "no index" (None or an empty cell)."""
+    if value is None:
+        return -1
     if isinstance(value, bool) or not isinstance(value, int | np.integer | str):
         raise UniverseError(f"index {value!r} is not an integer")
     if isinstance(value, str):
+        if not value.strip():
+            return -1
         if not _INT_RE.match(value.strip()):
             raise UniverseError(f"index {value!r} is not a non-negative integer")
         return int(value.strip())
     if value < 0:
         raise UniverseError(f"index {value} must be >= 0")
     return int(value)
+
+
+def _refuse_mixed(source: str, lines: npt.NDArray[np.int32] | None, row: int,
+                  path: Path | None) -> None:
+    where = f" (line {int(lines[row])})" if lines is not None else ""
+    raise UniverseError(
+        f"source {source!r} has a row with an empty index (the whole file is one sample, uid "
+        f"= source){where} and other rows of the same source; give every row of a source an "
+        "index, or keep only the one row with the empty index",
+        path=path,
+    )
 
 
 def _cell_bytes(value: Any) -> bytes:

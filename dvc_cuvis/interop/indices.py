@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.frames import Compression, npz_bytes
 from dvc_cuvis.interop import Folds, check_disjoint
 from dvc_cuvis.universe import Universe
@@ -37,7 +37,7 @@ def read_indices(path: Path, uni: Universe) -> Folds:
             stages = {k: np.asarray(z[k], dtype=np.int64) if k in z.files
                       else np.zeros(0, dtype=np.int64) for k in KEYS}
     except FileNotFoundError:
-        raise DvcCuvisError(f"{path}: indices file not found") from None
+        raise MissingFileError(f"{path}: indices file not found") from None
     except (OSError, ValueError, zipfile.BadZipFile, io.UnsupportedOperation) as exc:
         raise DvcCuvisError(f"{path}: not a readable indices npz ({exc})") from None
     if pinned is not None and pinned != uni.hash:

@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote
 
 import numpy as np
 
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.interop import Folds, check_disjoint, column_ids, id_index, map_ids
 from dvc_cuvis.universe import Universe
 
@@ -112,7 +112,7 @@ def read_soma(splits_csv: Path, uni: Universe, *, id_column: str = "uid") -> Fol
     try:
         text = splits_csv.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise DvcCuvisError(f"{splits_csv}: soma splits.csv not found") from None
+        raise MissingFileError(f"{splits_csv}: soma splits.csv not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DvcCuvisError(f"{splits_csv}: cannot read ({exc})") from None
     reader = csv.DictReader(io.StringIO(text, newline=""))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Located,
@@ -37,6 +37,13 @@ def _tifffile() -> Any:
         raise DvcCuvisError(
             "the tiff format needs tifffile: pip install 'dvc-cuvis[tiff]'"
         ) from None
+    # tifffile logs what it finds wrong in a damaged file before it raises; the error we
+    # raise already carries it, so it must not reach stderr as a second line
+    import logging
+
+    log = logging.getLogger("tifffile")
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
     return tifffile
 
 
@@ -93,7 +100,13 @@ def read_cube(path: Path, wavelengths: list[float] | None = None) -> tuple[np.nd
                 f"{path}: GDAL_METADATA has no <Item name='wavelength'> entry; pass wavelengths "
                 "explicitly"
             )
-        wavelengths = [float(x) for x in m.group(1).split(",")]
+        try:
+            wavelengths = [float(x) for x in m.group(1).split(",") if x.strip()]
+        except ValueError:
+            raise DvcCuvisError(
+                f"{path}: GDAL_METADATA wavelength list {{{m.group(1)}}} is not a list of "
+                "numbers; fix the tag or pass wavelengths explicitly"
+            ) from None
     wl = np.asarray(wavelengths, dtype=np.float32)
     if len(wl) != cube.shape[2]:
         raise DvcCuvisError(f"{path}: wavelength count {len(wl)} != band count {cube.shape[2]}")
@@ -125,7 +138,7 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
     """Rows for every cube under ``root/images`` with its optional PNG label."""
     images_dir = opts.root / opts.images
     if not images_dir.is_dir():
-        raise DvcCuvisError(f"{images_dir}: images folder not found (check --root / --images)")
+        raise MissingFileError(f"{images_dir}: images folder not found (check --root / --images)")
     pattern = opts.pattern or "*.tif*"
     cubes = [f for f in locate(images_dir, list_files(images_dir, pattern))
              if f.rel.lower().endswith((".tif", ".tiff"))]
@@ -148,7 +161,7 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
                     f"{images_dir}; remove it or add the cube"
                 )
     elif opts.labels and labels_dir is not None and opts.labels != "labels":
-        raise DvcCuvisError(f"{labels_dir}: labels folder not found (check --labels)")
+        raise MissingFileError(f"{labels_dir}: labels folder not found (check --labels)")
     image_prefix = rel_to_out(images_dir, opts.out_dir)
     root_abs = os.path.abspath(opts.root)
 
@@ -157,7 +170,7 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
                   else os.path.relpath(f.abs, root_abs).replace(os.sep, "/"))
         row: dict[str, Any] = {
             "source": source,
-            "index": 0,
+            "index": None,  # one cube per file: a whole-file sample, uid = source (as upstream)
             "materialized_path": posixpath.join(image_prefix, f.rel),
             "format": "tiff",
         }

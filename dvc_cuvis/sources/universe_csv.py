@@ -22,7 +22,7 @@ def scan_universe_csv(opts: EnumerateOptions) -> Scan:
     uni = read_universe(src_csv)
     base = src_csv.parent
     columns: dict[str, list[Any]] = {n: uni.column(n) for n in uni.columns}
-    columns["index"] = uni.indices.tolist()
+    columns["index"] = uni.indices.tolist() if uni.indexless is None else uni.ref_indices()
     rebased: dict[str, str] = {"": ""}
     for name in PATH_COLUMNS:
         if name in columns:  # paths were relative to the input CSV (absolute ones are refused)
