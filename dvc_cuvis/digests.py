@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis._io import atomic_write_bytes
+from dvc_cuvis._testpoints import testpoint
 
 _BLOCK = 1 << 20
 MAGIC = b"dvc-cuvis stat cache 2\n"
@@ -505,6 +506,7 @@ class StatCache:
         try:
             with self._lock:
                 data = self.to_bytes()
+            testpoint("digests.cache-save")
             atomic_write_bytes(self.path, data)
             self._dirty = False
         except (OSError, TypeError, ValueError):
