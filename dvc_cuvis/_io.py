@@ -9,29 +9,60 @@ a trailing ``\\n``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from dvc_cuvis._testpoints import testpoint
+
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same folder + rename)."""
+    """Write ``data`` to ``path`` atomically (temp sibling ``.<name>.tmp`` + rename).
+
+    The temp name is fixed and the temp file is locked while it is written: writers of one
+    path take turns, and the temp file a killed writer left behind is taken over (so
+    removed) by the next write of that path instead of lying around for ever.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = target.with_name(f".{target.name}.tmp")
+    fd = _locked_temp(tmp)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        os.fchmod(fd, 0o644)
+        testpoint("io.before-rename")
         os.replace(tmp, target)
+        testpoint("io.after-rename")
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)  # releases the lock: the next writer of this path may go
+
+
+def _locked_temp(tmp: Path) -> int:
+    """An open descriptor of ``tmp``, exclusively locked (waits for a live writer)."""
+    while True:
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # the writer we waited for may have renamed this inode into place meanwhile
+            same = os.fstat(fd).st_ino == os.stat(tmp, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            return fd
+        os.close(fd)
 
 
 def atomic_write_text(path: Path | str, text: str) -> None:

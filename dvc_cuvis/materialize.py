@@ -36,6 +36,7 @@ from urllib.parse import quote
 import numpy as np
 
 from dvc_cuvis._io import atomic_write_text, dumps_json
+from dvc_cuvis._testpoints import testpoint
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.frames import Compression, frame_arrays, write_frame
@@ -127,6 +128,7 @@ def run_task(task: Task) -> list[tuple[str, str, int]]:
     for _index, name, arrays in _read_frames(task):
         md5, size = write_frame(Path(task.out_dir) / name, arrays, task.params.compress)
         results.append((name, md5, size))
+        testpoint("materialize.frame-written")
     return results
 
 
@@ -414,6 +416,7 @@ def materialize(
     cache = cache if cache is not None else StatCache(None)
     rows = selected_rows(uni, splits_cfg, select)
     with output_lock(out_dir, wait_s=lock_wait):
+        testpoint("materialize.locked")
         p = plan(uni, rows, out_dir, params, cache)
         manifest: dict[str, dict[str, Any]] = dict(p.keep)
         written = 0
@@ -441,6 +444,7 @@ def materialize(
             if splits_cfg.universe_hash == uni.hash:  # re-pin; a stale pin stays stale
                 copy = splits_cfg.model_copy(update={"universe_hash": npz_uni.hash})
             atomic_write_text(out_dir / "splits.json", dumps_splits(copy))
+        testpoint("materialize.before-manifest")
         _write_manifest(out_dir, manifest)
         cache.save()
     return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir)
