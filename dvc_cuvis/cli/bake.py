@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import category_map, require_file
-from dvc_cuvis.cli._settings import EXIT_OK, Key, Settings, register, verb_parser
+from dvc_cuvis.cli._settings import (
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    Key,
+    Settings,
+    register,
+    verb_parser,
+)
 from dvc_cuvis.errors import DvcCuvisError
 
 IMPORTS = ("glovita", "soma", "indices")
@@ -96,6 +103,7 @@ def _options(s: Settings) -> Any:
         ranges=not s.flag("no_ranges"),
         constraints=constraints,
         allow_removed=s.flag("allow_removed"),
+        allow_empty=s.flag("allow_empty"),
     )
     opts.check()
     return opts
@@ -149,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
             name_to_id=category_map(s),
             where=str(rule_path or base_path or ""),
         )
+    refused = _empty_stages(baked)
+    if refused:
+        print(f"dvc-cuvis: check failed: {refused}; nothing written", file=sys.stderr)
+        return EXIT_CHECK_FAILED
     if opts.folds:
         save_folds([b.config for b in baked], out_dir)
         if metrics:
@@ -173,6 +185,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"dvc-cuvis: warning: {base_info['removed']} sample(s) of the base split left the "
               "universe and were dropped", file=sys.stderr)
     return _verdict(baked, s)
+
+
+def _empty_stages(baked: list[Any]) -> str:
+    """What the non_empty_stages check refuses ("" when every wanted stage got samples)."""
+    from dvc_cuvis.bake import NON_EMPTY_STAGES
+
+    for b in baked:
+        for c in b.metrics["constraints"]:
+            if c["kind"] == NON_EMPTY_STAGES and c["status"] == "violated":
+                counts = " ".join(f"{x}={b.metrics['stages'][x]['samples']}"
+                                  for x in ("train", "val", "test"))
+                fold = f"fold {b.metrics['fold']}: " if "fold" in b.metrics else ""
+                if c["severity"] == "error":
+                    return (f"{fold}stage(s) {', '.join(c['offending'])} received no sample "
+                            f"({counts}); {c['reason']}")
+                print(f"dvc-cuvis: warning: {fold}stage(s) {', '.join(c['offending'])} "
+                      f"received no sample ({counts})", file=sys.stderr)
+    return ""
 
 
 def _verdict(baked: list[Any], s: Settings) -> int:
