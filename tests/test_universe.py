@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from cuvis_ai_core.data.splits_io import universe_hash as upstream_hash
 from cuvis_ai_schemas.training.data import SampleRef
 
@@ -151,6 +153,8 @@ def test_shared_materialized_path_allowed_for_cu3s_not_npz() -> None:
 def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(UniverseError, match="universe file not found"):
         read_universe(tmp_path / "nope.csv")
+    with pytest.raises(FileNotFoundError, match="nope.csv: universe file not found"):
+        read_universe(tmp_path / "nope.csv")  # as upstream's loaders: also a FileNotFoundError
     with pytest.raises(UniverseError, match="cannot read"):
         read_universe(tmp_path)
 
@@ -200,3 +204,116 @@ def test_from_records_and_take() -> None:
     assert sub.uids() == ["b#0"] and sub.source_names == ["b"]
     with pytest.raises(UniverseError, match="duplicate identity"):
         Universe.from_records([{"source": "a", "index": 0}, {"source": "a", "index": 0}])
+
+
+# -- whole-file samples (upstream ``SampleRef.index is None``) ---------------------------------
+
+
+def test_empty_index_cell_is_a_whole_file_sample_with_upstream_uid() -> None:
+    uni = parse("source,index\nimg/b.tif,\nx.cu3s,1\nimg/a.tif, \nx.cu3s,0\n")
+    refs = [SampleRef(source="img/a.tif"), SampleRef(source="img/b.tif"),
+            SampleRef(source="x.cu3s", index=0), SampleRef(source="x.cu3s", index=1)]
+    assert uni.uids() == [r.uid for r in refs] == ["img/a.tif", "img/b.tif", "x.cu3s#0",
+                                                    "x.cu3s#1"]
+    assert uni.hash == upstream_hash(refs) == universe_hash(uni.uids())
+    assert uni.ref_indices() == [None, None, 0, 1] and uni.indices.tolist() == [0, 0, 0, 1]
+    assert [uni.uid(p) for p in range(4)] == uni.uids() and uni.uids([1, 3]) == [
+        "img/b.tif", "x.cu3s#1"]
+    assert uni.column("index") == ["", "", "0", "1"] and uni.value("index", 0) == ""
+    assert [s.uid for s in uni] == uni.uids() and uni.sample(0).index is None
+    assert format_universe(uni) == "source,index\nimg/a.tif,\nimg/b.tif,\nx.cu3s,0\nx.cu3s,1\n"
+    assert uni.take([1, 2]).uids() == ["img/b.tif", "x.cu3s#0"]
+
+
+def test_whole_file_samples_round_trip_every_way(tmp_path: Path, monkeypatch) -> None:
+    import dvc_cuvis.universe as mod
+
+    rows = [{"source": f"t/{k:03d}.tif", "index": None, "md5": f"{k:x}"} for k in range(300)]
+    rows += [{"source": "s.cu3s", "index": i, "md5": ""} for i in range(5)]
+    uni = Universe.from_records(rows[::-1])
+    write_universe(uni, tmp_path / "u.csv")
+    monkeypatch.setattr(mod, "_CHUNK_BYTES", 256)  # many chunks: fast and slow paths
+    again = read_universe(tmp_path / "u.csv")
+    assert again.uids() == uni.uids() and again.hash == uni.hash
+    assert again.indexless is not None and int(again.indexless.sum()) == 300
+    quoted = (tmp_path / "u.csv").read_text().replace("t/000.tif,,", '"t/000.tif","",')
+    assert parse(quoted).hash == uni.hash  # the csv-module path reads it too
+    assert Universe.from_columns({"source": ["a", "b"], "index": ["", 3]}).uids() == ["a", "b#3"]
+
+
+def test_a_source_is_either_whole_file_or_indexed() -> None:
+    for text in ("source,index\na.tif,\na.tif,0\n", "source,index\na.tif,\na.tif,4\n",
+                 "source,index\na.tif,\na.tif,\n", "source,index\na.tif,2\nb,0\na.tif,\n"):
+        with pytest.raises(UniverseError, match=r"u.csv: source 'a.tif' has a row with an empty "
+                                                r"index .*\(line \d\)"):
+            parse(text)
+    with pytest.raises(UniverseError, match="empty index"):
+        Universe.from_records([{"source": "a", "index": None}, {"source": "a", "index": 1}])
+    with pytest.raises(UniverseError, match="'-' is not a non-negative integer .*empty for a "
+                                            "whole-file sample"):
+        parse("source,index\na,-\n")
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a.tif", "b/c.tif", "a", "ä.tif", "z#1", "a.tif0"]),
+                          st.one_of(st.none(), st.integers(0, 12))), max_size=25))
+@settings(max_examples=150, deadline=None)
+def test_mixed_universe_hash_equals_upstream(rows: list[tuple[str, int | None]]) -> None:
+    """Random universes of whole-file and indexed sources: ours == upstream's SampleRef rule."""
+    kind: dict[str, bool] = {}
+    keep = []
+    for src, ix in rows:  # one kind per source; a whole-file source has one row
+        if kind.setdefault(src, ix is None) != (ix is None) or (ix is None and (src, ix) in keep):
+            continue
+        keep.append((src, ix))
+    keep = list(dict.fromkeys(keep))
+    if not keep:
+        return
+    text = "source,index\n" + "".join(f"{s},{'' if i is None else i}\n" for s, i in keep)
+    uni = parse(text)
+    refs = [SampleRef(source=s, index=i)
+            for s, i in sorted(keep, key=lambda r: (r[0], -1 if r[1] is None else r[1]))]
+    assert uni.uids() == [r.uid for r in refs]
+    assert uni.hash == upstream_hash(refs)
+    assert parse(format_universe(uni)).hash == uni.hash
+
+
+# -- a missing input file is a FileNotFoundError too (upstream's loaders raise that) -------
+
+
+def test_missing_inputs_are_file_not_found_and_ours(tmp_path: Path) -> None:
+    from cuvis_ai_core.data.splits_io import load_splits as upstream_load_splits
+
+    from dvc_cuvis.categories import load_category_map
+    from dvc_cuvis.errors import DvcCuvisError, MissingFileError, SplitsFileError
+    from dvc_cuvis.interop.indices import read_indices
+    from dvc_cuvis.splits import load_splits
+
+    gone = tmp_path / "gone.json"
+    with pytest.raises(FileNotFoundError):
+        upstream_load_splits(gone)
+    uni = parse("source,index\na,0\n")
+    for call, kind in ((lambda: load_splits(gone), SplitsFileError),
+                       (lambda: read_universe(gone), UniverseError),
+                       (lambda: load_category_map(gone), DvcCuvisError),
+                       (lambda: read_indices(gone, uni), DvcCuvisError)):
+        with pytest.raises(MissingFileError) as info:
+            call()
+        assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, kind)
+        assert isinstance(info.value, ValueError) and info.value.exit_code == 2
+        assert str(info.value).startswith(str(gone)) and "not found" in str(info.value)
+
+
+@pytest.mark.parametrize("args", [
+    ("bake", "--universe", "{d}/nope.csv", "--out", "{d}/s.json"),
+    ("check", "--universe", "{d}/u.csv", "--splits", "{d}/nope.json"),
+    ("resolve", "--universe", "{d}/u.csv", "--splits", "{d}/nope.json"),
+])
+def test_cli_missing_file_is_one_line_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:
+    from .conftest import run_subprocess, write_universe_csv
+
+    write_universe_csv(tmp_path / "u.csv", [("a.cu3s", 0), ("a.cu3s", 1)])
+    r = run_subprocess(*(a.format(d=tmp_path) for a in args), "--no-params", cwd=tmp_path)
+    assert r.code == 2, (r.out, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dvc-cuvis: error: "), r.err
+    assert "nope." in lines[0] and "not found" in lines[0]
