@@ -154,6 +154,75 @@ def test_index_arrays(tmp_path: Path) -> None:
         read_indices(tmp_path / "i.npz", other)
 
 
+def test_index_arrays_round_trip_every_stage_and_a_tiff_universe(tmp_path: Path) -> None:
+    tiff = Universe.from_records({"source": f"images/c{k}.tif", "index": None}
+                                 for k in range(6))
+    for uni in (universe(), tiff):
+        n = len(uni)
+        stages = {"train": np.arange(0, n, 3), "val": np.arange(1, n, 3),
+                  "test": np.arange(2, n, 3), "predict": np.arange(n)[::-1]}
+        (tmp_path / "i.npz").write_bytes(indices_bytes(stages, uni))
+        back = read_indices(tmp_path / "i.npz", uni)
+        for k, pos in stages.items():
+            assert back.splits[0][k].tolist() == sorted(pos.tolist()), k
+        # same bytes for the same positions in any order: deterministic file
+        shuffled = {k: v[::-1].copy() for k, v in stages.items()}
+        assert indices_bytes(shuffled, uni) == (tmp_path / "i.npz").read_bytes()
+
+
+def write_npz(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize(("arrays", "message"), [
+    ({"train": np.array([0, 1]), "trian": np.array([2])}, r"unexpected array\(s\) \['trian'\]"),
+    ({"universe_hash": np.array("x")}, "no stage array"),
+    ({"train": np.array([0.0, 1.7])}, "train must be a 1-d integer array.*float64"),
+    ({"train": np.array([True, False])}, "train must be a 1-d integer array.*bool"),
+    ({"val": np.array([[0, 1]])}, r"val must be a 1-d integer array.*\(1, 2\)"),
+    ({"test": np.array(["0", "1"])}, "test must be a 1-d integer array"),
+    ({"train": np.array([0, 54])}, r"train has positions outside 0\.\.53"),
+    ({"train": np.array([-1])}, r"train has positions outside 0\.\.53"),
+    ({"train": np.array([2**63], dtype=np.uint64)}, "train has positions outside"),
+    ({"val": np.array([3, 3])}, "val repeats a position"),
+    ({"train": np.array([0, 1]), "test": np.array([1, 2])}, "is in both train and test"),
+    ({"train": np.array([0]), "universe_hash": np.array([1, 2])},
+     "universe_hash must be a 0-d string"),
+])
+def test_index_arrays_bad_files(tmp_path: Path, arrays: dict, message: str) -> None:
+    uni = universe()
+    path = write_npz(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(DvcCuvisError, match=message) as info:
+        read_indices(path, uni)
+    assert str(info.value).startswith(str(path))
+
+
+def test_index_arrays_unreadable_and_missing(tmp_path: Path) -> None:
+    uni = universe()
+    (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04 not a zip")
+    with pytest.raises(DvcCuvisError, match="junk.npz: not a readable indices npz"):
+        read_indices(tmp_path / "junk.npz", uni)
+    with pytest.raises(FileNotFoundError, match="gone.npz: indices file not found"):
+        read_indices(tmp_path / "gone.npz", uni)
+    pickled = tmp_path / "obj.npz"
+    np.savez(pickled, train=np.array([object()], dtype=object))
+    with pytest.raises(DvcCuvisError, match="obj.npz: not a readable indices npz"):
+        read_indices(pickled, uni)
+
+
+def test_cli_bake_from_bad_indices_is_one_line_exit_2(tmp_path: Path) -> None:
+    from .conftest import run_subprocess
+
+    write_universe(universe(), tmp_path / "universe.csv")
+    write_npz(tmp_path / "i.npz", train=np.array([0.5, 1.5]))
+    r = run_subprocess("bake", "--universe", tmp_path / "universe.csv", "--from-indices",
+                       tmp_path / "i.npz", "--out", tmp_path / "s.json", "--no-params")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    assert "i.npz: train must be a 1-d integer array" in r.err
+    assert not (tmp_path / "s.json").exists()
+
+
 def test_cli_export_import_every_format_and_fold(tmp_path: Path, cli, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     uni = universe()
@@ -185,4 +254,5 @@ def test_cli_export_import_every_format_and_fold(tmp_path: Path, cli, monkeypatc
     r = cli("bake", "--universe", "universe.csv", "--from-soma", "soma/splits.csv")
     assert r.code == 2 and "has 3 folds: give --out-dir" in r.err
     r = cli("export", "--universe", "universe.csv")
-    assert r.code == 2 and "--to glovita, soma or indices" in r.err
+    assert r.code == 2 and "--to" in r.err
+    assert all(fmt in r.err for fmt in ("glovita", "soma", "indices")), r.err

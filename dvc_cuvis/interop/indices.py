@@ -33,13 +33,12 @@ def read_indices(path: Path, uni: Universe) -> Folds:
     """Stage positions from an ``indices.npz`` written for this universe."""
     try:
         with np.load(path, allow_pickle=False) as z:
-            pinned = str(z["universe_hash"]) if "universe_hash" in z.files else None
-            stages = {k: np.asarray(z[k], dtype=np.int64) if k in z.files
-                      else np.zeros(0, dtype=np.int64) for k in KEYS}
+            arrays = {k: z[k] for k in z.files}
     except FileNotFoundError:
         raise MissingFileError(f"{path}: indices file not found") from None
     except (OSError, ValueError, zipfile.BadZipFile, io.UnsupportedOperation) as exc:
         raise DvcCuvisError(f"{path}: not a readable indices npz ({exc})") from None
+    pinned, stages = _checked_arrays(path, arrays)
     if pinned is not None and pinned != uni.hash:
         raise DvcCuvisError(f"{path}: positions were written for universe {pinned[:12]}, this "
                             f"one is {uni.hash[:12]}; positions only mean something there")
@@ -50,3 +49,31 @@ def read_indices(path: Path, uni: Universe) -> Folds:
             raise DvcCuvisError(f"{path}: {k} repeats a position")
     check_disjoint(stages, str(path), uni)
     return Folds(uni, [stages])
+
+
+def _checked_arrays(
+    path: Path, arrays: dict[str, np.ndarray]
+) -> tuple[str | None, dict[str, np.ndarray]]:
+    """The pinned hash and int64 stage arrays; any other key or a non-integer array is refused
+    (a float array cast to int would silently pick other samples)."""
+    unknown = sorted(set(arrays) - {*KEYS, "universe_hash"})
+    if unknown:
+        raise DvcCuvisError(f"{path}: unexpected array(s) {unknown}; an indices npz holds "
+                            f"{', '.join(KEYS)} and universe_hash")
+    if not set(arrays) & set(KEYS):
+        raise DvcCuvisError(f"{path}: no stage array; an indices npz holds {', '.join(KEYS)}")
+    pinned = None
+    if "universe_hash" in arrays:
+        h = arrays["universe_hash"]
+        if h.ndim != 0 or h.dtype.kind != "U":
+            raise DvcCuvisError(f"{path}: universe_hash must be a 0-d string, got {h.dtype} "
+                                f"shape {h.shape}")
+        pinned = str(h)
+    stages = {}
+    for k in KEYS:
+        a = arrays.get(k, np.zeros(0, dtype=np.int64))
+        if a.ndim != 1 or (a.dtype.kind not in "iu" and len(a)):
+            raise DvcCuvisError(f"{path}: {k} must be a 1-d integer array of universe "
+                                f"positions, got {a.dtype} shape {a.shape}")
+        stages[k] = a.astype(np.int64)
+    return pinned, stages
