@@ -250,6 +250,28 @@ class SplitDiff:
     source_transitions: dict[str, int]
     moved: int
     params: list[tuple[str, Any, Any]]
+    #: samples present at both ends whose bytes changed (``md5`` or ``annotation_md5``):
+    #: positions in ``b``'s universe, sorted, and which digest changed (1 md5, 2 annotation,
+    #: 3 both)
+    content: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    content_what: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+
+    def content_by_stage(self) -> dict[str, int]:
+        """Changed-content samples per stage at ``b`` (the stage code's tie rule)."""
+        codes = self.b.state()[self.content]
+        names = list(STATE_NAMES)
+        return {names[c]: int(n) for c, n in zip(*np.unique(codes, return_counts=True),
+                                                 strict=True)}
+
+    def content_samples(self, limit: int | None) -> list[dict[str, Any]]:
+        """The first ``limit`` changed-content samples: uid, stage at ``b``, what changed."""
+        n = len(self.content) if limit is None else min(limit, len(self.content))
+        state = self.b.state()
+        what = {1: ["md5"], 2: ["annotation_md5"], 3: ["md5", "annotation_md5"]}
+        return [{"uid": self.b.universe.uid(p), "stage": STATE_NAMES[state[p]],
+                 "changed": what[int(w)]}
+                for p, w in zip(self.content[:n].tolist(), self.content_what[:n].tolist(),
+                                strict=True)]
 
     def to_dict(self, *, limit: int | None = 200) -> dict[str, Any]:
         """The ``--json`` object (``moved`` and ``transitions`` always present)."""
@@ -276,6 +298,11 @@ class SplitDiff:
             "changed_samples_total": len(self.src),
             "params": [{"key": k, "a": va, "b": vb} for k, va, vb in self.params],
             "constraints": {"a": self.a.constraints, "b": self.b.constraints},
+            "content_changed": {
+                "total": len(self.content),
+                "by_stage": self.content_by_stage(),
+                "samples": self.content_samples(limit),
+            },
         }
 
     def transitions_total(self, name: str) -> int:
@@ -342,6 +369,7 @@ def diff_versions(a: Version, b: Version) -> SplitDiff:
     src_codes, src_counts = np.unique(per_source // (len(names) + 1), return_counts=True)
     source_transitions = {f"{ALL_NAMES[c // 6]}->{ALL_NAMES[c % 6]}": int(n)
                           for c, n in zip(src_codes.tolist(), src_counts.tolist(), strict=True)}
+    content, what = _content_changes(a.universe, b.universe, ia, ib)
     from dvc_cuvis.params import diff_params
 
     params = []
@@ -353,7 +381,32 @@ def diff_versions(a: Version, b: Version) -> SplitDiff:
         source_transitions=dict(sorted(source_transitions.items())),
         moved=int(moved_mask.sum()),
         params=params,
+        content=content,
+        content_what=what,
     )
+
+
+def _content_changes(
+    ua: Universe, ub: Universe, ia: np.ndarray, ib: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Samples at both ends (rows ``ia`` of ``ua`` = rows ``ib`` of ``ub``) whose digests differ.
+
+    Read from universe.csv's ``md5`` / ``annotation_md5`` columns alone, so a reviewer sees a
+    re-labelled or re-processed frame without pulling any data. A column missing at either
+    end compares as unknown, not as changed.
+    """
+    what = np.zeros(len(ib), dtype=np.int8)
+    for bit, col in ((1, "md5"), (2, "annotation_md5")):
+        ca, cb = ua.raw_column(col), ub.raw_column(col)
+        if ca is None or cb is None or len(ca) == 0 or len(cb) == 0:
+            continue
+        va, vb = ca[ia], cb[ib]
+        differ = (va != vb) & (va != b"") & (vb != b"")
+        what[differ] |= bit
+    changed = np.flatnonzero(what)
+    pos = ib[changed]
+    order = np.argsort(pos, kind="stable")
+    return pos[order].astype(np.int64), what[changed][order]
 
 
 def _constraint_line(constraints: list[dict[str, Any]]) -> str:
@@ -381,12 +434,26 @@ def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
         for k, v in d.transitions.items():
             out.append(f"  {k:<22}{v:>8} / {d.source_transitions.get(k, 0)}")
     out.extend(_change_lines(d, limit))
+    out.extend(_content_lines(d, limit))
     if d.params:
         out.append("params:")
         out.extend(f"  {k}: {va!r} -> {vb!r}" for k, va, vb in d.params)
     out.append(f"constraints before: {_constraint_line(a.constraints)}")
     out.append(f"constraints after:  {_constraint_line(b.constraints)}")
     return "\n".join(out) + "\n"
+
+
+def _content_lines(d: SplitDiff, limit: int | None) -> list[str]:
+    if not len(d.content):
+        return []
+    stages = ", ".join(f"{k} {v}" for k, v in d.content_by_stage().items())
+    out = [f"content changed: {len(d.content)} sample(s) present at both ends have new bytes "
+           f"({stages})"]
+    shown = d.content_samples(limit)
+    out += [f"  {c['uid']} [{c['stage']}]: {', '.join(c['changed'])}" for c in shown]
+    if len(shown) < len(d.content):
+        out.append(f"  ... {len(d.content) - len(shown)} more (use --all)")
+    return out
 
 
 def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
@@ -428,6 +495,12 @@ def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
         lines += ["", "<details><summary>Changed samples by source</summary>", "", "```"]
         lines += [c.strip() for c in changes[1:]]
         lines += ["```", "", "</details>"]
+    content = _content_lines(d, limit)
+    if content:
+        lines += ["", f"**Content changed:** {content[0].split(': ', 1)[1]}", "",
+                  "<details><summary>Samples with new bytes</summary>", "", "```"]
+        lines += [c.strip() for c in content[1:]]
+        lines += ["```", "", "</details>"]
     if d.params:
         lines += ["", "| param | before | after |", "|---|---|---|"]
         lines += [f"| `{k}` | `{va!r}` | `{vb!r}` |" for k, va, vb in d.params]
@@ -452,6 +525,7 @@ class LogEntry:
     moved: int | None
     added: int | None
     removed: int | None
+    content: int | None = None
 
 
 def split_log(
@@ -460,7 +534,8 @@ def split_log(
 ) -> Iterator[LogEntry]:
     """Commits (newest first) that changed ``splits_path``, each compared with its predecessor."""
     tree.commit(rev)
-    commits = list(tree.repo.iter_commits(rev, paths=[splits_path]))
+    # a re-processed frame changes universe.csv's md5 column but not the split: list both
+    commits = list(tree.repo.iter_commits(rev, paths=[splits_path, universe_path]))
     if not commits:
         raise DvcCuvisError(f"no commit in {rev} touches {splits_path}")
     cache: dict[tuple[str, str], Version] = {}
@@ -485,12 +560,13 @@ def split_log(
         if v is None:
             continue
         prev = versions[k + 1] if k + 1 < len(versions) else None
-        moved = added = removed = None
+        moved = added = removed = content = None
         if prev is not None:
             d = diff_versions(prev, v)
             moved, added, removed = (d.moved, d.transitions_total("new"),
                                      d.transitions_total("removed"))
+            content = len(d.content)
         when = datetime.fromtimestamp(commit.committed_date, tz=UTC).strftime("%Y-%m-%d")
         yield LogEntry(commit.hexsha[:8], when, str(commit.author.name),
                        commit.summary if isinstance(commit.summary, str) else str(commit.summary),
-                       v.counts(), v.universe.hash[:12], moved, added, removed)
+                       v.counts(), v.universe.hash[:12], moved, added, removed, content)

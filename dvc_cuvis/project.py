@@ -1,16 +1,30 @@
-"""``dvc-cuvis init``: dvc.yaml + params.yaml (enumerate, bake, materialize, check) for a repo.
+"""``dvc-cuvis init``: a complete split pipeline in a dataset repository.
 
-The stages call this package's CLI with ``--params params.yaml`` so every option lives in
-params.yaml, where DVC tracks it.  Review outputs (universe.csv, splits.json, metrics)
-are ``cache: false``: they are small, committed to git, and read in pull requests.
+It writes dvc.yaml + params.yaml (enumerate, bake, materialize, report, check), tracks the
+raw data with DVC (so ``dvc checkout`` — the check's own fix — can restore a deleted file),
+and wires category names where the format has them.  The stages call this package's CLI
+with ``--params params.yaml`` so every option lives in params.yaml, where DVC tracks it.
+Review outputs (universe.csv, splits.json, metrics) are ``cache: false``: they are small,
+committed to git, and read in pull requests.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.errors import DvcCuvisError
+
+#: What to do after ``dvc-cuvis init`` (printed by it, and shown as is in the README).
+NEXT_STEPS = """\
+next steps:
+  dvc repro                    # enumerate -> bake -> materialize -> report -> check
+  git add -A && git commit -m "Split pipeline"
+  dvc-cuvis install-hook       # check the split in every commit that changes it
+"""
 
 DVC_YAML = """\
 stages:
@@ -30,6 +44,7 @@ stages:
     cmd: dvc-cuvis bake --params params.yaml
     deps:
       - universe.csv
+      - metrics/universe.json
     params:
       - bake
     outs:
@@ -70,6 +85,7 @@ stages:
     deps:
       - universe.csv
       - splits.json
+      - metrics/universe.json
     params:
       - report
     outs:
@@ -94,12 +110,12 @@ enumerate:
   root: {root}
   out: universe.csv
   metrics: metrics/universe.json
-bake:
+{enum_categories}bake:
   universe: universe.csv
   out: splits.json
   metrics: metrics/splits.json
   plots: plots
-  strategy: hash
+{categories}  strategy: hash
   seed: 0
   val_ratio: 0.2
   test_ratio: 0.2
@@ -114,30 +130,98 @@ check:
   universe: universe.csv
   splits: splits.json
   metrics: metrics/check.json
-report:
+{categories}report:
   universe: universe.csv
   splits: splits.json
   out: report.html
-resolve:
+{categories}resolve:
   universe: universe.csv
   splits: splits.json
 """
 
 
-def init_project(repo: Path, *, fmt: str, root: str, force: bool = False) -> list[Path]:
-    """Write dvc.yaml and params.yaml into ``repo``; refuses to overwrite unless ``force``."""
+@dataclass
+class Init:
+    """What ``init`` did: files written, the data tracked, and notes for the user."""
+
+    written: list[Path]
+    tracked: str | None = None
+    categories: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def category_source(repo: Path, fmt: str, root: str) -> tuple[str | None, bool]:
+    """Where category names come from: (a names file for enumerate, names in the metrics).
+
+    npz and tiff folders may hold a ``categories.json`` ({name: id} or COCO); cu3s sessions
+    carry COCO json next to them, which enumerate reads into its metrics by itself.
+    """
+    data = repo / root
+    if fmt in ("npz", "tiff") and (data / "categories.json").is_file():
+        return f"{root}/categories.json", True
+    if fmt == "cu3s" and data.is_dir() and any(data.rglob("*.json")):
+        return None, True
+    return None, False
+
+
+def _tracked(repo: Path, root: str) -> bool:
+    """True when ``root`` or a folder above it already has a ``.dvc`` file."""
+    parts = Path(root).parts
+    return any(Path(f"{repo / Path(*parts[:k])}.dvc").is_file()
+               for k in range(1, len(parts) + 1))
+
+
+def track_data(repo: Path, root: str) -> str:
+    """``dvc add`` the raw data root (run with this interpreter's DVC); returns the .dvc file."""
+    proc = subprocess.run([sys.executable, "-m", "dvc", "add", "--quiet", root], cwd=repo,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        why = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise DvcCuvisError(f"`dvc add {root}` failed: {why[-1] if why else 'no output'}; "
+                            "track the data yourself or use --no-track")
+    return f"{root}.dvc"
+
+
+def init_project(
+    repo: Path, *, fmt: str, root: str, force: bool = False, track: bool = True
+) -> Init:
+    """Write dvc.yaml and params.yaml into ``repo``, track the data, wire category names.
+
+    Refuses to overwrite either file unless ``force``; ``track=False`` leaves the data root
+    untracked (for data that another stage or a ``.dvc`` file already tracks, it is left so).
+    """
     if not repo.is_dir():
         raise DvcCuvisError(f"{repo}: not a directory")
-    if Path(root).is_absolute() or ".." in Path(root).parts:
-        raise DvcCuvisError(f"--root {root!r} must be a relative path inside the repository")
+    root = Path(root).as_posix().rstrip("/")
+    if Path(root).is_absolute() or ".." in Path(root).parts or root in ("", "."):
+        raise DvcCuvisError(f"--root {root!r} must be a relative folder inside the repository")
+    names_file, has_names = category_source(repo, fmt, root)
+    categories = "  categories: metrics/universe.json\n" if has_names else ""
     files = {
         repo / "dvc.yaml": DVC_YAML.format(root=root),
-        repo / "params.yaml": PARAMS_YAML.format(fmt=fmt, root=root),
+        repo / "params.yaml": PARAMS_YAML.format(
+            fmt=fmt, root=root, categories=categories,
+            enum_categories=f"  categories: {names_file}\n" if names_file else ""),
     }
     existing = [p for p in files if p.exists()]
     if existing and not force:
         names = ", ".join(str(p) for p in existing)
         raise DvcCuvisError(f"{names} already exist; merge the stages by hand or use --force")
+    in_git, in_dvc = (repo / ".git").exists(), (repo / ".dvc").is_dir()
+    result = Init(list(files), categories="metrics/universe.json" if has_names else None)
+    if not in_git or not in_dvc:
+        missing = " && ".join(c for c, ok in (("git init", in_git), ("dvc init", in_dvc))
+                              if not ok)
+        result.notes.append(f"{repo} is not a git + DVC repository: run `{missing}` there, "
+                            f"then `dvc add {root}` and `dvc repro`")
+    elif not (repo / root).exists():
+        result.notes.append(f"{root} does not exist yet: put the data there, then "
+                            f"`dvc add {root}`")
+    elif track and not _tracked(repo, root):
+        result.tracked = track_data(repo, root)
+    if not has_names:
+        result.notes.append("no category names found (npz/tiff: a categories.json in the data "
+                            "root; cu3s: COCO json next to the sessions): reports show ids")
     for path, text in files.items():
         atomic_write_text(path, text)
-    return list(files)
+    return result

@@ -76,11 +76,12 @@ class PartialMatch:
         of = f" of {self.source!r}" if self.source else ""
         shown = ", ".join(str(m) for m in self.missing[:10])
         more = f" (+{len(self.missing) - 10} more)" if len(self.missing) > 10 else ""
-        noun = "index" if self.kind == "file_indices" else "source"
+        noun, plural = (("index", "indices") if self.kind == "file_indices"
+                        else ("source", "sources"))
         return (
             f"{self.where}: selector '{self.kind}'{of} matched "
-            f"{self.requested - len(self.missing)} of {self.requested} requested {noun}(es); "
-            f"missing {noun}: {shown}{more}"
+            f"{self.requested - len(self.missing)} of {self.requested} requested "
+            f"{noun if self.requested == 1 else plural}; missing: {shown}{more}"
         )
 
 

@@ -11,6 +11,7 @@ Every error is one line on stderr naming the file, row or selector; no traceback
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -50,8 +51,26 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
     return parser, dict(sub.choices)
 
 
+def _log_once() -> None:
+    """Library warnings as one ``dvc-cuvis: warning:`` line each, none repeated.
+
+    A partly matching selector is reported by the verb itself, with the file it is in, and
+    decides the exit code; the resolver's own log record of it would print it a second time.
+    """
+    log = logging.getLogger("dvc_cuvis")
+    if any(getattr(h, "_dvc_cuvis", False) for h in log.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("dvc-cuvis: warning: %(message)s"))
+    handler.addFilter(lambda record: record.name != "dvc_cuvis.selectors")
+    handler._dvc_cuvis = True  # type: ignore[attr-defined]
+    log.addHandler(handler)
+    log.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dvc-cuvis`` console script."""
+    _log_once()
     parser, verbs = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:

@@ -101,13 +101,14 @@ def run_log(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps([e.__dict__ for e in entries], ensure_ascii=False) + "\n")
         return EXIT_OK
     print(f"{'commit':<9} {'date':<10} {'train':>7} {'val':>6} {'test':>6} {'moved':>6} "
-          f"{'+new':>5} {'-gone':>5}  {'universe':<12}  author: subject")
+          f"{'+new':>5} {'-gone':>5} {'~bytes':>6}  {'universe':<12}  author: subject")
 
     def num(v: int | None) -> str:
         return "-" if v is None else str(v)
 
     for e in entries:
         print(f"{e.sha:<9} {e.date:<10} {e.counts['train']:>7} {e.counts['val']:>6} "
-              f"{e.counts['test']:>6} {num(e.moved):>6} {num(e.added):>5} {num(e.removed):>5}  "
+              f"{e.counts['test']:>6} {num(e.moved):>6} {num(e.added):>5} {num(e.removed):>5} "
+              f"{num(e.content):>6}  "
               f"{e.universe_hash:<12}  {e.author}: {e.subject}")
     return EXIT_OK

@@ -20,16 +20,28 @@ def add_parser(sub: Any) -> None:
                    "(default: data)")
     p.add_argument("--force", action="store_true",
                    help="overwrite an existing dvc.yaml / params.yaml (default: refuse)")
+    p.add_argument("--no-track", dest="no_track", action="store_true",
+                   help="do not `dvc add` the data root (default: track it unless a .dvc file "
+                   "already does)")
     p.set_defaults(func=run)
     register("init", p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Write a dvc.yaml + params.yaml for the split pipeline into a repository."""
-    from dvc_cuvis.project import init_project
+    import sys
 
-    written = init_project(Path(args.dir), fmt=args.format, root=args.root, force=args.force)
-    for p in written:
+    from dvc_cuvis.project import NEXT_STEPS, init_project
+
+    done = init_project(Path(args.dir), fmt=args.format, root=args.root, force=args.force,
+                        track=not args.no_track)
+    for p in done.written:
         print(f"wrote {p}")
-    print("next: `dvc repro` (then commit universe.csv, splits.json, dvc.lock and metrics/)")
+    if done.tracked:
+        print(f"tracked the data with DVC: {done.tracked}")
+    if done.categories:
+        print(f"category names: from {done.categories}")
+    for note in done.notes:
+        print(f"dvc-cuvis: note: {note}", file=sys.stderr)
+    print(NEXT_STEPS, end="")
     return EXIT_OK
