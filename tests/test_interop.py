@@ -201,13 +201,13 @@ def test_index_arrays_bad_files(tmp_path: Path, arrays: dict, message: str) -> N
 def test_index_arrays_unreadable_and_missing(tmp_path: Path) -> None:
     uni = universe()
     (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04 not a zip")
-    with pytest.raises(DvcCuvisError, match="junk.npz: not a readable indices npz"):
+    with pytest.raises(DvcCuvisError, match=r"junk\.npz: not a readable indices npz"):
         read_indices(tmp_path / "junk.npz", uni)
-    with pytest.raises(FileNotFoundError, match="gone.npz: indices file not found"):
+    with pytest.raises(FileNotFoundError, match=r"gone\.npz: indices file not found"):
         read_indices(tmp_path / "gone.npz", uni)
     pickled = tmp_path / "obj.npz"
     np.savez(pickled, train=np.array([object()], dtype=object))
-    with pytest.raises(DvcCuvisError, match="obj.npz: not a readable indices npz"):
+    with pytest.raises(DvcCuvisError, match=r"obj\.npz: not a readable indices npz"):
         read_indices(pickled, uni)
 
 

@@ -151,7 +151,7 @@ def test_file_indices_never_match_a_whole_file_sample(tmp_path: Path, monkeypatc
     with pytest.raises(ValueError, match="matched 0"):
         resolve_selectors([sel], refs)
     cfg = DataSplitConfig(train=[sel])
-    with pytest.raises(ValueError, match="0 samples|matched no|no sample"):
+    with pytest.raises(ValueError, match=r"0 samples|matched no|no sample"):
         resolve(cfg, uni)
     both = DataSplitConfig(train=[Selector(kind="dir_indices", ids=[1, 3])])
     res = resolve(both, uni)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from cuvis_ai_core.data.splits_io import universe_hash as upstream_hash
 from cuvis_ai_schemas.training.data import SampleRef
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dvc_cuvis.errors import UniverseError
 from dvc_cuvis.universe import (
@@ -153,7 +153,7 @@ def test_shared_materialized_path_allowed_for_cu3s_not_npz() -> None:
 def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(UniverseError, match="universe file not found"):
         read_universe(tmp_path / "nope.csv")
-    with pytest.raises(FileNotFoundError, match="nope.csv: universe file not found"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.csv: universe file not found"):
         read_universe(tmp_path / "nope.csv")  # as upstream's loaders: also a FileNotFoundError
     with pytest.raises(UniverseError, match="cannot read"):
         read_universe(tmp_path)
@@ -249,8 +249,8 @@ def test_a_source_is_either_whole_file_or_indexed() -> None:
             parse(text)
     with pytest.raises(UniverseError, match="empty index"):
         Universe.from_records([{"source": "a", "index": None}, {"source": "a", "index": 1}])
-    with pytest.raises(UniverseError, match="'-' is not a non-negative integer .*empty for a "
-                                            "whole-file sample"):
+    with pytest.raises(UniverseError, match=r"'-' is not a non-negative integer .*empty for a "
+                                            r"whole-file sample"):
         parse("source,index\na,-\n")
 
 
