@@ -21,6 +21,10 @@ Strategies:
 
 ``folds`` turns any strategy into K folds: a test holdout first, then K validation folds
 over the rest.
+
+"Anomalous" (``--ad-aware``, the stratified strata) is the one rule of
+:mod:`dvc_cuvis.universe` (a category id ``!= 0``), except in ``random``/``stratified``
+without folds, which keep resolve-splits' "any category id" for parity (:func:`anomaly_rule`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,13 +54,15 @@ from dvc_cuvis.splits import (
     resolve,
     stage_stats,
 )
-from dvc_cuvis.universe import Universe
+from dvc_cuvis.universe import ANOMALOUS, ANOMALOUS_FOR_PARITY, Universe
 
 logger = logging.getLogger(__name__)
 
 STRATEGIES: tuple[str, ...] = ("hash", "random", "stratified", "multilabel")
 GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample")
 TRAIN, VAL, TEST, UNASSIGNED = 0, 1, 2, -1
+#: A notion of "anomalous" over a sample's category ids (see :mod:`dvc_cuvis.universe`).
+AnomalyRule = Callable[[Sequence[int]], bool]
 
 
 @dataclass
@@ -137,11 +143,21 @@ def _hash01(seed: int, key: str, salt: str = "") -> float:
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
-def _anomalous_rows(uni: Universe) -> npt.NDArray[np.bool_]:
-    """Upstream's resolver notion: a sample is anomalous when it has any category id."""
-    if not uni.has_column("category_ids"):
-        return np.zeros(len(uni), dtype=bool)
-    return np.fromiter((bool(c) for c in uni.category_ids), bool, len(uni))
+#: The drop-in strategies that reproduce cuvis-ai-dataloader's ``resolve-splits``.
+PARITY_STRATEGIES: tuple[str, ...] = ("random", "stratified")
+
+
+def anomaly_rule(opts: BakeOptions) -> AnomalyRule:
+    """The notion of "anomalous" a bake uses (its strata and ``--ad-aware``).
+
+    :data:`~dvc_cuvis.universe.ANOMALOUS` (ids ``!= 0``), except for the resolve-splits
+    drop-ins (``random``/``stratified`` without folds), which keep
+    :data:`~dvc_cuvis.universe.ANOMALOUS_FOR_PARITY` (any id) so that their membership
+    stays resolve-splits' own.  Folds exist only here: they use the rule.
+    """
+    if opts.strategy in PARITY_STRATEGIES and not opts.folds:
+        return ANOMALOUS_FOR_PARITY
+    return ANOMALOUS
 
 
 @dataclass
@@ -158,10 +174,10 @@ class Groups:
         names, of_row = group_rows(uni, group_by)
         return cls(uni, names, of_row)
 
-    def anomalous(self) -> npt.NDArray[np.bool_]:
-        """Per group: does any of its samples carry a category id (upstream's stratum)?"""
+    def anomalous(self, rule: AnomalyRule = ANOMALOUS) -> npt.NDArray[np.bool_]:
+        """Per group: is any of its samples anomalous by ``rule`` (see :func:`anomaly_rule`)?"""
         out = np.zeros(len(self.names), dtype=bool)
-        out[self.of_row[_anomalous_rows(self.uni)]] = True
+        out[self.of_row[self.uni.anomalous(rule)]] = True
         return out
 
     def labels(self) -> tuple[list[dict[int, int]], list[int]]:
@@ -192,9 +208,13 @@ def _slice(order: Sequence[int], ratios: tuple[float, float]) -> npt.NDArray[np.
 
 
 def assign(
-    groups: Groups, subset: npt.NDArray[np.int64], opts: BakeOptions
+    groups: Groups, subset: npt.NDArray[np.int64], opts: BakeOptions,
+    rule: AnomalyRule | None = None,
 ) -> npt.NDArray[np.int8]:
-    """Stage code for each group in ``subset`` (group numbers) by ``opts.strategy``."""
+    """Stage code for each group in ``subset`` (group numbers) by ``opts.strategy``.
+
+    ``rule``: the strata's notion of anomalous (default :func:`anomaly_rule` of ``opts``).
+    """
     names = [groups.names[g] for g in subset.tolist()]
     ratios = (opts.val_ratio, opts.test_ratio)
     if opts.strategy == "hash":
@@ -209,7 +229,7 @@ def assign(
         return _slice(order, ratios)
     if opts.strategy == "stratified":
         out = np.full(len(subset), TRAIN, dtype=np.int8)
-        flags = groups.anomalous()[subset]
+        flags = groups.anomalous(rule or anomaly_rule(opts))[subset]
         for stratum in (np.flatnonzero(~flags), np.flatnonzero(flags)):
             order = list(range(len(stratum)))
             random.Random(opts.seed).shuffle(order)  # re-seeded per stratum, as upstream
@@ -275,7 +295,7 @@ def _stages_from_rows(row_stage: npt.NDArray[np.int8]) -> dict[str, Positions]:
 def _apply_ad_aware(uni: Universe, stages: dict[str, Positions], opts: BakeOptions) -> None:
     if not opts.ad_aware:
         return
-    anomalous = _anomalous_rows(uni)
+    anomalous = uni.anomalous(anomaly_rule(opts))
     stages["train"] = stages["train"][~anomalous[stages["train"]]]
     if anomalous.any() and not anomalous[np.concatenate([stages["val"], stages["test"]])].any():
         logger.warning("ad-aware split: val/test received no anomalous samples (dataset too "
@@ -296,7 +316,7 @@ def fold_splits(uni: Universe, opts: BakeOptions) -> list[dict[str, Positions]]:
     groups = Groups.of(uni, opts.group_by)
     everything = np.arange(len(groups.names))
     holdout = BakeOptions(**{**opts.__dict__, "val_ratio": 0.0, "folds": 0})
-    per_group = assign(groups, everything, holdout)
+    per_group = assign(groups, everything, holdout, anomaly_rule(opts))
     rest = np.flatnonzero(per_group != TEST)
     k = opts.folds
     fold_of = np.full(len(groups.names), -1, dtype=np.int64)
@@ -313,7 +333,7 @@ def fold_splits(uni: Universe, opts: BakeOptions) -> list[dict[str, Positions]]:
     else:
         strata = [rest]
         if opts.strategy == "stratified":
-            flags = groups.anomalous()
+            flags = groups.anomalous(anomaly_rule(opts))
             strata = [rest[~flags[rest]], rest[flags[rest]]]
         for stratum in strata:
             order = stratum.tolist()

@@ -18,7 +18,8 @@ import numpy as np
 
 from dvc_cuvis.drift import DriftReport
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.splits import EXCLUSIVE_STAGES, STAGES, Resolution, stage_stats
+from dvc_cuvis.splits import EXCLUSIVE_STAGES, STAGE_CODE_NAMES, STAGES, Resolution, stage_stats
+from dvc_cuvis.universe import anomaly_notions_differ, anomaly_notions_note
 
 STAGE_COLORS = {"train": "#4C72B0", "val": "#DD8452", "test": "#55A868", "predict": "#8172B3",
                 "unassigned": "#999999"}
@@ -91,17 +92,17 @@ def _category_chart(rows: list[tuple[str, dict[str, int]]]) -> str:
 
 def _transition_chart(diff: Any) -> str:
     plt = _mpl()
-    rows = ["train", "val", "test", "unassigned", "new"]
-    cols = ["train", "val", "test", "unassigned", "removed"]
+    rows = [*STAGE_CODE_NAMES, "new"]
+    cols = [*STAGE_CODE_NAMES, "removed"]
     a_state = diff.a.state()
     mat = np.zeros((len(rows), len(cols)), dtype=np.int64)
     # unchanged samples sit on the diagonal; changes come from the transition counts
-    for k in range(4):
+    for k in range(len(STAGE_CODE_NAMES)):
         mat[k, k] = int((a_state == k).sum())
     for key, n in diff.transitions.items():
         frm, to = key.split("->")
         mat[rows.index(frm), cols.index(to)] += n
-        if frm in cols[:4]:
+        if frm in STAGE_CODE_NAMES:
             mat[rows.index(frm), rows.index(frm)] -= n
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     ax.imshow(np.log1p(mat), cmap="Blues")
@@ -211,20 +212,21 @@ def _categories_section(inp: ReportInput, stats: dict[str, dict[str, Any]]) -> s
             f'{html.escape(", ".join(missing_any))}</p>' if missing_any else
             '<p class="ok" id="missing-categories">Every category reaches every stage.</p>')
     chart = f'<div class="chart">{_category_chart(rows_for_chart)}</div>' if ids else ""
+    differ = anomaly_notions_differ(inp.resolution.universe)
+    notions = (f'<p class="note" id="anomaly-notions" data-samples="{differ}">'
+               f"{html.escape(anomaly_notions_note(differ))}</p>" if differ else "")
     return ('<section id="categories"><h2>Category balance</h2>' + chart + flag
             + _table(["category", *EXCLUSIVE_STAGES], table_rows)
-            + _table(["stage", "anomalous samples"], anomalous) + "</section>")
+            + _table(["stage", "anomalous samples"], anomalous) + notions + "</section>")
 
 
 def _sources_section(res: Resolution) -> str:
     uni = res.universe
     names, codes = uni.groups()
-    state = np.full(len(uni), 3, dtype=np.int8)
-    for k in reversed(range(len(EXCLUSIVE_STAGES))):
-        state[res.stages[EXCLUSIVE_STAGES[k]]] = k
+    state = res.assignment()
     sizes = np.bincount(codes, minlength=len(names))
     per_stage = []
-    for k, s in enumerate((*EXCLUSIVE_STAGES, "unassigned")):
+    for k, s in enumerate(STAGE_CODE_NAMES):
         sel = state == k
         per_stage.append([_td(s), _td(len(np.unique(uni.codes[sel])), stage=s, metric="sources"),
                           _td(len(np.unique(codes[sel])), stage=s, metric="groups-in-stage")])

@@ -123,6 +123,25 @@ def save_splits(cfg: DataSplitConfig, path: Path | str) -> None:
     atomic_write_text(path, dumps_splits(cfg))
 
 
+def effective_splits(cfg: DataSplitConfig) -> tuple[DataSplitConfig | Path, Path | None]:
+    """What a cuvis-ai DataModule will load for ``cfg``, and the file it comes from.
+
+    cuvis-ai's idiom is a ``DataSplitConfig(splits_path=...)`` that only points at a
+    splits.json, loaded when the module sets up: the file's stages, constraints and
+    ``universe_hash``, each non-empty inline stage overriding the file's (cuvis-ai-core's
+    ``_effective_splits``).  A config that is only a pointer comes back as the file's path
+    (so a check reads, stamps and names the file); one with inline stages as the merged
+    config.  ``splits_path`` is used as given: absolute, or relative to the current folder.
+    """
+    if not cfg.splits_path:
+        return cfg, None
+    path = Path(cfg.splits_path)
+    inline = {s: getattr(cfg, s) for s in STAGES if getattr(cfg, s)}
+    if not inline:
+        return path, path
+    return load_splits(path).model_copy(update={"splits_path": cfg.splits_path, **inline}), path
+
+
 def fold_path(folder: Path | str, k: int) -> Path:
     """Where fold ``k`` of a K-fold bake lives: ``<folder>/fold-<k>.json``."""
     return Path(folder) / f"fold-{k}.json"
@@ -445,6 +464,8 @@ def stage_stats(res: Resolution) -> dict[str, dict[str, Any]]:
 __all__ = [
     "GROUP_LEAKAGE",
     "STAGES",
+    "STAGE_CODE_NAMES",
+    "UNASSIGNED",
     "Constraint",
     "ConstraintResult",
     "ConstraintSeverity",
@@ -460,9 +481,7 @@ __all__ = [
     "parse_splits",
     "resolve",
     "save_splits",
+    "stage_codes",
     "stage_stats",
     "state",
 ]
-    "STAGE_CODE_NAMES",
-    "UNASSIGNED",
-    "stage_codes",

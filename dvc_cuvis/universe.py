@@ -26,7 +26,7 @@ import itertools
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -52,6 +52,50 @@ _RANGE_RE = re.compile(r"^([0-9]+)-([0-9]+)(?::([0-9]+))?$")
 _INT_RE = re.compile(r"^[0-9]+$")
 
 IntArray = npt.NDArray[np.int64]
+
+
+# -- "anomalous": one rule, one named exception --------------------------------------------
+
+
+def is_anomalous(category_ids: Sequence[int]) -> bool:
+    """THE rule: a sample is anomalous when it carries a category id other than 0.
+
+    0 is the background (normal) class, as cuvis-ai-core's ``no_train_anomalous``
+    constraint reads it.  The checks, the report, and the bake strategies that exist only
+    here (hash, multilabel, folds) all use this rule.
+    """
+    return any(c != 0 for c in category_ids)
+
+
+def is_anomalous_for_parity(category_ids: Sequence[int]) -> bool:
+    """The exception: *any* category id, 0 included, makes a sample anomalous.
+
+    cuvis-ai-dataloader's ``resolve-splits`` reads it so; the ``random`` and
+    ``stratified`` bakes (their strata and ``--ad-aware``) keep it only so that they
+    produce the same membership as ``resolve-splits``.  Nothing else may use it.  The two
+    notions differ exactly on samples whose ids are all 0 (see
+    :func:`anomaly_notions_differ`), which the check and the report point out.
+    """
+    return bool(category_ids)
+
+
+#: The one "anomalous" rule (ids ``!= 0``), and its one named exception (any id, for parity).
+ANOMALOUS = is_anomalous
+ANOMALOUS_FOR_PARITY = is_anomalous_for_parity
+
+
+def anomaly_notions_differ(uni: Universe) -> int:
+    """Samples that one notion calls anomalous and the other normal (ids all 0)."""
+    if not uni.has_column("category_ids"):
+        return 0
+    return int((uni.anomalous() != uni.anomalous(ANOMALOUS_FOR_PARITY)).sum())
+
+
+def anomaly_notions_note(samples: int) -> str:
+    """What the check and the report say when ``samples`` rows make the notions differ."""
+    return (f"{samples} sample(s) carry only category id 0 (background): normal for the "
+            "checks, the report and the hash/multilabel/fold bakes, anomalous for the "
+            "random/stratified --ad-aware bakes (resolve-splits' notion, kept for parity)")
 
 
 def uid(source: str, index: int | None = None, label_id: int | None = None) -> str:
@@ -436,10 +480,12 @@ class Universe:
         parsed, inverse = self.category_table
         return [parsed[k] for k in inverse.tolist()]
 
-    def anomalous(self) -> npt.NDArray[np.bool_]:
-        """Per row: True if any category id is non-zero (0 is the normal class)."""
+    def anomalous(
+        self, rule: Callable[[Sequence[int]], bool] = is_anomalous
+    ) -> npt.NDArray[np.bool_]:
+        """Per row: :func:`is_anomalous` of its category ids (or ``rule``: the parity one)."""
         parsed, inverse = self.category_table
-        flags = np.array([any(x != 0 for x in ids) for ids in parsed], dtype=bool)
+        flags = np.array([rule(ids) for ids in parsed], dtype=bool)
         return flags[inverse]
 
     def groups(self) -> tuple[list[str], npt.NDArray[np.int32]]:

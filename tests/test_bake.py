@@ -275,3 +275,49 @@ def test_single_sample_files_are_named_in_one_files_selector() -> None:
     res = resolve(b.config, uni)
     assert sum(len(res.stages[s]) for s in STAGES3) == len(uni)
     assert membership(b.config, uni) == {s: set(res.uids(s)) for s in STAGES3}
+
+
+def _background_universe(seed: int) -> Universe:
+    """Sources whose frames carry no id, only background ("0", "0;0"), or a defect id."""
+    rng = np.random.default_rng(seed)
+    cells = ["", "0", "0;0", "1", "2;0"]
+    return Universe.from_records(
+        {"source": f"s{s:02d}.cu3s", "index": i, "category_ids": cells[int(rng.integers(5))]}
+        for s in range(int(rng.integers(4, 25))) for i in range(int(rng.integers(1, 4))))
+
+
+@pytest.mark.parametrize("strategy", ["hash", "multilabel"])
+def test_background_only_samples_are_train_eligible_where_the_rule_applies(strategy) -> None:
+    """The one rule (ids != 0): a sample labelled only "0" is normal for --ad-aware."""
+    uni = Universe.from_records(
+        {"source": f"s{k}.cu3s", "index": 0, "category_ids": c}
+        for k, c in enumerate(["", "0", "0;0", "1", "2;0", "0", "3"]))
+    opts = BakeOptions(strategy=strategy, seed=0, val_ratio=0.0, test_ratio=0.0,
+                       group_by="sample", ad_aware=True)
+    train = membership(bake(uni, opts)[0].config, uni)["train"]
+    assert train == {"s0.cu3s#0", "s1.cu3s#0", "s2.cu3s#0", "s5.cu3s#0"}
+    folds = bake(uni, BakeOptions(**{**opts.__dict__, "strategy": "hash", "folds": 2,
+                                    "val_ratio": 0.2}))
+    for fold in folds:  # folds exist only here: they use the rule too
+        ids = {u for u in membership(fold.config, uni)["train"]}
+        assert not ids & {"s3.cu3s#0", "s4.cu3s#0", "s6.cu3s#0"}
+        assert ids & {"s1.cu3s#0", "s2.cu3s#0", "s5.cu3s#0"}
+
+
+@pytest.mark.parametrize("strategy", ["random", "stratified"])
+@pytest.mark.parametrize("seed", range(6))
+def test_drop_in_strategies_keep_resolve_splits_notion_for_parity(strategy, seed) -> None:
+    """The named exception: random/stratified --ad-aware call a "0"-only sample anomalous,
+    exactly as resolve-splits does (membership compared with it)."""
+    uni = _background_universe(seed)
+    refs = [SampleRef(source=uni.source(p), index=uni.index(p),
+                      category_ids=list(uni.category_ids[p])) for p in range(len(uni))]
+    up = getattr(UPSTREAM, f"resolve_{strategy}")(refs, val_ratio=0.2, test_ratio=0.2,
+                                                  seed=seed, group_by=None, ad_aware=True)
+    ours = bake(uni, BakeOptions(strategy=strategy, seed=seed, group_by="sample",
+                                 ad_aware=True))[0]
+    upstream_members = {s: {r.uid for r in UPSTREAM_resolve(up, refs, s)} for s in STAGES3}
+    assert membership(ours.config, uni) == upstream_members
+    background = {uni.uid(p) for p in range(len(uni)) if uni.category_ids[p]
+                  and not any(uni.category_ids[p])}
+    assert background and not background & upstream_members["train"]  # "any id"

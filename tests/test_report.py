@@ -137,3 +137,21 @@ def test_report_in_a_real_browser(project: Path, tmp_path: Path, cli, monkeypatc
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=np.float64)
     assert pixels.shape[0] >= 1000 and pixels.std() > 10  # not a blank page
     assert (pixels < 128).mean() > 0.01  # there is dark text and chart ink on it
+
+
+def test_report_names_samples_on_which_the_anomaly_notions_differ() -> None:
+    pytest.importorskip("matplotlib")
+    from dvc_cuvis.report import ReportInput, render
+    from dvc_cuvis.splits import resolve
+
+    rows = [{"source": f"s{k}.cu3s", "index": 0, "category_ids": c}
+            for k, c in enumerate(["", "0", "1", "0;0", "2", "", "1", ""])]
+    uni = Universe.from_records(rows)
+    (b,) = bake(uni, BakeOptions(seed=0, group_by="source"))
+    html = render(ReportInput("r", resolve(b.config, uni), []))
+    assert 'id="anomaly-notions" data-samples="2"' in html
+    assert "2 sample(s) carry only category id 0" in html
+    plain = Universe.from_records([{**r, "category_ids": r["category_ids"].replace("0", "")}
+                                   for r in rows])
+    (b,) = bake(plain, BakeOptions(seed=0, group_by="source"))
+    assert "anomaly-notions" not in render(ReportInput("r", resolve(b.config, plain), []))

@@ -162,7 +162,7 @@ def test_partial_match_is_reported_not_fatal() -> None:
     assert uni.uids(got) == ["a#0", "a#5", "a#6"]
     (w,) = r.warnings
     assert w.missing == (999,) and w.requested == 4
-    assert "matched 3 of 4 requested index(es); missing index: 999" in w.message()
+    assert "matched 3 of 4 requested indices; missing: 999" in w.message()
 
 
 def test_windows_spelled_selectors_match_posix_sources_case_insensitively() -> None:
@@ -249,3 +249,45 @@ def test_group_leakage_and_stats() -> None:
     assert stats["val"] == {"samples": 1, "sources": 1, "groups": 1,
                             "categories": {"3": 1}, "anomalous": 1}
     assert stats["predict"]["samples"] == 3 and stats["predict"]["groups"] == 2
+
+
+def test_one_stage_code_and_its_tie_rule() -> None:
+    """A row in several of train/val/test takes the first of them (train, val, test);
+    resolution, history and the report all read the same code."""
+    from dvc_cuvis.history import Version
+    from dvc_cuvis.report import _sources_section
+    from dvc_cuvis.splits import STAGE_CODE_NAMES, UNASSIGNED, Resolution, stage_codes
+
+    uni = Universe.from_records({"source": f"s{k}.cu3s", "index": 0} for k in range(6))
+    pos = lambda *p: np.asarray(p, dtype=np.int64)  # noqa: E731
+    stages = {"train": pos(0, 1), "val": pos(1, 2, 4), "test": pos(4, 0, 3),
+              "predict": pos(0, 1, 2, 3, 4, 5)}
+    codes = stage_codes(stages, len(uni))
+    assert codes.tolist() == [0, 0, 1, 2, 1, UNASSIGNED]  # 0: train+test, 1: train+val, 4: val+test
+    assert STAGE_CODE_NAMES[UNASSIGNED] == "unassigned"
+    res = Resolution(uni, stages)
+    assert res.assignment().tolist() == codes.tolist()
+    assert Version("x", uni, stages, None, []).state().tolist() == codes.tolist()
+    html = _sources_section(res)  # sources per stage, counted by the same code
+    for name, n in (("train", 2), ("val", 2), ("test", 1), ("unassigned", 1)):
+        assert f'data-stage="{name}" data-metric="sources">{n}<' in html, name
+
+
+def test_walk_visits_every_selector_once_in_file_order() -> None:
+    from dvc_cuvis.selectors import walk
+    from dvc_cuvis.splits import selector_kinds
+
+    leaf = lambda src: Selector(kind="files", paths=[src])  # noqa: E731
+    cfg = DataSplitConfig(
+        train=[Selector(kind="except", of=[Selector(kind="glob", pattern="a*"),
+                                          Selector(kind="union", of=[leaf("x"), leaf("y")])]),
+               leaf("t")],
+        val=[Selector(kind="tag", any_of=["hard"])],
+        test=[Selector(kind="categories", any_of=["dent"])],
+        predict=[leaf("p")])
+    seen = [(s.kind.value, s.paths[0] if s.paths else "") for s in walk(cfg)]
+    assert seen == [("except", ""), ("glob", ""), ("union", ""), ("files", "x"),
+                    ("files", "y"), ("files", "t"), ("tag", ""), ("categories", ""),
+                    ("files", "p")]
+    assert selector_kinds(cfg) == {"except", "glob", "union", "files", "tag", "categories"}
+    assert required_attrs(cfg) == {"tags", "category_ids"}
