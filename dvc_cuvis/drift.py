@@ -6,7 +6,9 @@ by ``dvc-cuvis check`` and by :mod:`dvc_cuvis.datamodule` before anything loads.
 each reported on its own:
 
 1. **universe** — the pinned ``universe_hash`` against universe.csv (and, given the
-   enumerate options, universe.csv against what is on disk now: added, removed, renamed);
+   enumerate options, universe.csv against what is on disk now: added, removed, renamed,
+   re-digested); it also notes samples on which the two upstream notions of "anomalous"
+   disagree (:data:`dvc_cuvis.universe.ANOMALOUS_FOR_PARITY`);
 2. **content** — every physical file against its recorded ``md5`` (stat cache; ``deep``
    re-hashes everything);
 3. **selection** — every selector resolves, and resolves fully (a partial match fails);
@@ -16,35 +18,49 @@ each reported on its own:
 
 GUI-authored splits whose sources carry the ``{DATA_DIR}`` token are verified by
 re-tokenizing the data-dir prefix before hashing.
+
+Reading dvc.lock lives in :mod:`dvc_cuvis.lockfile`; remembering a clean verdict in
+:mod:`dvc_cuvis.verdicts`.  This module owns the checks and the report they make.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
-import yaml
-from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+from cuvis_ai_schemas.training.data import DataSplitConfig
 
-from dvc_cuvis import __version__
-from dvc_cuvis.digests import Stamp, StatCache, dir_hash, stamp_of
+from dvc_cuvis.digests import Stamp, StatCache, stamp_of
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
-from dvc_cuvis.params import diff_params
-from dvc_cuvis.paths import PathGuard, is_within
+from dvc_cuvis.lockfile import LockFile, LockReadError, compare, find_lock, vouched_below
+from dvc_cuvis.paths import PathGuard
+from dvc_cuvis.selectors import walk
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     evaluate_constraints,
     load_splits_stamped,
     resolve,
 )
-from dvc_cuvis.universe import Universe, read_universe, universe_hash
+from dvc_cuvis.universe import (
+    Universe,
+    anomaly_notions_differ,
+    anomaly_notions_note,
+    read_universe,
+    universe_hash,
+)
+from dvc_cuvis.verdicts import VerdictMemo
+
+if TYPE_CHECKING:
+    from dvc_cuvis.sources import EnumerateOptions
+
+__all__ = ["CHECKS", "TOKEN", "DriftError", "DriftReport", "Finding", "detokenize", "ensure",
+           "find_lock", "infer_data_dir", "is_tokenized", "tokenized_hash", "verify"]
 
 CHECKS: tuple[str, ...] = ("universe", "content", "selection", "constraints", "staleness")
 TOKEN = "{DATA_DIR}"
@@ -64,6 +80,11 @@ class Finding:
     def failed(self) -> bool:
         """True for drift or a violation."""
         return self.status in ("drift", "violation")
+
+    def record(self) -> dict[str, Any]:
+        """The finding as a plain record (what the verdict memo keeps)."""
+        return {"check": self.check, "status": self.status, "summary": self.summary,
+                "details": self.details, "fix": self.fix}
 
 
 @dataclass
@@ -148,17 +169,9 @@ def _detail_lines(details: dict[str, Any], limit: int = 8) -> list[str]:
 # -- GUI-authored ({DATA_DIR}) splits -----------------------------------------------------
 
 
-def _selectors(cfg: DataSplitConfig) -> Iterable[Selector]:
-    stack = [s for st in ("train", "val", "test", "predict") for s in getattr(cfg, st)]
-    while stack:
-        sel = stack.pop()
-        yield sel
-        stack.extend(sel.of)
-
-
 def is_tokenized(cfg: DataSplitConfig) -> bool:
     """True if any selector names a source through the ``{DATA_DIR}`` token."""
-    for sel in _selectors(cfg):
+    for sel in walk(cfg):
         names = [sel.source or "", *sel.paths, sel.pattern or ""]
         if any(TOKEN in n for n in names):
             return True
@@ -211,18 +224,11 @@ def _check_universe(
                         f"(pinned {cfg.universe_hash[:12]}, now {actual[:12]})")
     if not cfg.universe_hash:
         details["note"] = "the split pins no universe_hash"
+    notions = anomaly_notions_differ(uni)
+    if notions:
+        details["anomaly_notions"] = anomaly_notions_note(notions)
     if current is not None:
-        before, now = set(uni.uids()), set(current.uids())
-        added, removed = sorted(now - before), sorted(before - now)
-        renamed = _renames(uni, current, added, removed)
-        if added or removed:
-            problems.append(f"the data on disk differs from universe.csv: {len(added)} sample(s) "
-                            f"added, {len(removed)} removed")
-            details["added_sources"] = sorted({u.rsplit("#", 1)[0] for u in added})
-            details["removed_sources"] = sorted({u.rsplit("#", 1)[0] for u in removed})
-            details["renamed"] = [f"{a} -> {b}" for a, b in renamed]
-            details["added_samples"] = len(added)
-            details["removed_samples"] = len(removed)
+        problems += _compare_with_disk(uni, current, details)
     if problems:
         return Finding("universe", "drift", "; ".join(problems), details,
                        "re-enumerate and re-bake: `dvc repro` (or `dvc-cuvis enumerate` then "
@@ -231,6 +237,37 @@ def _check_universe(
     if current is not None:
         summary += "; universe.csv matches the data on disk"
     return Finding("universe", "ok", summary, details)
+
+
+def _compare_with_disk(uni: Universe, current: Universe, details: dict[str, Any]) -> list[str]:
+    """universe.csv against the re-enumeration: samples added, removed, renamed, re-digested."""
+    problems = []
+    before, now = set(uni.uids()), set(current.uids())
+    added, removed = sorted(now - before), sorted(before - now)
+    if added or removed:
+        problems.append(f"the data on disk differs from universe.csv: {len(added)} sample(s) "
+                        f"added, {len(removed)} removed")
+        details["added_sources"] = sorted({u.rsplit("#", 1)[0] for u in added})
+        details["removed_sources"] = sorted({u.rsplit("#", 1)[0] for u in removed})
+        details["renamed"] = [f"{a} -> {b}" for a, b in _renames(uni, current, added, removed)]
+        details["added_samples"] = len(added)
+        details["removed_samples"] = len(removed)
+    changed = _redigested(uni, current)
+    if changed:
+        problems.append(f"{len(changed)} sample(s) on disk no longer have the md5 that "
+                        "universe.csv records")
+        details["redigested_sources"] = sorted({u.rsplit("#", 1)[0] for u in changed})
+        details["redigested_samples"] = len(changed)
+    return problems
+
+
+def _redigested(old: Universe, new: Universe) -> list[str]:
+    """uids in both whose recorded md5 differs (only where both carry a digest)."""
+    if not (old.has_column("md5") and new.has_column("md5")):
+        return []
+    was = dict(zip(old.uids(), old.column("md5"), strict=True))
+    return sorted(u for u, d in zip(new.uids(), new.column("md5"), strict=True)
+                  if d and was.get(u) and was[u] != d)
 
 
 def _renames(
@@ -258,29 +295,19 @@ def _renames(
     return pairs
 
 
-def _check_content(
-    uni: Universe, cache: StatCache, assignment: np.ndarray | None,
-    current: Universe | None = None, vouched: Mapping[str, Sequence[str]] | None = None,
-    witness: list[tuple[str, Stamp | None]] | None = None,
-) -> Finding:
-    if not uni.has_column("md5"):
-        return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
-                       "--no-hash to record content digests)")
-    base = uni.path.parent if uni.path is not None else Path(".")
-    guard = PathGuard(base)
-    prefix = guard.base_abs + "/"
-    covered: set[str] = set()  # relative to the universe's folder
-    for top, rels in (vouched or {}).items():
-        if not is_within(guard.root_real, os.path.realpath(top)):
-            continue  # reached through a symlink out of the folder: the guard must see it
-        if top.startswith(prefix):
-            sub = top[len(prefix):]
-            covered.update([f"{sub}/{r}" if r else sub for r in rels])
-        elif top == guard.base_abs:
-            covered.update(rels)
+#: universe.csv columns naming a file, each with the column holding that file's md5.
+DIGEST_COLUMNS: tuple[tuple[str, str], ...] = (("materialized_path", "md5"),
+                                               ("annotation", "annotation_md5"))
+
+
+def _recorded_files(
+    uni: Universe, covered: set[str]
+) -> tuple[dict[str, tuple[str, list[int]]], set[str]]:
+    """Each file universe.csv records a digest for -> (digest, its rows), except the files
+    in ``covered``; and the covered files the universe names."""
     files: dict[str, tuple[str, list[int]]] = {}
     skipped: set[str] = set()
-    for column, digest_col in (("materialized_path", "md5"), ("annotation", "annotation_md5")):
+    for column, digest_col in DIGEST_COLUMNS:
         if not uni.has_column(digest_col):
             continue
         digests = uni.column(digest_col)
@@ -301,13 +328,31 @@ def _check_content(
                 files[rel] = (digest, [pos])
             else:
                 entry[1].append(pos)
-    # digests the re-enumeration just produced (same files, same stat cache): no second pass
+    return files, skipped
+
+
+def _known_digests(current: Universe | None) -> dict[str, str]:
+    """Digests a re-enumeration just computed through the same cache: never read twice."""
     known: dict[str, str] = {}
     if current is not None:
-        for column, digest_col in (("materialized_path", "md5"), ("annotation",
-                                                                   "annotation_md5")):
+        for column, digest_col in DIGEST_COLUMNS:
             if current.has_column(column) and current.has_column(digest_col):
                 known.update(zip(current.column(column), current.column(digest_col), strict=True))
+    return known
+
+
+def _check_content(
+    uni: Universe, cache: StatCache, assignment: np.ndarray | None,
+    current: Universe | None = None, vouched: Mapping[str, Sequence[str]] | None = None,
+    witness: list[tuple[str, Stamp | None]] | None = None,
+) -> Finding:
+    if not uni.has_column("md5"):
+        return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
+                       "--no-hash to record content digests)")
+    base = uni.path.parent if uni.path is not None else Path(".")
+    files, skipped = _recorded_files(uni, vouched_below(vouched or {}, base))
+    known = _known_digests(current)
+    guard = PathGuard(base)
     missing, modified = [], []
     bad_rows: set[int] = set()
     for rel in sorted(files):
@@ -327,12 +372,12 @@ def _check_content(
         if actual != expected:
             modified.append(rel)
             bad_rows.update(rows)
-    details: dict[str, Any] = {"missing": missing, "modified": modified}
     if not missing and not modified:
         via = f" ({len(skipped)} through dvc.lock's input hashes)" if skipped else ""
         return Finding("content", "ok",
                        f"{len(files) + len(skipped)} files match their recorded md5{via}")
-    details["affected_samples"] = len(bad_rows)
+    details: dict[str, Any] = {"missing": missing, "modified": modified,
+                               "affected_samples": len(bad_rows)}
     if assignment is not None:
         hit = np.fromiter(bad_rows, dtype=np.int64, count=len(bad_rows))
         codes = assignment[hit] if len(hit) else np.zeros(0, dtype=np.int8)
@@ -388,128 +433,83 @@ def _check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str) -> Fi
 # -- dvc.lock staleness -------------------------------------------------------------------
 
 
-def find_lock(start: Path) -> Path | None:
-    """The dvc.lock of the repository containing ``start`` (None outside DVC projects)."""
-    here = start.resolve()
-    for d in (here, *here.parents):
-        if (d / "dvc.lock").is_file():
-            return d / "dvc.lock"
-        if (d / ".dvc").is_dir() or (d / ".git").exists():
-            return None
-    return None
-
-
 def _check_staleness(
     lock: Path | None, targets: list[Path], cache: StatCache, universe: Path | None = None
 ) -> tuple[Finding, dict[str, list[str]]]:
     """The staleness finding, and the files (absolute paths) that dvc.lock vouches for.
 
-    The second value maps each dependency (absolute path) of the stage that wrote
-    ``universe`` to the files below it (relative; ``""`` for a file dependency itself) when
-    that stage is entirely unchanged (its recorded universe.csv, every dependency hash and
-    its params): those files are then exactly the bytes universe.csv was enumerated from.
-    Only files the matching hashes actually cover are listed (a folder reached through a
-    symlink is not part of DVC's folder hash).
+    The second value is :attr:`dvc_cuvis.lockfile.Comparison.vouched`: the inputs of the
+    stage that wrote ``universe`` when that stage is entirely unchanged — exactly the
+    bytes universe.csv was enumerated from.
     """
     if lock is None:
         return Finding("staleness", "skipped", "no dvc.lock"), {}
     try:
-        data = yaml.safe_load(lock.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        return Finding("staleness", "violation", f"{lock}: unreadable dvc.lock ({exc})"), {}
-    root = lock.parent
-    universe_rel = (os.path.normpath(os.path.relpath(universe.absolute(), root.absolute()))
-                    if universe is not None else None)
-    vouched: dict[str, list[str]] = {}
-    hashed: dict[str, tuple[str, list[str]]] = {}
-    wanted = {os.path.normpath(os.path.relpath(t.absolute(), root.absolute())) for t in targets}
-    stages = data.get("stages", {}) if isinstance(data, dict) else {}
-    changed: list[str] = []
-    params_changed: list[str] = []
-    relevant: list[str] = []
-    params_cache: dict[str, Any] = {}
-    for name, stage in sorted(stages.items()):
-        cmd = str(stage.get("cmd", "")) if isinstance(stage, dict) else ""
-        if not isinstance(stage, dict) or cmd.startswith(("dvc-cuvis check", "dvc-cuvis report")):
-            continue  # a check/report stage's own (previous) record is not the pipeline's state
-        entries = [*stage.get("deps", []), *stage.get("outs", [])]
-        paths = {os.path.normpath(str(e.get("path", ""))) for e in entries if isinstance(e, dict)}
-        if not any(w == p or w.startswith(p + os.sep) for w in wanted for p in paths):
-            continue  # neither writes nor reads these files (nor a folder holding them)
-        relevant.append(name)
-        before = (len(changed), len(params_changed))
-        covered: dict[str, list[str]] = {}  # this stage's entries whose recorded hash matches
-        for e in entries:
-            rel = str(e.get("path", ""))
-            recorded = e.get("md5")
-            if not recorded:
-                continue
-            p = root / rel
-            top = os.path.abspath(p)
-            if not p.exists():
-                changed.append(f"{rel} (stage {name}): missing")
-            elif str(recorded).endswith(".dir"):
-                if not p.is_dir():
-                    changed.append(f"{rel} (stage {name}): a folder in dvc.lock, now a file")
-                    continue
-                if top not in hashed:  # several stages may read the same folder
-                    hashed[top] = dir_hash(top, cache)
-                value, listed = hashed[top]
-                if value != recorded:
-                    changed.append(f"{rel} (stage {name})")
-                else:
-                    covered[top] = listed
-            elif not p.is_file():
-                changed.append(f"{rel} (stage {name}): a file in dvc.lock, now a folder")
-            elif cache.md5(p) != recorded:
-                changed.append(f"{rel} (stage {name})")
-            else:
-                covered[top] = [""]
-        for pfile, values in (stage.get("params") or {}).items():
-            if pfile not in params_cache:
-                try:
-                    params_cache[pfile] = yaml.safe_load((root / pfile).read_text()) or {}
-                except (OSError, yaml.YAMLError):
-                    params_cache[pfile] = {}
-            for key, value in (values or {}).items():
-                for leaf, _, _ in diff_params(key, value, _lookup(params_cache[pfile], key)):
-                    params_changed.append(f"{pfile}:{leaf} (stage {name})")
-        outs = {os.path.normpath(str(e.get("path", ""))) for e in stage.get("outs", [])
-                if isinstance(e, dict)}
-        if universe_rel in outs and (len(changed), len(params_changed)) == before:
-            for e in stage.get("deps", []):
-                top = os.path.abspath(root / str(e.get("path", ""))) if isinstance(e, dict) else ""
-                if top in covered:
-                    vouched[top] = covered[top]
-    details = {"stages": relevant, "changed": changed, "params_changed": params_changed}
-    if changed or params_changed:
+        parsed = LockFile.read(lock)
+    except LockReadError as exc:
+        return Finding("staleness", "violation", str(exc)), {}
+    cmp = compare(parsed, targets, cache, universe)
+    details = {"stages": cmp.relevant, "changed": cmp.changed,
+               "params_changed": cmp.params_changed}
+    if cmp.changed or cmp.params_changed:
         return Finding("staleness", "drift",
-                       f"the workspace differs from dvc.lock: {len(changed)} file(s), "
-                       f"{len(params_changed)} param(s)", details, "run `dvc repro`"), vouched
-    if not relevant:
+                       f"the workspace differs from dvc.lock: {len(cmp.changed)} file(s), "
+                       f"{len(cmp.params_changed)} param(s)", details,
+                       "run `dvc repro`"), cmp.vouched
+    if not cmp.relevant:
         return Finding("staleness", "skipped",
-                       f"{lock.name} has no stage for these files"), vouched
-    return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(relevant)})",
-                   details), vouched
+                       f"{lock.name} has no stage for these files"), cmp.vouched
+    return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(cmp.relevant)})",
+                   details), cmp.vouched
 
 
-def _lookup(tree: Any, dotted: str) -> Any:
-    node = tree
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
+def _lock_path(lock: Path | str | None, splits: Path | None, universe: Path | None) -> Path | None:
+    """``lock="auto"``: the dvc.lock of the repository holding the split (or universe)."""
+    if lock == "auto":
+        return find_lock((splits or universe or Path("x")).parent)
+    return Path(lock) if lock else None
 
 
 # -- entry point --------------------------------------------------------------------------
+
+
+#: What ``verify(current=...)`` accepts: the universe on disk now, the options to enumerate
+#: it (preferred: enumerated through the check's own cache), or a function producing it.
+Current = Union[Universe, "EnumerateOptions", Callable[[], Universe], None]
+
+
+def _current_universe(
+    current: Current, cache: StatCache, vouched: Mapping[str, Sequence[str]]
+) -> tuple[Universe | None, bool]:
+    """The universe on disk now (None when dvc.lock vouches for the data), and whether its
+    digests were computed through ``cache`` in this call."""
+    if current is None or isinstance(current, Universe):
+        return current, False
+    if vouched:
+        return None, False
+    if callable(current):
+        return current(), False
+    from dvc_cuvis.sources import enumerate_universe
+
+    return enumerate_universe(dataclasses.replace(current, cache=cache))[0], True
+
+
+def _resolve_tokens(
+    cfg: DataSplitConfig, uni: Universe, data_dir: str | None
+) -> tuple[DataSplitConfig, str | None]:
+    """``cfg`` with ``{DATA_DIR}`` replaced (pin dropped: the universe check compares it
+    against tokenized uids), and the data dir used; ``cfg`` itself when untokenized."""
+    if not is_tokenized(cfg):
+        return cfg, None
+    data_dir = (data_dir or infer_data_dir(uni)).rstrip("/")
+    return detokenize(cfg, data_dir).model_copy(update={"universe_hash": None}), data_dir
 
 
 def verify(
     splits: Path | str | DataSplitConfig,
     universe: Path | str | Universe,
     *,
-    current: Universe | Callable[[], Universe] | None = None,
+    current: Current = None,
     deep: bool = False,
     name_to_id: dict[str, int] | None = None,
     group_leakage: str = "auto",
@@ -520,13 +520,22 @@ def verify(
 ) -> DriftReport:
     """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
 
-    ``current`` is the universe enumerated from the data now (or a function producing it,
-    called only when needed): when dvc.lock shows that the stage which wrote universe.csv is
-    unchanged — its output, every input hash and its params — the data under its inputs is
-    vouched for by DVC and neither the re-scan nor per-file hashing is repeated for it
-    (``deep`` always re-reads everything).  ``lock="auto"`` finds the repository's
-    dvc.lock; ``data_dir`` overrides the prefix that ``{DATA_DIR}`` stands for in
-    GUI-authored splits.
+    ``current`` is the universe enumerated from the data now — or, preferably, the
+    :class:`~dvc_cuvis.sources.EnumerateOptions` to enumerate it with, so that it is
+    enumerated through this check's cache and only when needed: when dvc.lock shows that
+    the stage which wrote universe.csv is unchanged — its output, every input hash and
+    its params — the data under its inputs is vouched for by DVC and neither the re-scan
+    nor per-file hashing is repeated for it.  (A function producing the universe is
+    accepted too; its digests are whatever cache it used.)  ``lock="auto"`` finds the
+    repository's dvc.lock; ``data_dir`` overrides the prefix that ``{DATA_DIR}`` stands
+    for in GUI-authored splits.
+
+    ``deep`` is one switch for every digest: nothing is vouched for, no persistent cache
+    is read, and each file is hashed once in the call — the re-enumeration (from
+    ``EnumerateOptions``), dvc.lock's folder hashes and the content check share one fresh
+    in-memory cache, so a file edited in place with its inode, size and mtime kept is
+    seen by both the universe and the content check.  Without ``deep`` such an edit is
+    invisible (the stat cache trusts an unchanged stamp).
 
     A clean verdict is remembered in ``cache`` with the stamps of every file it rests on;
     a later call with the same inputs (``universe`` given as a path, no ``current``, not
@@ -543,14 +552,9 @@ def verify(
     staleness: Finding | None = None
     vouched: dict[str, list[str]] = {}
     if "staleness" in wanted:
-        lock_path: Path | None
-        if lock == "auto":
-            start = (splits_path or uni_path or Path("x")).parent
-            lock_path = find_lock(start)
-        else:
-            lock_path = Path(lock) if lock else None
         targets = [p for p in (splits_path, uni_path) if p is not None]
-        staleness, vouched = _check_staleness(lock_path, targets, cache, uni_path)
+        staleness, vouched = _check_staleness(_lock_path(lock, splits_path, uni_path), targets,
+                                              cache, uni_path)
         if deep:
             vouched = {}
     options = [sorted(wanted & set(CHECKS[:4])), group_leakage, data_dir,
@@ -558,9 +562,10 @@ def verify(
     memo = None
     if not deep and current is None and not vouched and uni_path is not None \
             and wanted - {"staleness"}:
-        memo = _VerdictMemo.before_reading(cache, splits, universe, options)
-        reused = memo.findings() if memo is not None else None
-        if reused is not None:
+        memo = VerdictMemo.before_reading(cache, splits, universe, options)
+        records = memo.records() if memo is not None else None
+        if records is not None:
+            reused = [Finding(**r) for r in records]
             if staleness is not None:
                 reused.append(staleness)
             cache.save()
@@ -571,199 +576,33 @@ def verify(
     else:
         cfg, split_stamp = load_splits_stamped(splits)
     uni = universe if isinstance(universe, Universe) else read_universe(universe)
-    tokenized = is_tokenized(cfg)
-    if tokenized:
-        data_dir = (data_dir or infer_data_dir(uni)).rstrip("/")
-        cfg_resolved = detokenize(cfg, data_dir)
-    else:
-        data_dir = None
-        cfg_resolved = cfg
-    if callable(current):
-        current = None if vouched else current()
+    cfg_resolved, data_dir = _resolve_tokens(cfg, uni, data_dir)
+    now, own_digests = _current_universe(current, cache, vouched)
     findings: list[Finding] = []
     res = None
     sel_finding = None
-    if tokenized:  # the pin is over tokenized uids; the universe check compares it
-        cfg_resolved = cfg_resolved.model_copy(update={"universe_hash": None})
     if wanted & {"selection", "constraints", "content"}:
         sel_finding, res = _check_selection(cfg_resolved, uni, name_to_id, where)
     if "universe" in wanted:
-        finding = _check_universe(cfg, uni, current, data_dir)
+        finding = _check_universe(cfg, uni, now, data_dir)
         if vouched and finding.status == "ok":
             finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
         findings.append(finding)
     witness: list[tuple[str, Stamp | None]] = []
-    if "content" in wanted:
+    if "content" in wanted:  # under deep, only digests computed in this call are reused
         findings.append(_check_content(uni, cache, res.assignment() if res else None,
-                                       None if deep else current, vouched, witness))
+                                       now if own_digests or not deep else None, vouched,
+                                       witness))
     if "selection" in wanted and sel_finding is not None:
         findings.append(sel_finding)
     if "constraints" in wanted:
         findings.append(_check_constraints(cfg, res, group_leakage))
     if memo is not None and not any(f.failed for f in findings):
-        memo.store(findings, witness, uni, splits, split_stamp, options)
+        memo.store([f.record() for f in findings], witness, uni, splits, split_stamp, options)
     if staleness is not None:
         findings.append(staleness)
     cache.save()
     return DriftReport(where, str(uni.path or "universe"), findings)
-
-
-class _VerdictMemo:
-    """A clean verdict, remembered until any file it rests on changes.
-
-    ``guard()`` and the DataModules check before every ``setup()``; when universe.csv,
-    the split, the options and every content file's stamp are what they were at the last
-    clean check, its findings stand without re-reading anything: the cost is one ``stat``
-    per file and one folder listing per folder of folders.  Kept in the stat cache, under
-    universe.csv's own entry (a few slots: one per split); a failed check is never
-    remembered (it is re-run in full, so its details are current).
-
-    Soundness: the stamps stored are those of the bytes the full check read (taken on the
-    descriptors read, so a file swapped meanwhile is never remembered under the wrong
-    stamp); files are compared without following a final symlink, and every folder on
-    the way to them must still be the same real folder (not a symlink put in its place),
-    so a reused verdict never covers a path the full check would refuse.
-    """
-
-    KEY = "verdict"
-    SLOTS = 4  # a universe checked against a few splits (a path, an in-memory config, folds)
-
-    def __init__(self, cache: StatCache, uni_abs: str, stamp: Stamp, split_id: str,
-                 options: list[Any]) -> None:
-        self.cache, self.uni_abs, self.stamp = cache, uni_abs, stamp
-        self.split_id, self.key = split_id, self._key(split_id, options)
-        self.base = os.path.dirname(uni_abs)
-
-    @staticmethod
-    def _key(split_id: str, options: list[Any]) -> str:
-        text = json.dumps([_code_id(), split_id, options], separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    @staticmethod
-    def _split_id(splits: Path | str | DataSplitConfig, stamp: Stamp | None) -> str | None:
-        if isinstance(splits, DataSplitConfig):
-            return "config:" + hashlib.sha256(splits.model_dump_json().encode()).hexdigest()
-        return None if stamp is None else f"{os.path.abspath(splits)}:{list(stamp)}"
-
-    @classmethod
-    def before_reading(
-        cls, cache: StatCache, splits: Path | str | DataSplitConfig,
-        universe: Path | str | Universe, options: list[Any],
-    ) -> _VerdictMemo | None:
-        """The slot for the files as they are now (None if one is missing or unstamped)."""
-        try:
-            if isinstance(universe, Universe):  # keyed by the bytes it was read from
-                if universe.path is None or universe.file_stamp is None:
-                    return None
-                uni_abs, uni_stamp = os.path.abspath(universe.path), universe.file_stamp
-            else:
-                uni_abs = os.path.abspath(universe)
-                uni_stamp = stamp_of(os.stat(uni_abs))
-            split_stamp = None if isinstance(splits, DataSplitConfig) else stamp_of(
-                os.stat(splits))
-        except OSError:
-            return None
-        split_id = cls._split_id(splits, split_stamp)
-        if split_id is None:
-            return None
-        return cls(cache, uni_abs, uni_stamp, split_id, options)
-
-    def _slots(self, stamp: Stamp) -> list[dict[str, Any]]:
-        found, value = self.cache.lookup(self.uni_abs, self.KEY, stamp)
-        slots = value.get("slots") if found and isinstance(value, dict) else None
-        return [v for v in slots if isinstance(v, dict)] if isinstance(slots, list) else []
-
-    def findings(self) -> list[Finding] | None:
-        """The remembered findings, if every file and folder is unchanged; else None."""
-        slot = next((v for v in self._slots(self.stamp) if v.get("key") == self.key), None)
-        if slot is None:
-            return None
-        try:
-            fd = os.open(self.base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-            try:
-                for parent, children in slot["dirs"].items():
-                    # one listing per folder of folders: each must still be a real folder
-                    with os.scandir(os.path.join(self.base, parent)) as it:
-                        here = {e.name: e for e in it}
-                    for name, ino in children:
-                        e = here.get(name)
-                        if e is None or e.is_symlink() or not e.is_dir(follow_symlinks=False) \
-                                or e.inode() != ino:
-                            return None
-                names = slot["paths"].split("\0") if slot["paths"] else []
-                now: list[int] = []
-                for name in names:
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    now += (st.st_ino, st.st_size, st.st_mtime_ns)
-            finally:
-                os.close(fd)
-            if now != slot["stamps"]:
-                return None
-            return [Finding(f["check"], f["status"], f["summary"], f["details"], f["fix"])
-                    for f in slot["findings"]]
-        except (OSError, KeyError, TypeError, AttributeError, ValueError,
-                NotImplementedError):
-            return None
-
-    def store(
-        self, findings: list[Finding], witness: list[tuple[str, Stamp | None]], uni: Universe,
-        splits: Path | str | DataSplitConfig, split_stamp: Stamp | None, options: list[Any],
-    ) -> None:
-        """Remember clean findings and the stamps of the bytes they rest on."""
-        # an in-memory config is the same object as before reading: its content id stands
-        split_id = (self.split_id if isinstance(splits, DataSplitConfig)
-                    else self._split_id(splits, split_stamp))
-        if uni.file_stamp is None or split_id is None or uni.path is None \
-                or os.path.abspath(uni.path) != self.uni_abs:
-            return  # read from something without a stable stamp: nothing to key it by
-        prefix = self.base.rstrip("/") + "/"
-        flat: list[int] = []
-        rels: list[str] = []
-        for path, stamp in witness:
-            if stamp is None or not path.startswith(prefix):
-                return  # a file changed while it was hashed (or lies elsewhere)
-            rels.append(path[len(prefix):])
-            flat += stamp
-        dirs: dict[str, list[list[Any]]] = {}
-        try:
-            for d in sorted({a for r in rels for a in _ancestors(r)}):
-                parent, _, name = d.rpartition("/")
-                st = os.lstat(os.path.join(self.base, d))
-                dirs.setdefault(parent, []).append([name, st.st_ino])
-        except OSError:
-            return
-        slot = {
-            "key": self._key(split_id, options),
-            "dirs": dirs,
-            "paths": "\0".join(rels),
-            "stamps": flat,
-            "findings": [{"check": f.check, "status": f.status, "summary": f.summary,
-                          "details": f.details, "fix": f.fix} for f in findings],
-        }
-        stamp = uni.file_stamp
-        others = [v for v in self._slots(stamp) if v.get("key") != slot["key"]]
-        self.cache.record(self.uni_abs, self.KEY, stamp, {"slots": [slot, *others][:self.SLOTS]})
-
-
-@functools.lru_cache(maxsize=1)
-def _code_id() -> str:
-    """The version plus a digest of the modules that decide a verdict: a remembered verdict
-    is never reused by different checking code (a development checkout, an upgrade)."""
-    h = hashlib.sha256(__version__.encode())
-    here = Path(__file__).parent
-    for name in ("drift.py", "selectors.py", "splits.py", "universe.py", "paths.py",
-                 "digests.py"):
-        try:
-            h.update((here / name).read_bytes())
-        except OSError:
-            h.update(name.encode())  # not readable (e.g. a zip import): the version decides
-    return h.hexdigest()
-
-
-def _ancestors(rel: str) -> list[str]:
-    """``a/b/c.npz`` -> ``["a", "a/b"]``: every folder on the way to a file."""
-    parts = rel.split("/")[:-1]
-    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
 def ensure(report: DriftReport, mode: str = "strict") -> DriftReport:

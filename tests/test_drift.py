@@ -352,7 +352,7 @@ def test_a_split_swapped_while_it_is_checked_is_not_remembered(repo: Path, monke
 
 
 def test_other_checking_code_does_not_reuse_a_verdict(repo: Path, monkeypatch) -> None:
-    import dvc_cuvis.drift as drift
+    import dvc_cuvis.verdicts as verdicts
     from dvc_cuvis.digests import StatCache
 
     def run():
@@ -360,5 +360,132 @@ def test_other_checking_code_does_not_reuse_a_verdict(repo: Path, monkeypatch) -
                       cache=StatCache(repo / "c.bin"))
 
     assert run().ok and run().reused_verdict
-    monkeypatch.setattr(drift, "_code_id", lambda: "an upgraded dvc-cuvis")
+    monkeypatch.setattr(verdicts, "code_id", lambda: "an upgraded dvc-cuvis")
     assert not run().reused_verdict and run().reused_verdict
+
+
+def _sneaky_edit(path: Path) -> None:
+    """Rewrite ``path`` in place, same length, keeping its inode, size and mtime.
+
+    The byte changed is the last one of the frame's ``cube`` member: the file stays a
+    readable npz (a re-scan reads its other members), only its md5 changes.
+    """
+    import os
+    import zipfile
+
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("cube.npy")
+    start = info.header_offset + 30 + int.from_bytes(
+        data[info.header_offset + 26:info.header_offset + 28], "little") + int.from_bytes(
+        data[info.header_offset + 28:info.header_offset + 30], "little")
+    data[start + info.compress_size - 1] ^= 1
+    with path.open("r+b") as fh:  # in place: the inode stays
+        fh.write(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (st.st_ino, st.st_size,
+                                                                 st.st_mtime_ns)
+
+
+def test_deep_reaches_every_digest_and_hashes_each_file_once(repo: Path, monkeypatch) -> None:
+    """``deep`` re-enumerates without the persistent cache: an edit that keeps the stat
+    triple is seen by the universe part (re-digested) and the content part, and no file is
+    hashed twice in the call (dvc.lock's folder hash, the re-scan and the content check
+    share the digests)."""
+    import dvc_cuvis.digests as digests
+    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.sources import EnumerateOptions
+
+    monkeypatch.chdir(repo)
+    cache_path = repo / "c.bin"
+    # the options carry the persistent cache, as the CLI builds them: deep must not use it
+    opts = EnumerateOptions(format="npz", root=Path("data/npz"), out_dir=Path("."),
+                            cache=StatCache(cache_path))
+
+    def run(**kw):
+        return verify(repo / "splits.json", repo / "universe.csv", current=opts,
+                      cache=StatCache(cache_path), **kw)
+
+    assert run(lock=None).ok  # warms the persistent stat cache
+    f = repo / read_universe(repo / "universe.csv").value("materialized_path", 2)
+    _sneaky_edit(f)
+    plain = run(lock=None)
+    assert plain.ok  # documented: a stat cache cannot see an edit that keeps the stamp
+
+    real = digests._read_md5
+    hashed: list[str] = []
+
+    def counting(path, *a, **k):
+        hashed.append(str(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(digests, "_read_md5", counting)
+    deep = run(deep=True)  # with dvc.lock: its folder hash reads every data file too
+    assert deep.finding("universe").status == "drift"
+    assert deep.finding("universe").details["redigested_samples"] == 1
+    assert deep.finding("content").status == "drift"
+    assert deep.finding("content").details["modified"] == [str(f.relative_to(repo))]
+    assert deep.finding("staleness").status == "drift"  # the folder hash changed too
+    frames = sorted(str(p) for p in (repo / "data/npz").rglob("*.npz"))
+    assert sorted(set(hashed) & set(frames)) == frames  # every frame was read ...
+    assert len(hashed) == len(set(hashed)), "a file was hashed twice"  # ... exactly once
+    hashed.clear()
+    no_lock = run(deep=True, lock=None)  # the re-scan hashes; the content check reuses it
+    assert no_lock.finding("universe").status == "drift"
+    assert no_lock.finding("content").status == "drift"
+    assert sorted(hashed) == frames
+
+
+def test_universe_check_reports_redigested_samples_from_the_rescan(repo: Path) -> None:
+    from dvc_cuvis.digests import StatCache
+
+    uni = read_universe(repo / "universe.csv")
+    recs = [{"source": s.source, "index": s.index, **s.extra}
+            for s in (uni.sample(p) for p in range(len(uni)))]
+    recs[0]["md5"] = "0" * 32
+    now = Universe.from_records(recs)
+    report = verify(repo / "splits.json", uni, current=now, lock=None, cache=StatCache(None))
+    f = report.finding("universe")
+    assert f.status == "drift" and f.details["redigested_samples"] == 1
+    assert f.details["redigested_sources"] == [uni.source(0)]
+    assert "no longer have the md5" in report.render()
+
+
+def test_samples_on_which_the_anomaly_notions_differ_are_named(tmp_path: Path) -> None:
+    from dvc_cuvis.bake import BakeOptions, bake
+
+    rows = [{"source": f"s{k}.cu3s", "index": 0, "category_ids": c}
+            for k, c in enumerate(["", "0", "1", "0;0", "2;0"])]
+    uni = Universe.from_records(rows)
+    cfg = bake(uni, BakeOptions(seed=1, val_ratio=0.0, test_ratio=0.0))[0].config
+    report = verify(cfg, uni, lock=None)
+    note = report.finding("universe").details["anomaly_notions"]
+    assert note.startswith("2 sample(s) carry only category id 0")
+    assert "2 sample(s) carry only category id 0" in report.render()
+    assert report.to_dict()["checks"]["universe"]["details"]["anomaly_notions"] == note
+    plain = Universe.from_records([{**r, "category_ids": r["category_ids"].replace("0", "3")}
+                                   for r in rows])
+    assert "anomaly_notions" not in verify(cfg, plain, lock=None).finding("universe").details
+
+
+def test_code_id_covers_every_module_of_the_package(tmp_path: Path) -> None:
+    """No hand-kept list: an edit to any module, or a new one, changes the id."""
+    import dvc_cuvis
+    from dvc_cuvis.verdicts import code_id
+
+    pkg = tmp_path / "dvc_cuvis"
+    shutil.copytree(Path(dvc_cuvis.__file__).parent, pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    assert code_id(pkg) == code_id()  # the installed package's id is this copy's
+    before = code_id(pkg)
+    for name in ("selectors.py", "lockfile.py", "sources/npz.py"):
+        path = pkg / name
+        text = path.read_text()
+        path.write_text(text + "\n# edited\n")
+        assert code_id(pkg) != before, name
+        path.write_text(text)
+        assert code_id(pkg) == before
+    (pkg / "brand_new.py").write_text("X = 1\n")
+    assert code_id(pkg) != before

@@ -1,0 +1,237 @@
+"""dvc.lock: find it, read its stages, and compare what it recorded with the workspace.
+
+DVC records, per stage, the md5 of every dependency and output and the params values the
+stage read.  The drift check asks two things of that record: does the workspace still
+match it (the *staleness* check), and is the stage that wrote universe.csv entirely
+unchanged — then DVC vouches that the data under its inputs is exactly what universe.csv
+was enumerated from, and the content check need not hash those files again.
+
+Hashes are DVC's own (plain md5 of a file; the ``.dir`` hash of a folder), computed
+through the stat cache so an unchanged folder costs its ``stat`` calls.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dvc_cuvis.digests import StatCache, dir_hash
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.params import diff_params
+from dvc_cuvis.paths import PathGuard, is_within
+
+#: Stages whose own record is not the pipeline's state (a previous check or report).
+REPORTING_COMMANDS: tuple[str, ...] = ("dvc-cuvis check", "dvc-cuvis report")
+
+
+class LockReadError(DvcCuvisError):
+    """dvc.lock exists but cannot be read or parsed."""
+
+
+def find_lock(start: Path) -> Path | None:
+    """The dvc.lock of the repository containing ``start`` (None outside DVC projects)."""
+    here = start.resolve()
+    for d in (here, *here.parents):
+        if (d / "dvc.lock").is_file():
+            return d / "dvc.lock"
+        if (d / ".dvc").is_dir() or (d / ".git").exists():
+            return None
+    return None
+
+
+def _norm(path: Any) -> str:
+    return os.path.normpath(str(path))
+
+
+@dataclass
+class Stage:
+    """One stage of dvc.lock: its command, recorded deps/outs and params."""
+
+    name: str
+    cmd: str
+    deps: list[dict[str, Any]]
+    outs: list[dict[str, Any]]
+    params: dict[str, Any]
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        """Dependencies then outputs."""
+        return [*self.deps, *self.outs]
+
+    @property
+    def reports(self) -> bool:
+        """True for a check/report stage (its record describes an earlier check)."""
+        return self.cmd.startswith(REPORTING_COMMANDS)
+
+    def touches(self, wanted: set[str]) -> bool:
+        """True if the stage reads or writes one of ``wanted`` (or a folder holding one)."""
+        paths = {_norm(e.get("path", "")) for e in self.entries}
+        return any(w == p or w.startswith(p + os.sep) for w in wanted for p in paths)
+
+    def writes(self, rel: str | None) -> bool:
+        """True if ``rel`` (relative to the lock's folder) is one of the stage's outputs."""
+        return rel is not None and rel in {_norm(e.get("path", "")) for e in self.outs}
+
+
+@dataclass
+class LockFile:
+    """A parsed dvc.lock (stages sorted by name; malformed entries left out)."""
+
+    path: Path
+    stages: list[Stage]
+
+    @property
+    def root(self) -> Path:
+        """The folder dvc.lock's paths are relative to."""
+        return self.path.parent
+
+    @classmethod
+    def read(cls, path: Path) -> LockFile:
+        """Parse ``path``; :class:`LockReadError` when it cannot be read or is not YAML."""
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise LockReadError(f"{path}: unreadable dvc.lock ({exc})") from None
+        raw = data.get("stages", {}) if isinstance(data, dict) else {}
+        stages = []
+        for name, st in sorted(raw.items()):
+            if not isinstance(st, dict):
+                continue
+            stages.append(Stage(
+                name, str(st.get("cmd", "")),
+                [e for e in st.get("deps", []) if isinstance(e, dict)],
+                [e for e in st.get("outs", []) if isinstance(e, dict)],
+                st.get("params") or {},
+            ))
+        return cls(path, stages)
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the lock's folder, normalized as dvc.lock writes it."""
+        return _norm(os.path.relpath(path.absolute(), self.root.absolute()))
+
+
+@dataclass
+class Comparison:
+    """dvc.lock against the workspace, for the stages that read or write some files."""
+
+    relevant: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    params_changed: list[str] = field(default_factory=list)
+    #: dependency (absolute path) of the unchanged stage that wrote universe.csv -> the files
+    #: below it that its recorded hash covers (relative; ``""`` for a file dependency)
+    vouched: dict[str, list[str]] = field(default_factory=dict)
+
+
+def compare(
+    lock: LockFile, targets: Sequence[Path], cache: StatCache, universe: Path | None = None
+) -> Comparison:
+    """Compare the stages that read or write ``targets`` with the workspace.
+
+    Only files the matching hashes actually cover are vouched for (a folder reached
+    through a symlink is not part of DVC's folder hash), and only by the stage that wrote
+    ``universe`` when its output, every input hash and its params are unchanged.
+    """
+    out = Comparison()
+    wanted = {lock.rel(t) for t in targets}
+    universe_rel = lock.rel(universe) if universe is not None else None
+    hashed: dict[str, tuple[str, list[str]]] = {}  # several stages may read one folder
+    params: dict[str, Any] = {}
+    for stage in lock.stages:
+        if stage.reports or not stage.touches(wanted):
+            continue
+        out.relevant.append(stage.name)
+        changed, covered = _compare_entries(lock, stage, cache, hashed)
+        params_changed = _compare_params(lock, stage, params)
+        out.changed += changed
+        out.params_changed += params_changed
+        if stage.writes(universe_rel) and not changed and not params_changed:
+            for e in stage.deps:
+                top = os.path.abspath(lock.root / str(e.get("path", "")))
+                if top in covered:
+                    out.vouched[top] = covered[top]
+    return out
+
+
+def _compare_entries(
+    lock: LockFile, stage: Stage, cache: StatCache, hashed: dict[str, tuple[str, list[str]]]
+) -> tuple[list[str], dict[str, list[str]]]:
+    """What differs from the recorded hashes, and the entries that match (with their files)."""
+    changed: list[str] = []
+    covered: dict[str, list[str]] = {}
+    for e in stage.entries:
+        rel, recorded = str(e.get("path", "")), e.get("md5")
+        if not recorded:
+            continue
+        p = lock.root / rel
+        top = os.path.abspath(p)
+        where = f"{rel} (stage {stage.name})"
+        if not p.exists():
+            changed.append(f"{where}: missing")
+        elif str(recorded).endswith(".dir"):
+            if not p.is_dir():
+                changed.append(f"{where}: a folder in dvc.lock, now a file")
+                continue
+            if top not in hashed:
+                hashed[top] = dir_hash(top, cache)
+            value, listed = hashed[top]
+            if value != recorded:
+                changed.append(where)
+            else:
+                covered[top] = listed
+        elif not p.is_file():
+            changed.append(f"{where}: a file in dvc.lock, now a folder")
+        elif cache.md5(p) != recorded:
+            changed.append(where)
+        else:
+            covered[top] = [""]
+    return changed, covered
+
+
+def _compare_params(lock: LockFile, stage: Stage, loaded: dict[str, Any]) -> list[str]:
+    """Recorded params values that differ from the params files now (``file:key (stage)``)."""
+    changed = []
+    for pfile, values in stage.params.items():
+        if pfile not in loaded:
+            try:
+                loaded[pfile] = yaml.safe_load((lock.root / pfile).read_text()) or {}
+            except (OSError, yaml.YAMLError):
+                loaded[pfile] = {}
+        for key, value in (values or {}).items():
+            for leaf, _, _ in diff_params(key, value, lookup(loaded[pfile], key)):
+                changed.append(f"{pfile}:{leaf} (stage {stage.name})")
+    return changed
+
+
+def lookup(tree: Any, dotted: str) -> Any:
+    """The value at ``a.b.c`` in nested dicts (None when any part is missing)."""
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def vouched_below(vouched: Mapping[str, Sequence[str]], base: Path) -> set[str]:
+    """The vouched files below folder ``base``, relative to it.
+
+    A dependency reached through a symlink out of ``base`` vouches for nothing here: the
+    path guard must see those files.
+    """
+    guard = PathGuard(base)
+    prefix = guard.base_abs + "/"
+    covered: set[str] = set()
+    for top, rels in vouched.items():
+        if not is_within(guard.root_real, os.path.realpath(top)):
+            continue
+        if top.startswith(prefix):
+            sub = top[len(prefix):]
+            covered.update([f"{sub}/{r}" if r else sub for r in rels])
+        elif top == guard.base_abs:
+            covered.update(rels)
+    return covered
