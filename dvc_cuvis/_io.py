@@ -52,6 +52,7 @@ def _locked_temp(tmp: Path) -> int:
     while True:
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
+            testpoint("io.before-lock")
             fcntl.flock(fd, fcntl.LOCK_EX)
             # the writer we waited for may have renamed this inode into place meanwhile
             same = os.fstat(fd).st_ino == os.stat(tmp, follow_symlinks=False).st_ino
