@@ -50,6 +50,7 @@ from dvc_cuvis.selectors import Positions, Resolver
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     STAGES,
+    ConstraintResult,
     evaluate_constraints,
     resolve,
     stage_stats,
@@ -80,6 +81,7 @@ class BakeOptions:
     ranges: bool = True
     constraints: list[Constraint] | None = None
     allow_removed: bool = False
+    allow_empty: bool = False
 
     def check(self) -> None:
         """Refuse impossible combinations with a message naming the option."""
@@ -207,13 +209,49 @@ def _slice(order: Sequence[int], ratios: tuple[float, float]) -> npt.NDArray[np.
     return out
 
 
+def _lend(
+    out: npt.NDArray[np.int8], u: npt.NDArray[np.float64], names: list[str], opts: BakeOptions
+) -> list[str]:
+    """Fill every empty stage that has a non-zero ratio by lending it one group (hash, in place).
+
+    The hash strategy places each group by its own seeded hash ``u`` alone, so adding data
+    never moves an existing group — but with few groups a stage can stay empty. Then, for each
+    empty stage in the order test, val, train, the group whose ``u`` lies nearest to that
+    stage's interval (ties: the smaller name) is lent to it, taken only from a stage that keeps
+    at least one group. When there are at least as many groups as non-zero stages, every such
+    stage ends up non-empty.
+
+    When a sample can move as data is added: only a lent group can. A split that needed no
+    loan keeps every group where it is under growth (its stages can only gain groups); a split
+    that did lend gives the group back to its own stage once a group of the stage's own falls
+    into it, or lends a nearer group instead. The groups lent are listed in the split metrics.
+    """
+    lo_hi = {TEST: (0.0, opts.test_ratio),
+             VAL: (opts.test_ratio, opts.test_ratio + opts.val_ratio),
+             TRAIN: (opts.test_ratio + opts.val_ratio, 1.0)}
+    lent: list[str] = []
+    for stage in (TEST, VAL, TRAIN):
+        lo, hi = lo_hi[stage]
+        if hi <= lo or (out == stage).any():
+            continue
+        sizes = np.bincount(out, minlength=3)
+        donors = [g for g in range(len(names)) if sizes[out[g]] > 1]
+        if not donors:
+            break
+        g = min(donors, key=lambda g: (max(lo - u[g], u[g] - hi, 0.0), names[g]))
+        out[g] = stage
+        lent.append(names[g])
+    return lent
+
+
 def assign(
     groups: Groups, subset: npt.NDArray[np.int64], opts: BakeOptions,
-    rule: AnomalyRule | None = None,
+    rule: AnomalyRule | None = None, lent: list[str] | None = None,
 ) -> npt.NDArray[np.int8]:
     """Stage code for each group in ``subset`` (group numbers) by ``opts.strategy``.
 
-    ``rule``: the strata's notion of anomalous (default :func:`anomaly_rule` of ``opts``).
+    ``rule``: the strata's notion of anomalous (default :func:`anomaly_rule` of ``opts``);
+    ``lent``: collects the groups the hash strategy lent to otherwise empty stages.
     """
     names = [groups.names[g] for g in subset.tolist()]
     ratios = (opts.val_ratio, opts.test_ratio)
@@ -222,6 +260,9 @@ def assign(
         out = np.full(len(names), TRAIN, dtype=np.int8)
         out[u < opts.test_ratio + opts.val_ratio] = VAL
         out[u < opts.test_ratio] = TEST
+        moved = _lend(out, u, names, opts)
+        if lent is not None:
+            lent.extend(moved)
         return out
     if opts.strategy == "random":
         order = list(range(len(subset)))
@@ -302,21 +343,25 @@ def _apply_ad_aware(uni: Universe, stages: dict[str, Positions], opts: BakeOptio
                        "small to stratify); evaluation has no anomaly coverage")
 
 
-def split_universe(uni: Universe, opts: BakeOptions) -> dict[str, Positions]:
+def split_universe(
+    uni: Universe, opts: BakeOptions, lent: list[str] | None = None
+) -> dict[str, Positions]:
     """Per-stage positions for ``uni`` by strategy and grouping."""
     groups = Groups.of(uni, opts.group_by)
-    per_group = assign(groups, np.arange(len(groups.names)), opts)
+    per_group = assign(groups, np.arange(len(groups.names)), opts, lent=lent)
     stages = _stages_from_rows(per_group[groups.of_row])
     _apply_ad_aware(uni, stages, opts)
     return stages
 
 
-def fold_splits(uni: Universe, opts: BakeOptions) -> list[dict[str, Positions]]:
+def fold_splits(
+    uni: Universe, opts: BakeOptions, lent: list[str] | None = None
+) -> list[dict[str, Positions]]:
     """K folds: a test holdout by strategy, then K validation folds over the remaining groups."""
     groups = Groups.of(uni, opts.group_by)
     everything = np.arange(len(groups.names))
     holdout = BakeOptions(**{**opts.__dict__, "val_ratio": 0.0, "folds": 0})
-    per_group = assign(groups, everything, holdout, anomaly_rule(opts))
+    per_group = assign(groups, everything, holdout, anomaly_rule(opts), lent)
     rest = np.flatnonzero(per_group != TEST)
     k = opts.folds
     fold_of = np.full(len(groups.names), -1, dtype=np.int64)
@@ -619,16 +664,49 @@ def bake(
             extra["base"] = info
         cfg = to_config(uni, stages, opts, constraints)
         return [Baked(stages, cfg, split_metrics(uni, cfg, opts, extra))]
+    lent: list[str] = []
     if opts.folds:
         out = []
-        for j, stages in enumerate(fold_splits(uni, opts)):
+        for j, stages in enumerate(fold_splits(uni, opts, lent)):
             cfg = to_config(uni, stages, opts)
-            out.append(Baked(stages, cfg, split_metrics(uni, cfg, opts,
-                                                        {"fold": j, "folds": opts.folds})))
+            fold_info: dict[str, Any] = {"fold": j, "folds": opts.folds}
+            if lent:
+                fold_info["lent_groups"] = lent
+            out.append(Baked(stages, cfg, _non_empty(split_metrics(uni, cfg, opts, fold_info),
+                                                     opts)))
         return out
-    stages = split_universe(uni, opts)
+    stages = split_universe(uni, opts, lent)
     cfg = to_config(uni, stages, opts)
-    return [Baked(stages, cfg, split_metrics(uni, cfg, opts))]
+    return [Baked(stages, cfg, _non_empty(split_metrics(
+        uni, cfg, opts, {"lent_groups": lent} if lent else None), opts))]
+
+
+#: Our own check of a strategy bake (never written into splits.json, which the schema owns).
+NON_EMPTY_STAGES = "non_empty_stages"
+
+
+def _non_empty(metrics: dict[str, Any], opts: BakeOptions) -> dict[str, Any]:
+    """Add the ``non_empty_stages`` result: a stage with a non-zero share got no sample.
+
+    An error by default (``allow_empty`` makes it a warning): a split whose test stage is
+    silently empty would train and report nothing on it.
+    """
+    wanted = ["train"]
+    if opts.val_ratio > 0 or opts.folds:
+        wanted.append("val")
+    if opts.test_ratio > 0:
+        wanted.append("test")
+    empty = [s for s in wanted if metrics["stages"][s]["samples"] == 0]
+    severity = "warn" if opts.allow_empty else "error"
+    reason = ("a stage with a non-zero ratio received no sample: add data, lower the number "
+              "of groups needed (group-by), change the ratios or seed, or allow it with "
+              "--allow-empty") if empty else ""
+    result = ConstraintResult(NON_EMPTY_STAGES, severity,
+                              "violated" if empty else "satisfied", len(empty), tuple(empty),
+                              reason)
+    metrics["constraints"].append(result.to_dict())
+    metrics["constraints_ok"] = metrics["constraints_ok"] and not result.failed
+    return metrics
 
 
 __all__ = [
