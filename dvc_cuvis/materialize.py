@@ -2,7 +2,7 @@
 
 Output folder layout (one DVC output, ``persist: true``)::
 
-    OUT/frames/<source, path-encoded>/<index:06d>.npz   one frame per selected sample
+    OUT/frames/<source, path-escaped>.<index:06d>.npz   one frame per selected sample
     OUT/universe.csv      source,index,materialized_path,... (paths relative to it)
     OUT/splits.json       the split, resolving against OUT/universe.csv (same identities)
     OUT/manifest.json     per frame: recipe key, md5 and size of the written file
@@ -12,7 +12,9 @@ zip timestamps and attributes, never pickled), ``source`` is the logical id, and
 depends on the checkout path.  *Incremental*: a frame's recipe key covers
 the source file's content md5, the index, every reader and writer parameter and the
 format version; a rerun rewrites exactly the frames whose key changed (or whose file no
-longer matches the manifest) and deletes frames that left the selection.  *Safe*: every
+longer matches the manifest) and deletes frames that left the selection; frames of a
+folder written in an older layout (format version 1) whose recipe is unchanged are renamed
+into the current one, not rewritten.  *Safe*: every
 file is written to a temporary sibling and renamed, the manifest is checkpointed, and a
 lock file keeps two runs off one folder.  *Parallel*: per-source tasks run on a process
 pool (``jobs``) or on a Dask cluster (``executor="dask"``) through the same function.
@@ -31,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import numpy as np
 
@@ -46,7 +48,7 @@ from dvc_cuvis.selectors import Resolver
 from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
 from dvc_cuvis.universe import Universe, format_universe
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: frames/<source>.<index>.npz (1: frames/<source>/<index>.npz)
 _CHUNK = 32  # frames per task: small enough to balance two workers, large enough to amortize
 
 
@@ -88,17 +90,75 @@ def parse_crop(spec: str | list[int] | tuple[int, ...] | None) -> tuple[int, int
 
 
 def frame_name(source: str, index: int) -> str:
-    """``frames/<encoded source path>/<index:06d>.npz``: stable and collision-free.
+    """``frames/<source path>.<index:06d>.npz``: one file per frame, beside its siblings.
 
-    Each path component of the source is percent-encoded (``.``/``..`` and a leading
-    ``/`` included), so distinct sources never share a folder — unlike upstream's
-    ``<parent>_<stem>`` names, where ``day1/raw/s`` and ``day2/raw/s`` collide.
+    A person browsing the folder finds the source's own folders and, in them, one file
+    per frame named after the source file: ``day1/a.cu3s`` frame 3 is
+    ``frames/day1/a.cu3s.000003.npz``, a single-frame ``day1/f.npz`` is
+    ``frames/day1/f.npz.000000.npz`` (the extension stays, so ``x.tif`` and ``x.tiff`` never
+    meet).  A whole-file sample (no index) is read at position 0 and named so.
+
+    Distinct ``(source, index)`` never share a name — unlike upstream's
+    ``<parent>_<stem>`` names, where ``day1/raw/s`` and ``day2/raw/s`` collide — because
+    :func:`parse_frame_name` inverts it: every path component is escaped (``%``, control
+    and Windows-reserved characters, ``.``/``..``, an empty component or a leading ``/``,
+    never a letter of any script), and a folder never ends in ``.npz`` (its last ``.`` is
+    escaped) while every frame file does, so a file and a folder cannot meet either.  Case
+    is kept: two sources that differ only in case get two names, as distinct as the raw
+    files they came from.
     """
-    enc = [_encode_part(part, i == 0) for i, part in enumerate(source.split("/"))]
+    *dirs, base = source.split("/")
+    enc = [_encode_dir(part) for part in dirs]
+    enc.append(f"{_encode_part(base)}.{index:06d}.npz")
+    return "frames/" + "/".join(enc)
+
+
+def parse_frame_name(name: str) -> tuple[str, int]:
+    """The ``(source, index)`` a :func:`frame_name` came from (its inverse)."""
+    head, sep, rest = name.partition("/")
+    stem, dot, digits = rest.rpartition("/")[2].removesuffix(".npz").rpartition(".")
+    if head != "frames" or not sep or not dot or not rest.endswith(".npz"):
+        raise DvcCuvisError(f"{name!r}: not a frame name (frames/<source>.<index>.npz)")
+    parts = [*rest.split("/")[:-1], stem]
+    return "/".join(_decode_part(p) for p in parts), int(digits)
+
+
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.,@+=()~ ")
+
+
+def _encode_part(part: str) -> str:
+    if part == "":
+        return "%2F"  # a leading "/" (absolute source) or an empty component
+    if part in (".", ".."):
+        return part.replace(".", "%2E")
+    return "".join(
+        ch if ch in _SAFE or (ch > "\x7f" and ch.isprintable()) else
+        "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+        for ch in part)
+
+
+def _encode_dir(part: str) -> str:
+    enc = _encode_part(part)
+    if enc.lower().endswith(".npz"):  # only frame files end in .npz
+        enc = enc[:-4] + "%2E" + enc[-3:]
+    return enc
+
+
+def _decode_part(enc: str) -> str:
+    return "" if enc == "%2F" else unquote(enc, errors="surrogatepass")
+
+
+def _v1_frame_name(source: str, index: int) -> str:
+    """The layout of format version 1, ``frames/<encoded source>/<index:06d>.npz``.
+
+    Kept only to find the frames of a version-1 folder, which a rerun renames into the
+    current layout instead of rewriting them.
+    """
+    enc = [_v1_encode_part(part, i == 0) for i, part in enumerate(source.split("/"))]
     return "frames/" + "/".join(enc) + f"/{index:06d}.npz"
 
 
-def _encode_part(part: str, first: bool) -> str:
+def _v1_encode_part(part: str, first: bool) -> str:
     if part == "":
         return "%2F" if first else "%00"
     if part in (".", ".."):
@@ -249,7 +309,7 @@ def output_lock(out_dir: Path, *, wait_s: float = 0.0) -> Iterator[None]:
 
 @dataclass
 class Plan:
-    """What a run will do: frames to write, frames kept, files to delete."""
+    """What a run will do: frames to write, kept, renamed from an older layout, deleted."""
 
     rows: list[int]
     names: dict[int, str]
@@ -257,6 +317,7 @@ class Plan:
     tasks: list[Task]
     keep: dict[str, dict[str, Any]]
     delete: list[Path]
+    migrate: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # new: old, entry
 
 
 def _format_of(uni: Universe, pos: int, path: str) -> str:
@@ -289,14 +350,17 @@ def selected_rows(uni: Universe, splits_cfg: Any, select: str) -> list[int]:
     return np.unique(np.concatenate(parts)).tolist()
 
 
-def _load_manifest(out_dir: Path) -> dict[str, dict[str, Any]]:
+def _load_manifest(out_dir: Path) -> tuple[int | None, dict[str, dict[str, Any]]]:
+    """The manifest's format version and frames (None and nothing when unreadable)."""
     path = out_dir / "manifest.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        frames = data.get("frames", {}) if data.get("version") == FORMAT_VERSION else {}
-        return frames if isinstance(frames, dict) else {}
+        version, frames = data.get("version"), data.get("frames", {})
+        if isinstance(version, int) and isinstance(frames, dict):
+            return version, frames
     except (OSError, ValueError, AttributeError):
-        return {}
+        pass
+    return None, {}
 
 
 def plan(
@@ -308,7 +372,9 @@ def plan(
 ) -> Plan:
     """Compare recipe keys with the manifest and the files on disk."""
     base = uni.path.parent if uni.path is not None else Path(".")
-    manifest = _load_manifest(out_dir)
+    version, manifest = _load_manifest(out_dir)
+    legacy = manifest if version == 1 else {}  # a version-1 folder: its frames move, not rewrite
+    manifest = manifest if version == FORMAT_VERSION else {}
     ref_md5 = {
         kind: cache.md5(Path(spec.rpartition(":")[0] if _has_frame(spec) else spec))
         for kind, spec in (("white", params.white_ref), ("dark", params.dark_ref)) if spec
@@ -318,6 +384,7 @@ def plan(
     recipes: dict[str, str] = {}
     todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]] = {}
     keep: dict[str, dict[str, Any]] = {}
+    migrate: dict[str, tuple[str, dict[str, Any]]] = {}
     for pos in rows:
         source, index = uni.source(pos), uni.index(pos)
         rel = uni.value("materialized_path", pos) or source
@@ -348,13 +415,18 @@ def plan(
                                                            "white_ref": None, "dark_ref": None},
             "refs": ref_md5 if fmt == "cu3s" else {},
         }
-        recipe = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+        recipe = _recipe(key)
         name = frame_name(source, index)
         names[pos], recipes[name] = name, recipe
         entry = manifest.get(name)
         target = out_dir / name
+        old = _v1_frame_name(source, index) if legacy else ""
+        old_entry = legacy.get(old)
         if entry and entry.get("recipe") == recipe and _intact(target, entry, cache):
             keep[name] = entry
+        elif (old_entry and old_entry.get("recipe") == _recipe({**key, "version": 1})
+              and _intact(out_dir / old, old_entry, cache)):  # same bytes, older layout
+            migrate[name] = (old, {**old_entry, "recipe": recipe})
         else:
             todo.setdefault((fmt, str(phys), str(ann) if ann else None, source), []).append(
                 (index, name))
@@ -363,7 +435,7 @@ def plan(
         for lo in range(0, len(frames), _CHUNK):
             tasks.append(Task(fmt, phys_s, ann_s, source, tuple(frames[lo:lo + _CHUNK]),
                               str(out_dir), params))
-    wanted = set(recipes)
+    wanted = set(recipes) | {old for old, _ in migrate.values()}
     delete = []
     frames_dir = out_dir / "frames"
     if frames_dir.is_dir():
@@ -371,7 +443,11 @@ def plan(
             ours = p.suffix == ".npz" or p.name.endswith(".tmp")
             if ours and p.is_file() and p.relative_to(out_dir).as_posix() not in wanted:
                 delete.append(p)
-    return Plan(rows, names, recipes, tasks, keep, delete)
+    return Plan(rows, names, recipes, tasks, keep, delete, migrate)
+
+
+def _recipe(key: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
 def _has_frame(spec: str) -> bool:
@@ -396,6 +472,7 @@ class MaterializeResult:
     deleted: int
     universe: Universe
     out_dir: Path
+    migrated: int = 0  # frames of an older layout renamed into the current one, not rewritten
 
 
 def materialize(
@@ -418,7 +495,12 @@ def materialize(
     with output_lock(out_dir, wait_s=lock_wait):
         testpoint("materialize.locked")
         p = plan(uni, rows, out_dir, params, cache)
+        for path in p.delete:  # first, so that no stale file or folder is in a new frame's way
+            path.unlink(missing_ok=True)
         manifest: dict[str, dict[str, Any]] = dict(p.keep)
+        if p.migrate:
+            manifest.update(_migrate(out_dir, p.migrate, cache))
+            _write_manifest(out_dir, manifest)
         written = 0
         results = progress(
             execute(p.tasks, jobs=jobs, executor=executor, scheduler=scheduler),
@@ -433,8 +515,6 @@ def materialize(
             if time.monotonic() - last_checkpoint > 5:
                 _write_manifest(out_dir, manifest)
                 last_checkpoint = time.monotonic()
-        for path in p.delete:
-            path.unlink(missing_ok=True)
         _prune_empty_dirs(out_dir / "frames")
         manifest = {k: manifest[k] for k in sorted(manifest) if k in p.recipes}
         npz_uni = _npz_universe(uni, rows, p.names, manifest, out_dir)
@@ -447,7 +527,34 @@ def materialize(
         testpoint("materialize.before-manifest")
         _write_manifest(out_dir, manifest)
         cache.save()
-    return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir)
+    return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir,
+                             migrated=len(p.migrate))
+
+
+def _migrate(
+    out_dir: Path, moves: dict[str, tuple[str, dict[str, Any]]], cache: StatCache
+) -> dict[str, dict[str, Any]]:
+    """Rename frames of an older layout into the current one; returns their manifest entries.
+
+    Two passes (old names to temporary ones, emptied old folders pruned, temporary names to
+    new ones), because a new file may have the name of an old folder.  A run killed in
+    between leaves ``.tmp`` files, which the next run deletes and rewrites.
+    """
+    frames_dir = out_dir / "frames"
+    staged = []
+    for k, new in enumerate(sorted(moves)):
+        tmp = frames_dir / f".migrate.{k:06d}.tmp"
+        os.replace(out_dir / moves[new][0], tmp)
+        staged.append((tmp, new))
+    _prune_empty_dirs(frames_dir)
+    entries = {}
+    for tmp, new in staged:
+        target = out_dir / new
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, target)
+        entries[new] = moves[new][1]
+        cache.put(target, "md5", entries[new]["md5"])  # same bytes, new path: never re-hashed
+    return entries
 
 
 def _write_manifest(out_dir: Path, frames: dict[str, dict[str, Any]]) -> None:

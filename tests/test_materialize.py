@@ -157,12 +157,12 @@ def test_stale_or_corrupt_frames_are_never_reused(project: Path) -> None:
 def test_names_are_collision_free() -> None:
     a = frame_name("day1/raw/s.cu3s", 3)
     b = frame_name("day2/raw/s.cu3s", 3)
-    assert a != b and a == "frames/day1/raw/s.cu3s/000003.npz"
+    assert a != b and a == "frames/day1/raw/s.cu3s.000003.npz"
     assert frame_name("a_b/c.cu3s", 0) != frame_name("a/b_c.cu3s", 0)
-    assert frame_name("/abs/x.cu3s", 1) == "frames/%2F/abs/x.cu3s/000001.npz"
+    assert frame_name("/abs/x.cu3s", 1) == "frames/%2F/abs/x.cu3s.000001.npz"
     escaped = frame_name("../../etc/x", 0)
     assert ".." not in escaped.split("/") and escaped.startswith("frames/%2E%2E/")
-    assert frame_name("C:/Data/x y#1.cu3s", 0) == "frames/C%3A/Data/x y%231.cu3s/000000.npz"
+    assert frame_name("C:/Data/x y#1.cu3s", 0) == "frames/C%3A/Data/x y%231.cu3s.000000.npz"
 
 
 def test_npz_writer_compression_modes_load_back() -> None:
