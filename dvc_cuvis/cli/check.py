@@ -81,9 +81,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _rescan(s: Settings, universe_path: Path, cache: Any) -> Any:
-    """Re-enumeration of the data, when the params file says how universe.csv was made."""
-    from dvc_cuvis.sources import enumerate_universe
-
+    """How to re-enumerate the data (EnumerateOptions), when the params file says how
+    universe.csv was made; the check enumerates only if dvc.lock cannot vouch for the data,
+    and under ``--deep`` through its own fresh cache."""
     enum_sect = s.of("enumerate")
     if not enum_sect or s.flag("no_enumerate"):
         return None
@@ -96,11 +96,7 @@ def _rescan(s: Settings, universe_path: Path, cache: Any) -> Any:
     if Path(os.path.abspath(out)) != Path(os.path.abspath(universe_path)):
         return None
     opts.progress = False
-
-    def rescan() -> Any:  # called only if dvc.lock cannot vouch for the data
-        return enumerate_universe(opts)[0]
-
-    return rescan
+    return opts
 
 
 def _check(s: Settings) -> int:
