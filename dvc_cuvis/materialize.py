@@ -4,7 +4,8 @@ Output folder layout (one DVC output, ``persist: true``)::
 
     OUT/frames/<source, path-escaped>.<index:06d>.npz   one frame per selected sample
     OUT/universe.csv      source,index,materialized_path,... (paths relative to it)
-    OUT/splits.json       the split, resolving against OUT/universe.csv (same identities)
+    OUT/splits.json       the split, resolving against OUT/universe.csv (same identities;
+                          a whole-file TIFF sample becomes npz_multi's (source, 0), re-pinned)
     OUT/manifest.json     per frame: recipe key, md5 and size of the written file
 
 *Deterministic*: frame bytes come from :mod:`dvc_cuvis.frames` (sorted members, fixed
@@ -583,7 +584,9 @@ def _npz_universe(
         name = names[pos]
         rec: dict[str, Any] = {
             "source": uni.source(pos),
-            "index": uni.ref_index(pos),  # None stays None: the frame keeps its uid
+            # npz_multi needs an integer index: a whole-file TIFF cube's frame is its read
+            # position 0 (its source, and so every files selector, is unchanged)
+            "index": uni.index(pos),
             "materialized_path": name,
             "format": "npz",
             "md5": manifest[name]["md5"],

@@ -159,22 +159,38 @@ def test_file_indices_never_match_a_whole_file_sample(tmp_path: Path, monkeypatc
         x.uid for x in resolve_selectors(both.train, refs)]
 
 
-def test_materialized_tiff_frames_keep_the_identity(tmp_path: Path) -> None:
+def test_materialized_tiff_frames_load_in_npz_multi(tmp_path: Path) -> None:
+    """The npz universe speaks npz_multi (an integer index per row: the cube's read position
+    0); its sources — and so the split's files selectors — are the raw universe's."""
     root = scrap_folder(tmp_path / "ds")
     assert run_subprocess("enumerate", "--format", "tiff", "--root", root, "--out",
                           root / "universe.csv", "--no-params").code == 0
-    r = run_subprocess("materialize", "--universe", root / "universe.csv", "--out-dir",
-                       root / "npz", "--select", "all", "--no-params")
+    assert run_subprocess("bake", "--universe", root / "universe.csv", "--out",
+                          root / "splits.json", "--val-ratio", "0.2", "--test-ratio", "0.2",
+                          "--no-params").code == 0
+    r = run_subprocess("materialize", "--universe", root / "universe.csv", "--splits",
+                       root / "splits.json", "--out-dir", root / "npz", "--no-params")
     assert r.code == 0, r.err
     raw, npz = read_universe(root / "universe.csv"), read_universe(root / "npz/universe.csv")
-    assert npz.uids() == raw.uids() and npz.hash == raw.hash
-    assert npz.indexless is not None and npz.indexless.all()
+    assert npz.source_names == raw.source_names and npz.indexless is None
+    assert npz.uids() == [f"{s}#0" for s in raw.source_names]
+    cfg = load_splits(root / "npz/splits.json")
+    assert cfg.universe_hash == npz.hash  # re-pinned to the universe it resolves against
+    a, b = resolve(load_splits(root / "splits.json"), raw), resolve(cfg, npz)
+    for stage in ("train", "val", "test"):
+        assert [raw.source(p) for p in a.stages[stage]] == [npz.source(p) for p in b.stages[stage]]
     p = raw.uids().index("images/scrap_01.tif")
     with np.load(root / "npz" / npz.value("materialized_path", p)) as z:
         cube = tifffile.imread(root / "images/scrap_01.tif")
         assert np.array_equal(z["cube"], np.transpose(cube, (1, 2, 0)).astype(np.float32))
         assert z["wavelengths"].tolist() == list(WL)
         assert str(z["source"]) == "images/scrap_01.tif"
+    pytest.importorskip("pytorch_lightning")
+    from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
+
+    dm = MultiNpzDataModule(universe_csv=str(root / "npz/universe.csv"), splits=cfg)
+    dm.setup("fit")
+    assert len(dm.train_dataloader().dataset) == len(b.stages["train"])
 
 
 def test_example_generator_tiffs_are_whole_file_samples(tmp_path: Path, monkeypatch) -> None:
