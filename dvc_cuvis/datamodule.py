@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.digests import StatCache, open_stat_cache
 from dvc_cuvis.drift import DriftReport, ensure, verify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.frames import read_npz
 from dvc_cuvis.paths import PathGuard
-from dvc_cuvis.splits import effective_splits, load_splits, resolve
+from dvc_cuvis.splits import load_splits, resolve
 from dvc_cuvis.universe import Universe, read_universe
 
 logger = logging.getLogger(__name__)
@@ -221,11 +220,8 @@ def guard(
 
     def guarded_setup(stage: str | None = None) -> Any:
         if verify_mode != "off":
-            # check what the module will load: a splits_path config is read now, as the
-            # module itself will read it in setup()
-            target = (effective_splits(splits)[0] if isinstance(splits, DataSplitConfig)
-                      else splits)
-            report = verify(target, universe, cache=stat_cache, **verify_kwargs)
+            # verify() reads a splits_path config now, as the module will in setup()
+            report = verify(splits, universe, cache=stat_cache, **verify_kwargs)
             datamodule.drift_report = ensure(report, verify_mode)
         return setup(stage)
 

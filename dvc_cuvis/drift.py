@@ -43,6 +43,7 @@ from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.selectors import walk
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
+    effective_splits,
     evaluate_constraints,
     load_splits_stamped,
     resolve,
@@ -213,6 +214,7 @@ def _check_universe(
     uni: Universe,
     current: Universe | None,
     data_dir: str | None,
+    allow_unpinned: bool = False,
 ) -> Finding:
     details: dict[str, Any] = {}
     problems = []
@@ -223,7 +225,11 @@ def _check_universe(
         problems.append(f"universe.csv changed since the split was baked "
                         f"(pinned {cfg.universe_hash[:12]}, now {actual[:12]})")
     if not cfg.universe_hash:
-        details["note"] = "the split pins no universe_hash"
+        details["note"] = ("the split pins no universe_hash: nothing ties it to the universe "
+                           "it was made for")
+        if not allow_unpinned:
+            problems.append("the split is unpinned (no universe_hash): bake it to pin the "
+                            "universe, or accept it with --allow-unpinned")
     notions = anomaly_notions_differ(uni)
     if notions:
         details["anomaly_notions"] = anomaly_notions_note(notions)
@@ -233,7 +239,8 @@ def _check_universe(
         return Finding("universe", "drift", "; ".join(problems), details,
                        "re-enumerate and re-bake: `dvc repro` (or `dvc-cuvis enumerate` then "
                        "`dvc-cuvis bake --base <old splits.json>` to keep assignments)")
-    summary = f"{len(uni)} samples, hash {actual[:12]} matches the pin"
+    summary = (f"{len(uni)} samples, hash {actual[:12]} matches the pin" if cfg.universe_hash
+               else f"{len(uni)} samples, hash {actual[:12]}; unpinned split (allowed)")
     if current is not None:
         summary += "; universe.csv matches the data on disk"
     return Finding("universe", "ok", summary, details)
@@ -390,7 +397,8 @@ def _check_content(
 
 
 def _check_selection(
-    cfg: DataSplitConfig, uni: Universe, name_to_id: dict[str, int] | None, where: str
+    cfg: DataSplitConfig, uni: Universe, name_to_id: dict[str, int] | None, where: str,
+    allow_partial: bool = False,
 ) -> tuple[Finding, Any]:
     try:
         res = resolve(cfg, uni, name_to_id=name_to_id, where=where)
@@ -400,9 +408,12 @@ def _check_selection(
     if res.warnings:
         msgs = [w.message() for w in res.warnings]
         missing = sum(len(w.missing) for w in res.warnings)
-        return Finding("selection", "violation",
-                       f"{len(res.warnings)} selector(s) match only partly ({missing} requested "
-                       "sample(s) absent)", {"partial": msgs},
+        summary = (f"{len(res.warnings)} selector(s) match only partly ({missing} requested "
+                   "sample(s) absent)")
+        if allow_partial:
+            return Finding("selection", "ok", summary + "; allowed (--allow-partial)",
+                           {"partial": msgs}), res
+        return Finding("selection", "violation", summary, {"partial": msgs},
                        "re-bake the split (`dvc repro`), or `dvc-cuvis bake --base` to keep "
                        "assignments"), res
     counts = {s: len(res.stages[s]) for s in ("train", "val", "test", "predict")}
@@ -517,6 +528,8 @@ def verify(
     data_dir: str | None = None,
     cache: StatCache | None = None,
     checks: Iterable[str] = CHECKS,
+    allow_partial: bool = False,
+    allow_unpinned: bool = False,
 ) -> DriftReport:
     """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
 
@@ -537,6 +550,12 @@ def verify(
     seen by both the universe and the content check.  Without ``deep`` such an edit is
     invisible (the stat cache trusts an unchanged stamp).
 
+    A ``DataSplitConfig(splits_path=...)`` is checked as cuvis-ai will load it (see
+    :func:`~dvc_cuvis.splits.effective_splits`).  A split that pins no ``universe_hash`` fails
+    the universe check unless ``allow_unpinned`` (nothing ties it to its universe); a
+    selector that matches only some of its ids fails the selection check unless
+    ``allow_partial``.
+
     A clean verdict is remembered in ``cache`` with the stamps of every file it rests on;
     a later call with the same inputs (``universe`` given as a path, no ``current``, not
     ``deep``) reuses it while none of those files changed (``report.reused_verdict``).
@@ -545,8 +564,11 @@ def verify(
     unknown = wanted - set(CHECKS)
     if unknown:
         raise DvcCuvisError(f"unknown check(s) {sorted(unknown)}; choose from {list(CHECKS)}")
+    named = None
+    if isinstance(splits, DataSplitConfig):  # cuvis-ai's splits_path idiom: what will load
+        splits, named = effective_splits(splits)
     splits_path = None if isinstance(splits, DataSplitConfig) else Path(splits)
-    where = str(splits_path or "splits")
+    where = str(splits_path or named or "splits")
     uni_path = universe.path if isinstance(universe, Universe) else Path(universe)
     cache = StatCache(None) if deep or cache is None else cache
     staleness: Finding | None = None
@@ -557,7 +579,8 @@ def verify(
                                               cache, uni_path)
         if deep:
             vouched = {}
-    options = [sorted(wanted & set(CHECKS[:4])), group_leakage, data_dir,
+    options = [sorted(wanted & set(CHECKS[:4])), group_leakage, data_dir, allow_partial,
+               allow_unpinned,
                sorted((name_to_id or {}).items())]
     memo = None
     if not deep and current is None and not vouched and uni_path is not None \
@@ -582,9 +605,10 @@ def verify(
     res = None
     sel_finding = None
     if wanted & {"selection", "constraints", "content"}:
-        sel_finding, res = _check_selection(cfg_resolved, uni, name_to_id, where)
+        sel_finding, res = _check_selection(cfg_resolved, uni, name_to_id, where,
+                                            allow_partial)
     if "universe" in wanted:
-        finding = _check_universe(cfg, uni, now, data_dir)
+        finding = _check_universe(cfg, uni, now, data_dir, allow_unpinned)
         if vouched and finding.status == "ok":
             finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
         findings.append(finding)

@@ -46,6 +46,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--allow-partial", dest="allow_partial", action="store_true", default=None,
                    help="a selector matching only some of its ids is a warning, not a failure "
                    "(default: failure)")
+    p.add_argument("--allow-unpinned", dest="allow_unpinned", action="store_true",
+                   default=None, help="accept a split that pins no universe_hash "
+                   "(default: a failure: nothing ties it to its universe)")
     p.add_argument("--checks", help="comma list of universe,content,selection,constraints,"
                    "staleness (default: all)")
     p.add_argument("--stat-cache", dest="stat_cache", metavar="PATH",
@@ -124,9 +127,12 @@ def _check(s: Settings) -> int:
         data_dir=s.get("data_dir"),
         cache=cache,
         checks=checks,
+        allow_partial=s.flag("allow_partial"),
+        allow_unpinned=s.flag("allow_unpinned"),
     )
     if s.args.json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        doc = {**report.to_dict(), "hashing": cache.stats()}
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(report.render())
     metrics, plots = s.get("metrics"), s.get("plots")

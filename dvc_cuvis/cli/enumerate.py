@@ -95,6 +95,13 @@ def options(get: Callable[..., Any], cache: Any = None) -> tuple[Any, Path, str 
     return opts, out, get("metrics", None)
 
 
+def hashing_line(cache: Any) -> str:
+    """One line saying where the md5s came from and how many bytes were read to hash."""
+    st = cache.stats()
+    return (f"hashing: {st['bytes_hashed']} bytes read; md5 from DVC {st['md5_from_dvc']}, "
+            f"from the stat cache {st['md5_cached']}, hashed {st['md5_hashed']}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Scan a dataset into a canonical universe.csv plus universe metrics."""
     from dvc_cuvis._io import atomic_write_text, write_json
@@ -109,4 +116,7 @@ def run(args: argparse.Namespace) -> int:
         write_json(metrics, info)
     print(f"enumerated {info['samples']} samples from {info['sources']} sources "
           f"({info['format']}) -> {out}; universe_hash {info['universe_hash'][:12]}")
+    if opts.cache is not None and opts.hash_content:
+        # run statistics go to stderr: the tracked metrics stay the same cold or warm
+        print(f"dvc-cuvis: {hashing_line(opts.cache)}", file=sys.stderr)
     return EXIT_OK

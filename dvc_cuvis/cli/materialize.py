@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dvc_cuvis.cli import enumerate as enumerate_verb
 from dvc_cuvis.cli._inputs import require_file
 from dvc_cuvis.cli._settings import EXIT_OK, Key, Settings, register, verb_parser
 from dvc_cuvis.cli.enumerate import open_cache
@@ -92,4 +93,5 @@ def run(args: argparse.Namespace) -> int:
     moved = f", {migrated} migrated to the current layout" if migrated else ""
     print(f"materialized {len(result.universe)} frames into {out_dir}: {result.written} written, "
           f"{result.kept} unchanged, {result.deleted} deleted{moved}")
+    print(f"dvc-cuvis: {enumerate_verb.hashing_line(cache)}", file=sys.stderr)
     return EXIT_OK
