@@ -184,12 +184,25 @@ class Task:
 
 
 def run_task(task: Task) -> list[tuple[str, str, int]]:
-    """Read, convert and atomically write the task's frames; returns (name, md5, size)."""
-    results = []
-    for _index, name, arrays in _read_frames(task):
-        md5, size = write_frame(Path(task.out_dir) / name, arrays, task.params.compress)
-        results.append((name, md5, size))
-        testpoint("materialize.frame-written")
+    """Read, convert and atomically write the task's frames; returns (name, md5, size).
+
+    Any failure leaves the frame it was producing unwritten (atomic writes) and comes back
+    as one error naming the file and frame, even from a worker process or a Dask node.
+    """
+    results: list[tuple[str, str, int]] = []
+    try:
+        for _index, name, arrays in _read_frames(task):
+            md5, size = write_frame(Path(task.out_dir) / name, arrays, task.params.compress)
+            results.append((name, md5, size))
+            testpoint("materialize.frame-written")
+    except DvcCuvisError:
+        raise
+    except Exception as exc:  # a reader or the disk failed on an input we did not foresee
+        index = task.frames[min(len(results), len(task.frames) - 1)][0]
+        raise DvcCuvisError(
+            f"{task.path}: cannot materialize frame {index} of {task.source} "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     return results
 
 
@@ -264,18 +277,37 @@ def execute(
             yield run_task(t)
         return
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
+    unfinished: list[Task] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pending = {pool.submit(run_task, t) for t in tasks}
-        while pending:
+        futures = {pool.submit(run_task, t): t for t in tasks}
+        pending = set(futures)
+        while pending and not unfinished:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
+            for fut in sorted(done, key=lambda f: futures[f].path):
                 try:
-                    yield fut.result()
+                    result = fut.result()
+                except BrokenProcessPool:  # a worker died: every task not done is lost
+                    unfinished = [t for f, t in futures.items()
+                                  if not f.done() or f.cancelled() or f.exception() is not None]
+                    break
                 except BaseException:
                     for other in pending:
                         other.cancel()
                     raise
+                yield result
+    if unfinished:  # the pool's workers are gone now: no writer is left to race with
+        for t in unfinished:
+            for _index, name in t.frames:
+                target = Path(t.out_dir) / name
+                with contextlib.suppress(OSError):
+                    target.with_name(f".{target.name}.tmp").unlink()
+        raise DvcCuvisError(
+            f"a materialize worker process died (killed, or out of memory?) with "
+            f"{len(unfinished)} file(s) unfinished, among them {unfinished[0].path}; the frames "
+            "written so far are kept: rerun to finish (with fewer --jobs if memory ran out)"
+        )
 
 
 # -- the lock -----------------------------------------------------------------------------
@@ -508,14 +540,20 @@ def materialize(
             total=len(p.tasks), desc="materialize", enabled=show_progress,
         )
         last_checkpoint = time.monotonic()
-        for batch in results:
-            for name, md5, size in batch:
-                manifest[name] = {"recipe": p.recipes[name], "md5": md5, "size": size}
-                cache.put(out_dir / name, "md5", md5)  # the next run need not re-hash it
-                written += 1
-            if time.monotonic() - last_checkpoint > 5:
+        try:
+            for batch in results:
+                for name, md5, size in batch:
+                    manifest[name] = {"recipe": p.recipes[name], "md5": md5, "size": size}
+                    cache.put(out_dir / name, "md5", md5)  # the next run need not re-hash it
+                    written += 1
+                if time.monotonic() - last_checkpoint > 5:
+                    _write_manifest(out_dir, manifest)
+                    last_checkpoint = time.monotonic()
+        except BaseException:  # a failed frame: the rerun keeps every frame finished before it
+            with contextlib.suppress(Exception):
                 _write_manifest(out_dir, manifest)
-                last_checkpoint = time.monotonic()
+                cache.save()
+            raise
         _prune_empty_dirs(out_dir / "frames")
         manifest = {k: manifest[k] for k in sorted(manifest) if k in p.recipes}
         npz_uni = _npz_universe(uni, rows, p.names, manifest, out_dir)

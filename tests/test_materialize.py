@@ -331,3 +331,77 @@ def test_first_rerun_does_not_rehash_outputs(project: Path, monkeypatch) -> None
     monkeypatch.setattr(digests, "file_md5", lambda p: hashed.append(str(p)) or real(p))
     again = run(project, cache=StatCache(project / "c.json"))
     assert again.written == 0 and hashed == []
+
+
+# -- a task that fails in a worker ---------------------------------------------------------
+
+
+def _raise_for(bad: str, how: str):
+    """A ``frame_arrays`` that fails for source ``bad`` (inherited by forked workers)."""
+    from dvc_cuvis import materialize as mat
+
+    real = mat.frame_arrays
+
+    def failing(cube, wl, source, *rest):  # type: ignore[no-untyped-def]
+        if source == bad:
+            if how == "died":
+                os._exit(3)  # the worker process dies abruptly (killed, out of memory)
+            raise RuntimeError("boom")  # a bug, not a bad input
+        return real(cube, wl, source, *rest)
+
+    return failing
+
+
+@pytest.mark.parametrize("how", ["truncated", "bug", "died"])
+def test_a_failing_worker_is_one_clean_error_and_leaves_no_partial_frame(
+        tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    import multiprocessing
+
+    from dvc_cuvis import materialize as mat
+
+    if how != "truncated" and multiprocessing.get_start_method() != "fork":
+        pytest.skip("injecting a failure into workers needs forked workers")
+    generate(tmp_path / "data", sessions=4, frames=3, size=(8, 10), bands=4, seed=2)
+    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=tmp_path / "data/npz",
+                                                 out_dir=tmp_path))
+    write_universe(uni, tmp_path / "universe.csv")
+    clean = materialize(uni, None, tmp_path / "clean", ReaderParams())
+    pos = 5
+    source, rel = uni.source(pos), uni.value("materialized_path", pos)
+    bad, good = tmp_path / rel, (tmp_path / rel).read_bytes()
+    if how == "truncated":  # a bad input: the file changed after enumerate
+        bad.write_bytes(good[: len(good) // 2])
+    else:
+        monkeypatch.setattr(mat, "frame_arrays", _raise_for(source, how))
+    out = tmp_path / "out"
+    with pytest.raises(DvcCuvisError) as exc:
+        materialize(read_universe(tmp_path / "universe.csv"), None, out, ReaderParams(), jobs=2)
+    msg = str(exc.value)
+    assert "\n" not in msg, msg
+    if how == "died":  # which task the dead worker held is unknown: an unfinished file is named
+        assert "worker process died" in msg and str(tmp_path / "data/npz") in msg, msg
+    else:
+        assert str(bad) in msg, msg
+    if how == "bug":
+        assert "RuntimeError: boom" in msg and source in msg
+    assert not (out / frame_name(source, 0)).exists()  # no frame of the failed task
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]  # no temp file left
+    done = json.loads((out / "manifest.json").read_text())["frames"]
+    assert frame_name(source, 0) not in done  # and no manifest claims it
+    whole = tree(clean.out_dir)
+    for name, digest in tree(out).items():
+        if name.startswith("frames/"):  # whatever exists under a final name is whole
+            assert digest == whole[name], name
+    for name, entry in done.items():
+        assert hashlib.md5((out / name).read_bytes()).hexdigest() == entry["md5"]
+    r = cli("materialize", "--universe", tmp_path / "universe.csv", "--out-dir", out,
+            "--jobs", "2", "--stat-cache", "none", "--no-params")
+    assert r.code == 2 and r.err.count("\n") == 1 and "internal error" not in r.err, r.err
+    assert (str(bad) if how != "died" else "data/npz/") in r.err, r.err
+    if how == "truncated":
+        bad.write_bytes(good)  # the input fixed
+    else:
+        monkeypatch.undo()
+    res = materialize(read_universe(tmp_path / "universe.csv"), None, out, ReaderParams(),
+                      jobs=2)
+    assert res.written >= 1 and tree(out) == whole
