@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,7 +49,13 @@ from pydantic import ValidationError
 
 from dvc_cuvis.errors import SelectorError, UniverseError
 from dvc_cuvis.selectors import PartialMatch, Resolver
-from dvc_cuvis.splits import STAGES, Resolution, evaluate_constraints, resolve
+from dvc_cuvis.splits import (
+    STAGES,
+    Resolution,
+    check_pinned_universe,
+    evaluate_constraints,
+    resolve,
+)
 from dvc_cuvis.universe import Universe, universe_hash
 
 SETTINGS = settings(
@@ -179,7 +186,7 @@ class RawUniverse:
         return out
 
 
-def _rows(pieces: list[str]) -> st.SearchStrategy[tuple[Row, ...]]:
+def _rows(pieces: list[str], min_size: int = 0) -> st.SearchStrategy[tuple[Row, ...]]:
     row = st.builds(
         Row,
         source=st.sampled_from(pieces),
@@ -187,7 +194,7 @@ def _rows(pieces: list[str]) -> st.SearchStrategy[tuple[Row, ...]]:
         tags=st.lists(st.sampled_from(TAGS), max_size=3, unique=True).map(tuple),
         category_ids=st.lists(st.integers(0, 4), max_size=3).map(tuple),
     )
-    return st.lists(row, max_size=14).map(tuple)
+    return st.lists(row, min_size=min_size, max_size=14).map(tuple)
 
 
 raw_universes = st.builds(
@@ -195,6 +202,16 @@ raw_universes = st.builds(
     # a few sources per universe, so that sources hold several frames
     rows=st.lists(st.sampled_from(SOURCE_PIECES), min_size=1, max_size=5, unique=True).flatmap(
         _rows
+    ),
+    with_tags=st.booleans(),
+    with_cats=st.booleans(),
+    as_strings=st.booleans(),
+)
+#: The same, never empty (deduplication keeps at least the first row).
+nonempty_raw_universes = st.builds(
+    RawUniverse,
+    rows=st.lists(st.sampled_from(SOURCE_PIECES), min_size=1, max_size=5, unique=True).flatmap(
+        lambda pieces: _rows(pieces, min_size=1)
     ),
     with_tags=st.booleans(),
     with_cats=st.booleans(),
@@ -359,19 +376,57 @@ def our_warn_key(pm: PartialMatch) -> WarnKey:
     return (pm.kind, where, pm.requested, ", ".join(str(m) for m in pm.missing))
 
 
-Outcome = tuple[str, Any]  # ("ok", [uid, ...]) or ("error", "message")
+Outcome = tuple[str, Any]  # ("ok", [uid, ...]) or ("error", (kind, detail..., offending))
+
+#: Error kinds by message, with the detail both sides must agree on (regex groups).
+_ERROR_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("zero_match", re.compile(r"selector '?(\w+).* matched 0 samples")),
+    ("bounds", re.compile(r"dir_indices positions \[(-?\d+).* out of range "
+                          r"\(universe size (\d+)\)")),
+    ("negative", re.compile(r"selector '(\w+)' index (-?\d+) must be >= 0")),
+    ("bad_id", re.compile(r"selector '(\w+)' ids must be ints or 'a-b' ranges, got (.*)$")),
+    ("bad_range", re.compile(r"range selector (.+?): (step|start)")),
+    ("no_category_map", re.compile(r"a 'categories' selector needs a category name->id map")),
+    ("unknown_category", re.compile(r"category '?(.+?)'? not in dataset categories")),
+    ("pinned_hash", re.compile(r"universe changed since")),
+)
+
+
+def error_kind(message: str) -> tuple[str, ...]:
+    """(kind, details...) of a resolution error message, from either implementation."""
+    for kind, pattern in _ERROR_KINDS:
+        m = pattern.search(message)
+        if m:
+            return (kind, *m.groups())
+    return ("other", message)
+
+
+def _first_failing(run: Any, sels: Sequence[Selector]) -> int | None:
+    """Index of the selector a stage fails on: the shortest failing prefix."""
+    for i in range(len(sels)):
+        try:
+            run(list(sels[: i + 1]))
+        except (ValueError, SelectorError):
+            return i
+    return None
 
 
 def run_upstream_stage(
     sels: Sequence[Selector], refs: list[SampleRef], name_to_id: dict[str, int] | None
 ) -> tuple[Outcome, list[WarnKey]]:
+    def run(some: list[Selector]) -> list[SampleRef]:
+        return upstream.resolve_selectors(some, refs, name_to_id=name_to_id)
+
     with upstream_warnings() as records:
         try:
-            got = upstream.resolve_selectors(list(sels), refs, name_to_id=name_to_id)
-            outcome: Outcome = ("ok", [r.uid for r in got])
+            outcome: Outcome = ("ok", [r.uid for r in run(list(sels))])
         except ValueError as exc:
-            outcome = ("error", f"{type(exc).__name__}: {exc}")
-    return outcome, [upstream_warn_key(r) for r in records]
+            outcome = ("error", error_kind(str(exc)))
+    warns = [upstream_warn_key(r) for r in records]
+    if outcome[0] == "error":
+        with upstream_warnings():  # a sink: the prefix runs repeat the warnings
+            outcome = ("error", (*outcome[1], _first_failing(run, sels)))
+    return outcome, warns
 
 
 def run_our_stage(
@@ -384,7 +439,11 @@ def run_our_stage(
         assert len(np.unique(pos)) == len(pos), f"repeated positions {pos.tolist()}"
         outcome: Outcome = ("ok", uni.uids(pos))
     except SelectorError as exc:
-        outcome = ("error", f"{type(exc).__name__}: {exc}")
+        first = _first_failing(
+            lambda some: Resolver(uni, name_to_id).resolve(some, stage=stage), sels)
+        where = re.match(rf"{stage}\[(\d+)\]", str(exc))  # where ours says it failed
+        assert where is None or int(where.group(1)) == first, (str(exc), first)
+        outcome = ("error", (*error_kind(str(exc)), first))
     return outcome, [our_warn_key(w) for w in resolver.warnings]
 
 
@@ -406,11 +465,14 @@ def assert_same_stage(
     (u_status, u_val), u_warn = theirs
     if currently_in_test_context():  # coverage statistics (--hypothesis-show-statistics)
         event(f"upstream {u_status}, {'with' if u_warn else 'no'} partial-match warning")
-    if o_status == "ok" or u_status == "ok":
-        assert (o_status, o_val) == (u_status, u_val), (
-            f"resolution differs:{context}\n  ours:     {o_status} {o_val}"
-            f"\n  upstream: {u_status} {u_val}"
-        )
+    if u_status == "error" and currently_in_test_context():
+        event(f"upstream error: {u_val[0]}")
+    # the same uids, or the same error: kind, detail (selector kind, id, size, name) and the
+    # index of the offending top-level selector
+    assert (o_status, o_val) == (u_status, u_val), (
+        f"resolution differs:{context}\n  ours:     {o_status} {o_val}"
+        f"\n  upstream: {u_status} {u_val}"
+    )
     assert o_warn == u_warn, (
         f"partial-match warnings differ:{context}\n  ours:     {o_warn}\n  upstream: {u_warn}"
     )
@@ -498,11 +560,10 @@ def partial_selectors(draw: st.DrawFn, ctx: Ctx, depth: int = 0) -> Selector:
 
 
 @SETTINGS
-@given(raw=raw_universes, data=st.data())
+@given(raw=nonempty_raw_universes, data=st.data())
 def test_partial_match_warnings_match_upstream(raw: RawUniverse, data: st.DataObject) -> None:
     uni, refs = build(raw)
-    if not len(uni):
-        return
+    assert len(uni) >= 1  # every example is used: no early return thins the sample
     sels = data.draw(st.lists(partial_selectors(ctx_of(uni)), min_size=1, max_size=3))
     assert_same_stage(
         run_our_stage(sels, uni, None, "val"),
@@ -577,31 +638,50 @@ def test_split_config_matches_upstream(
 
     # upstream: pinned-universe guard, then each stage; empty predict = every ref
     up_stages: dict[str, list[SampleRef]] = {}
-    up_error = None
+    up_error: tuple[Any, ...] | None = None
+    failing = "universe_hash"
     with upstream_warnings() as records:
         try:
             upstream_verify_universe(cfg, refs)
             for s in STAGES:
+                failing = s
                 up_stages[s] = upstream.resolve_selectors(
                     getattr(cfg, s), refs, name_to_id=name_to_id
                 )
             if not cfg.predict:
                 up_stages["predict"] = list(refs)
         except ValueError as exc:
-            up_error = f"{type(exc).__name__}: {exc}"
+            up_error = (*error_kind(str(exc)), failing)
     up_warn = [upstream_warn_key(r) for r in records]
+    if up_error is not None and failing != "universe_hash":
+        with upstream_warnings():
+            up_error += (_first_failing(lambda some: upstream.resolve_selectors(
+                some, refs, name_to_id=name_to_id), getattr(cfg, failing)),)
 
     ours: Resolution | None = None
-    our_error = None
+    our_error: tuple[Any, ...] | None = None
     try:
         ours = resolve(cfg, uni, name_to_id=name_to_id)
     except SelectorError as exc:
-        our_error = f"{type(exc).__name__}: {exc}"
+        # which stage and selector failed, found independently of the message
+        where = "universe_hash"
+        try:
+            check_pinned_universe(cfg, uni)
+            for s in STAGES:
+                where = s
+                Resolver(uni, name_to_id).resolve(getattr(cfg, s), stage=s)
+        except SelectorError:
+            pass
+        our_error = (*error_kind(str(exc)), where)
+        if where != "universe_hash":
+            our_error += (_first_failing(lambda some: Resolver(uni, name_to_id).resolve(
+                some, stage=where), getattr(cfg, where)),)
 
-    event(f"config: upstream {'error' if up_error else 'ok'}")
+    event(f"config: upstream {up_error[0] if up_error else 'ok'}")
     if up_error is not None or our_error is not None:
-        assert (up_error is None) == (our_error is None), (
-            f"only one side raised:{context}\n  ours:     {our_error}\n  upstream: {up_error}"
+        # the same error: kind, detail, the stage and the selector it names
+        assert our_error == up_error, (
+            f"errors differ:{context}\n  ours:     {our_error}\n  upstream: {up_error}"
         )
         return
     assert ours is not None
@@ -737,3 +817,214 @@ def test_huge_ids_agree(kind: str, ids: list[int | str]) -> None:
 )
 def test_huge_range_and_int_ids_match_upstream(kind: str, ids: list[int | str]) -> None:
     _compare_on_three_frames(kind, ids)
+
+
+# -- 5. universe.csv parsed by both sides from the same bytes ------------------------------------
+
+from cuvis_ai_dataloader.data._universe import parse_universe as upstream_parse_universe  # noqa: E402
+
+from dvc_cuvis.universe import parse_universe_bytes  # noqa: E402
+
+#: CSV-safe source spellings: Windows-looking (backslashes, drive letters), ``.``
+#: spellings, absolute, unicode, names with ``#`` (``..`` ones are injected as faults).
+CSV_SOURCES: tuple[str, ...] = (
+    "day1/a.cu3s", "day2\\a.cu3s", "C:\\Data\\b.cu3s", "C:/Data/c.cu3s", "c:/data/B.cu3s",
+    "./x/y.npz", "x/./z.npz", "/abs/data/z.cu3s", "日本/データ.npz", "has#hash.cu3s",
+    "d:/über/straße.cu3s",
+)
+CSV_PATHS: tuple[str, ...] = ("frames/a.npz", "frames\\b.npz", "./c.npz", "e/f.npz")
+#: One fault per case, so each side's error kind (and the offending cell) can be compared.
+FAULTS: tuple[str, ...] = ("none", "none", "duplicate", "dotdot_path", "dotdot_source",
+                           "bad_index", "missing_column", "absolute_path")
+BAD_INDEX_CELLS: tuple[str, ...] = ("x", "3-1", "1-2:0", "-1", "1.5")
+
+
+@dataclass(frozen=True)
+class CsvCase:
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    bom: bool
+    crlf: bool
+    fault: str
+    offending: str  # the cell the fault put there ("" for none)
+
+    def data(self) -> bytes:
+        nl = "\r\n" if self.crlf else "\n"
+        text = nl.join(",".join(r) for r in (self.header, *self.rows)) + nl
+        return ("\ufeff" if self.bom else "").encode() + text.encode("utf-8")
+
+
+def _index_cell(a: int, d: int | None, step: int | None) -> str:
+    if d is None:
+        return str(a)
+    return f"{a}-{a + d}" if step is None else f"{a}-{a + d}:{step}"
+
+
+@st.composite
+def csv_cases(draw: st.DrawFn) -> CsvCase:
+    fault = draw(st.sampled_from(FAULTS))
+    extra = draw(st.lists(st.sampled_from(["materialized_path", "group", "tags", "format"]),
+                          unique=True, max_size=3))
+    if fault in ("dotdot_path", "absolute_path") and "materialized_path" not in extra:
+        extra.append("materialized_path")
+    if fault == "dotdot_source" and "materialized_path" in extra:
+        extra.remove("materialized_path")  # the source is the physical path
+    header = ("source", "index", *extra) if draw(st.booleans()) else ("index", "source", *extra)
+    # never empty (an empty universe is an error on both sides); one row per source, so
+    # identities are unique unless the fault says otherwise
+    sources = draw(st.lists(st.sampled_from(CSV_SOURCES), min_size=1, max_size=5,
+                            unique_by=posix))
+    pad = draw(st.sampled_from(["", " "]))
+    rows: list[dict[str, str]] = []
+    for src in sources:
+        rows.append({
+            "source": src,
+            "index": _index_cell(draw(st.integers(0, 4)),
+                                 draw(st.one_of(st.none(), st.integers(0, 3))),
+                                 draw(st.one_of(st.none(), st.integers(1, 2)))),
+            "materialized_path": draw(st.sampled_from(CSV_PATHS)),
+            "group": draw(st.sampled_from(["", "g1", "line2"])),
+            "tags": draw(st.sampled_from(["", "day", "a;b"])),
+            "format": draw(st.sampled_from(["", "npz", "cu3s"])),
+        })
+    at = draw(st.integers(0, len(rows) - 1))
+    offending = ""
+    if fault == "duplicate":  # the same identity again, maybe spelled with backslashes
+        dup = dict(rows[at])
+        first = dup["index"].partition("-")[0]
+        dup["source"] = draw(st.sampled_from([dup["source"], dup["source"].replace("/", "\\")]))
+        dup["index"] = first
+        rows.insert(draw(st.integers(0, len(rows))), dup)
+        offending = posix(dup["source"])
+    elif fault == "dotdot_path":
+        offending = rows[at]["materialized_path"] = draw(st.sampled_from(
+            ["sub/../d.npz", "..\\up.npz", "../up.npz"]))
+    elif fault == "dotdot_source":
+        offending = rows[at]["source"] = draw(st.sampled_from(["x/../y.npz", "../up.npz"]))
+    elif fault == "absolute_path":
+        offending = rows[at]["materialized_path"] = "/abs/frames/a.npz"
+    elif fault == "bad_index":
+        offending = rows[at]["index"] = draw(st.sampled_from(BAD_INDEX_CELLS))
+    if fault == "missing_column":
+        header = tuple(c for c in header if c != "index")
+    cells = tuple(tuple(pad + r[c] + pad for c in header) for r in rows)
+    return CsvCase(header, cells, draw(st.booleans()), draw(st.booleans()), fault, offending)
+
+
+def _universe_error_kind(message: str) -> str:
+    for kind, needle in (("duplicate", "duplicate identity"), ("dotdot", "'..'"),
+                         ("missing_column", "missing required column"),
+                         ("missing_column", "header must start"),
+                         ("bad_index", "invalid literal"), ("bad_index", "non-negative integer"),
+                         ("bad_index", "range"), ("absolute", "absolute path")):
+        if needle in message:
+            return kind
+    return f"other: {message}"
+
+
+Parsed = tuple[str, Any, str]  # ("ok", rows or Universe, "") | ("error", kind, message)
+
+
+def _upstream_rows(data: bytes, folder: Path) -> Parsed:
+    csv_path = folder / "universe.csv"
+    csv_path.write_bytes(data)
+    try:
+        rows = upstream_parse_universe(csv_path, require_materialized_path=False,
+                                       accept_split=False, unique_materialized_path=False,
+                                       allow_index_ranges=True)
+    except ValueError as exc:
+        return "error", _universe_error_kind(str(exc)), str(exc)
+    return "ok", rows, ""
+
+
+def _ours(data: bytes, folder: Path) -> Parsed:
+    try:
+        uni = parse_universe_bytes(data, path=folder / "universe.csv",
+                                   unique_materialized_path=False)
+    except UniverseError as exc:
+        return "error", _universe_error_kind(str(exc)), str(exc)
+    return "ok", uni, ""
+
+
+def names(cell: str, message: str) -> bool:
+    """``message`` names ``cell`` (as written, or as Python's repr quotes it)."""
+    return cell.strip() in message or repr(cell.strip())[1:-1] in message
+
+
+FAULT_KIND = {"duplicate": "duplicate", "dotdot_path": "dotdot", "bad_index": "bad_index",
+              "missing_column": "missing_column"}
+
+
+@SETTINGS
+@given(case=csv_cases())
+def test_universe_csv_parsed_as_upstream(case: CsvCase, tmp_path_factory) -> None:
+    """The same bytes through upstream's ``parse_universe`` and ours: the same uids in
+    canonical order, hash, physical paths and groups — or the same kind of error, naming the
+    same offending cell.
+
+    Deliberate differences, each asserted rather than skipped:
+    - a UTF-8 BOM (Excel's "CSV UTF-8"): upstream reads ``\\ufeffsource`` as a column name
+      and reports it missing; ours reads the file as it would without the BOM;
+    - a ``..`` component in a source that is also the physical path (no materialized_path):
+      upstream refuses it when it resolves the file; ours keeps the identity as written and
+      refuses an escape when the file is opened (materialize's path guard);
+    - a negative index: upstream keeps ``-1`` (Python would read the last measurement);
+      ours refuses it as not a read position;
+    - an absolute ``materialized_path``: upstream accepts it; ours refuses it (a universe.csv
+      must stay valid when the dataset folder moves);
+    - a physical path spelled with backslashes (``materialized_path``, or the source standing
+      in for it): upstream opens the raw spelling (on Linux, a file whose *name* contains
+      ``\\``); ours opens the posix path the Windows author meant, so ``..\\x`` is an
+      escape ours refuses where upstream sees a file name.
+    """
+    folder = tmp_path_factory.mktemp("u")
+    data = case.data()
+    theirs = _upstream_rows(data, folder)
+    ours = _ours(data, folder)
+    event(f"fault {case.fault}: upstream {theirs[0]} {theirs[1] if theirs[0] == 'error' else ''}")
+    if case.bom and case.header[0] == "source":
+        assert theirs[:2] == ("error", "missing_column"), theirs
+        theirs = _upstream_rows(data[3:], folder)  # upstream's answer for the same text
+    elif case.bom and theirs[0] == "ok":
+        pytest.fail("upstream accepted a BOM before a non-source first column?")
+    elif case.bom:
+        theirs = _upstream_rows(data[3:], folder)
+    if case.fault == "dotdot_source":
+        assert theirs[:2] == ("error", "dotdot") and names(case.offending, theirs[2]), theirs
+        assert ours[0] == "ok", ours
+        return
+    if case.fault == "absolute_path":
+        assert theirs[0] == "ok", theirs
+        assert ours[:2] == ("error", "absolute") and names(case.offending, ours[2]), ours
+        return
+    if case.fault == "bad_index" and case.offending == "-1":
+        assert theirs[0] == "ok" and -1 in [r["index"] for r in theirs[1]], theirs
+        assert ours[:2] == ("error", "bad_index") and names("-1", ours[2]), ours
+        return
+    if case.fault == "dotdot_path" and "\\" in case.offending:  # a name to upstream
+        assert theirs[0] == "ok", theirs
+        assert ours[:2] == ("error", "dotdot") and names(case.offending, ours[2]), ours
+        return
+    if case.fault in FAULT_KIND:
+        kind = FAULT_KIND[case.fault]
+        assert theirs[:2] == ("error", kind), f"upstream: {theirs}"
+        assert ours[:2] == ("error", kind), f"ours: {ours} (upstream: {theirs[2]})"
+        if case.fault == "missing_column":
+            assert "index" in ours[2] and "index" in theirs[2]
+        else:  # both name the offending cell (a duplicate: its source)
+            assert names(case.offending, ours[2]), ours
+            assert names(case.offending, theirs[2]), theirs
+        return
+    assert ours[0] == theirs[0] == "ok", f"for {data!r}:\n  ours: {ours}\n  upstream: {theirs}"
+    uni, rows = ours[1], theirs[1]
+    canon = sorted(rows, key=lambda r: (r["source"], r["index"]))
+    refs = [SampleRef(source=r["source"], index=r["index"]) for r in canon]
+    assert len(refs) >= 1
+    assert uni.uids() == [r.uid for r in refs]
+    assert uni.hash == upstream_universe_hash(refs)
+    for pos, r in enumerate(canon):
+        rel = uni.value("materialized_path", pos) if uni.has_column("materialized_path") else ""
+        assert str((folder / posix(rel or uni.source(pos))).resolve()) == posix(
+            r["materialized_path"])
+        group = uni.value("group", pos) if uni.has_column("group") else ""
+        assert group == (r["group"] or "")
