@@ -10,11 +10,15 @@ What is compared:
 
 1. ``universe_hash`` and canonical order for random universes (plus duplicate detection).
 2. Random selector trees of all eleven kinds, per stage: same uid list in the same order, or
-   both raise (ours ``SelectorError``, upstream ``ValueError``); the same partial-match
-   warnings (kind, source, requested count, missing items), in the same order.
+   the same error (ours ``SelectorError``, upstream ``ValueError``) — its kind (zero match,
+   bounds, negative or malformed id, bad range, category map/name), the detail the message
+   names, and the offending selector; the same partial-match warnings (kind, source,
+   requested count, missing items), in the same order.
 3. Whole ``DataSplitConfig`` files: every stage (empty predict = the whole universe), the
-   pinned-``universe_hash`` guard, and the constraint results.
+   pinned-``universe_hash`` guard, the constraint results; errors as in 2, plus the stage.
 4. The golden ``constraint_cases.json`` fixture, through both implementations.
+5. universe.csv bytes parsed by upstream's ``parse_universe`` and by ours (the refs above are
+   built from our parse; this compares the parsers themselves).
 
 Regression tests for mismatches found (and fixed) are at the end of the file.
 """
@@ -35,6 +39,7 @@ import pytest
 from cuvis_ai_core.data import selectors as upstream
 from cuvis_ai_core.data.splits_io import universe_hash as upstream_universe_hash
 from cuvis_ai_core.data.splits_io import verify_universe as upstream_verify_universe
+from cuvis_ai_dataloader.data._universe import parse_universe as upstream_parse_universe
 from cuvis_ai_schemas.training.data import (
     Constraint,
     ConstraintKind,
@@ -56,7 +61,7 @@ from dvc_cuvis.splits import (
     evaluate_constraints,
     resolve,
 )
-from dvc_cuvis.universe import Universe, universe_hash
+from dvc_cuvis.universe import Universe, parse_universe_bytes, universe_hash
 
 SETTINGS = settings(
     max_examples=200,
@@ -820,10 +825,6 @@ def test_huge_range_and_int_ids_match_upstream(kind: str, ids: list[int | str]) 
 
 
 # -- 5. universe.csv parsed by both sides from the same bytes ------------------------------------
-
-from cuvis_ai_dataloader.data._universe import parse_universe as upstream_parse_universe  # noqa: E402
-
-from dvc_cuvis.universe import parse_universe_bytes  # noqa: E402
 
 #: CSV-safe source spellings: Windows-looking (backslashes, drive letters), ``.``
 #: spellings, absolute, unicode, names with ``#`` (``..`` ones are injected as faults).
