@@ -58,7 +58,60 @@ UNASSIGNED = len(EXCLUSIVE_STAGES)
 
 
 def load_splits(path: Path | str) -> DataSplitConfig:
-    """Load and validate a splits.json; errors name the file and the invalid field."""
+    """Load and validate a splits.json; errors name the file and the invalid field.
+
+    A splits.json is a serialized ``cuvis_ai_schemas`` ``DataSplitConfig``: per-stage
+    selectors, constraints and, once baked, the pinned ``universe_hash``.  Use this
+    instead of ``DataSplitConfig.model_validate(json.load(...))`` for errors a person
+    can act on: the file, and the first invalid field as a path like ``train[0]``.
+
+    Parameters
+    ----------
+    path : path-like
+        The splits.json (UTF-8, a BOM is accepted).
+
+    Returns
+    -------
+    DataSplitConfig
+        The validated config, exactly as written: nothing is resolved, and a
+        ``splits_path`` pointer inside it is not followed (see :func:`effective_splits`).
+
+    Raises
+    ------
+    MissingSplitsFileError
+        The file does not exist; also a ``FileNotFoundError``, as upstream's
+        ``load_splits`` raises.
+    SplitsFileError
+        The path is a folder, the bytes are not UTF-8 or not JSON (``file:line:col``), or
+        the JSON does not validate as ``DataSplitConfig`` — the schema forbids unknown
+        keys, so a typo in a field name is an error, not ignored.
+
+    See Also
+    --------
+    resolve : the samples each stage selects in a universe.
+    state : ``"baked"`` (concrete selectors + pinned hash) or ``"rule"``.
+    save_splits : write a config back with stable formatting.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from dvc_cuvis.splits import load_splits, state
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "splits.json").write_text(json.dumps({
+    ...     "train": [{"kind": "file_indices", "source": "a.cu3s", "ids": ["0-1"]}],
+    ...     "test": [{"kind": "files", "paths": ["b.cu3s"]}]}))
+    >>> cfg = load_splits(d / "splits.json")
+    >>> [s.kind.value for s in cfg.train], cfg.universe_hash, state(cfg)
+    (['file_indices'], None, 'rule')
+
+    An invalid field is named by its path in the file:
+
+    >>> _ = (d / "bad.json").write_text('{"train": [{"kind": "file_indices", "ids": [0]}]}')
+    >>> load_splits(d / "bad.json")
+    Traceback (most recent call last):
+    ...
+    dvc_cuvis.errors.SplitsFileError: .../bad.json: invalid field train[0]: ... requires 'source'
+    """
     return load_splits_stamped(path)[0]
 
 
@@ -132,6 +185,56 @@ def effective_splits(cfg: DataSplitConfig) -> tuple[DataSplitConfig | Path, Path
     ``_effective_splits``).  A config that is only a pointer comes back as the file's path
     (so a check reads, stamps and names the file); one with inline stages as the merged
     config.  ``splits_path`` is used as given: absolute, or relative to the current folder.
+
+    Parameters
+    ----------
+    cfg : DataSplitConfig
+        A config as a training script builds it: inline stages, a ``splits_path``
+        pointer, or both.
+
+    Returns
+    -------
+    effective : DataSplitConfig or Path
+        ``cfg`` itself when it has no ``splits_path``; the path alone when it has no
+        inline stage (the file is not read here); otherwise the file's config with the
+        non-empty inline stages put in place of the file's.
+    source : Path or None
+        The file the stages come from, or None when ``cfg`` has no ``splits_path``.
+
+    Raises
+    ------
+    MissingSplitsFileError
+        Only when inline stages must be merged and the file does not exist (also a
+        ``FileNotFoundError``).
+    SplitsFileError
+        Likewise, when the file does not validate (see :func:`load_splits`).
+
+    See Also
+    --------
+    load_splits : how the file is read.
+    dvc_cuvis.drift.verify : checks a ``DataSplitConfig(splits_path=...)`` through this.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+    >>> from dvc_cuvis.splits import effective_splits
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "splits.json").write_text(json.dumps({
+    ...     "train": [{"kind": "files", "paths": ["a.cu3s"]}],
+    ...     "test": [{"kind": "files", "paths": ["b.cu3s"]}]}))
+    >>> pointer = DataSplitConfig(splits_path=str(d / "splits.json"))
+    >>> effective, source = effective_splits(pointer)
+    >>> isinstance(effective, pathlib.Path), source.name
+    (True, 'splits.json')
+
+    A non-empty inline stage wins over the file's:
+
+    >>> cfg = DataSplitConfig(splits_path=str(d / "splits.json"),
+    ...                       test=[Selector(kind="files", paths=["c.cu3s"])])
+    >>> merged, _ = effective_splits(cfg)
+    >>> merged.train[0].paths, merged.test[0].paths
+    (['a.cu3s'], ['c.cu3s'])
     """
     if not cfg.splits_path:
         return cfg, None
@@ -283,7 +386,80 @@ def resolve(
     name_to_id: dict[str, int] | None = None,
     where: str = "",
 ) -> Resolution:
-    """Resolve every stage of ``cfg`` (empty predict = the whole universe)."""
+    """Resolve every stage of ``cfg`` (empty predict = the whole universe).
+
+    This answers "which samples does each stage hold?" with cuvis-ai-core's selector
+    semantics (``resolve_selectors``), computed with indexes instead of a scan per
+    selector: the same positions, in the same order, for a rule or a baked split.
+
+    Parameters
+    ----------
+    cfg : DataSplitConfig
+        The split, e.g. from :func:`load_splits` or a bake.
+    universe : Universe
+        The samples to select from (:func:`~dvc_cuvis.universe.read_universe`).
+    name_to_id : dict of str to int, optional
+        Category name to id, for ``categories`` selectors that name categories.
+    where : str, default ""
+        Prefixed to error messages (usually the splits file's name).
+
+    Returns
+    -------
+    Resolution
+        ``stages`` maps each of train/val/test/predict to universe positions in
+        resolution order; ``uids(stage)`` and ``as_uid_lists()`` give identities;
+        ``predict_is_all`` is True when predict was empty; ``warnings`` lists the
+        selectors that matched only part of what they name.
+
+    Raises
+    ------
+    SelectorError
+        A top-level selector matches no sample (the message names the stage, the
+        selector and a close source name), a name is unknown, or a split that still
+        uses positional ``dir_indices`` was written for a different universe (its pinned
+        hash differs).
+
+    See Also
+    --------
+    load_splits : read the split.
+    evaluate_constraints : the split's constraints on a resolution.
+    dvc_cuvis.drift.verify : every check, including the pin of a baked split.
+
+    Notes
+    -----
+    A stage is its selectors unioned in order, each sample kept at its first occurrence;
+    matches within one selector come in universe order.  Two things are *not* errors
+    here, to stay upstream's resolver: a selector matching only some of its ids (it is
+    in ``warnings``; the check fails on it unless ``allow_partial``), and a baked split
+    whose pinned ``universe_hash`` differs from ``universe.hash`` (only ``dir_indices``
+    are guarded here; :func:`dvc_cuvis.drift.verify` checks every pin).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from dvc_cuvis.splits import load_splits, resolve
+    >>> from dvc_cuvis.universe import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "universe.csv").write_text("source,index\\na.cu3s,0\\na.cu3s,1\\nb.cu3s,0\\n")
+    >>> _ = (d / "splits.json").write_text(json.dumps({
+    ...     "train": [{"kind": "file_indices", "source": "a.cu3s", "ids": ["0-2"]}],
+    ...     "test": [{"kind": "files", "paths": ["b.cu3s"]}]}))
+    >>> res = resolve(load_splits(d / "splits.json"), read_universe(d / "universe.csv"))
+    >>> res.uids("train"), res.uids("test"), res.predict_is_all
+    (['a.cu3s#0', 'a.cu3s#1'], ['b.cu3s#0'], True)
+    >>> [w.message() for w in res.warnings]
+    ["train[0]: selector 'file_indices' of 'a.cu3s' matched 2 of 3 requested indices; missing: 2"]
+
+    A selector that matches nothing is an error:
+
+    >>> _ = (d / "typo.json").write_text(json.dumps(
+    ...     {"train": [{"kind": "files", "paths": ["c.cu3s"]}]}))
+    >>> resolve(load_splits(d / "typo.json"), read_universe(d / "universe.csv"),
+    ...         where="typo.json")
+    Traceback (most recent call last):
+    ...
+    dvc_cuvis.errors.SelectorError: typo.json: train[0]: ... did you mean 'b.cu3s'? ...
+    """
     check_pinned_universe(cfg, universe, where=where)
     resolver = Resolver(universe, name_to_id)
     stages: dict[str, Positions] = {}

@@ -524,9 +524,89 @@ class Universe:
 def read_universe(path: Path | str, *, unique_materialized_path: bool | None = None) -> Universe:
     """Read and validate a universe.csv (canonicalized; errors name the file and line).
 
-    ``unique_materialized_path``: True requires a distinct file per row, False allows
-    shared files, None (default) requires it for rows whose format needs one file per
-    row (``format`` ``npz`` or a ``.npz`` path), as npz_multi does.
+    The universe is the set of samples that exist; every split, check and materialized
+    folder is defined against it.  Read it with this function rather than ``csv`` or
+    pandas: rows come back in canonical order, so positions, uids and ``universe_hash``
+    are the same on every machine, and a bad row is refused with its file and line.
+
+    Parameters
+    ----------
+    path : path-like
+        The universe.csv (UTF-8, with or without BOM; LF or CRLF).  Columns ``source``
+        and ``index`` are required; ``materialized_path``, ``split``, ``annotation``,
+        ``format``, ``group``, ``md5``, ``tags``, ``category_ids`` and any other column
+        are kept.
+    unique_materialized_path : bool or None, default None
+        True requires a distinct file per row, False allows shared files, None requires
+        it for rows whose format needs one file per row (``format`` ``npz`` or a
+        ``.npz`` path), as npz_multi does.
+
+    Returns
+    -------
+    Universe
+        Columnar and immutable, sorted by ``(source, index)``; ``uni.path`` is ``path``
+        and ``uni.line_of(position)`` gives back the line a row was read from.
+
+    Raises
+    ------
+    MissingUniverseError
+        The file does not exist.  It is a :class:`~dvc_cuvis.errors.MissingFileError`
+        and so also a ``FileNotFoundError``, as upstream's loaders raise.
+    UniverseError
+        Any other bad input, as ``<file>:<line>: <what is wrong>``: a missing required
+        column, an empty ``source``, a bad ``index``, a duplicate ``(source, index)``, an
+        absolute or ``..`` path in ``materialized_path``/``annotation``, two rows sharing
+        a per-row file, or an unreadable file.  Every error is a
+        :class:`~dvc_cuvis.errors.DvcCuvisError` (a ``ValueError``).
+
+    See Also
+    --------
+    write_universe : write a universe back (canonical order, ``\\n`` line endings).
+    universe_hash : the fingerprint a baked split pins.
+    dvc_cuvis.splits.resolve : the samples each stage of a split selects.
+
+    Notes
+    -----
+    Identity is ``uid = source#index`` (upstream's ``SampleRef`` rule); a row whose
+    ``index`` cell is empty is a whole-file sample whose uid is the bare ``source``.
+    ``uni.hash`` is sha256 over the canonically ordered uids, each followed by ``\\n``.
+    Sources are never normalized except that ``\\`` becomes ``/``; an ``index`` cell
+    may be an inclusive range ``"a-b"`` (or ``"a-b:step"``), which expands to one row
+    per index.  Rows are reordered on read: position 0 is the first sample in canonical
+    order, not the first line of the file.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from dvc_cuvis.universe import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "universe.csv").write_text(
+    ...     "source,index,group\\nb.cu3s,0,day2\\na.cu3s,1-2,day1\\na.cu3s,0,day1\\n")
+    >>> uni = read_universe(d / "universe.csv")
+    >>> uni
+    Universe(4 samples, 2 sources)
+    >>> uni.uids()
+    ['a.cu3s#0', 'a.cu3s#1', 'a.cu3s#2', 'b.cu3s#0']
+    >>> uni.line_of(0), uni.column("group")
+    (4, ['day1', 'day1', 'day1', 'day2'])
+    >>> len(uni.hash)
+    64
+
+    A duplicate identity is refused, naming the file and both lines:
+
+    >>> _ = (d / "dup.csv").write_text("source,index\\na.cu3s,0\\na.cu3s,0\\n")
+    >>> read_universe(d / "dup.csv")
+    Traceback (most recent call last):
+    ...
+    dvc_cuvis.errors.UniverseError: .../dup.csv: duplicate identity ... (lines 2 and 3); ...
+
+    A missing file is also a ``FileNotFoundError``:
+
+    >>> try:
+    ...     read_universe(d / "nowhere.csv")
+    ... except FileNotFoundError as err:
+    ...     print(type(err).__name__)
+    MissingUniverseError
     """
     p = Path(path)
     try:
