@@ -22,7 +22,7 @@ from dvc_cuvis.errors import DvcCuvisError
 NEXT_STEPS = """\
 next steps:
   dvc repro                    # enumerate -> bake -> materialize -> report -> check
-  git add -A && git commit -m "Split pipeline"
+  git add -A && git commit -qm "Split pipeline"
   dvc-cuvis install-hook       # check the split in every commit that changes it
 """
 

@@ -1,0 +1,187 @@
+"""A newcomer's first day: the README's workflow in a fresh git + DVC repo, then each mistake.
+
+The commands are read from the README (the fenced block after ``<!-- newcomer-workflow -->``)
+and run in order; a ``# exit N`` comment is the exit code that line must end with. Then every
+mistake a new user makes is made on purpose, asserting the exit code and the message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .test_pipeline import ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+GEN = [sys.executable, str(ROOT / "examples/generate.py"), "--sessions", "6", "--frames", "3",
+       "--size", "8", "8", "--bands", "4", "--seed", "5"]
+
+
+def readme_workflow() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- newcomer-workflow -->", 1)[1]
+    block = block.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def _script(lines: list[str], tmp: Path) -> str:
+    out = ["set -u", 'fail() { echo "README line $1 ended with exit $2, expected $3" >&2; '
+           "exit 99; }"]
+    for n, line in enumerate(lines, 1):
+        cmd, _, comment = line.partition(" #")
+        if line.startswith("# later:"):  # a new recording arrives (base files unchanged)
+            out.append(f"{' '.join(GEN)} --out {tmp}/gen2 --extra-sessions 1 >/dev/null && "
+                       f"cp -rn {tmp}/gen2/npz/. data/npz/")
+            continue
+        want = int(m.group(1)) if (m := re.search(r"exit (\d)", comment)) else 0
+        out.append(f"{cmd.strip()}; rc=$?; [ $rc -eq {want} ] || fail {n} $rc {want}")
+        if cmd.startswith("mkdir -p data/npz"):  # "your frames"
+            out.append(f"{' '.join(GEN)} --out {tmp}/gen >/dev/null && "
+                       f"cp -r {tmp}/gen/npz/. data/npz/")
+    out.append(f"pwd > {tmp}/repo-path")
+    return "\n".join(out) + "\n"
+
+
+@pytest.fixture(scope="module")
+def day_one(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("newcomer")
+    proc = subprocess.run(["bash", "-c", _script(readme_workflow(), tmp)], cwd=tmp, env=ENV,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return Path((tmp / "repo-path").read_text().strip())
+
+
+def run(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), cwd=repo, env=env or ENV, capture_output=True, text=True)
+
+
+def test_readme_workflow_runs_as_written(day_one: Path) -> None:
+    log = run(day_one, "git", "log", "--format=%s").stdout.split("\n")
+    assert log[:2] == ["New recording", "Split pipeline"]
+    assert (day_one / "data/npz.dvc").is_file()  # init tracked the raw data
+    params = yaml.safe_load((day_one / "params.yaml").read_text())
+    assert params["bake"]["categories"] == "metrics/universe.json"  # names wired
+    assert "categories" in json.loads((day_one / "metrics/universe.json").read_text())
+    splits = json.loads((day_one / "metrics/splits.json").read_text())
+    assert all(splits["stages"][s]["samples"] > 0 for s in ("train", "val", "test"))
+    assert "Split diff" in (day_one / "split-diff.md").read_text()
+    assert run(day_one, "dvc-cuvis", "check").returncode == 0
+
+
+def test_init_prints_the_readme_next_steps(tmp_path: Path) -> None:
+    from dvc_cuvis.project import NEXT_STEPS
+
+    r = run(tmp_path, "dvc-cuvis", "init", "--format", "npz", "--root", "data/npz")
+    assert r.returncode == 0 and NEXT_STEPS in r.stdout
+    assert "not a git + DVC repository" in r.stderr  # a note, not silence
+    readme = (ROOT / "README.md").read_text()
+    for line in NEXT_STEPS.splitlines()[1:]:
+        assert line.split("#")[0].strip() in readme
+
+
+@pytest.fixture
+def repo(day_one: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "repo"
+    shutil.copytree(day_one, copy, symlinks=True)
+    return copy
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_few_recordings_never_bake_an_empty_stage(repo: Path, seed: int) -> None:
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["bake"]["seed"] = seed
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    r = run(repo, "dvc-cuvis", "bake")
+    assert r.returncode == 0, r.stderr
+    counts = dict(kv.split("=") for kv in r.stdout.split()[1:4])
+    assert all(int(v) > 0 for v in counts.values()), r.stdout
+
+
+def test_a_params_typo_is_an_error(repo: Path) -> None:
+    text = (repo / "params.yaml").read_text().replace("  val_ratio: 0.2", "  val_ratoi: 0.3")
+    (repo / "params.yaml").write_text(text)
+    for verb in ("check", "bake", "resolve"):
+        r = run(repo, "dvc-cuvis", verb)
+        assert r.returncode == 2
+        assert "unknown key 'val_ratoi' in section 'bake'; did you mean 'val_ratio'?" in r.stderr
+
+
+def test_an_abbreviated_flag_is_refused(repo: Path) -> None:
+    r = run(repo, "dvc-cuvis", "export", "--to", "glovita", "--out", "g.json")
+    assert r.returncode == 2 and "did you mean --out-dir?" in r.stderr
+    assert not (repo / "g.json").exists()
+    assert run(repo, "dvc-cuvis", "export", "--to", "glovita", "--out-dir", "gv").returncode == 0
+
+
+def test_a_deleted_frame_is_restored_by_the_checks_own_fix(repo: Path) -> None:
+    frame = sorted((repo / "data/npz").rglob("frame_*.npz"))[0]
+    frame.unlink()
+    r = run(repo, "dvc-cuvis", "check")
+    assert r.returncode == 1 and "dvc checkout" in r.stdout
+    assert run(repo, "dvc", "checkout").returncode == 0  # works: init tracked the data
+    assert frame.is_file()
+    assert run(repo, "dvc-cuvis", "check").returncode == 0
+
+
+def test_the_hook_runs_from_a_shell_without_the_venv(repo: Path) -> None:
+    bare = {**ENV, "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    assert shutil.which("dvc-cuvis", path=bare["PATH"]) is None
+    doc = json.loads((repo / "splits.json").read_text())
+    doc["val"].append({"kind": "files", "paths": ["nowhere/x.npz"]})
+    (repo / "splits.json").write_text(json.dumps(doc, indent=2))
+    run(repo, "git", "add", "splits.json")
+    r = run(repo, "git", "commit", "-qm", "broken split", env=bare)
+    assert r.returncode != 0 and "not found" not in r.stderr
+    assert "selection" in r.stdout + r.stderr
+
+
+def test_every_verb_works_with_its_defaults(repo: Path) -> None:
+    r = run(repo, "dvc-cuvis", "report", "--base", "HEAD~1")
+    assert r.returncode == 0, r.stderr
+    assert (repo / "report.html").is_file()
+    for verb in (["resolve"], ["diff"], ["log"], ["check"]):
+        assert run(repo, "dvc-cuvis", *verb).returncode == 0, verb
+
+
+def test_diff_shows_a_reprocessed_frame(repo: Path) -> None:
+    frame = sorted((repo / "data/npz").rglob("frame_*.npz"))[0]
+    data = bytearray(frame.read_bytes())
+    data[-30] ^= 0x01  # a re-processed frame: same sample, new bytes
+    frame.write_bytes(bytes(data))
+    assert run(repo, "dvc", "add", "data/npz").returncode == 0
+    assert run(repo, "dvc", "repro").returncode == 0
+    r = run(repo, "dvc-cuvis", "diff", "--json")
+    assert json.loads(r.stdout)["content_changed"]["total"] == 1
+    assert "content changed: 1 sample(s)" in run(repo, "dvc-cuvis", "diff").stdout
+
+
+def test_a_partial_selector_fails_resolve_and_check_alike(repo: Path) -> None:
+    doc = json.loads((repo / "splits.json").read_text())
+    sel = doc["test"][0]
+    if sel["kind"] == "file_indices":
+        sel["ids"] = [*sel["ids"], 999]
+    else:
+        sel["paths"] = [*sel["paths"], "nowhere/x.npz"]
+    (repo / "splits.json").write_text(json.dumps(doc, indent=2))
+    r1, r2 = run(repo, "dvc-cuvis", "resolve"), run(repo, "dvc-cuvis", "check")
+    assert r1.returncode == 1 and r2.returncode == 1
+    assert r1.stderr.count("requested") == 1  # the partial match is printed once
+    assert "selection" in r2.stdout and "match only partly" in r2.stdout
+    assert run(repo, "dvc-cuvis", "resolve", "--allow-partial").returncode == 0
+
+
+def test_help_describes_every_verb(repo: Path) -> None:
+    r = run(repo, "dvc-cuvis", "--help")
+    for verb in ("init", "enumerate", "bake", "resolve", "materialize", "check", "diff", "log",
+                 "report", "export", "install-hook"):
+        assert re.search(rf"^\s+{verb}\s+\S", r.stdout, re.M) or f"{verb}\n" in r.stdout, verb
+    assert "exit codes" in r.stdout
+    assert os.environ.get("PATH") is not None
