@@ -635,7 +635,101 @@ def bake(
     name_to_id: dict[str, int] | None = None,
     where: str = "",
 ) -> list[Baked]:
-    """Bake ``uni`` into one split (or one per fold) by the chosen source of assignment."""
+    """Bake ``uni`` into one split (or one per fold) by the chosen source of assignment.
+
+    A baked split lists concrete samples (``file_indices``/``files`` selectors) and pins
+    the ``universe_hash`` it was made for, so it means the same thing on every machine
+    and a later change of the data is detected instead of silently resolved.  Bake
+    rather than hand-edit: the assignment comes from a strategy (``opts.strategy``),
+    from the universe's ``split`` column (``from_csv``), from a rule-form split
+    (``rule``) or from a previous baked split that new samples are added to (``base``).
+
+    Parameters
+    ----------
+    uni : Universe
+        The samples to split (:func:`~dvc_cuvis.universe.read_universe`).
+    opts : BakeOptions
+        Strategy, seed, ratios, grouping, ``ad_aware``, ``folds``, ``predict``,
+        constraints (default: the schema's ``default_constraints()``) and the
+        ``allow_removed``/``allow_empty`` escapes; also the ``bake:`` section of
+        params.yaml.
+    from_csv : bool, default False
+        Take each sample's stage from the universe's ``split`` column.
+    rule : DataSplitConfig, optional
+        Resolve this rule-form split (live selectors) and write its result as baked.
+    base : DataSplitConfig, optional
+        Keep every assignment of this baked split; place only samples new to ``uni``.
+    name_to_id : dict of str to int, optional
+        Category name to id, for a ``rule`` with ``categories`` selectors.
+    where : str, default ""
+        Names ``rule``/``base`` in error messages.
+
+    Returns
+    -------
+    list of Baked
+        One entry, or one per fold with ``opts.folds``.  Each carries ``stages`` (per
+        stage universe positions), ``config`` (the ``DataSplitConfig`` to save, hash
+        pinned) and ``metrics`` (counts, constraint results, parameters).
+
+    Raises
+    ------
+    DvcCuvisError
+        An impossible option (unknown strategy or group-by, ratios outside ``[0, 1)`` or
+        summing to 1 or more, ``folds`` of 1), more than one of ``from_csv``/``rule``/
+        ``base``, ``folds`` with one of them, a bad or missing ``split`` column, a rule
+        whose selector does not resolve (the :class:`~dvc_cuvis.errors.SelectorError`
+        message, re-raised as this base class), or base samples that left the universe
+        without ``allow_removed``.
+
+    See Also
+    --------
+    dvc_cuvis.splits.save_splits : write ``Baked.config`` as splits.json.
+    dvc_cuvis.splits.resolve : the samples of each stage, by uid.
+    dvc_cuvis.drift.verify : check a baked split against the data later.
+
+    Notes
+    -----
+    Assignment is per group (``group_by``: the ``group`` column when there is one, else
+    the source), so the frames of one recording never straddle stages.  The default
+    ``hash`` strategy places each group by a seeded sha256 of its id alone: adding data
+    never moves an existing group, except a group that was lent to an otherwise empty
+    stage (``metrics["lent_groups"]``).  ``random``/``stratified`` reproduce
+    cuvis-ai-dataloader's ``resolve-splits`` membership instead, and are not stable
+    under growth; use ``base`` to grow them.
+
+    A failed constraint does not raise: it is recorded in ``metrics["constraints"]`` and
+    ``metrics["constraints_ok"]`` is False.  That includes ``non_empty_stages`` (a stage
+    with a non-zero ratio got no sample), which the CLI turns into an error unless
+    ``allow_empty``; a notebook must look at the metrics itself.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from dvc_cuvis.bake import BakeOptions, bake
+    >>> from dvc_cuvis.splits import resolve, state
+    >>> from dvc_cuvis.universe import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> rows = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6))  # 6 recordings, 2 frames each
+    >>> _ = (d / "universe.csv").write_text("source,index\\n" + rows)
+    >>> uni = read_universe(d / "universe.csv")
+    >>> (baked,) = bake(uni, BakeOptions(seed=0, val_ratio=0.2, test_ratio=0.2))
+    >>> state(baked.config), baked.config.universe_hash == uni.hash
+    ('baked', True)
+    >>> {stage: len(pos) for stage, pos in baked.stages.items()}
+    {'train': 6, 'val': 2, 'test': 4}
+    >>> baked.metrics["constraints_ok"]
+    True
+
+    Six more recordings: every sample baked before keeps its stage.
+
+    >>> more = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6, 12))
+    >>> _ = (d / "grown.csv").write_text("source,index\\n" + rows + more)
+    >>> grown = read_universe(d / "grown.csv")
+    >>> (again,) = bake(grown, BakeOptions(seed=0, val_ratio=0.2, test_ratio=0.2))
+    >>> before, after = resolve(baked.config, uni), resolve(again.config, grown)
+    >>> all(set(before.uids(s)) <= set(after.uids(s)) for s in ("train", "val", "test"))
+    True
+    """
     opts.check()
     extra: dict[str, Any] = {}
     constraints: list[Constraint] | None = None
