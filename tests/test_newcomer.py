@@ -185,3 +185,16 @@ def test_help_describes_every_verb(repo: Path) -> None:
         assert re.search(rf"^\s+{verb}\s+\S", r.stdout, re.M) or f"{verb}\n" in r.stdout, verb
     assert "exit codes" in r.stdout
     assert os.environ.get("PATH") is not None
+
+
+def test_the_readme_guard_snippet_runs_as_written(repo: Path) -> None:
+    text = (ROOT / "README.md").read_text().split("<!-- guard-snippet", 1)[1]
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    r = run(repo, sys.executable, "-c", code)
+    assert r.returncode == 0, r.stderr[-2000:]
+    # and it refuses a tampered pin before training
+    doc = json.loads((repo / "materialized/splits.json").read_text())
+    doc["universe_hash"] = "0" * 64
+    (repo / "materialized/splits.json").write_text(json.dumps(doc))
+    r = run(repo, sys.executable, "-c", code)
+    assert r.returncode != 0 and "DriftError" in r.stderr
