@@ -559,6 +559,96 @@ def verify(
     A clean verdict is remembered in ``cache`` with the stamps of every file it rests on;
     a later call with the same inputs (``universe`` given as a path, no ``current``, not
     ``deep``) reuses it while none of those files changed (``report.reused_verdict``).
+
+    Parameters
+    ----------
+    splits : path-like or DataSplitConfig
+        The split to check: a splits.json, or a config (a ``splits_path`` pointer is
+        followed as cuvis-ai follows it).
+    universe : path-like or Universe
+        The universe.csv the split was baked against (or its parsed form).
+    current : Universe, EnumerateOptions or callable, optional
+        The data on disk now, to compare universe.csv with (see above); None compares
+        nothing on disk beyond the recorded digests.
+    deep : bool, default False
+        Trust no cache and no dvc.lock: hash every file once, in this call.
+    name_to_id : dict of str to int, optional
+        Category name to id, for ``categories`` selectors.
+    group_leakage : {"auto", "error", "warn", "off"}, default "auto"
+        Severity of our ``group_leakage`` check (a ``group`` shared by two of
+        train/val/test); ``"auto"`` is ``"error"`` when the universe has a ``group``
+        column, else ``"off"``.
+    lock : path-like, "auto" or None, default "auto"
+        The dvc.lock for the staleness check; None skips it.
+    data_dir : str, optional
+        What ``{DATA_DIR}`` stands for (default: inferred from the universe's sources).
+    cache : StatCache, optional
+        The stat cache (e.g. :func:`~dvc_cuvis.digests.open_stat_cache`); None uses a
+        fresh in-memory one, so nothing is remembered between calls.
+    checks : iterable of str, default CHECKS
+        Which of ``universe, content, selection, constraints, staleness`` to run.
+    allow_partial, allow_unpinned : bool, default False
+        Accept a selector that matches only part of its ids / a split that pins no hash.
+
+    Returns
+    -------
+    DriftReport
+        ``ok`` (no drift, no violation), ``exit_code`` (0 or 1), ``findings`` (one
+        :class:`Finding` per check run: ``check``, ``status`` — ``ok``, ``drift``,
+        ``violation`` or ``skipped`` —, ``summary``, ``details``, ``fix``),
+        ``render()`` for people and ``to_dict()`` for JSON.  A split that does not match
+        the data is reported here, never raised: hand the report to :func:`ensure` to
+        raise :class:`DriftError`.
+
+    Raises
+    ------
+    DvcCuvisError
+        An unknown name in ``checks``.
+    MissingSplitsFileError, MissingUniverseError
+        The split or universe file does not exist (both are ``FileNotFoundError``).
+    SplitsFileError, UniverseError
+        The split or universe file cannot be read or does not validate.
+
+    See Also
+    --------
+    ensure : raise or log a failed report.
+    dvc_cuvis.datamodule.guard : run this before a DataModule's ``setup()``.
+    dvc_cuvis.splits.effective_splits : what a ``splits_path`` config loads.
+
+    Notes
+    -----
+    What is trusted: without ``deep``, a file whose (inode, size, mtime) is unchanged
+    keeps its cached md5, and files under a dvc.lock stage whose hashes and params still
+    match are taken as DVC recorded them.  A check that cannot run is ``skipped``, and a
+    skipped check does not fail the report: a universe.csv without an ``md5`` column
+    (enumerated with ``--no-hash``) has no content check, and without a dvc.lock there
+    is no staleness check.  The universe check compares the pin with the universe
+    *file*; samples added on disk but not yet enumerated are seen only with ``current``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from dvc_cuvis.bake import BakeOptions, bake
+    >>> from dvc_cuvis.drift import verify
+    >>> from dvc_cuvis.splits import save_splits
+    >>> from dvc_cuvis.universe import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> rows = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6))
+    >>> _ = (d / "universe.csv").write_text("source,index\\n" + rows)
+    >>> (baked,) = bake(read_universe(d / "universe.csv"), BakeOptions())
+    >>> save_splits(baked.config, d / "splits.json")
+    >>> report = verify(d / "splits.json", d / "universe.csv", lock=None)
+    >>> report.ok, [(f.check, f.status) for f in report.findings]
+    (True, [('universe', 'ok'), ('content', 'skipped'), ('selection', 'ok'),
+            ('constraints', 'ok'), ('staleness', 'skipped')])
+
+    A sample added to universe.csv after the bake is drift:
+
+    >>> with open(d / "universe.csv", "a") as fh:
+    ...     _ = fh.write("day6.cu3s,0\\n")
+    >>> report = verify(d / "splits.json", d / "universe.csv", lock=None)
+    >>> report.ok, report.exit_code, report.finding("universe").summary
+    (False, 1, 'universe.csv changed since the split was baked (pinned ..., now ...)')
     """
     wanted = set(checks)
     unknown = wanted - set(CHECKS)
@@ -630,7 +720,56 @@ def verify(
 
 
 def ensure(report: DriftReport, mode: str = "strict") -> DriftReport:
-    """Act on a report: ``strict`` raises :class:`DriftError`, ``warn`` logs, ``off`` nothing."""
+    """Act on a report: ``strict`` raises :class:`DriftError`, ``warn`` logs, ``off`` nothing.
+
+    :func:`verify` only reports; this is the one place where a failed report stops a
+    run, so a DataModule, a script and a notebook all refuse drift the same way.
+
+    Parameters
+    ----------
+    report : DriftReport
+        What :func:`verify` returned.
+    mode : {"strict", "warn", "off"}, default "strict"
+        ``strict`` raises on a failed report, ``warn`` logs ``report.render()`` as a
+        warning (logger ``dvc_cuvis.drift``), ``off`` does nothing.
+
+    Returns
+    -------
+    DriftReport
+        ``report`` itself, when it is clean or ``mode`` lets it pass.
+
+    Raises
+    ------
+    DriftError
+        ``mode="strict"`` and the report failed; ``err.report`` holds the report, and
+        the message names every failed check.  It is a
+        :class:`~dvc_cuvis.errors.DvcCuvisError` with ``exit_code`` 1 (a check failed),
+        not 2.
+    DvcCuvisError
+        ``mode`` is not one of the three.
+
+    See Also
+    --------
+    verify : make the report.
+    dvc_cuvis.datamodule.guard : verify and ensure before a DataModule's ``setup()``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+    >>> from dvc_cuvis.drift import DriftError, ensure, verify
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "universe.csv").write_text("source,index\\na.cu3s,0\\nb.cu3s,0\\n")
+    >>> split = DataSplitConfig(train=[Selector(kind="files", paths=["a.cu3s", "c.cu3s"])])
+    >>> report = verify(split, d / "universe.csv", lock=None)
+    >>> ensure(report, "off") is report
+    True
+    >>> try:
+    ...     ensure(report)
+    ... except DriftError as err:
+    ...     print(err.exit_code, [f.check for f in err.report.findings if f.failed])
+    1 ['universe', 'selection']
+    """
     if mode not in ("strict", "warn", "off"):
         raise DvcCuvisError(f"verify must be strict, warn or off, got {mode!r}")
     if report.ok or mode == "off":
