@@ -9,13 +9,19 @@ a trailing ``\\n``.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
+import functools
 import json
 import os
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from dvc_cuvis._testpoints import testpoint
+
+Buffer = bytes | bytearray | memoryview
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
@@ -25,16 +31,28 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     path take turns, and the temp file a killed writer left behind is taken over (so
     removed) by the next write of that path instead of lying around for ever.
     """
+    atomic_write_parts(path, (data,))
+
+
+def atomic_write_parts(path: Path | str, parts: Iterable[Buffer], *, fsync: bool = True) -> None:
+    """:func:`atomic_write_bytes` of the concatenation of ``parts``, never joined in memory.
+
+    ``fsync=False`` skips the per-file ``fsync``: the rename is still atomic for a killed
+    process (the page cache survives it), but after a power cut the file may be empty or
+    torn until the caller has synced the file system (see ``materialize``'s scheme).
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     fd = _locked_temp(tmp)
     try:
         os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        for part in parts:
+            view = memoryview(part).cast("B")
+            while view:
+                view = view[os.write(fd, view):]
+        if fsync:
+            os.fsync(fd)
         os.fchmod(fd, 0o644)
         testpoint("io.before-rename")
         os.replace(tmp, target)
@@ -64,6 +82,41 @@ def _locked_temp(tmp: Path) -> int:
         if same:
             return fd
         os.close(fd)
+
+
+def sync_file_system(path: Path | str) -> None:
+    """Make every write already done on the file system of ``path`` durable.
+
+    ``syncfs(2)`` of that one file system on Linux (it reports a failed write-back, as
+    ``fsync`` would, since Linux 5.8), ``sync(2)`` elsewhere.  One call after many files
+    costs far less than an ``fsync`` per file: the kernel writes back while the writer
+    works, and the caller waits once (``materialize`` measures both).
+    """
+    syncfs = _syncfs()
+    if syncfs is not None:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if syncfs(fd) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"syncfs failed: {os.strerror(err)}", str(path))
+        finally:
+            os.close(fd)
+        return
+    os.sync()
+
+
+@functools.cache
+def _syncfs() -> Any:
+    """libc's ``syncfs`` (None where there is none: not Linux, or no ctypes)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError):
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def atomic_write_text(path: Path | str, text: str) -> None:

@@ -14,16 +14,18 @@ read of the file (``np.frombuffer``), anything else through ``np.load``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import os
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from dvc_cuvis._io import atomic_write_bytes
+from dvc_cuvis._io import Buffer, atomic_write_parts
 from dvc_cuvis.errors import DvcCuvisError
 
 # zip's earliest representable time: no member carries the time it was written
@@ -121,26 +123,116 @@ def frame_arrays(
 
 def npz_bytes(arrays: dict[str, np.ndarray], compression: Compression) -> bytes:
     """A deterministic ``.npz``: sorted members, fixed timestamps/attributes, no pickle."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", allowZip64=True) as zf:
+    return b"".join(npz_parts(arrays, compression))
+
+
+def npz_parts(arrays: dict[str, np.ndarray], compression: Compression) -> list[Buffer]:
+    """The bytes of :func:`npz_bytes` as pieces whose concatenation is the file.
+
+    A stored member's array data is a view of the array itself, not a copy: the zip
+    container is written by ``zipfile`` (so its bytes are exactly those of ``npz_bytes``
+    in every earlier version) into a sink that keeps each write by reference.  A writer
+    then hashes and writes the pieces one after the other: a 16 MB cube is never copied
+    into a member buffer, a zip buffer and a result string on its way to the disk.
+    """
+    sink = _Parts()
+    with zipfile.ZipFile(sink, "w", allowZip64=True) as zf:
         for key in sorted(arrays):
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.asanyarray(arrays[key]), allow_pickle=False)
+            arr = np.asanyarray(arrays[key])
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_EPOCH)
             info.create_system = 3
             info.external_attr = 0o644 << 16
             level = compression.level_for(key)
             info.compress_type = zipfile.ZIP_STORED if level is None else zipfile.ZIP_DEFLATED
-            zf.writestr(info, member.getvalue(), compresslevel=level)
-    return buf.getvalue()
+            pieces = _npy_pieces(arr)
+            if level is None:
+                info.file_size = sum(len(p) for p in pieces)  # as writestr sets it
+                with zf.open(info, "w") as dest:
+                    for piece in pieces:
+                        dest.write(piece)
+            else:
+                zf.writestr(info, b"".join(pieces), compresslevel=level)
+    return sink.parts
+
+
+def _npy_pieces(arr: np.ndarray) -> list[memoryview]:
+    """``np.lib.format.write_array``'s bytes: the header, then the data (a view if it can)."""
+    if arr.flags.c_contiguous and not arr.dtype.hasobject and arr.dtype.isbuiltin:
+        head = io.BytesIO()
+        try:  # write_array picks format 1.0 whenever the header fits it, as here
+            np.lib.format.write_array_header_1_0(
+                head, np.lib.format.header_data_from_array_1_0(arr))
+        except ValueError:
+            pass
+        else:
+            return [head.getbuffer(), arr.reshape(-1).view(np.uint8).data]
+    member = io.BytesIO()
+    np.lib.format.write_array(member, arr, allow_pickle=False)
+    return [member.getbuffer()]
+
+
+class _Parts:
+    """A seekable write-only file that keeps what is written by reference, in order.
+
+    ``zipfile`` writes a member's header, its data, then seeks back and rewrites the
+    header with the final sizes and CRC: a write at an earlier offset must replace one
+    earlier write of the same length exactly.
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[Buffer] = []
+        self._starts: list[int] = []
+        self._pos = self._end = 0
+
+    def write(self, data: Buffer) -> int:
+        n = memoryview(data).nbytes
+        if n == 0:
+            return 0
+        if self._pos == self._end:
+            self._starts.append(self._pos)
+            self.parts.append(data if isinstance(data, bytes) else memoryview(data))
+            self._end += n
+        else:
+            i = bisect.bisect_left(self._starts, self._pos)
+            if i == len(self._starts) or self._starts[i] != self._pos \
+                    or memoryview(self.parts[i]).nbytes != n:
+                raise OSError("unsupported rewrite in a zip under construction")
+            self.parts[i] = bytes(data)
+        self._pos += n
+        return n
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self._pos = {0: pos, 1: self._pos + pos, 2: self._end + pos}[whence]
+        return self._pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def write_frame(path: Path | str, arrays: dict[str, np.ndarray],
-                compression: Compression) -> tuple[str, int]:
-    """Atomically write one frame; returns its md5 and size (what the manifest records)."""
-    data = npz_bytes(arrays, compression)
-    atomic_write_bytes(path, data)
-    return hashlib.md5(data).hexdigest(), len(data)
+                compression: Compression, *, fsync: bool = True) -> tuple[str, int]:
+    """Atomically write one frame; returns its md5 and size (what the manifest records).
+
+    The md5 is taken over the pieces as they go to the disk (no second read, no joined
+    copy).  ``fsync=False``: see :func:`dvc_cuvis._io.atomic_write_parts`.
+    """
+    parts = npz_parts(arrays, compression)
+    h = hashlib.md5()
+    size = 0
+    for part in parts:
+        h.update(part)
+        size += memoryview(part).nbytes
+    atomic_write_parts(path, parts, fsync=fsync)
+    return h.hexdigest(), size
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -173,7 +265,26 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
-def _stored_members(buf: bytearray, infos: list[zipfile.ZipInfo]) -> dict[str, np.ndarray] | None:
+def load_npz_bytes(data: bytes) -> dict[str, np.ndarray]:
+    """Every member of an npz file already read into memory (an input frame, read once).
+
+    Stored members are views of ``data`` (no copy), after their zip CRC is checked, as
+    ``np.load`` would; deflated members, or anything unusual, go through ``np.load``.
+    Raises what ``np.load`` raises on a damaged file (``zipfile.BadZipFile``,
+    ``ValueError``, ``OSError``).
+    """
+    infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    if infos and all(zi.compress_type == zipfile.ZIP_STORED and zi.filename.endswith(".npy")
+                     for zi in infos):
+        out = _stored_members(data, infos, check_crc=True)
+        if out is not None:
+            return out
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _stored_members(buf: bytes | bytearray, infos: list[zipfile.ZipInfo], *,
+                    check_crc: bool = False) -> dict[str, np.ndarray] | None:
     fmt = np.lib.format
     out: dict[str, np.ndarray] = {}
     for zi in infos:
@@ -195,6 +306,8 @@ def _stored_members(buf: bytearray, infos: list[zipfile.ZipInfo]) -> dict[str, n
         data_start = start + head.tell()
         if data_start + count * dtype.itemsize > start + zi.file_size:
             return None
+        if check_crc and zlib.crc32(memoryview(buf)[start:start + zi.file_size]) != zi.CRC:
+            raise zipfile.BadZipFile(f"Bad CRC-32 for file {zi.filename!r}")
         arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data_start)
         out[zi.filename[:-4]] = arr.reshape(shape, order="F" if fortran else "C")
     return out

@@ -31,18 +31,18 @@ import os
 import time
 import zipfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
 import numpy as np
 
-from dvc_cuvis._io import atomic_write_text, dumps_json
+from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis._testpoints import testpoint
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
-from dvc_cuvis.frames import Compression, frame_arrays, write_frame
+from dvc_cuvis.frames import Compression, frame_arrays, load_npz_bytes, write_frame
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
 from dvc_cuvis.selectors import Resolver
@@ -181,6 +181,7 @@ class Task:
     frames: tuple[tuple[int, str], ...]  # (index, relative output name)
     out_dir: str
     params: ReaderParams
+    fsync: bool = True  # False: the caller syncs the file system before it claims the frames
 
 
 def run_task(task: Task) -> list[tuple[str, str, int]]:
@@ -192,7 +193,8 @@ def run_task(task: Task) -> list[tuple[str, str, int]]:
     results: list[tuple[str, str, int]] = []
     try:
         for _index, name, arrays in _read_frames(task):
-            md5, size = write_frame(Path(task.out_dir) / name, arrays, task.params.compress)
+            md5, size = write_frame(Path(task.out_dir) / name, arrays, task.params.compress,
+                                    fsync=task.fsync)
             results.append((name, md5, size))
             testpoint("materialize.frame-written")
     except DvcCuvisError:
@@ -209,15 +211,14 @@ def run_task(task: Task) -> list[tuple[str, str, int]]:
 def _read_frames(task: Task) -> Iterator[tuple[int, str, dict[str, np.ndarray]]]:
     p = task.params
     if task.fmt == "npz":
+        where = f"{task.path}"
+        try:  # one read of the file, its stored arrays used in place (no np.load copies)
+            with open(task.path, "rb") as fh:
+                z = load_npz_bytes(fh.read())
+            cube, wl, classes = z["cube"], z["wavelengths"], z.get("class_mask")
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+            raise DvcCuvisError(f"{where}: cannot read npz frame ({exc})") from None
         for index, name in task.frames:
-            where = f"{task.path}"
-            try:
-                with np.load(task.path, allow_pickle=False) as z:
-                    cube = z["cube"]
-                    wl = z["wavelengths"]
-                    classes = z["class_mask"] if "class_mask" in z.files else None
-            except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
-                raise DvcCuvisError(f"{where}: cannot read npz frame ({exc})") from None
             yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop, where)
     elif task.fmt == "tiff":
         from dvc_cuvis.sources.tiff import read_cube, read_label_map
@@ -258,17 +259,14 @@ def execute(
     """Run ``run_task`` over ``tasks`` locally (process pool) or on Dask; yields results."""
     if not tasks:
         return
-    if executor == "dask":
-        try:
-            from dask.distributed import Client, as_completed
-        except ImportError:
-            raise DvcCuvisError(
-                "--executor dask needs dask.distributed: pip install 'dvc-cuvis[dask]'"
-            ) from None
-        with Client(scheduler) if scheduler else Client(processes=False) as client:
+    if executor == "dask":  # a lost worker's tasks are rerun elsewhere by the scheduler
+        from dvc_cuvis import _dask
+
+        with _dask.client(scheduler) as client:
             futures = client.map(run_task, tasks, pure=False)
-            for fut in as_completed(futures):
-                yield fut.result()
+            yield from _dask.results(
+                futures, lambda i: f"{tasks[i].path} (frames of {tasks[i].source})",
+                scheduler, ordered=False, on_lost=lambda i: _drop_temps(tasks[i]))
         return
     if executor != "local":
         raise DvcCuvisError(f"unknown executor {executor!r}; choose local or dask")
@@ -308,6 +306,14 @@ def execute(
             f"{len(unfinished)} file(s) unfinished, among them {unfinished[0].path}; the frames "
             "written so far are kept: rerun to finish (with fewer --jobs if memory ran out)"
         )
+
+
+def _drop_temps(task: Task) -> None:
+    """Remove the temp files a killed writer of ``task`` may have left (none is running)."""
+    for _index, name in task.frames:
+        target = Path(task.out_dir) / name
+        with contextlib.suppress(OSError):
+            target.with_name(f".{target.name}.tmp").unlink()
 
 
 # -- the lock -----------------------------------------------------------------------------
@@ -467,7 +473,7 @@ def plan(
     for (fmt, phys_s, ann_s, source), frames in sorted(todo.items(), key=lambda kv: kv[0][1:]):
         for lo in range(0, len(frames), _CHUNK):
             tasks.append(Task(fmt, phys_s, ann_s, source, tuple(frames[lo:lo + _CHUNK]),
-                              str(out_dir), params))
+                              os.path.abspath(out_dir), params))  # workers: own cwd
     wanted = set(recipes) | {old for old, _ in migrate.values()}
     delete = []
     frames_dir = out_dir / "frames"
@@ -521,13 +527,25 @@ def materialize(
     cache: StatCache | None = None,
     lock_wait: float = 0.0,
     show_progress: bool = False,
+    sync: str = "auto",
 ) -> MaterializeResult:
-    """Bring ``out_dir`` to exactly the bytes of a clean run for this universe/split/params."""
+    """Bring ``out_dir`` to exactly the bytes of a clean run for this universe/split/params.
+
+    ``sync`` is the durability scheme (see the module docstring): ``"fs"`` writes frames
+    without a per-file ``fsync`` and syncs the file system once before every manifest
+    write; ``"file"`` fsyncs every frame file; ``"auto"`` is ``"fs"`` for the local
+    executor and ``"file"`` for Dask, whose workers may write from other machines.
+    """
+    if sync not in ("auto", "fs", "file"):
+        raise DvcCuvisError(f"sync {sync!r}: choose auto, fs or file")
+    per_file = sync == "file" or (sync == "auto" and executor != "local")
     cache = cache if cache is not None else StatCache(None)
     rows = selected_rows(uni, splits_cfg, select)
     with output_lock(out_dir, wait_s=lock_wait):
         testpoint("materialize.locked")
         p = plan(uni, rows, out_dir, params, cache)
+        if not per_file:
+            p.tasks = [replace(t, fsync=False) for t in p.tasks]
         for path in p.delete:  # first, so that no stale file or folder is in a new frame's way
             path.unlink(missing_ok=True)
         manifest: dict[str, dict[str, Any]] = dict(p.keep)
@@ -597,7 +615,15 @@ def _migrate(
 
 
 def _write_manifest(out_dir: Path, frames: dict[str, dict[str, Any]]) -> None:
+    """Claim ``frames`` in the manifest, once every byte written so far is durable.
+
+    Frames may have been written without a per-file ``fsync``: the file system is synced
+    first, so the manifest (itself fsynced and renamed into place) never claims a frame
+    that a power cut could still take away.
+    """
     body = {"version": FORMAT_VERSION, "frames": {k: frames[k] for k in sorted(frames)}}
+    sync_file_system(out_dir)
+    testpoint("materialize.synced")
     atomic_write_text(out_dir / "manifest.json", dumps_json(body))
 
 
