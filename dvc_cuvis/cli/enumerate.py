@@ -44,6 +44,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-hash", dest="no_hash", action="store_true", default=None,
                    help="skip content md5s; drift checks then cannot see edits (default: hash)")
     p.add_argument("--jobs", type=int, help="hashing threads (default: 4)")
+    p.add_argument("--executor", choices=["local", "dask"],
+                   help="where files not in the stat cache are read and hashed: local threads "
+                   "or a Dask cluster (default: local)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="Dask scheduler address, with --executor dask (default: none, an "
+                   "in-process cluster)")
     p.add_argument("--stat-cache", dest="stat_cache", metavar="PATH",
                    help="stat cache file, or 'none' for memory only "
                    "(default: .dvc/tmp/dvc-cuvis/stat-cache.bin)")
@@ -90,6 +96,8 @@ def options(get: Callable[..., Any], cache: Any = None) -> tuple[Any, Path, str 
         hash_content=not get("no_hash", False),
         jobs=max(1, int(get("jobs", 4))),
         progress=progress if progress is not None else sys.stderr.isatty(),
+        executor=str(get("executor", "local")),
+        scheduler=get("scheduler", None),
         cache=cache,
     )
     return opts, out, get("metrics", None)

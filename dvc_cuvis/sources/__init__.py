@@ -11,6 +11,9 @@ all-npz run never imports the SDK.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.digests import content_fingerprint
@@ -49,6 +52,11 @@ FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
 
 def scan(opts: EnumerateOptions) -> Scan:
     """Run the scanner of ``opts.format``."""
+    if opts.executor not in ("local", "dask"):
+        raise DvcCuvisError(f"unknown executor {opts.executor!r}; choose local or dask")
+    if opts.executor == "dask":  # workers have their own working folder: absolute paths only
+        opts = dataclasses.replace(opts, root=Path(os.path.abspath(opts.root)),
+                                   out_dir=Path(os.path.abspath(opts.out_dir)))
     if opts.format == "tiff":
         from dvc_cuvis.sources.tiff import scan_tiff
 

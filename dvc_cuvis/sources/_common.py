@@ -39,6 +39,8 @@ class EnumerateOptions:
     hash_content: bool = True
     jobs: int = 4
     progress: bool = False
+    executor: str = "local"  # "dask": the files to read (cold hashing) go to a Dask cluster
+    scheduler: str | None = None  # its address; None: an in-process cluster
     cache: StatCache = field(default_factory=lambda: StatCache(None))
 
 
@@ -143,17 +145,27 @@ def scan_rows(
             rows[i] = one(item, True)
         except CacheMiss:
             misses.append(i)
-    computed = parallel_map(lambda i: one(items[i], False), misses, jobs=opts.jobs, desc=desc,
-                            show=opts.progress)
+    computed = parallel_map(lambda x: one(x, False), [items[i] for i in misses], jobs=opts.jobs,
+                            desc=desc, show=opts.progress, opts=opts)
     for i, row in zip(misses, computed, strict=True):
         rows[i] = row
     return rows
 
 
 def parallel_map(
-    func: Callable[[Any], Any], items: list[Any], *, jobs: int, desc: str, show: bool
+    func: Callable[[Any], Any], items: list[Any], *, jobs: int, desc: str, show: bool,
+    opts: EnumerateOptions | None = None,
 ) -> list[Any]:
-    """``[func(x) for x in items]`` on a thread pool (hashing releases the GIL), in order."""
+    """``[func(x) for x in items]`` on a thread pool (hashing releases the GIL), in order.
+
+    With ``opts.executor == "dask"`` the items go to the Dask cluster instead, and the
+    stat cache entries ``func`` records there come back into ``opts.cache``.
+    """
+    if opts is not None and opts.executor == "dask" and items:
+        from dvc_cuvis._dask import map_with_cache
+
+        return map_with_cache(func, items, opts.cache, scheduler=opts.scheduler, desc=desc,
+                              show=show)
     if jobs <= 1 or len(items) < 64:
         return [func(x) for x in progress(items, total=len(items), desc=desc, enabled=show)]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
