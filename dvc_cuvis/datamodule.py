@@ -73,7 +73,114 @@ def _lightning_base() -> type:
 
 
 class SplitDataModule(_lightning_base()):  # type: ignore[misc]
-    """Train/val/test/predict loaders over a materialized split, drift-checked in setup()."""
+    """Train/val/test/predict loaders over a materialized split, drift-checked in setup().
+
+    Point it at the folder :func:`~dvc_cuvis.materialize.materialize` wrote: training
+    then reads exactly the frames the split names, in batches shaped like
+    cuvis-ai-dataloader's ``npz_multi``, and refuses to start when the split no longer
+    matches the data (drift is an error before the first batch, not a silent change of
+    what was trained on).
+
+    Parameters
+    ----------
+    universe_csv : path-like
+        The materialized universe.csv (its rows carry ``materialized_path``).
+    splits : path-like
+        The splits.json beside it.
+    batch_size : int, default 1
+    num_workers : int, default 0
+        Passed to ``torch.utils.data.DataLoader``.
+    pin_memory, persistent_workers : bool, default False
+        Passed to the DataLoader (``persistent_workers`` only when ``num_workers > 0``).
+    verify : {"strict", "warn", "off"}, default "strict"
+        What ``setup()`` does with a failed drift check (see
+        :func:`~dvc_cuvis.drift.ensure`).
+    deep : bool, default False
+        Re-hash every file in the check instead of trusting the stat cache.
+    lock : path-like, "auto" or None, default "auto"
+        The dvc.lock for the staleness check (None: no staleness check).
+    stat_cache : path-like, "auto" or None, default "auto"
+        Where digests are remembered (``"auto"``: the repository's
+        ``.dvc/tmp/dvc-cuvis``; None: in memory only).
+    shuffle_train : bool, default True
+        Shuffle the train loader (with torch's global RNG: seed it for repeatable order).
+
+    Attributes
+    ----------
+    report : DriftReport or None
+        The last check's report (None before ``setup()`` or with ``verify="off"``).
+    universe : Universe or None
+        The universe read by ``setup()``.
+    datasets : dict of str to NpzFrames
+        One map-style dataset per stage built by ``setup(stage)``: ``"fit"`` builds
+        train and val, ``"validate"`` val, ``"test"`` test, ``"predict"`` predict, None
+        all four.
+
+    Raises
+    ------
+    DvcCuvisError
+        At construction: a bad ``verify``, ``batch_size`` or ``num_workers``.  In
+        ``setup()``: an unknown stage, or a row without ``materialized_path`` (the
+        universe is not a materialized one).  From a loader: ``setup()`` not called.
+    DriftError
+        In ``setup()`` with ``verify="strict"``, when the check fails (the report is on
+        ``err.report``).
+    MissingUniverseError, MissingSplitsFileError
+        In ``setup()``: a file is missing (both are ``FileNotFoundError``).
+    UniverseError, SplitsFileError, SelectorError
+        In ``setup()``: a file is invalid, or (with ``verify`` not strict) the split does
+        not resolve.
+
+    See Also
+    --------
+    guard : the same check in front of an existing cuvis-ai DataModule.
+    dvc_cuvis.materialize.materialize : write the folder this reads.
+    dvc_cuvis.drift.verify : the check run by ``setup()``.
+
+    Notes
+    -----
+    Batches have the keys ``cube, mask, class_mask, wavelengths, mesu_index,
+    frame_id``; ``mesu_index`` is the sample's index in its source, ``frame_id`` its
+    position in the stage's dataset, and a frame without masks gets zero masks.  The
+    check runs on the split and universe objects ``setup()`` has just read, so what is
+    checked is what is loaded.  It is a ``LightningDataModule`` when pytorch-lightning
+    is installed, a plain class otherwise; torch is imported when a loader is built.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from dvc_cuvis.bake import BakeOptions, bake
+    >>> from dvc_cuvis.datamodule import SplitDataModule
+    >>> from dvc_cuvis.materialize import ReaderParams, materialize
+    >>> from dvc_cuvis.universe import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for k in range(4):
+    ...     np.savez(d / f"f{k}.npz", cube=np.full((2, 2, 3), k, np.float32),
+    ...              wavelengths=np.array([500, 600, 700]))
+    >>> _ = (d / "universe.csv").write_text(
+    ...     "source,index,format\\n" + "".join(f"f{k}.npz,0,npz\\n" for k in range(4)))
+    >>> uni = read_universe(d / "universe.csv")
+    >>> (baked,) = bake(uni, BakeOptions(val_ratio=0.25, test_ratio=0.25))
+    >>> _ = materialize(uni, baked.config, d / "mat", ReaderParams())
+    >>> dm = SplitDataModule(d / "mat" / "universe.csv", d / "mat" / "splits.json",
+    ...                      batch_size=2, lock=None, stat_cache=None)
+    >>> dm.setup("fit")
+    >>> dm.report.ok, sorted(dm.datasets), len(dm.datasets["train"])
+    (True, ['train', 'val'], 2)
+    >>> batch = next(iter(dm.val_dataloader()))
+    >>> list(batch), tuple(batch["cube"].shape)
+    (['cube', 'mask', 'class_mask', 'wavelengths', 'mesu_index', 'frame_id'], (1, 2, 2, 3))
+
+    A materialized frame that went missing stops ``setup()``:
+
+    >>> (d / "mat" / dm.universe.value("materialized_path", 0)).unlink()
+    >>> SplitDataModule(d / "mat" / "universe.csv", d / "mat" / "splits.json",
+    ...                 lock=None, stat_cache=None).setup()
+    Traceback (most recent call last):
+    ...
+    dvc_cuvis.drift.DriftError: ... content (0 file(s) modified, 1 missing since enumerate)
+    """
 
     def __init__(
         self,
@@ -199,6 +306,86 @@ def guard(
     cache (``"auto"``: the repository's ``.dvc/tmp/dvc-cuvis``), opened here, once: a
     ``setup()`` on unchanged files reuses the last clean verdict for the price of one
     ``stat`` per file.
+
+    Use it when training already goes through a cuvis-ai DataModule (``npz_multi``,
+    ``cu3s_multi``, ...) rather than :class:`SplitDataModule`: one line gives it the
+    same refusal to train on a split that no longer matches the data.
+
+    Parameters
+    ----------
+    datamodule : object
+        Anything with a callable ``setup(stage)``.
+    splits : path-like or DataSplitConfig, optional
+        The split to check (default: ``datamodule.splits``); a
+        ``DataSplitConfig(splits_path=...)`` is checked as the module will load it.
+    universe : path-like or Universe, optional
+        The universe.csv (default: ``datamodule.universe_csv`` or ``._universe_csv``).
+    verify_mode : {"strict", "warn", "off"}, default "strict"
+        What a failed check does (see :func:`~dvc_cuvis.drift.ensure`).
+    cache : path-like, StatCache, "auto" or None, default "auto"
+        The stat cache (None: in memory, for this guard's lifetime).
+    **verify_kwargs
+        Passed to :func:`~dvc_cuvis.drift.verify` (``lock``, ``deep``, ``checks``,
+        ``allow_partial``, ...).
+
+    Returns
+    -------
+    object
+        ``datamodule`` itself, its ``setup`` replaced on this instance only by one that
+        checks first, stores the report in ``datamodule.drift_report`` and then calls
+        the original ``setup(stage)``.
+
+    Raises
+    ------
+    DvcCuvisError
+        Now: the object has no ``setup``, no split or universe is given or found on it,
+        or ``verify_mode`` is invalid.
+    DriftError
+        Later, from ``setup()`` with ``verify_mode="strict"``, when the check fails; the
+        module's own ``setup`` is then not called.
+    MissingSplitsFileError, MissingUniverseError, SplitsFileError, UniverseError
+        Later, from ``setup()``: an input file is missing or invalid.
+
+    See Also
+    --------
+    SplitDataModule : a DataModule over materialized frames with the check built in.
+    dvc_cuvis.drift.verify : the check itself.
+
+    Notes
+    -----
+    The files are read, and the check runs, on every ``setup()`` call, not once in
+    ``guard()``: an edit between two ``setup()`` calls is seen.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from dvc_cuvis.bake import BakeOptions, bake
+    >>> from dvc_cuvis.datamodule import guard
+    >>> from dvc_cuvis.splits import save_splits
+    >>> from dvc_cuvis.universe import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> rows = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6))
+    >>> _ = (d / "universe.csv").write_text("source,index\\n" + rows)
+    >>> (baked,) = bake(read_universe(d / "universe.csv"), BakeOptions())
+    >>> save_splits(baked.config, d / "splits.json")
+    >>> class Module:  # stands for any cuvis-ai DataModule
+    ...     def setup(self, stage=None):
+    ...         print("setup", stage)
+    >>> dm = guard(Module(), splits=d / "splits.json", universe=d / "universe.csv",
+    ...            cache=None, lock=None)
+    >>> dm.setup("fit")
+    setup fit
+    >>> dm.drift_report.ok
+    True
+
+    After the universe changes, ``setup()`` refuses before the module reads anything:
+
+    >>> with open(d / "universe.csv", "a") as fh:
+    ...     _ = fh.write("day6.cu3s,0\\n")
+    >>> dm.setup("fit")
+    Traceback (most recent call last):
+    ...
+    dvc_cuvis.drift.DriftError: .../splits.json does not match the data: universe (...)
     """
     setup = getattr(datamodule, "setup", None)
     if not callable(setup):
