@@ -535,6 +535,105 @@ def materialize(
     without a per-file ``fsync`` and syncs the file system once before every manifest
     write; ``"file"`` fsyncs every frame file; ``"auto"`` is ``"fs"`` for the local
     executor and ``"file"`` for Dask, whose workers may write from other machines.
+
+    Training code then reads one small npz per sample (``npz_multi``,
+    :class:`~dvc_cuvis.datamodule.SplitDataModule`) instead of opening cu3s sessions or
+    TIFF cubes, and a rerun after a change rewrites only the frames it affects.
+
+    Parameters
+    ----------
+    uni : Universe
+        The source universe (its ``materialized_path``, else ``source``, names each
+        physical file, relative to the universe.csv's folder; ``format`` or the suffix
+        tells cu3s, tiff or npz).
+    splits_cfg : DataSplitConfig or None
+        The split whose samples to write, copied to ``OUT/splits.json`` (re-pinned to the
+        new universe when its pin matched ``uni``); None writes no splits.json.
+    out_dir : Path
+        The output folder (created; one DVC output with ``persist: true``).
+    params : ReaderParams
+        Everything that changes a frame's bytes: crop, cu3s processing mode and
+        references, compression.
+    select : {"splits", "all"}, default "splits"
+        The split's samples (train, val, test and predict), or every sample of ``uni``.
+    jobs : int, default 1
+        Worker processes of the local executor.
+    executor : {"local", "dask"}, default "local"
+    scheduler : str, optional
+        Address of a Dask scheduler (default: an in-process cluster).
+    cache : StatCache, optional
+        Remembers md5s across runs so unchanged inputs are not re-hashed; default: in
+        memory, for this call only.
+    lock_wait : float, default 0.0
+        Seconds to wait for another run holding ``out_dir``'s lock.
+    show_progress : bool, default False
+        A progress bar on stderr.
+    sync : {"auto", "fs", "file"}, default "auto"
+        The durability scheme (above).
+
+    Returns
+    -------
+    MaterializeResult
+        ``written``, ``kept``, ``deleted`` and ``migrated`` frame counts, ``out_dir``,
+        and ``universe``: the npz universe written to ``OUT/universe.csv``.
+
+    Raises
+    ------
+    MissingFileError
+        A selected sample's file or annotation does not exist (also a
+        ``FileNotFoundError``).
+    SelectorError
+        The split still uses ``dir_indices`` and pins another universe.
+    DvcCuvisError
+        A format that cannot be told, a path leaving the universe's folder, a bad
+        ``select``/``executor``/``sync``, another run holding the lock, or a frame that
+        cannot be read or written (one line naming the file and frame, also from a
+        worker process or a Dask node).
+
+    See Also
+    --------
+    dvc_cuvis.bake.bake : make the split to materialize.
+    dvc_cuvis.datamodule.SplitDataModule : train on the folder.
+
+    Notes
+    -----
+    ``select="splits"`` with an empty predict stage writes the *whole* universe, since an
+    empty predict means every sample; give predict selectors (e.g. ``BakeOptions(
+    predict="test")``) to write only the split's samples.  Selectors that match nothing
+    are tolerated here, so a shard's universe picks its own part of a larger split.
+    Identities do not change: a frame keeps its ``source`` and ``index`` (a whole-file
+    TIFF sample becomes index 0), so the split resolves the same in ``OUT``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+    >>> from dvc_cuvis.materialize import ReaderParams, materialize
+    >>> from dvc_cuvis.universe import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("a", "b", "c"):
+    ...     np.savez(d / f"{name}.npz", cube=np.ones((2, 2, 3), np.float32),
+    ...              wavelengths=np.array([500, 600, 700]))
+    >>> _ = (d / "universe.csv").write_text(
+    ...     "source,index,format\\na.npz,0,npz\\nb.npz,0,npz\\nc.npz,0,npz\\n")
+    >>> uni = read_universe(d / "universe.csv")
+    >>> result = materialize(uni, None, d / "out", ReaderParams(), select="all")
+    >>> result.written, result.kept, result.deleted
+    (3, 0, 0)
+    >>> result.universe.column("materialized_path")
+    ['frames/a.npz.000000.npz', 'frames/b.npz.000000.npz', 'frames/c.npz.000000.npz']
+
+    A rerun with a split that names two of the samples writes nothing, keeps two
+    frames and deletes the third:
+
+    >>> split = DataSplitConfig(train=[Selector(kind="files", paths=["a.npz"])],
+    ...                         predict=[Selector(kind="files", paths=["b.npz"])])
+    >>> result = materialize(uni, split, d / "out", ReaderParams())
+    >>> result.written, result.kept, result.deleted
+    (0, 2, 1)
+    >>> (d / "out" / "universe.csv").read_text().splitlines()[:2]
+    ['source,index,materialized_path,format,md5', 'a.npz,0,frames/a.npz.000000.npz,npz,...']
     """
     if sync not in ("auto", "fs", "file"):
         raise DvcCuvisError(f"sync {sync!r}: choose auto, fs or file")
