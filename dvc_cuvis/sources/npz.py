@@ -4,9 +4,12 @@ Each file is one sample, identified by its path under the dataset root (index 0)
 frame's own read position is not stored in the file, and nothing is parsed out of file
 names.  The frame's ``source`` member (the logical recording it came from) becomes the
 ``group``, so frames of one recording stay together when splitting by group, and
-``class_mask`` (when present) gives the sample's category ids.  When a folder already has
-the universe.csv that produced it, enumerate that file instead (``--format universe``):
-it keeps the recordings' identities.
+``class_mask`` (when present) gives the sample's category ids.  Both are inside the file,
+so they are a pure function of its bytes: the stat cache keeps them under the frame's md5
+too (:data:`FRAME_INFO`), and a frame whose md5 is known without reading it (our cache,
+DVC's state after a pull or checkout) is not opened when those bytes were read before.
+When a folder already has the universe.csv that produced it, enumerate that file instead
+(``--format universe``): it keeps the recordings' identities.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from dvc_cuvis.digests import content_key, stamp_of
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
@@ -29,6 +33,9 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     scan_rows,
 )
+
+# the cache key of frame_info's value; bump the version when frame_info's result changes
+FRAME_INFO = content_key("npz-frame", 1)
 
 
 def frame_info(path: Path) -> dict[str, Any]:
@@ -54,9 +61,18 @@ def scan_npz(opts: EnumerateOptions) -> Scan:
     files = locate(opts.root, list_files(opts.root, opts.pattern or "**/*.npz"))
     prefix = rel_to_out(opts.root, opts.out_dir)
     prefix = f"{prefix}/" if prefix else ""
+    cache = opts.cache
+    # the md5s DVC knows, in one query: they give the md5 column and open the content memo
+    stamped = [(f.abs, stamp_of(f.st)) for f in files if f.st is not None]
+    cache.prefetch_dvc(stamped if opts.hash_content else
+                       [(p, s) for p, s in stamped if not cache.lookup(p, FRAME_INFO, s)[0]])
 
     def one(f: Located, cached_only: bool) -> dict[str, Any]:
-        info = opts.cache.get(f.abs, "npz", frame_info, f.st, cached_only=cached_only)
+        # a file that must be read anyway is hashed first: its md5 may find its values in
+        # the content memo (a moved or copied frame); served from the cache, the frame's
+        # values are asked first, so a miss leaves no md5 counted twice
+        md5 = (cache.md5(f.abs, f.st) if opts.hash_content and not cached_only else None)
+        info = cache.get(f.abs, FRAME_INFO, frame_info, f.st, cached_only=cached_only)
         ids = info["ids"]
         source = os.path.realpath(f.abs) if opts.absolute_sources else f.rel
         row: dict[str, Any] = {
@@ -69,7 +85,7 @@ def scan_npz(opts: EnumerateOptions) -> Scan:
         if opts.group == "parent":
             row["group"] = posixpath.dirname(f.rel)
         if opts.hash_content:
-            row["md5"] = opts.cache.md5(f.abs, f.st, cached_only=cached_only)
+            row["md5"] = md5 if md5 is not None else cache.md5(f.abs, f.st, cached_only=True)
         row["tags"] = "unlabeled" if ids is None else ("anomalous" if ids else "normal")
         row["category_ids"] = "" if ids is None else ";".join(map(str, ids))
         return row
