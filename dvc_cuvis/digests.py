@@ -18,6 +18,24 @@ No byte is hashed twice: before a file is read for its md5, the cache asks DVC
 (:class:`DvcKnownHashes`), which already holds the md5 of every file it added, pulled or
 checked out.  The cache counts what each md5 cost (:meth:`StatCache.stats`): from its own
 entries, from DVC, or read and hashed (files and bytes).
+
+No file is parsed twice for the same bytes either: a value registered with
+:func:`content_key` (an npz frame's source and category ids, a label map's ids, ...) is a
+pure function of the file's bytes and of the code that derives it, so besides its stamp it
+is also remembered under the file's md5 (the *content memo*, one section per key).  When a
+file's stamp is new (``dvc checkout`` rewrote it, it was moved or copied) but its md5 is
+known without reading it -- our own entry at that stamp, or DVC's state db, both validated
+by the stamp -- the value is taken from the memo.  Same md5 => same bytes => same value;
+the code's version is part of the key (``npz-frame/v1``), so a changed parser never reuses what
+an older one derived.  The memo keeps every value of the bytes currently at some path and,
+besides them, up to as many of the most recent others (bytes checked out before), so a
+checkout back to a revision seen before re-reads nothing.
+
+What is *not* a source of the memo: a universe.csv committed in git.  Its rows do pair an
+md5 with the values enumerate derived, but nothing ties those values to the bytes or to a
+code version: a hand-edited row (same md5, other category ids) cannot be told from a true
+one without reading the file, and the file records no version of the code that wrote it.
+Seeding from it would make a run reproduce the edit where a plain run corrects it.
 """
 
 from __future__ import annotations
@@ -41,6 +59,21 @@ _BLOCK = 1 << 20
 MAGIC = b"dvc-cuvis stat cache 2\n"
 
 Stamp = tuple[int, int, int]
+
+CONTENT_KEYS: set[str] = set()  # keys whose values are pure functions of the bytes (memo)
+MEMO_MIN_KEEP = 10_000  # values of bytes no longer at any path kept at least (per key)
+
+
+def content_key(name: str, version: int) -> str:
+    """Register and return ``name/v<version>``: a cache key whose value is a pure function of
+    the file's bytes (so it may be reused for the same md5 at another path or stamp).
+
+    Bump ``version`` whenever the function that computes the value changes what it returns:
+    values derived by another version are never looked up again.
+    """
+    key = f"{name}/v{version}"
+    CONTENT_KEYS.add(key)
+    return key
 
 
 def file_md5(path: Path | str) -> str:
@@ -211,10 +244,32 @@ class DvcKnownHashes:
             _, hash_info = repo.state.get(abs_path, repo.fs, _dvc_info(stamp))
         except Exception:  # a damaged or busy state db: hash instead
             return None
-        if hash_info is None or hash_info.name != "md5" or not hash_info.value:
-            return None
-        value = str(hash_info.value)
-        return value if len(value) == 32 and not value.endswith(".dir") else None
+        return _plain_md5(hash_info)
+
+    def md5_many(self, items: list[tuple[str, Stamp]]) -> dict[str, str]:
+        """DVC's md5 of each ``(abs_path, stamp)`` its state vouches for, in one query per
+        repository (``State.get_many``: about half the cost of one ``get`` per file)."""
+        by_root: dict[str, list[tuple[str, Stamp]]] = {}
+        with self._lock:
+            for abs_path, stamp in items:
+                root = self._root(os.path.dirname(abs_path))
+                if root is not None:
+                    by_root.setdefault(root, []).append((abs_path, stamp))
+        found: dict[str, str] = {}
+        for root, group in sorted(by_root.items()):
+            repo = self._repo(root)
+            if repo is None:
+                continue
+            infos = {p: _dvc_info(s) for p, s in group}
+            try:
+                for path, _, hash_info in repo.state.get_many([p for p, _ in group], repo.fs,
+                                                               infos):
+                    value = _plain_md5(hash_info) if hash_info is not None else None
+                    if value is not None:
+                        found[path] = value
+            except Exception:  # a damaged or busy state db: hash instead
+                continue
+        return found
 
     def close(self) -> None:
         """Close the repositories opened so far (their state databases)."""
@@ -226,6 +281,14 @@ class DvcKnownHashes:
                     repo.close()
 
 
+def _plain_md5(hash_info: Any) -> str | None:
+    """The plain md5 of a file's bytes in a DVC ``HashInfo``, else None."""
+    if hash_info is None or hash_info.name != "md5" or not hash_info.value:
+        return None
+    value = str(hash_info.value)
+    return value if len(value) == 32 and not value.endswith(".dir") else None
+
+
 def dvc_hashes_enabled() -> bool:
     """False when ``DVC_CUVIS_DVC_HASHES=off`` (or 0/no/false): hash every file ourselves."""
     return os.environ.get("DVC_CUVIS_DVC_HASHES", "on").strip().lower() not in (
@@ -235,8 +298,11 @@ def dvc_hashes_enabled() -> bool:
 class _Stored:
     """The entries read from the cache file: columnar, value lists decoded on demand."""
 
-    def __init__(self, paths: list[str], ints: list[list[int]], raw: dict[str, memoryview]) -> None:
+    def __init__(self, paths: list[str], ints: list[list[int]], raw: dict[str, memoryview],
+                 memo_raw: dict[str, memoryview] | None = None) -> None:
         self.paths = paths
+        self._memo_raw = memo_raw or {}
+        self._memo: dict[str, dict[str, Any]] = {}
         self._ino, self._size, self._mtime = ints
         self.index = dict(zip(paths, range(len(paths)), strict=True))
         self._raw: dict[str, memoryview] = raw
@@ -247,6 +313,22 @@ class _Stored:
 
     def key_names(self) -> list[str]:
         return sorted(self._raw)
+
+    def memo_names(self) -> list[str]:
+        return sorted(self._memo_raw)
+
+    def memo(self, key: str) -> dict[str, Any]:
+        """The content memo of ``key``: md5 -> value (oldest first), decoded on first use."""
+        memo = self._memo.get(key)
+        if memo is None:
+            try:
+                memo = json.loads(bytes(self._memo_raw.get(key, b"{}")))
+            except (ValueError, RecursionError):
+                memo = None
+            if not isinstance(memo, dict):
+                memo = {}  # a damaged section: every lookup is a miss
+            self._memo[key] = memo
+        return memo
 
     def values(self, key: str) -> list[Any] | None:
         vals = self._values.get(key)
@@ -292,7 +374,9 @@ def _read(path: Path) -> _Stored | None:
             return None
         raw = {name[len("key:"):]: body for name, body in sections.items()
                if name.startswith("key:")}
-        return _Stored(paths, ints, raw)
+        memo_raw = {name[len("memo:"):]: body for name, body in sections.items()
+                    if name.startswith("memo:")}
+        return _Stored(paths, ints, raw, memo_raw)
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
 
@@ -317,21 +401,74 @@ class StatCache:
         self.md5_from_dvc = 0
         self.md5_hashed = 0
         self.bytes_hashed = 0
+        # content values (keys of CONTENT_KEYS) read from files vs taken from the memo
+        self.derived_computed = 0
+        self.derived_from_memo = 0
+        self._memo_new: dict[str, dict[str, Any]] = {}  # key -> md5 -> value, this process
+        self._dvc_asked: dict[str, tuple[Stamp, str | None]] = {}  # prefetched DVC answers
 
     def stats(self) -> dict[str, int]:
-        """Where this process's md5s came from, and how many bytes were read to hash.
+        """Where this process's md5s came from, how many bytes were read to hash, and how
+        many content values (:func:`content_key`) were read from files or taken from memo.
 
         Run statistics, not results: a cold and a warm run over the same files differ, so
         they belong on stderr or in ``--json``, never in a DVC-tracked metrics file.
         """
-        return {"bytes_hashed": self.bytes_hashed, "md5_cached": self.md5_cached,
+        return {"bytes_hashed": self.bytes_hashed, "derived_computed": self.derived_computed,
+                "derived_from_memo": self.derived_from_memo, "md5_cached": self.md5_cached,
                 "md5_from_dvc": self.md5_from_dvc, "md5_hashed": self.md5_hashed}
+
+    def prefetch_dvc(self, items: list[tuple[str, Stamp]]) -> None:
+        """Ask DVC at once for the md5 of every ``(abs_path, stamp)`` our entries do not know.
+
+        One batched query instead of one per file; the answers are used (and counted) only
+        when an md5 of that path at that stamp is asked for.  DVC is not opened when our
+        own entries know every file.
+        """
+        if self.dvc is None:
+            return
+        ask = [(p, s) for p, s in items
+               if p not in self._dvc_asked and not self.lookup(p, "md5", s)[0]]
+        if not ask:
+            return
+        found = self.dvc.md5_many(ask)
+        with self._lock:
+            for p, s in ask:
+                self._dvc_asked[p] = (s, found.get(p))
+
+    def _dvc_md5(self, abs_path: str, stamp: Stamp) -> str | None:
+        """DVC's answer for the bytes at ``stamp``: prefetched, else asked now."""
+        if self.dvc is None:
+            return None
+        asked = self._dvc_asked.get(abs_path)
+        if asked is not None and asked[0] == stamp:
+            return asked[1]
+        return self.dvc.md5(abs_path, stamp)
+
+    def known_md5(self, abs_path: str, stamp: Stamp) -> str | None:
+        """The md5 of the bytes at ``stamp`` if known without reading them (our entry, or a
+        DVC answer already fetched); neither counted nor recorded (the caller's own md5
+        request does that)."""
+        found, value = self.lookup(abs_path, "md5", stamp)
+        if found:
+            return str(value)
+        asked = self._dvc_asked.get(abs_path)
+        return asked[1] if asked is not None and asked[0] == stamp else None
+
+    def memo_lookup(self, key: str, md5: str) -> tuple[bool, Any]:
+        """``(True, value)`` if the content memo of ``key`` knows the bytes with ``md5``."""
+        new = self._memo_new.get(key)
+        if new is not None and md5 in new:
+            return True, new[md5]
+        if self._stored is not None and md5 in (memo := self._stored.memo(key)):
+            return True, memo[md5]
+        return False, None
 
     def _from_dvc(self, abs_path: str, stamp: Stamp) -> str | None:
         """DVC's md5 for the bytes at ``stamp`` (recorded here, so the next run asks us)."""
         if self.dvc is None:
             return None
-        value = self.dvc.md5(abs_path, stamp)
+        value = self._dvc_md5(abs_path, stamp)
         if value is not None:
             self.record(abs_path, "md5", stamp, value)
             with self._lock:
@@ -394,6 +531,16 @@ class StatCache:
         if found:
             self.hits += 1
             return value
+        content = key in CONTENT_KEYS
+        md5 = self.known_md5(abs_path, stamp) if content else None
+        if md5 is not None:
+            found, value = self.memo_lookup(key, md5)
+            if found:  # the same bytes were read before (elsewhere, or at another stamp)
+                self.record(abs_path, key, stamp, value)
+                with self._lock:
+                    self.hits += 1
+                    self.derived_from_memo += 1
+                return value
         if cached_only:
             raise CacheMiss(abs_path)
         value = compute(Path(abs_path))
@@ -403,8 +550,15 @@ class StatCache:
             unchanged = False
         if unchanged:  # a file that changed while it was read is not cached
             self.record(abs_path, key, stamp, value)
+            if content and md5 is None:  # hashed meanwhile (by another thread)?
+                md5 = self.known_md5(abs_path, stamp)
+            if md5 is not None:  # other files with these bytes need not be read
+                with self._lock:
+                    self._memo_new.setdefault(key, {})[md5] = value
         with self._lock:
             self.misses += 1
+            if content:
+                self.derived_computed += 1
         return value
 
     def put(self, path: Path | str, key: str, value: Any) -> None:
@@ -485,9 +639,50 @@ class StatCache:
                     vals.append(old[row] if old is not None and row is not None else None)
         return paths, stamps, values
 
+    def _memo_merged(self, values: dict[str, list[Any]]) -> dict[str, dict[str, Any]]:
+        """The content memo to save: per content key, md5 -> value, oldest first.
+
+        Harvested from every entry that holds the md5 and the value at one stamp (stored
+        ones too, including those this run replaced: the bytes a checkout took away), plus
+        the memo read and the values of this run.  Kept: all md5s at a current path, and of
+        the others the most recent ``max(MEMO_MIN_KEEP, number of paths)``.
+        """
+        stored = self._stored
+        keys = {k for k in values if k in CONTENT_KEYS} | set(self._memo_new)
+        if stored is not None:
+            keys |= {k for k in stored.memo_names() if k in CONTENT_KEYS}
+        out: dict[str, dict[str, Any]] = {}
+        live = {m for m in values.get("md5", ()) if m is not None}
+        for key in sorted(keys):
+            memo: dict[str, Any] = dict(stored.memo(key)) if stored is not None else {}
+
+            def put(md5: Any, value: Any, memo: dict[str, Any] = memo) -> None:
+                if isinstance(md5, str) and value is not None:
+                    memo.pop(md5, None)
+                    memo[md5] = value  # the most recent last
+
+            if stored is not None:  # every stored row, replaced ones included
+                md5s, vals = stored.values("md5"), stored.values(key)
+                if md5s is not None and vals is not None:
+                    for m, v in zip(md5s, vals, strict=True):
+                        put(m, v)
+            for m, v in (self._memo_new.get(key) or {}).items():
+                put(m, v)
+            if "md5" in values and key in values:
+                for m, v in zip(values["md5"], values[key], strict=True):
+                    put(m, v)
+            orphans = [m for m in memo if m not in live]
+            extra = len(orphans) - max(MEMO_MIN_KEEP, len(values.get("md5", ())))
+            for m in orphans[:max(0, extra)]:
+                del memo[m]
+            if memo:
+                out[key] = memo
+        return out
+
     def to_bytes(self) -> bytes:
         """The cache file's content (columnar; see the module docstring)."""
         paths, stamps, values = self._merged()
+        memo = self._memo_merged(values)
         cols = list(zip(*stamps, strict=True)) if stamps else [(), (), ()]
         sections = [("paths", "\0".join(paths).encode("utf-8", "surrogateescape"))]
         sections += [(name, np.asarray(col, dtype=dt).tobytes())
@@ -495,6 +690,8 @@ class StatCache:
                                               ("<u8", "<i8", "<i8"), strict=True)]
         sections += [(f"key:{k}", json.dumps(v, separators=(",", ":")).encode("utf-8"))
                      for k, v in values.items()]
+        sections += [(f"memo:{k}", json.dumps(v, separators=(",", ":")).encode("utf-8"))
+                     for k, v in memo.items()]
         head = json.dumps({"n": len(paths), "sections": [[n, len(b)] for n, b in sections]},
                           separators=(",", ":")).encode("utf-8")
         return b"".join([MAGIC, head, b"\n", *(b for _, b in sections)])
