@@ -231,9 +231,9 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
         uni = read_universe(self.universe_csv)
         cfg = load_splits(self.splits_path)
         if self.verify_mode != "off":  # checks exactly what was read (and will be loaded)
-            self.report = ensure(verify(cfg, uni, deep=self.deep, lock=self.lock,
-                                        cache=self._cache()), self.verify_mode)
-            self.report.splits = str(self.splits_path)
+            report = verify(cfg, uni, deep=self.deep, lock=self.lock, cache=self._cache())
+            report.splits = str(self.splits_path)  # a DriftError names the file, not "splits"
+            self.report = ensure(report, self.verify_mode)
         res = resolve(cfg, uni, where=str(self.splits_path))
         base = self.universe_csv.parent
         wanted = {

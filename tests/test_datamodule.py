@@ -123,6 +123,7 @@ def test_strict_refuses_a_drifted_dataset(drifted: Path, caplog) -> None:
         dm.setup("fit")
     assert info.value.report.finding("content").status == "drift"
     assert "content" in str(info.value) and dm.datasets == {}
+    assert str(drifted / "splits.json") in str(info.value)  # names the split file
     warn = make(drifted, verify="warn")
     with caplog.at_level(logging.WARNING):
         warn.setup("fit")

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.drift import DriftError
 from dvc_cuvis.splits import load_splits
