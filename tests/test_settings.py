@@ -112,3 +112,15 @@ def test_every_verb_and_option_is_described() -> None:
             assert a.help, (name, a.option_strings)
             if a.dest not in ("params", "no_params", "json", "md"):
                 assert "default" in a.help or "required" in a.help, (name, a.option_strings)
+
+
+def test_a_missing_pipeline_output_suggests_dvc_repro(tmp_path: Path, cli, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    (tmp_path / "params.yaml").write_text("resolve:\n  universe: u.csv\n  splits: s.json\n")
+    for verb in ("check", "resolve", "report", "export"):
+        args = [verb, "--to", "soma"] if verb == "export" else [verb]
+        r = cli(*args)
+        assert r.code == 2, verb
+        assert "s.json: splits file not found; run `dvc repro` to create it" in r.err, verb
+        assert r.err.count("\n") == 1
