@@ -14,7 +14,8 @@ It is a report, not a test: the exit code is 0 unless the script crashes, or ``-
 is given and a target fails.  ``--quick`` enforces no target.
 
 Setup (untimed): a dataset repository (git + DVC, a local folder as DVC remote) holding
-``data/`` = N tiny npz frames (``bench_pipeline.make_frames``), revision v1; revision v2
+``data/`` = N tiny npz frames (as ``bench_pipeline.make_frames``, but every frame's bytes
+unique, so no frame's values can be reused from another's), revision v1; revision v2
 rewrites every 10th frame with another frame's bytes and adds one session folder; both
 are pushed.  Then ``git clone`` + ``dvc pull`` into a new folder (timed, info) and
 ``dvc fetch -T`` (so an older revision can be checked out without the network).
@@ -23,8 +24,9 @@ Every measurement is one fresh process doing what ``dvc-cuvis enumerate --format
 --root data`` does (open the default stat cache, enumerate, write universe.csv and the
 metrics), so interpreter start-up, imports and opening DVC's repository are included; it
 reports the stat cache's :meth:`~dvc_cuvis.digests.StatCache.stats` (files and bytes
-hashed, md5s taken from DVC).  "cold" = no stat cache file of ours (as on a fresh clone);
-"warm" = the cache the previous run wrote, nothing changed.  The page cache is warm for
+hashed, md5s taken from DVC, frames parsed vs taken from the content memo).  "cold" = no
+stat cache file of ours (as on a fresh clone); "warm" = the cache the previous run wrote,
+nothing changed.  The page cache is warm for
 all of them (one untimed hashing run first), so the rows compare work, not the disk.
 
 Targets, measured on the fresh clone and again after ``git checkout v1 && dvc checkout``
@@ -34,6 +36,12 @@ Targets, measured on the fresh clone and again after ``git checkout v1 && dvc ch
 2. ours cold hashes 0 bytes.
 Information: the baseline, plain hashing (``DVC_CUVIS_DVC_HASHES=off``, cold), as a
 ratio to ours cold; every run's universe.csv must be byte-identical to the baseline's.
+
+Content memo (the stat cache keeps each frame's parsed values under its md5 too):
+"carried over" = v2's cache on v1's files (v1's changed frames were never parsed: they
+are); "checkout back" = ``git checkout v2 && dvc checkout`` with the cache that saw both
+revisions (every frame rewritten by DVC, new stamps, md5s from DVC's state, values from
+the memo: no frame parsed), against warm on v2 (target: <= 1.2x, as for cold).
 """
 
 from __future__ import annotations
@@ -70,6 +78,10 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "rows": len(uni), **cache
 """
 
 
+STATS = ("bytes_hashed", "derived_computed", "derived_from_memo", "md5_cached", "md5_from_dvc",
+         "md5_hashed")
+
+
 def sh(env: dict[str, str], *args: str, cwd: Path) -> float:
     """Run a command (setup or an info timing); its wall seconds."""
     t = time.perf_counter()
@@ -96,10 +108,11 @@ def enumerate_run(clone: Path, env: dict[str, str], *, dvc: bool, cold: bool) ->
     return out
 
 
-def frame_bytes(session: str, s: int, cat: int, pad_kib: int) -> bytes:
-    """A tiny npz frame as ``bench_pipeline`` writes them, plus ``pad_kib`` KiB of bytes
-    in a member enumerate does not read (so only hashing grows with it)."""
-    cube = (np.arange(8, dtype=np.float32).reshape(2, 2, 2) + s % 97) / 128
+def frame_bytes(session: str, s: int, cat: int, pad_kib: int, k: int = 0) -> bytes:
+    """A tiny npz frame as ``bench_pipeline`` writes them (``k`` makes its cube unique),
+    plus ``pad_kib`` KiB of bytes in a member enumerate does not read (so only hashing
+    grows with it)."""
+    cube = (np.arange(8, dtype=np.float32).reshape(2, 2, 2) + s % 97 + k / 4096) / 128
     mask = np.zeros((2, 2), np.uint8)
     if cat:
         mask[cat % 2, cat // 2 % 2] = cat
@@ -115,15 +128,14 @@ def frame_bytes(session: str, s: int, cat: int, pad_kib: int) -> bytes:
 
 
 def make_frames(root: Path, sessions: int, frames: int, pad_kib: int) -> None:
-    """``sessions`` folders of ``frames`` frames (4 distinct contents per folder)."""
+    """``sessions`` folders of ``frames`` frames (every frame's bytes unique)."""
     for s in range(sessions):
         session = f"session_{s:04d}"
         folder = root / session
         folder.mkdir(parents=True)
-        templates = [frame_bytes(session, s, c, pad_kib) for c in range(4)]
         for k in range(frames):
             with open(os.path.join(folder, f"frame_{k:04d}.npz"), "wb") as fh:
-                fh.write(templates[frame_category(s, k)])
+                fh.write(frame_bytes(session, s, frame_category(s, k), pad_kib, k))
 
 
 def make_origin(work: Path, env: dict[str, str], frames: int, pad_kib: int) -> Path:
@@ -143,12 +155,12 @@ def make_origin(work: Path, env: dict[str, str], frames: int, pad_kib: int) -> P
     files = sorted((origin / "data").rglob("*.npz"))
     for i, f in enumerate(files[::10]):
         f.chmod(0o644)
-        f.write_bytes(frame_bytes(f"changed_{i}", i, i % 4, pad_kib))
+        f.write_bytes(frame_bytes(f"changed_{i}", i, i % 4, pad_kib, i))
     extra = origin / "data" / "session_extra"
     extra.mkdir()
     for k in range(100):
         (extra / f"frame_{k:04d}.npz").write_bytes(frame_bytes("session_extra", 7, k % 4,
-                                                               pad_kib))
+                                                               pad_kib, k))
     sh(env, "dvc", "add", "-q", "data", cwd=origin)
     sh(env, "git", "commit", "-qam", "v2", cwd=origin)
     sh(env, "git", "tag", "v2", cwd=origin)
@@ -171,10 +183,10 @@ def measure(clone: Path, env: dict[str, str], where: str, reps: int, enforce: bo
     b, c, w = (median([r["seconds"] for r in rs]) for rs in (base, cold, warm))
     n = cold[0]["rows"]
     log(f"  {where}: {n} frames; baseline (hashing) {b:.2f} s, ours cold {c:.2f} s "
-        f"({cold[0]['md5_from_dvc']} md5 from DVC, {cold[0]['bytes_hashed']} bytes hashed), "
+        f"({cold[0]['md5_from_dvc']} md5 from DVC, {cold[0]['bytes_hashed']} bytes hashed, "
+        f"{cold[0]['derived_computed']} frames parsed), "
         f"warm {w:.2f} s ({warm[0]['md5_cached']} from our cache)")
-    stats = {k: cold[0][k] for k in ("bytes_hashed", "md5_cached", "md5_from_dvc",
-                                     "md5_hashed")}
+    stats = {k: cold[0][k] for k in STATS}
     return [
         Row(key=f"cold_vs_warm_{where}", label=f"{where}: ours cold vs warm (ratio warm/cold)",
             ours=c, baseline=w, goal_kind="min_ratio", goal_value=round(1 / 1.2, 3),
@@ -208,14 +220,37 @@ def main() -> int:
         log(f"git clone {t_clone:.2f} s, dvc pull {t_pull:.2f} s")
         sh(env, "dvc", "fetch", "-q", "-T", cwd=clone)
         rows += measure(clone, env, "fresh clone + pull", reps, not args.quick, log)
+        warm_v2 = median([enumerate_run(clone, env, dvc=True, cold=False)["seconds"]
+                          for _ in range(reps)])
         sh(env, "git", "checkout", "-q", "v1", cwd=clone)
         t_co = sh(env, "dvc", "checkout", "-q", cwd=clone)
         log(f"git checkout v1 + dvc checkout ({t_co:.2f} s)")
         carried = enumerate_run(clone, env, dvc=True, cold=False)  # v2's cache, v1's files
+        log(f"  carried over: {carried['seconds']:.2f} s, {carried['derived_computed']} frames "
+            f"parsed, {carried['derived_from_memo']} from the memo")
+        cache_file = clone / ".dvc" / "tmp" / "dvc-cuvis" / "stat-cache.bin"
+        both = work / "stat-cache-both-revisions.bin"
+        shutil.copyfile(cache_file, both)  # it has seen v2 and v1 now
         rows += measure(clone, env, "after dvc checkout", reps, not args.quick, log)
         rows.append(Row(key="carried_over", label="after dvc checkout: our v2 cache carried over",
-                        ours=carried["seconds"], details={k: carried[k] for k in (
-                            "bytes_hashed", "md5_cached", "md5_from_dvc", "md5_hashed")}))
+                        ours=carried["seconds"], details={k: carried[k] for k in STATS}))
+        sh(env, "git", "checkout", "-q", "v2", cwd=clone)
+        sh(env, "dvc", "checkout", "-q", cwd=clone)
+        back = []
+        for _ in range(reps):
+            shutil.copyfile(both, cache_file)
+            back.append(enumerate_run(clone, env, dvc=True, cold=False))
+        b = median([r["seconds"] for r in back])
+        log(f"  checkout back to v2: {b:.2f} s ({back[0]['derived_computed']} frames parsed, "
+            f"{back[0]['derived_from_memo']} from the memo, {back[0]['bytes_hashed']} bytes "
+            f"hashed), warm on v2 {warm_v2:.2f} s")
+        rows.append(Row(key="checkout_back", label="checkout back to v2, memo (ratio warm/ours)",
+                        ours=b, baseline=warm_v2, goal_kind="min_ratio",
+                        goal_value=round(1 / 1.2, 3), enforce=not args.quick,
+                        details={k: back[0][k] for k in STATS}))
+        rows.append(Row(key="checkout_back_parsed", label="checkout back to v2: frames parsed",
+                        ours=max(r["derived_computed"] for r in back), unit="files",
+                        goal_kind="max_abs", goal_value=0, enforce=not args.quick))
         total = log.elapsed
     notes = [f"{frames} frames (+100 in v2), {args.pad_kib} KiB padding each; seconds are "
              "in-process (imports, opening DVC, enumerate, writing universe.csv), median of "
