@@ -56,7 +56,9 @@ def _quiet_cluster_logs() -> Iterator[None]:
     A rescheduled task is normal operation; a failure that stops the run becomes our own
     one-line error.  ``DVC_CUVIS_DEBUG=1`` users can raise the level again themselves.
     """
-    loggers = [logging.getLogger(n) for n in _CLUSTER_LOGGERS]
+    names = [n for n in logging.root.manager.loggerDict  # Dask sets levels on children too
+             if n.split(".")[0] in _CLUSTER_LOGGERS]
+    loggers = [logging.getLogger(n) for n in sorted({*names, *_CLUSTER_LOGGERS})]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.CRITICAL)
@@ -72,27 +74,38 @@ def results(futures: list[Any], describe: Callable[[int], str], scheduler: str |
     """Each future's result (in order, or as they finish); a lost worker or scheduler is a
     :class:`DvcCuvisError` naming the work that did not finish.
 
-    ``on_lost(i)`` runs first when the scheduler gave up on item ``i`` (no worker runs it
-    any more, so what a killed worker left of it, e.g. a temp file, may be removed).
+    ``on_lost(i)`` runs first for every item not finished when the run stops (the items
+    of a dead worker are among them; what it left, e.g. a temp file, may be removed).
     """
     from dask.distributed import as_completed
     from distributed import KilledWorker
 
     position = {f.key: i for i, f in enumerate(futures)}
     stream = iter(futures) if ordered else as_completed(futures)
-    current = 0
+    current, fut = 0, None
+    finished: set[int] = set()
+
+    def lost() -> None:
+        for i in range(len(futures)):
+            if on_lost is not None and i not in finished:
+                on_lost(i)
+
     try:
         for fut in stream:
             current = position[fut.key]
-            yield fut.result()
+            result = fut.result()
+            finished.add(current)
+            yield result
     except KilledWorker:
-        if on_lost is not None:
-            on_lost(current)
+        lost()
         raise DvcCuvisError(
             f"Dask workers died (killed, or out of memory?) while running {describe(current)}, "
             "and the scheduler gave up on it; what finished is kept: rerun to complete it"
         ) from None
     except (OSError, TimeoutError) as exc:
+        if fut is not None and fut.status == "error":  # the task's own error, as if local
+            raise
+        lost()
         raise DvcCuvisError(
             f"lost the Dask scheduler at {scheduler or 'in-process'} while running "
             f"{describe(current)} ({type(exc).__name__}: {exc}); what finished is kept: "
@@ -101,6 +114,7 @@ def results(futures: list[Any], describe: Callable[[int], str], scheduler: str |
     except Exception as exc:  # a cancelled future: the scheduler dropped our work
         if type(exc).__name__ not in ("CancelledError", "FutureCancelledError"):
             raise
+        lost()
         raise DvcCuvisError(
             f"the Dask scheduler at {scheduler or 'in-process'} cancelled "
             f"{describe(current)} (restarted or shut down?); what finished is kept: rerun "

@@ -309,11 +309,27 @@ def execute(
 
 
 def _drop_temps(task: Task) -> None:
-    """Remove the temp files a killed writer of ``task`` may have left (none is running)."""
+    """Remove the temp files a killed writer of ``task`` left: those nobody holds locked.
+
+    A writer holds its temp file locked until the rename (see ``atomic_write_bytes``), so
+    a lock we can take means a dead writer; one we cannot take belongs to a live worker
+    (a task Dask is still running), whose rename will consume it.
+    """
     for _index, name in task.frames:
         target = Path(task.out_dir) / name
-        with contextlib.suppress(OSError):
-            target.with_name(f".{target.name}.tmp").unlink()
+        tmp = target.with_name(f".{target.name}.tmp")
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(fd).st_ino == os.stat(tmp, follow_symlinks=False).st_ino:
+                os.unlink(tmp)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 # -- the lock -----------------------------------------------------------------------------

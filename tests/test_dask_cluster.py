@@ -1,0 +1,297 @@
+"""The Dask executor on a real cluster: ``dask scheduler`` and ``dask worker`` processes.
+
+Every cluster listens on 127.0.0.1 only (free ports, scheduler address read from its
+scheduler file), its workers run in their own working folder (so a relative path that
+reached a worker would miss), and the fixture stops every process it started, each by its
+own pid, with bounded waits.  Outputs are compared with a local run byte for byte (sha256
+of every file, the manifest included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dvc_cuvis.bake import BakeOptions, bake
+from dvc_cuvis.digests import StatCache
+from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.universe import format_universe, read_universe, write_universe
+from examples.generate import generate
+
+pytestmark = pytest.mark.slow  # a few seconds per cluster; CI runs every test
+
+START_S = 30.0  # bound on a process start, a worker registration, a run
+
+
+class Cluster:
+    """A scheduler process and the worker processes added to it."""
+
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None) -> None:
+        self.tmp = tmp
+        self.cwd = tmp / "worker-cwd"  # not where the data or the caller is
+        self.cwd.mkdir(parents=True)
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.workers: list[subprocess.Popen[bytes]] = []
+        sched_file = tmp / "scheduler.json"
+        self._spawn("scheduler", ["distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", "0", "--dashboard-address", "127.0.0.1:0",
+                                  "--scheduler-file", str(sched_file)], env)
+        deadline = time.monotonic() + START_S
+        while True:
+            try:
+                self.address: str = json.loads(sched_file.read_text())["address"]
+                break
+            except (OSError, ValueError, KeyError):
+                if time.monotonic() > deadline or self.procs[0].poll() is not None:
+                    raise RuntimeError(f"no scheduler: {self.log('scheduler')}") from None
+                time.sleep(0.05)
+        assert self.address.startswith("tcp://127.0.0.1:")
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None) -> None:
+        with open(self.tmp / f"{name}.log", "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", *args], cwd=self.cwd,
+                                    stdout=log, stderr=subprocess.STDOUT,
+                                    env={**os.environ, **(env or {})}, start_new_session=True)
+        self.procs.append(proc)
+
+    def log(self, name: str, tail: int | None = 3000) -> str:
+        text = (self.tmp / f"{name}.log").read_text(errors="replace")
+        return text[-tail:] if tail else text
+
+    def clients(self) -> int:
+        """How many clients have connected to the scheduler so far (from its log)."""
+        return self.log("scheduler", tail=None).count("Receive client connection")
+
+    def points(self, worker: int) -> list[str]:
+        """The testpoints worker ``worker`` passed so far (``DVC_CUVIS_TESTPOINT_LOG``)."""
+        path = self.tmp / f"worker{worker}.points"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def add_worker(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """One worker process (no nanny: a killed worker stays dead), one thread."""
+        name = f"worker{len(self.workers)}"
+        self._spawn(name, ["distributed.cli.dask_worker", self.address, "--nthreads", "1",
+                           "--nworkers", "1", "--no-nanny", "--host", "127.0.0.1",
+                           "--dashboard-address", "127.0.0.1:0", "--name", name,
+                           "--local-directory", str(self.tmp / name)], env)
+        self.workers.append(self.procs[-1])
+        return self.procs[-1]
+
+    def wait_for_workers(self, n: int) -> None:
+        from dask.distributed import Client
+
+        with Client(self.address, timeout=START_S) as c:
+            c.wait_for_workers(n, timeout=START_S)
+
+    def close(self) -> None:
+        """Workers first (a worker whose scheduler is gone retries for a while), then the
+        scheduler: SIGTERM, and SIGKILL for whatever has not exited within 5 s."""
+        for group in (self.workers, self.procs[:1]):
+            for proc in group:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for proc in group:
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+
+
+@contextmanager
+def cluster(tmp: Path, workers: int = 0, env: dict[str, str] | None = None
+            ) -> Iterator[Cluster]:
+    c = None
+    try:
+        c = Cluster(tmp, env)
+        for i in range(workers):  # each worker logs the testpoints it passes
+            c.add_worker({"DVC_CUVIS_TESTPOINT_LOG": str(tmp / f"worker{i}.points")})
+        if workers:
+            c.wait_for_workers(workers)
+        yield c
+    finally:
+        if c is not None:
+            c.close()
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One scheduler, two worker processes, shared by this module's identity tests."""
+    with cluster(tmp_path_factory.mktemp("cluster"), workers=2) as c:
+        yield c
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """TIFF and npz data, a universe.csv of the TIFF cubes and a baked splits.json."""
+    generate(tmp_path / "data", sessions=4, frames=3, size=(8, 10), bands=4, seed=2)
+    uni, _ = enumerate_universe(EnumerateOptions(format="tiff", root=tmp_path / "data/tiff",
+                                                 out_dir=tmp_path))
+    write_universe(uni, tmp_path / "universe.csv")
+    (b,) = bake(read_universe(tmp_path / "universe.csv"), BakeOptions(seed=1, test_ratio=0.3))
+    (tmp_path / "splits.json").write_text(json.dumps(b.config.to_dict(), indent=2))
+    return tmp_path
+
+
+def tree(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` (temp files included: there must be none)."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".materialize.lock"}
+
+
+def materialize_cmd(out: str, *extra: str) -> list[str]:
+    """The CLI with relative paths (run from the project; workers have another cwd)."""
+    return [sys.executable, "-m", "dvc_cuvis", "materialize", "--universe", "universe.csv",
+            "--splits", "splits.json", "--out-dir", out, "--no-params", "--stat-cache", "none",
+            "--no-progress", *extra]
+
+
+def run_cli(project: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=project, capture_output=True, text=True,
+                          timeout=2 * START_S, check=False)
+
+
+def local_reference(project: Path) -> dict[str, str]:
+    done = run_cli(project, materialize_cmd("local"))
+    assert done.returncode == 0, done.stderr
+    ref = tree(project / "local")
+    assert "manifest.json" in ref and sum(k.startswith("frames/") for k in ref) == 12
+    return ref
+
+
+def test_materialize_on_worker_processes_writes_the_local_bytes(
+    project: Path, two_workers: Cluster
+) -> None:
+    ref = local_reference(project)
+    done = run_cli(project, materialize_cmd("dask", "--executor", "dask",
+                                            "--scheduler", two_workers.address))
+    assert done.returncode == 0, done.stderr
+    assert "12 written" in done.stdout
+    assert tree(project / "dask") == ref
+    # both worker processes wrote frames (one worker alone would prove less about a cluster)
+    written = [two_workers.points(i).count("materialize.frame-written") for i in range(2)]
+    assert sum(written) == 12 and min(written) >= 1, written
+    assert not (two_workers.cwd / "dask").exists()  # nothing written relative to a worker
+
+
+def test_enumerate_on_worker_processes_gives_the_local_universe(
+    project: Path, two_workers: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)  # relative root: the workers must get absolute paths
+    for fmt, root in (("tiff", "data/tiff"), ("npz", "data/npz")):
+        results = {}
+        for executor in ("local", "dask"):
+            clients = two_workers.clients()
+            cache_file = project / f"cache-{fmt}-{executor}.bin"
+            cache = StatCache(cache_file)
+            uni, metrics = enumerate_universe(EnumerateOptions(
+                format=fmt, root=Path(root), out_dir=Path("."), cache=cache,
+                executor=executor, scheduler=two_workers.address))
+            results[executor] = (format_universe(uni), json.dumps(metrics, sort_keys=True))
+            assert two_workers.clients() == clients + (executor == "dask")  # ran there, or not
+            assert cache.stats()["md5_hashed"] > 0 and cache.stats()["bytes_hashed"] > 0
+            # what the workers hashed came back into our stat cache: a rerun reads nothing
+            again = StatCache(cache_file)
+            enumerate_universe(EnumerateOptions(format=fmt, root=Path(root), out_dir=Path("."),
+                                                cache=again))
+            assert again.stats()["bytes_hashed"] == 0, (fmt, executor)
+        assert results["dask"] == results["local"], fmt
+        assert "md5" in results["dask"][0].splitlines()[0]
+
+
+def test_enumerate_cli_flags_reach_the_cluster(
+    project: Path, two_workers: Cluster, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    base = ["enumerate", "--format", "npz", "--root", "data/npz", "--no-params",
+            "--stat-cache", "none"]
+    assert cli(*base, "--out", "local.csv").code == 0
+    clients = two_workers.clients()
+    r = cli(*base, "--out", "dask.csv", "--executor", "dask", "--scheduler",
+            two_workers.address)
+    assert r.code == 0, r.err
+    assert (project / "dask.csv").read_bytes() == (project / "local.csv").read_bytes()
+    assert two_workers.clients() == clients + 1
+    # and from params.yaml: executor and scheduler are keys of the enumerate section
+    (project / "params.yaml").write_text(
+        f"enumerate:\n  format: npz\n  root: data/npz\n  out: params.csv\n"
+        f"  stat_cache: none\n  executor: dask\n  scheduler: {two_workers.address}\n")
+    r = cli("enumerate")
+    assert r.code == 0, r.err
+    assert two_workers.clients() == clients + 2
+    assert (project / "params.csv").read_bytes() == (project / "local.csv").read_bytes()
+
+
+def test_an_unreachable_scheduler_is_one_error_line(project: Path) -> None:
+    with socket.socket() as s:  # a port nobody listens on (bound, then released)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
+    done = subprocess.run(materialize_cmd("out", "--executor", "dask", "--scheduler",
+                                          f"tcp://127.0.0.1:{port}"),
+                          cwd=project, capture_output=True, text=True, env=env,
+                          timeout=START_S, check=False)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0], done.stderr
+
+
+def _no_temp_files(root: Path) -> None:
+    assert [p.name for p in root.rglob("*.tmp")] == []
+
+
+@pytest.mark.parametrize(
+    ("allowed_failures", "kill_at"),
+    [("3", "io.before-rename:2"),  # default: the scheduler reruns the task elsewhere
+     ("0", "io.before-rename:2")],  # no retry: the run fails cleanly, a rerun completes it
+    ids=["rescheduled", "gives-up"])
+def test_a_worker_killed_mid_run(
+    project: Path, tmp_path: Path, allowed_failures: str, kill_at: str
+) -> None:
+    ref = local_reference(project)
+    sched_env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": allowed_failures}
+    with cluster(tmp_path / "kill", env=sched_env) as c:
+        # the only worker at first: it takes the tasks and SIGKILLs itself with a frame's
+        # bytes in its temp file, not yet renamed into place
+        killer = c.add_worker({"DVC_CUVIS_TESTPOINT": kill_at})
+        c.wait_for_workers(1)
+        run = subprocess.Popen(materialize_cmd("dask", "--executor", "dask", "--scheduler",
+                                               c.address),
+                               cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        try:
+            assert killer.wait(timeout=START_S) == -signal.SIGKILL, c.log("worker0")
+            frames = project / "dask" / "frames"
+            assert 1 <= len(list(frames.rglob("*.npz"))) < 12  # killed mid-run, for real
+            c.add_worker()  # the other worker
+            out, err = run.communicate(timeout=2 * START_S)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait(timeout=10)
+        if allowed_failures != "0":
+            assert run.returncode == 0, err
+            assert "12 written" in out
+            assert "distributed" not in err  # a rescheduled task is no news for the user
+        else:
+            lines = err.strip().splitlines()
+            assert run.returncode == 2 and len(lines) == 1, err
+            assert "Dask workers died" in lines[0] and "rerun" in lines[0]
+            _no_temp_files(project / "dask")  # the lost task's temp file is gone
+            rerun = run_cli(project, materialize_cmd("dask", "--executor", "dask",
+                                                     "--scheduler", c.address))
+            assert rerun.returncode == 0, rerun.stderr
+    _no_temp_files(project / "dask")
+    assert tree(project / "dask") == ref
