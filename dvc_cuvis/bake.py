@@ -45,7 +45,7 @@ from cuvis_ai_schemas.training.data import (
     default_constraints,
 )
 
-from dvc_cuvis.errors import DvcCuvisError, SelectorError
+from dvc_cuvis.errors import DvcCuvisError, EmptyStageError, SelectorError
 from dvc_cuvis.selectors import Positions, Resolver
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
@@ -782,8 +782,9 @@ NON_EMPTY_STAGES = "non_empty_stages"
 def _non_empty(metrics: dict[str, Any], opts: BakeOptions) -> dict[str, Any]:
     """Add the ``non_empty_stages`` result: a stage with a non-zero share got no sample.
 
-    An error by default (``allow_empty`` makes it a warning): a split whose test stage is
-    silently empty would train and report nothing on it.
+    An :class:`~dvc_cuvis.errors.EmptyStageError` by default (``allow_empty`` records it as a
+    warning in the metrics instead): a split whose test stage is silently empty would train
+    and report nothing on it.
     """
     wanted = ["train"]
     if opts.val_ratio > 0 or opts.folds:
@@ -798,8 +799,12 @@ def _non_empty(metrics: dict[str, Any], opts: BakeOptions) -> dict[str, Any]:
     result = ConstraintResult(NON_EMPTY_STAGES, severity,
                               "violated" if empty else "satisfied", len(empty), tuple(empty),
                               reason)
+    if result.failed:
+        counts = " ".join(f"{s}={metrics['stages'][s]['samples']}" for s in EXCLUSIVE_STAGES)
+        fold = f"fold {metrics['fold']}: " if "fold" in metrics else ""
+        raise EmptyStageError(f"{fold}stage(s) {', '.join(empty)} received no sample "
+                              f"({counts}); {reason}")
     metrics["constraints"].append(result.to_dict())
-    metrics["constraints_ok"] = metrics["constraints_ok"] and not result.failed
     return metrics
 
 

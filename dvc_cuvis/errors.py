@@ -42,6 +42,12 @@ class ParamsError(DvcCuvisError):
     """A params.yaml section is missing, malformed or has an invalid value."""
 
 
+class EmptyStageError(DvcCuvisError):
+    """A bake left a stage with a non-zero ratio without any sample (exit 1: a check failed)."""
+
+    exit_code = 1
+
+
 class MissingFileError(DvcCuvisError, FileNotFoundError):
     """An input file does not exist: exit code 2 here, ``FileNotFoundError`` as upstream."""
 

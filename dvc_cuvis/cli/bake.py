@@ -8,14 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import category_map, require_file
-from dvc_cuvis.cli._settings import (
-    EXIT_CHECK_FAILED,
-    EXIT_OK,
-    Key,
-    Settings,
-    register,
-    verb_parser,
-)
+from dvc_cuvis.cli._settings import EXIT_OK, Key, Settings, register, verb_parser
 from dvc_cuvis.errors import DvcCuvisError
 
 IMPORTS = ("glovita", "soma", "indices")
@@ -157,10 +150,7 @@ def run(args: argparse.Namespace) -> int:
             name_to_id=category_map(s),
             where=str(rule_path or base_path or ""),
         )
-    refused = _empty_stages(baked)
-    if refused:
-        print(f"dvc-cuvis: check failed: {refused}; nothing written", file=sys.stderr)
-        return EXIT_CHECK_FAILED
+    _empty_stages(baked)
     if opts.folds:
         save_folds([b.config for b in baked], out_dir)
         if metrics:
@@ -187,8 +177,8 @@ def run(args: argparse.Namespace) -> int:
     return _verdict(baked, s)
 
 
-def _empty_stages(baked: list[Any]) -> str:
-    """What the non_empty_stages check refuses ("" when every wanted stage got samples)."""
+def _empty_stages(baked: list[Any]) -> None:
+    """Warn about a stage left empty under ``--allow-empty`` (without it, bake raised)."""
     from dvc_cuvis.bake import NON_EMPTY_STAGES
 
     for b in baked:
@@ -197,12 +187,8 @@ def _empty_stages(baked: list[Any]) -> str:
                 counts = " ".join(f"{x}={b.metrics['stages'][x]['samples']}"
                                   for x in ("train", "val", "test"))
                 fold = f"fold {b.metrics['fold']}: " if "fold" in b.metrics else ""
-                if c["severity"] == "error":
-                    return (f"{fold}stage(s) {', '.join(c['offending'])} received no sample "
-                            f"({counts}); {c['reason']}")
                 print(f"dvc-cuvis: warning: {fold}stage(s) {', '.join(c['offending'])} "
                       f"received no sample ({counts})", file=sys.stderr)
-    return ""
 
 
 def _verdict(baked: list[Any], s: Settings) -> int:
