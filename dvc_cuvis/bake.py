@@ -680,6 +680,9 @@ def bake(
         whose selector does not resolve (the :class:`~dvc_cuvis.errors.SelectorError`
         message, re-raised as this base class), or base samples that left the universe
         without ``allow_removed``.
+    EmptyStageError
+        A strategy bake left a stage with a non-zero ratio (train always; val and test
+        when their ratio is above 0) without any sample, unless ``opts.allow_empty``.
 
     See Also
     --------
@@ -697,10 +700,10 @@ def bake(
     cuvis-ai-dataloader's ``resolve-splits`` membership instead, and are not stable
     under growth; use ``base`` to grow them.
 
-    A failed constraint does not raise: it is recorded in ``metrics["constraints"]`` and
-    ``metrics["constraints_ok"]`` is False.  That includes ``non_empty_stages`` (a stage
-    with a non-zero ratio got no sample), which the CLI turns into an error unless
-    ``allow_empty``; a notebook must look at the metrics itself.
+    A failed constraint of the split itself does not raise: it is recorded in
+    ``metrics["constraints"]`` and ``metrics["constraints_ok"]`` is False.  An empty stage
+    is different: it raises :class:`~dvc_cuvis.errors.EmptyStageError` (``allow_empty``
+    records it as a ``non_empty_stages`` warning in the metrics instead).
 
     Examples
     --------
