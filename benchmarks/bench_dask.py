@@ -1,0 +1,172 @@
+"""Cold enumerate hashed on a Dask cluster vs local threads, on the same files, in one run.
+
+How to run (from the repository root)::
+
+    .venv/bin/python benchmarks/bench_dask.py            # 4000 frames of ~128 KiB (~1 min)
+    .venv/bin/python benchmarks/bench_dask.py --quick    # 400 frames of ~32 KiB, < 30 s
+    .venv/bin/python benchmarks/bench_dask.py --frames 20000 --pad-kib 512 --json out.json
+
+Options: ``--workdir DIR``, ``--keep``, ``--json PATH``, ``--strict`` (see ``_common``),
+``--frames N`` (100 per session folder), ``--pad-kib K`` (K KiB more bytes per frame, in a
+member enumerate does not read: only hashing grows with it), ``--repeat R`` (default 3).
+
+It is a report, not a test: no target, the exit code is 0 unless the script crashes.
+
+Setup (untimed): N npz frames (``bench_dvc_hashes.make_frames``); a cluster started by
+this script on 127.0.0.1: ``dask scheduler`` and 2 ``dask worker`` processes (1 thread
+each, no nanny), in their own working folder; one untimed local run and one untimed Dask
+run (page cache warm, worker imports done).  Then, interleaved, ``--repeat`` times each:
+in-process ``enumerate_universe`` of the npz folder with an empty in-memory stat cache
+(cold: every file is read and hashed; DVC lookups off) and (a) ``jobs=1``, (b) ``jobs=2``
+local threads, (c) ``executor="dask"`` on the cluster (client connect included).  Rows:
+medians; ratios = local median / Dask median (> 1: Dask faster).  Every run's universe.csv
+must be byte-identical to run (a)'s.  On a 2-core machine shared with other work the three
+contend for the same cores and the same page cache: figures are noisy, and the Dask row
+pays pickling and a TCP round trip per chunk that a real cluster of other machines would
+repay with their cores and disks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import _common
+from _common import Row, median
+from bench_dvc_hashes import make_frames
+
+from dvc_cuvis.digests import StatCache
+from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.universe import format_universe
+
+WORKERS = 2
+
+
+class LocalCluster:
+    """A scheduler and worker processes on 127.0.0.1, each stopped by its own pid."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.procs: list[subprocess.Popen[bytes]] = []
+        (work / "cwd").mkdir()
+        sched_file = work / "scheduler.json"
+        self._spawn("scheduler", ["distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", "0", "--dashboard-address", "127.0.0.1:0",
+                                  "--scheduler-file", str(sched_file)])
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.address: str = json.loads(sched_file.read_text())["address"]
+                break
+            except (OSError, ValueError, KeyError):
+                if time.monotonic() > deadline or self.procs[0].poll() is not None:
+                    raise RuntimeError("the Dask scheduler did not start") from None
+                time.sleep(0.05)
+        for i in range(WORKERS):
+            self._spawn(f"worker{i}", ["distributed.cli.dask_worker", self.address,
+                                       "--nthreads", "1", "--nworkers", "1", "--no-nanny",
+                                       "--host", "127.0.0.1", "--dashboard-address",
+                                       "127.0.0.1:0", "--local-directory",
+                                       str(work / f"worker{i}")])
+        from dask.distributed import Client
+
+        with Client(self.address, timeout=60) as c:
+            c.wait_for_workers(WORKERS, timeout=60)
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        with open(self.work / f"{name}.log", "wb") as log:
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", *args], cwd=self.work / "cwd", stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True))
+
+    def close(self) -> None:
+        for group in (self.procs[1:], self.procs[:1]):  # workers, then the scheduler
+            for p in group:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in group:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(timeout=10)
+
+
+def cold_enumerate(root: Path, out_dir: Path, **kw: Any) -> tuple[float, str, dict[str, int]]:
+    """One cold in-process enumerate: seconds, universe.csv text, the cache's counters."""
+    cache = StatCache(None)  # empty, in memory, no DVC lookups: every file is read
+    t0 = time.perf_counter()
+    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=root, out_dir=out_dir,
+                                                 cache=cache, **kw))
+    text = format_universe(uni)
+    return time.perf_counter() - t0, text, cache.stats()
+
+
+def main() -> int:
+    """Build the frames, start the cluster, time the three ways, print the table."""
+    ap = _common.standard_args(__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, help="npz frames (default 4000, --quick 400)")
+    ap.add_argument("--pad-kib", type=int, help="KiB added to every frame (default 128, "
+                    "--quick 32)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each way (median)")
+    args = ap.parse_args()
+    frames = args.frames or (400 if args.quick else 4000)
+    pad = args.pad_kib if args.pad_kib is not None else (32 if args.quick else 128)
+    log = _common.Clock()
+    rows: list[Row] = []
+    with _common.workspace(args, "bench_dask_", log) as work:
+        data = work / "data"
+        make_frames(data, max(1, frames // 100), min(frames, 100), pad)
+        nbytes = sum(p.stat().st_size for p in data.rglob("*.npz"))
+        log(f"{frames} frames, {nbytes / 2**20:.0f} MiB written")
+        cluster = LocalCluster(work)
+        try:
+            log(f"cluster up: {cluster.address}, {WORKERS} worker processes")
+            ways: dict[str, dict[str, Any]] = {
+                "local, 1 job": {"jobs": 1},
+                "local, 2 jobs": {"jobs": 2},
+                f"dask, {WORKERS} worker processes": {"executor": "dask",
+                                                      "scheduler": cluster.address},
+            }
+            _, reference, _ = cold_enumerate(data, work, jobs=1)  # warm the page cache
+            cold_enumerate(data, work, **ways[list(ways)[2]])  # worker imports
+            times: dict[str, list[float]] = {w: [] for w in ways}
+            hashed: dict[str, dict[str, int]] = {}
+            for r in range(args.repeat):
+                for way, kw in ways.items():
+                    s, text, stats = cold_enumerate(data, work, **kw)
+                    if text != reference:
+                        raise SystemExit(f"bench_dask: {way}: universe.csv differs from the "
+                                         "1-job run's")
+                    times[way].append(s)
+                    hashed[way] = stats
+                    log(f"run {r + 1}: {way}: {s:.2f} s ({stats['md5_hashed']} files, "
+                        f"{stats['bytes_hashed'] / 2**20:.0f} MiB hashed)")
+        finally:
+            cluster.close()
+    med = {w: median(ts) for w, ts in times.items()}
+    dask_way = list(ways)[2]
+    for way in ways:
+        rows.append(Row(f"cold_{way.split(',')[0]}_{way.split()[1]}",
+                        f"cold enumerate, {way} (median of {args.repeat})", med[way],
+                        details={"runs_s": times[way], **hashed[way]}))
+    for way in list(ways)[:2]:
+        rows.append(Row(f"dask_vs_{way.split()[1]}_local", f"{dask_way} vs {way}",
+                        med[dask_way], baseline=med[way],
+                        details={"frames": frames, "bytes": nbytes}))
+    cmd = "benchmarks/bench_dask.py " + " ".join(sys.argv[1:])
+    notes = [f"command: .venv/bin/python {cmd.strip()} ({os.cpu_count()} cores, shared)",
+             f"{frames} npz frames, {nbytes / 2**20:.0f} MiB, every byte hashed in every run; "
+             "ratio = local median / Dask median (> 1: Dask faster); universe.csv "
+             "byte-identical in every run."]
+    return _common.finish(rows, args, total=log.elapsed, notes=notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
