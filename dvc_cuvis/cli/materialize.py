@@ -55,7 +55,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write one deterministic npz per selected frame, incrementally."""
-    from dvc_cuvis.materialize import Compression, ReaderParams, materialize, parse_crop
+    from dvc_cuvis.frames import Compression
+    from dvc_cuvis.materialize import ReaderParams, materialize, parse_crop
     from dvc_cuvis.splits import load_splits
     from dvc_cuvis.universe import read_universe
 
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         lock_wait=float(s.get("lock_wait", 0.0)),
         show_progress=progress if progress is not None else sys.stderr.isatty(),
     )
-    migrated = getattr(result, "migrated", 0)
+    migrated = result.migrated
     moved = f", {migrated} migrated to the current layout" if migrated else ""
     print(f"materialized {len(result.universe)} frames into {out_dir}: {result.written} written, "
           f"{result.kept} unchanged, {result.deleted} deleted{moved}")
