@@ -55,7 +55,8 @@ def labels_json(uni: Universe, *, id_column: str = "uid", mode: str = "anomaly")
     ids = column_ids(uni, id_column)
     cats = uni.category_ids
     if mode == "anomaly":
-        return {ids[p]: int(any(c != 0 for c in cats[p])) for p in range(len(uni))}
+        flags = uni.anomalous()  # the one rule: a category id != 0
+        return {ids[p]: int(flags[p]) for p in range(len(uni))}
     if mode == "categories":
         return {ids[p]: sorted(set(cats[p])) for p in range(len(uni))}
     raise DvcCuvisError(f"labels mode {mode!r}: choose anomaly or categories")

@@ -22,7 +22,7 @@ import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.interop import Folds, check_disjoint, column_ids, id_index, map_ids
-from dvc_cuvis.universe import Universe
+from dvc_cuvis.universe import Universe, is_anomalous
 
 LOCATION_COLUMNS = ("image_path", "mask_path", "label_mask_path", "points_path",
                     "coordinates_path")
@@ -61,7 +61,7 @@ def export_soma(folds: Folds, *, id_column: str = "uid") -> tuple[str, str, dict
               *(["uid"] if "uid" not in meta_cols else []), *meta_cols]
     rows: list[list[Any]] = [header]
     for p in range(len(uni)):
-        label = [int(any(c != 0 for c in cats[p]))] if has_labels else []
+        label = [int(is_anomalous(cats[p]))] if has_labels else []
         rows.append([ids[p], paths[p], *label, sample_id(patient[p]), uni.uid(p),
                      *(uni.value(c, p) for c in meta_cols)])
     for k, s in enumerate(folds.splits):

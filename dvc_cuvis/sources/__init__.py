@@ -116,7 +116,7 @@ def universe_metrics(
         for ids in cats:
             for c in set(ids):
                 counts[c] = counts.get(c, 0) + 1
-        anomalous = sum(1 for ids in cats if any(c != 0 for c in ids))
+        anomalous = int(uni.anomalous().sum())  # the one rule: a category id != 0
         metrics["anomalous"] = anomalous
         metrics["normal"] = len(uni) - anomalous
         id_to_name = {v: k for k, v in (categories or {}).items()}
