@@ -145,7 +145,8 @@ def map_with_cache(
         size = max(1, min(512, math.ceil(len(items) / (4 * workers))))
         chunks = [items[lo:lo + size] for lo in range(0, len(items), size)]
         shipped = c.scatter(payload, broadcast=True)
-        futures = c.map(_run_chunk, chunks, payload=shipped, pure=False)
+        seeds = [_known_md5s(cache, chunk) for chunk in chunks]
+        futures = c.map(_run_chunk, chunks, seeds, payload=shipped, pure=False)
         done = results(futures, lambda i: f"{desc} of {_name(chunks[i][0])} and "
                        f"{len(chunks[i]) - 1} more file(s)", scheduler, ordered=True)
         for rows, entries, counts in progress(done, total=len(chunks), desc=desc,
@@ -153,6 +154,25 @@ def map_with_cache(
             out.extend(rows)
             _merge(cache, entries, counts)
     return out
+
+
+def _known_md5s(cache: StatCache, chunk: list[Any]) -> dict[str, tuple[Any, str]]:
+    """md5s our cache or DVC (as this machine sees it) already knows for a chunk's files.
+
+    Asked here, not on the worker: a worker on another machine has neither our stat cache
+    nor this machine's DVC state, and would hash what is known.  Items that are files of
+    a scan (:class:`~dvc_cuvis.sources.Located`: ``abs`` and ``st``) are looked up.
+    """
+    from dvc_cuvis.digests import CacheMiss, stamp_of
+
+    known = {}
+    for item in chunk:
+        path, st = getattr(item, "abs", None), getattr(item, "st", None)
+        if path is None or st is None:
+            continue
+        with contextlib.suppress(CacheMiss):
+            known[path] = (stamp_of(st), cache.md5(path, st, cached_only=True))
+    return known
 
 
 def _name(item: Any) -> str:
@@ -191,14 +211,19 @@ def _worker_cache(use_dvc: bool) -> StatCache:
         return StatCache(None, dvc=_WORKER_DVC)
 
 
-_COUNTERS = ("hits", "misses", "md5_cached", "md5_from_dvc", "md5_hashed", "bytes_hashed")
+# what the workers did; their cache hits are the seeds, which we counted when we asked
+_COUNTERS = ("misses", "md5_from_dvc", "md5_hashed", "bytes_hashed")
 
 
-def _run_chunk(chunk: list[Any], payload: bytes) -> tuple[list[Any], dict[str, Any], dict]:
-    """Worker side: run the shipped function over ``chunk`` with a fresh worker cache."""
+def _run_chunk(chunk: list[Any], seeds: dict[str, tuple[Any, str]], payload: bytes
+               ) -> tuple[list[Any], dict[str, Any], dict]:
+    """Worker side: run the shipped function over ``chunk`` with a fresh worker cache
+    that knows the md5s the caller already had (``seeds``: path -> (stamp, md5))."""
     import cloudpickle
 
     func, cache = cloudpickle.loads(payload)
+    for path, (stamp, md5) in seeds.items():
+        cache.record(path, "md5", tuple(stamp), md5)
     rows = [func(x) for x in chunk]
     return rows, dict(cache._new), {k: getattr(cache, k) for k in _COUNTERS}
 

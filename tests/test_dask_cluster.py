@@ -211,6 +211,34 @@ def test_enumerate_on_worker_processes_gives_the_local_universe(
         assert "md5" in results["dask"][0].splitlines()[0]
 
 
+class _KnowsEveryMd5:
+    """Stands in for DVC's state: it knows the md5 of every file (as after a ``dvc pull``)."""
+
+    def md5(self, abs_path: str, stamp: object) -> str:
+        return hashlib.md5(Path(abs_path).read_bytes()).hexdigest()
+
+    def md5_many(self, items: list[tuple[str, object]]) -> dict[str, str]:
+        return {p: self.md5(p, s) for p, s in items}
+
+
+def test_enumerate_on_the_cluster_hashes_no_byte_the_caller_knows(
+    project: Path, two_workers: Cluster
+) -> None:
+    """Workers on other machines see neither our stat cache nor our DVC state: the md5s
+    the caller knows travel with the work, and no worker reads a file to hash it."""
+    root = project / "data/npz"
+    local = enumerate_universe(EnumerateOptions(format="npz", root=root, out_dir=project,
+                                                cache=StatCache(None)))[0]
+    cache = StatCache(None, dvc=_KnowsEveryMd5())  # type: ignore[arg-type]
+    uni, _ = enumerate_universe(EnumerateOptions(
+        format="npz", root=root, out_dir=project, cache=cache, executor="dask",
+        scheduler=two_workers.address))
+    assert format_universe(uni) == format_universe(local)
+    stats = cache.stats()
+    assert stats["bytes_hashed"] == 0 and stats["md5_hashed"] == 0, stats
+    assert stats["md5_from_dvc"] == len(uni) and stats["md5_cached"] == 0, stats
+
+
 def test_enumerate_cli_flags_reach_the_cluster(
     project: Path, two_workers: Cluster, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
