@@ -106,7 +106,9 @@ def fmt_value(v: float | None, unit: str) -> str:
 def fmt_ratio(r: float | None) -> str:
     if r is None:
         return "-"
-    return f"{r:.0f}x" if r >= 100 else f"{r:.1f}x"
+    if r >= 100:
+        return f"{r:.0f}x"
+    return f"{r:.1f}x" if r >= 0.1 else f"{r:.4f}x"
 
 
 def table(rows: list[Row]) -> str:

@@ -99,6 +99,7 @@ def _rescan(s: Settings, universe_path: Path, cache: Any) -> Any:
     if Path(os.path.abspath(out)) != Path(os.path.abspath(universe_path)):
         return None
     opts.progress = False
+    opts.executor = "local"  # a check never depends on a running cluster
     return opts
 
 

@@ -87,7 +87,8 @@ def scan_cu3s(opts: EnumerateOptions) -> Scan:
             cols["group"] = [Path(src).parent.as_posix()] * n
         return cols
 
-    per_session = parallel_map(one, sessions, jobs=opts.jobs, desc="cu3s", show=opts.progress)
+    per_session = parallel_map(one, sessions, jobs=opts.jobs, desc="cu3s", show=opts.progress,
+                               opts=opts)
     columns: dict[str, list[Any]] = {k: [] for k in names}
     for cols in per_session:
         for k in names:

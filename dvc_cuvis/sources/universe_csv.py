@@ -42,7 +42,7 @@ def scan_universe_csv(opts: EnumerateOptions) -> Scan:
 
         paths = sorted(set(columns["materialized_path"]) - {""})
         by_path = dict(zip(paths, parallel_map(digest, paths, jobs=opts.jobs, desc="md5",
-                                               show=opts.progress), strict=True))
+                                               show=opts.progress, opts=opts), strict=True))
         columns["md5"] = [by_path.get(rel, old)
                           for rel, old in zip(columns["materialized_path"], recorded, strict=True)]
     return Scan([], columns=columns)
