@@ -198,3 +198,24 @@ def test_the_readme_guard_snippet_runs_as_written(repo: Path) -> None:
     (repo / "materialized/splits.json").write_text(json.dumps(doc))
     r = run(repo, sys.executable, "-c", code)
     assert r.returncode != 0 and "DriftError" in r.stderr
+
+
+def test_the_pre_commit_framework_hook_is_declared(tmp_path: Path) -> None:
+    """`.pre-commit-hooks.yaml`: users add the check by repository URL (hook id below)."""
+    import tomllib
+
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "dvc-cuvis-check" and hook["language"] == "python"
+    assert hook["pass_filenames"] is False
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert hook["entry"].split()[0] in scripts  # the entry is our console script
+    files = re.compile(hook["files"])
+    for staged in ("splits.json", "example/splits.json", "universe.csv", "a/b/universe.csv",
+                   "splits-v2.json"):
+        assert files.search(staged), staged
+    for other in ("README.md", "universe.csv.bak", "params.yaml", "splits.json/x"):
+        assert not files.search(other), other
+    # the plain git hook triggers on the same pattern
+    from dvc_cuvis.cli.hook import STAGED, hook_script
+
+    assert hook["files"] == STAGED and f"grep -E '{STAGED}'" in hook_script(None, "py")

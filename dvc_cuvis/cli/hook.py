@@ -12,6 +12,8 @@ from dvc_cuvis.cli._settings import EXIT_OK, register, verb_parser
 from dvc_cuvis.errors import DvcCuvisError
 
 HOOK_MARK = "# installed by dvc-cuvis install-hook"
+#: The staged paths that trigger the check (also ``.pre-commit-hooks.yaml``'s ``files``).
+STAGED = r"(^|/)(splits[^/]*\.json|universe\.csv)$"
 
 
 def add_parser(sub: Any) -> None:
@@ -38,8 +40,7 @@ def hook_script(params: str | None, python: str) -> str:
     return f"""#!/bin/sh
 {HOOK_MARK}
 # Runs the drift check when a splits file or a universe.csv is being committed.
-staged=$(git diff --cached --name-only --diff-filter=ACMR \\
-  | grep -E '(^|/)(splits[^/]*\\.json|universe\\.csv)$')
+staged=$(git diff --cached --name-only --diff-filter=ACMR | grep -E '{STAGED}')
 [ -z "$staged" ] && exit 0
 echo "dvc-cuvis: checking staged split files: $staged" >&2
 if [ -x {py} ]; then
