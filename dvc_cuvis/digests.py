@@ -406,6 +406,10 @@ class StatCache:
         self.derived_from_memo = 0
         self._memo_new: dict[str, dict[str, Any]] = {}  # key -> md5 -> value, this process
         self._dvc_asked: dict[str, tuple[Stamp, str | None]] = {}  # prefetched DVC answers
+        # vouched values by md5 (dvc_cuvis.seed), loaded on the first memo miss, not saved
+        self._seed_loaders: list[Callable[[], dict[str, dict[str, Any]]]] = []
+        self._seeded: dict[str, dict[str, Any]] = {}
+        self.seeded = 0  # entries the loaders gave (a count for tests and benchmarks)
 
     def stats(self) -> dict[str, int]:
         """Where this process's md5s came from, how many bytes were read to hash, and how
@@ -462,7 +466,37 @@ class StatCache:
             return True, new[md5]
         if self._stored is not None and md5 in (memo := self._stored.memo(key)):
             return True, memo[md5]
+        if self._seed_loaders:
+            self._load_seeds()
+        seeded = self._seeded.get(key)
+        if seeded is not None and md5 in seeded:
+            return True, seeded[md5]
         return False, None
+
+    def add_seed(self, loader: Callable[[], dict[str, dict[str, Any]]]) -> None:
+        """Values some vouched record gives by md5 (``{key: {md5: value}}``), asked for only
+        on the first content-memo miss (a warm run never loads them).
+
+        Used only as the memo is: for a file whose md5 is known without reading it, so bytes
+        that changed are read as usual.  Only values used are saved (as this run's entries);
+        a loader that fails gives nothing (see :mod:`dvc_cuvis.seed`).
+        """
+        with self._lock:
+            self._seed_loaders.append(loader)
+
+    def _load_seeds(self) -> None:
+        """Run the pending seed loaders once (under the lock: threads wait for the first)."""
+        with self._lock:
+            loaders, self._seed_loaders = self._seed_loaders, []
+            for load in loaders:
+                try:
+                    found = load()
+                except Exception:  # a seed is an optimization: without it, files are read
+                    continue
+                for key, values in found.items():
+                    if key in CONTENT_KEYS:  # only values that are pure functions of bytes
+                        self._seeded.setdefault(key, {}).update(values)
+                        self.seeded += len(values)
 
     def _from_dvc(self, abs_path: str, stamp: Stamp) -> str | None:
         """DVC's md5 for the bytes at ``stamp`` (recorded here, so the next run asks us)."""

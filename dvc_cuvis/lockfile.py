@@ -94,8 +94,18 @@ class LockFile:
     def read(cls, path: Path) -> LockFile:
         """Parse ``path``; :class:`LockReadError` when it cannot be read or is not YAML."""
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise LockReadError(f"{path}: unreadable dvc.lock ({exc})") from None
+        return cls.parse(text, path)
+
+    @classmethod
+    def parse(cls, text: str, path: Path) -> LockFile:
+        """Parse dvc.lock's ``text`` (e.g. read from git) as the file at ``path``;
+        :class:`LockReadError` when it is not YAML."""
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
             raise LockReadError(f"{path}: unreadable dvc.lock ({exc})") from None
         raw = data.get("stages", {}) if isinstance(data, dict) else {}
         stages = []

@@ -106,8 +106,12 @@ def options(get: Callable[..., Any], cache: Any = None) -> tuple[Any, Path, str 
 def hashing_line(cache: Any) -> str:
     """One line saying where the md5s came from and how many bytes were read to hash."""
     st = cache.stats()
-    return (f"hashing: {st['bytes_hashed']} bytes read; md5 from DVC {st['md5_from_dvc']}, "
+    line = (f"hashing: {st['bytes_hashed']} bytes read; md5 from DVC {st['md5_from_dvc']}, "
             f"from the stat cache {st['md5_cached']}, hashed {st['md5_hashed']}")
+    if st["derived_computed"] or st["derived_from_memo"]:  # files parsed (npz frames)
+        line += (f"; frames parsed {st['derived_computed']}, "
+                 f"from the memo {st['derived_from_memo']}")
+    return line
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
 
     s = Settings(args)
     opts, out, metrics = options(s.get)
+    from dvc_cuvis.seed import attach  # HEAD's run, if DVC vouches for it (dvc_cuvis.seed)
+
+    attach(opts.cache, opts.format, out, metrics)
     uni, info = enumerate_universe(opts)
     atomic_write_text(out, format_universe(uni))
     if metrics:

@@ -93,7 +93,12 @@ def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]
     uni = (Universe.from_columns(result.columns, path=where) if result.columns is not None
            else Universe.from_records(result.records, path=where))
     opts.cache.save()
-    return uni, universe_metrics(uni, opts.format, result.categories)
+    metrics = universe_metrics(uni, opts.format, result.categories)
+    if opts.format == "npz":  # the code versions of the values its columns render
+        from dvc_cuvis.sources.npz import DERIVED
+
+        metrics["derived"] = dict(sorted(DERIVED.items()))
+    return uni, metrics
 
 
 def universe_metrics(

@@ -36,6 +36,11 @@ from dvc_cuvis.sources._common import (
 
 # the cache key of frame_info's value; bump the version when frame_info's result changes
 FRAME_INFO = content_key("npz-frame", 1)
+#: written into the metrics as ``derived``: the version of each content key whose values the
+#: universe's columns render, so a later run can tell whether it would derive the same
+DERIVED: dict[str, int] = {"npz-frame": 1}
+#: the ``group`` settings under which the group column is the frame's ``source`` member
+SOURCE_GROUPS = ("auto", "source-member")
 
 
 def frame_info(path: Path) -> dict[str, Any]:
@@ -80,7 +85,7 @@ def scan_npz(opts: EnumerateOptions) -> Scan:
             "index": 0,
             "materialized_path": prefix + f.rel,
             "format": "npz",
-            "group": info["source"] if opts.group in ("auto", "source-member") else "",
+            "group": info["source"] if opts.group in SOURCE_GROUPS else "",
         }
         if opts.group == "parent":
             row["group"] = posixpath.dirname(f.rel)
@@ -98,3 +103,33 @@ def scan_npz(opts: EnumerateOptions) -> Scan:
 
         categories = load_category_map(cat_file)
     return Scan(records, categories)
+
+
+def frame_info_from_row(row: dict[str, str]) -> dict[str, Any] | None:
+    """The :func:`frame_info` value a universe row of ours renders, when the row gives it
+    back exactly (else None): the inverse of the ``group``/``tags``/``category_ids`` cells
+    above, for a run whose group setting was one of :data:`SOURCE_GROUPS`.
+
+    Exact means: rendering the value again gives the same cells, and the group text survives
+    the universe's own columns unchanged (no surrounding blanks, no control characters).
+    """
+    src, tags, cell = row.get("group"), row.get("tags"), row.get("category_ids")
+    if src is None or tags is None or cell is None or src != src.strip():
+        return None
+    if any(ord(c) < 32 or ord(c) == 127 for c in src):
+        return None
+    ids: list[int] | None
+    if tags == "unlabeled":
+        if cell != "":
+            return None
+        ids = None
+    else:
+        try:
+            ids = [int(p) for p in cell.split(";")] if cell else []
+        except ValueError:
+            return None
+        if ";".join(map(str, ids)) != cell or 0 in ids or ids != sorted(set(ids)):
+            return None  # np.unique gives distinct ids in ascending order, 0 left out
+        if tags != ("anomalous" if ids else "normal"):
+            return None
+    return {"source": src, "ids": ids}

@@ -1,0 +1,207 @@
+"""What the last enumerate run that DVC vouches for says about files, by md5.
+
+A fresh ``git clone`` + ``dvc pull`` (or a ``dvc checkout`` of a revision this machine never
+enumerated) has no content memo of ours, so enumerate would parse every frame again -- yet
+the universe.csv committed at ``HEAD`` already pairs each frame's md5 with the values
+enumerate derived from those bytes.  A committed file alone proves nothing (a hand-edited
+row looks like a true one, and the file names no code version), so it is used only when
+DVC vouches for it, all of these at ``HEAD`` (read from git, never from the workspace:
+``dvc repro`` deletes ``cache: false`` outputs before it runs the stage):
+
+1. ``dvc.lock`` has a stage whose command is ``dvc-cuvis enumerate`` and whose outputs are
+   the universe.csv and the metrics file this run writes (matched by path);
+2. the committed universe.csv and metrics file have exactly the md5s that stage recorded
+   (a row edited after the run changes the file's md5);
+3. the metrics say ``format: npz`` and, under ``derived``, the same version of each content
+   key (:func:`~dvc_cuvis.digests.content_key`) as the running code;
+4. that run's group setting (its command's ``--group``, else the params it recorded) was one
+   under which the ``group`` column is the frame's ``source`` member.
+
+Then each row whose cells give the value back exactly
+(:func:`~dvc_cuvis.sources.npz.frame_info_from_row`) seeds the stat cache's content memo:
+md5 -> (source member, category ids).  The seed is consulted only as the memo is -- for a
+file whose md5 is known without reading it (our stat cache, DVC's state db, both validated
+by the file's stamp) -- so a frame whose bytes changed is read as usual.  Any condition that
+fails, or any error reading git, means no seed: enumerate then parses the frames.
+
+The limit is DVC's own: whoever edits universe.csv *and* the md5 in dvc.lock (by hand, or
+with ``dvc commit``) makes DVC vouch for the edit, and the seed believes it too.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import posixpath
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dvc_cuvis.digests import StatCache
+from dvc_cuvis.lockfile import LockFile, Stage
+
+#: the command prefix of the stage whose outputs may seed the memo
+COMMAND = ("dvc-cuvis", "enumerate")
+_MD5 = re.compile(r"[0-9a-f]{32}")
+
+
+def attach(cache: StatCache, fmt: str, out: Path | str, metrics: Path | str | None) -> None:
+    """Let ``cache`` take vouched values from HEAD's run of the stage writing ``out`` and
+    ``metrics`` (read from git only on the first content-memo miss; npz only)."""
+    if fmt != "npz" or metrics is None:
+        return
+    out_abs, metrics_abs = os.path.abspath(out), os.path.abspath(metrics)
+    cache.add_seed(lambda: vouched_values(out_abs, metrics_abs))
+
+
+def vouched_values(out: str, metrics: str) -> dict[str, dict[str, Any]]:
+    """``{content key: {md5: value}}`` from HEAD's vouched enumerate run; ``{}`` when any
+    condition fails or git cannot be read (the seed only saves work, it never decides)."""
+    try:
+        return _vouched(out, metrics)
+    except Exception:  # no git, no commit, a damaged file: enumerate reads the frames
+        return {}
+
+
+def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
+    import git
+
+    from dvc_cuvis.sources.npz import DERIVED, FRAME_INFO, SOURCE_GROUPS, frame_info_from_row
+
+    repo = git.Repo(os.path.dirname(out), search_parent_directories=True)
+    try:
+        top = os.path.realpath(str(repo.working_tree_dir))
+        tree = repo.head.commit.tree
+        out_r, metrics_r = os.path.realpath(out), os.path.realpath(metrics)
+
+        def read(rel: str) -> bytes | None:
+            try:
+                data: bytes = (tree / rel).data_stream.read()
+            except KeyError:
+                return None
+            return data
+
+        found = _find_stage(read, top, out_r, metrics_r)
+        if found is None:
+            return {}
+        lock_dir, stage = found
+        recorded = {os.path.normpath(str(e.get("path", ""))): e.get("md5") for e in stage.outs}
+        files = {}
+        for path in (out_r, metrics_r):
+            rel = os.path.relpath(path, top).replace(os.sep, "/")
+            data = read(rel)
+            want = recorded.get(os.path.normpath(os.path.relpath(path, lock_dir)))
+            if data is None or not want or hashlib.md5(data).hexdigest() != want:
+                return {}  # not committed, or not what the stage wrote
+            files[path] = data
+        info = json.loads(files[metrics_r])
+        derived = info.get("derived") if isinstance(info, dict) else None
+        if info.get("format") != "npz" or not isinstance(derived, dict):
+            return {}
+        if any(derived.get(name) != version for name, version in DERIVED.items()):
+            return {}  # written by another version of the code that derives the values
+        if _group_setting(stage, lock_dir, top, read) not in SOURCE_GROUPS:
+            return {}
+    finally:
+        repo.close()
+    values: dict[str, Any] = {}
+    conflicting: set[str] = set()
+    for row in csv.DictReader(io.StringIO(files[out_r].decode("utf-8"), newline="")):
+        md5 = row.get("md5") or ""
+        if not _MD5.fullmatch(md5) or row.get("format", "npz") != "npz":
+            continue
+        value = frame_info_from_row(row)
+        if value is None:
+            continue
+        if values.setdefault(md5, value) != value:
+            conflicting.add(md5)  # one md5, two values: trust neither
+    for md5 in conflicting:
+        del values[md5]
+    return {FRAME_INFO: values} if values else {}
+
+
+def _find_stage(read: Any, top: str, out: str, metrics: str) -> tuple[str, Stage] | None:
+    """The nearest dvc.lock at HEAD (from ``out``'s folder up to the repository root) with
+    an enumerate stage writing ``out`` and ``metrics``, and that stage (no ``wdir``)."""
+    d = os.path.dirname(out)
+    while True:
+        rel = os.path.relpath(d, top)
+        if rel.startswith(".."):
+            return None
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        text = read(prefix + "dvc.lock")
+        if text is not None:
+            lock = LockFile.parse(text.decode("utf-8"), Path(d) / "dvc.lock")
+            want = {os.path.normpath(os.path.relpath(p, d)) for p in (out, metrics)}
+            for stage in lock.stages:
+                outs = {os.path.normpath(str(e.get("path", ""))) for e in stage.outs}
+                if want <= outs and _argv(stage.cmd)[:2] == list(COMMAND):
+                    return (d, stage) if _plain_wdir(read(prefix + "dvc.yaml"), stage) else None
+        if d == top:
+            return None
+        d = os.path.dirname(d)
+
+
+def _plain_wdir(dvc_yaml: bytes | None, stage: Stage) -> bool:
+    """True if HEAD's dvc.yaml defines ``stage`` without a ``wdir`` of its own (so its
+    paths and params files are relative to dvc.lock's folder)."""
+    if dvc_yaml is None:
+        return False
+    spec = (yaml.safe_load(dvc_yaml) or {}).get("stages", {}).get(stage.name)
+    return isinstance(spec, dict) and os.path.normpath(str(spec.get("wdir", "."))) == "."
+
+
+def _argv(cmd: str) -> list[str]:
+    """The stage's command as words ([] for a shell pipeline or anything shlex refuses)."""
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return []
+    return [] if {"&&", "||", ";", "|", ">", "<"} & set(words) else words
+
+
+def _group_setting(stage: Stage, lock_dir: str, top: str, read: Any) -> str | None:
+    """The group setting the recorded run used, from what DVC vouches for: the command's
+    ``--group``, else its params file's recorded ``enumerate`` values, else the default
+    when no params file was committed; None when it cannot be told."""
+    words = _argv(stage.cmd)[2:]
+    group: str | None = None
+    params: str | None = None
+    no_params = False
+    for i, w in enumerate(words):  # the last occurrence wins, as with argparse
+        name, eq, val = w.partition("=")
+        if name in ("--group", "--params") and not eq:
+            if i + 1 >= len(words):
+                return None
+            val = words[i + 1]
+        if name == "--group":
+            group = val
+        elif name == "--params":
+            params = val
+        elif w == "--no-params":
+            no_params = True
+    if group is not None:
+        return group
+    if no_params:
+        return "auto"
+    pfile = os.path.normpath(params or "params.yaml")
+    recorded = stage.params.get(pfile)
+    if isinstance(recorded, dict):
+        section = recorded.get("enumerate")
+        if isinstance(section, dict):
+            return str(section.get("group", "auto"))
+        if "enumerate.group" in recorded:
+            return str(recorded["enumerate.group"])
+    if params is not None:
+        return None  # a params file DVC does not track for this stage: not vouched
+    # no --params: ./params.yaml, else the repository root's; committed ones are not vouched
+    here = os.path.relpath(os.path.join(lock_dir, "params.yaml"), top).replace(os.sep, "/")
+    if read(posixpath.normpath(here)) is not None or read("params.yaml") is not None:
+        return None
+    return "auto"
