@@ -1,7 +1,8 @@
 """params.yaml sections: the defaults of every verb, so DVC tracks them as ``params``.
 
 Each verb reads its own top-level section (``resolve:``, ``bake:``, ...).  A flag given on
-the command line wins over the file; the file wins over the built-in default.
+the command line wins over the file; the file wins over the built-in default.  Which file is
+read, and how its keys are checked, is the CLI's rule (:mod:`dvc_cuvis.cli._settings`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,7 @@ from dvc_cuvis.errors import ParamsError
 
 
 def load_params(path: Path | str | None) -> dict[str, Any]:
-    """The whole params file as a dict ({} when no file is given).
-
-    Only an explicit ``--params`` is read: a params.yaml that merely sits in the current
-    folder must not change what a command with explicit flags writes.
-    """
+    """The whole params file as a dict ({} when no file is given)."""
     if path is None:
         return {}
     p = Path(path)

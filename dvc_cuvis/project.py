@@ -81,7 +81,7 @@ stages:
       - materialized:
           persist: true
   report:
-    cmd: dvc-cuvis report --params params.yaml
+    cmd: dvc-cuvis report --params params.yaml --out report.html
     deps:
       - universe.csv
       - splits.json
@@ -92,7 +92,7 @@ stages:
       - report.html:
           cache: false
   check:
-    cmd: dvc-cuvis check --params params.yaml
+    cmd: dvc-cuvis check --params params.yaml --metrics metrics/check.json
     deps:
       - universe.csv
       - splits.json
@@ -129,11 +129,9 @@ materialize:
 check:
   universe: universe.csv
   splits: splits.json
-  metrics: metrics/check.json
 {categories}report:
   universe: universe.csv
   splits: splits.json
-  out: report.html
 {categories}resolve:
   universe: universe.csv
   splits: splits.json
@@ -164,21 +162,45 @@ def category_source(repo: Path, fmt: str, root: str) -> tuple[str | None, bool]:
     return None, False
 
 
-def _tracked(repo: Path, root: str) -> bool:
-    """True when ``root`` or a folder above it already has a ``.dvc`` file."""
+def tracked_by(repo: Path, root: str) -> str | None:
+    """What already tracks ``root`` (a ``.dvc`` file above it, git, or a stage's output), or None.
+
+    Such data is left as it is: ``dvc add`` would fail on it, or track it twice.
+    """
     parts = Path(root).parts
-    return any(Path(f"{repo / Path(*parts[:k])}.dvc").is_file()
-               for k in range(1, len(parts) + 1))
+    for k in range(1, len(parts) + 1):
+        dvc_file = Path(f"{repo / Path(*parts[:k])}.dvc")
+        if dvc_file.is_file():
+            return f"{dvc_file.relative_to(repo)}"
+    git = subprocess.run(["git", "ls-files", "--", root], cwd=repo, capture_output=True,
+                         text=True, check=False)
+    if git.returncode == 0 and git.stdout.strip():
+        return "git"
+    try:
+        import yaml
+
+        stages = (yaml.safe_load((repo / "dvc.yaml").read_text()) or {}).get("stages") or {}
+    except (OSError, ValueError):
+        stages = {}
+    for name, stage in stages.items() if isinstance(stages, dict) else ():
+        for out in (stage or {}).get("outs") or [] if isinstance(stage, dict) else []:
+            path = next(iter(out)) if isinstance(out, dict) else str(out)
+            if Path(root) == Path(path) or Path(path) in Path(root).parents:
+                return f"the output of stage '{name}' in dvc.yaml"
+    return None
 
 
 def track_data(repo: Path, root: str) -> str:
     """``dvc add`` the raw data root (run with this interpreter's DVC); returns the .dvc file."""
-    proc = subprocess.run([sys.executable, "-m", "dvc", "add", "--quiet", root], cwd=repo,
+    proc = subprocess.run([sys.executable, "-m", "dvc", "add", root], cwd=repo,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        why = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise DvcCuvisError(f"`dvc add {root}` failed: {why[-1] if why else 'no output'}; "
-                            "track the data yourself or use --no-track")
+        lines = (proc.stderr + "\n" + proc.stdout).splitlines()
+        why = next((ln.removeprefix("ERROR:").strip() for ln in lines
+                    if ln.startswith("ERROR:")), next((ln for ln in lines if ln.strip()),
+                                                      "no output"))
+        raise DvcCuvisError(f"`dvc add {root}` failed: {why}; track the data yourself or use "
+                            "--no-track")
     return f"{root}.dvc"
 
 
@@ -217,8 +239,12 @@ def init_project(
     elif not (repo / root).exists():
         result.notes.append(f"{root} does not exist yet: put the data there, then "
                             f"`dvc add {root}`")
-    elif track and not _tracked(repo, root):
-        result.tracked = track_data(repo, root)
+    elif track:
+        owner = tracked_by(repo, root)
+        if owner is None:
+            result.tracked = track_data(repo, root)
+        else:
+            result.notes.append(f"{root} is already tracked by {owner}: left as it is")
     if not has_names:
         result.notes.append("no category names found (npz/tiff: a categories.json in the data "
                             "root; cu3s: COCO json next to the sessions): reports show ids")

@@ -70,7 +70,13 @@ def test_init_writes_the_pipeline_for_each_format(tmp_path: Path, fmt: str) -> N
     params = yaml.safe_load((repo / "params.yaml").read_text())
     assert list(pipeline["stages"]) == STAGES
     assert root in pipeline["stages"]["enumerate"]["deps"]
-    assert all(s["cmd"].endswith("--params params.yaml") for s in pipeline["stages"].values())
+    assert all(s["cmd"].startswith(f"dvc-cuvis {name} --params params.yaml")
+               for name, s in pipeline["stages"].items())
+    # outputs are named on the stage's command line, not in the params sections a plain
+    # interactive `dvc-cuvis check` / `report` reads: those never rewrite a stage's output
+    assert "--metrics metrics/check.json" in pipeline["stages"]["check"]["cmd"]
+    assert "--out report.html" in pipeline["stages"]["report"]["cmd"]
+    assert "metrics" not in params["check"] and "out" not in params["report"]
     assert params["enumerate"]["format"] == fmt and params["enumerate"]["root"] == root
     assert params["bake"]["universe"] == "universe.csv"
     assert set(params) >= {"enumerate", "bake", "materialize", "check", "report", "resolve"}
@@ -140,3 +146,24 @@ def test_init_root_must_be_inside_the_repository(tmp_path: Path, root: str) -> N
 def test_init_into_a_missing_folder(tmp_path: Path) -> None:
     r = init(tmp_path / "nope", "--format", "npz")
     assert r.code == 2 and "nope: not a directory" in r.err
+
+
+def test_init_leaves_already_tracked_data_alone(tmp_path: Path) -> None:
+    repo, root = make_repo(tmp_path, "npz")
+    sh("git", "add", root, cwd=repo)  # the data is in git already: `dvc add` would refuse
+    r = init(repo, "--format", "npz", "--root", root)
+    assert r.code == 0, r.err
+    assert f"{root} is already tracked by git: left as it is" in r.err
+    assert not (repo / f"{root}.dvc").exists()
+
+
+def test_init_names_why_dvc_add_failed(tmp_path: Path) -> None:
+    repo, root = make_repo(tmp_path, "npz")
+    outside = tmp_path / "elsewhere"
+    shutil.move(str(repo / root), outside)
+    (repo / root).symlink_to(outside, target_is_directory=True)  # DVC refuses symlinked dirs
+    r = init(repo, "--format", "npz", "--root", root)
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert f"`dvc add {root}` failed: Cannot add files inside symlinked directories" in r.err
+    assert "--no-track" in r.err
+    assert not (repo / "dvc.yaml").exists()  # refused: nothing written

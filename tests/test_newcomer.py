@@ -144,11 +144,18 @@ def test_the_hook_runs_from_a_shell_without_the_venv(repo: Path) -> None:
 
 
 def test_every_verb_works_with_its_defaults(repo: Path) -> None:
-    r = run(repo, "dvc-cuvis", "report", "--base", "HEAD~1")
+    outputs = {p: p.read_bytes() for p in (repo / "report.html", repo / "metrics/check.json")}
+    r = run(repo / "data", "dvc-cuvis", "report", "--base", "HEAD~1")  # from a subfolder too
     assert r.returncode == 0, r.stderr
-    assert (repo / "report.html").is_file()
+    assert (repo / "data/split-report.html").is_file()
     for verb in (["resolve"], ["diff"], ["log"], ["check"]):
         assert run(repo, "dvc-cuvis", *verb).returncode == 0, verb
+    # a plain check that fails (new data) is still read-only for the pipeline's outputs
+    src = next((repo / "data/npz").glob("*/frame_0000.npz"))
+    shutil.copy(src, src.with_name("frame_0999.npz"))
+    assert run(repo, "dvc-cuvis", "check").returncode == 1
+    assert {p: p.read_bytes() for p in outputs} == outputs  # interactive runs wrote no output
+    assert "report" not in run(repo, "dvc", "status").stdout
 
 
 def test_diff_shows_a_reprocessed_frame(repo: Path) -> None:

@@ -53,19 +53,20 @@ def test_flag_wins_over_params_and_params_over_default(tmp_path: Path, cli, monk
     assert a != b and b != c and a != c  # 0.5 (params), 0.25 (flag), 0.2 (default)
 
 
-@pytest.mark.parametrize(("section", "key", "hint"), [
-    ("bake", "val_ratoi", "did you mean 'val_ratio'?"),
-    ("check", "univers", "did you mean 'universe'?"),
-    ("materialize", "outdir", "did you mean 'out_dir'?"),
-    ("enumerate", "formt", "did you mean 'format'?"),
+@pytest.mark.parametrize(("verb", "section", "key", "hint"), [
+    ("bake", "bake", "val_ratoi", "did you mean 'val_ratio'?"),
+    ("check", "bake", "val_ratoi", "did you mean 'val_ratio'?"),  # check reads bake's paths
+    ("check", "check", "univers", "did you mean 'universe'?"),
+    ("check", "enumerate", "formt", "did you mean 'format'?"),  # ... and enumerate's options
+    ("materialize", "materialize", "outdir", "did you mean 'out_dir'?"),
 ])
 def test_unknown_params_key_is_an_error_naming_the_closest(
-    tmp_path: Path, cli, monkeypatch, section: str, key: str, hint: str
+    tmp_path: Path, cli, monkeypatch, verb: str, section: str, key: str, hint: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
     write_universe_csv(tmp_path / "universe.csv", [("a", 0), ("b", 0)])
     (tmp_path / "params.yaml").write_text(f"{section}:\n  {key}: 0.3\nmytrainer:\n  lr: 1\n")
-    r = cli("bake")  # any verb reads the file: a typo in any of our sections is caught
+    r = cli(verb)
     assert r.code == 2
     assert f"params.yaml: unknown key '{key}' in section '{section}'; {hint}" in r.err
     assert r.err.count("\n") == 1
@@ -124,3 +125,15 @@ def test_a_missing_pipeline_output_suggests_dvc_repro(tmp_path: Path, cli, monke
         assert r.code == 2, verb
         assert "s.json: splits file not found; run `dvc repro` to create it" in r.err, verb
         assert r.err.count("\n") == 1
+
+
+def test_other_tools_sections_are_left_alone(tmp_path: Path, cli, monkeypatch) -> None:
+    """A params.yaml shared with a trainer may have its own `log:` or `export:` sections."""
+    monkeypatch.chdir(tmp_path)
+    write_universe_csv(tmp_path / "universe.csv", [(f"s{i}", 0) for i in range(10)])
+    (tmp_path / "params.yaml").write_text("log:\n  level: INFO\nexport:\n  onnx: true\n"
+                                          "train:\n  lr: 0.1\n")
+    r = cli("bake")
+    assert r.code == 0, r.err
+    r = cli("export", "--to", "soma")  # the verb whose section it is still refuses it
+    assert r.code == 2 and "unknown key 'onnx' in section 'export'" in r.err

@@ -9,8 +9,11 @@ One rule for every verb, so a user can predict any command:
 3. else the built-in default shown in ``--help``.
 
 Paths written in a params file are relative to that file's folder (as DVC runs stages there).
-Every key of every dvc-cuvis section is checked against the flags of its verb: a typo is an
-error naming the file, the section, the key and the closest valid key — never ignored.
+Every key of each section a command reads (its own; ``resolve``/``bake`` for the split's
+paths; ``enumerate`` for check's re-scan) is checked against the flags of that verb: a typo is
+an error naming the file, the section, the key and the closest valid key — never ignored.
+Sections a command does not read are left alone, so a params.yaml shared with other tools
+(a training ``log:`` or ``export:`` section) does not break unrelated verbs.
 """
 
 from __future__ import annotations
@@ -54,6 +57,14 @@ class Section:
 
 #: verb -> its section's keys; filled as each verb's parser is built.
 SECTIONS: dict[str, Section] = {}
+
+#: Other verbs' sections a verb reads (and so validates): the split's paths from ``resolve``
+#: and ``bake``; for ``check`` also how ``enumerate`` made the universe.
+_SPLIT = ("resolve", "bake")
+READS: dict[str, tuple[str, ...]] = {
+    "check": (*_SPLIT, "enumerate"), "resolve": _SPLIT, "report": _SPLIT, "export": _SPLIT,
+    "diff": _SPLIT, "log": _SPLIT,
+}
 
 
 def closest(word: str, candidates: list[str] | Any) -> str | None:
@@ -154,11 +165,13 @@ def _repo_root(start: Path) -> Path | None:
     return None
 
 
-def validate(params: dict[str, Any], where: Path) -> None:
-    """Refuse unknown keys, wrong types and invalid choices in every dvc-cuvis section."""
+def validate(params: dict[str, Any], where: Path | str, verbs: list[str]) -> None:
+    """Refuse unknown keys, wrong types and invalid choices in the sections of ``verbs``."""
     from dvc_cuvis.params import section as get_section
 
-    for verb in sorted(SECTIONS):
+    for verb in verbs:
+        if verb not in SECTIONS:
+            continue
         sect = get_section(params, verb, path=where)
         known = SECTIONS[verb].keys
         for key in sorted(sect, key=str):
@@ -198,7 +211,7 @@ class Settings:
                                 bool(getattr(args, "no_params", False)))
         self.params: dict[str, Any] = load_params(self.file) if self.file else {}
         if self.file is not None:
-            validate(self.params, self.file)
+            validate(self.params, self.file, [self.verb, *READS.get(self.verb, ())])
         where = self.file or Path("params.yaml")
         self.where = str(where)
         self.section = section(self.params, self.verb, path=where)

@@ -14,7 +14,8 @@ def add_parser(sub: Any) -> None:
     """The ``report`` verb's flags."""
     p = verb_parser(sub, "report", "write a self-contained HTML report of a split",
                     paths=("out", "universe", "splits", "categories"))
-    p.add_argument("--out", metavar="PATH", help="report.html to write (default: report.html)")
+    p.add_argument("--out", metavar="PATH", help="HTML file to write (default: split-report.html; "
+                   "a pipeline's report stage names its own output on its command line)")
     p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
     p.add_argument("--splits", metavar="PATH", help="splits.json (default: splits.json)")
     p.add_argument("--base", metavar="REV",
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from dvc_cuvis.splits import evaluate_constraints, resolve
 
     s = Settings(args)
-    out = Path(s.get("out", "report.html"))
+    out = Path(s.get("out", "split-report.html"))
     inp = load_inputs(s)
     res = resolve(inp.cfg, inp.uni, name_to_id=inp.name_to_id, where=str(inp.splits_path))
     constraints = [r.to_dict() for r in evaluate_constraints(res, inp.cfg.constraints)]
