@@ -103,8 +103,8 @@ class BakeOptions:
                 f"val-ratio + test-ratio must be below 1 (got {self.val_ratio} + "
                 f"{self.test_ratio}); train would be empty"
             )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise DvcCuvisError(f"seed must be an integer, got {self.seed!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise DvcCuvisError(f"seed must be a non-negative integer, got {self.seed!r}")
         if self.folds < 0 or self.folds == 1:
             raise DvcCuvisError(f"folds must be 0 (off) or at least 2, got {self.folds}")
         if self.predict not in ("all", "test"):
@@ -216,15 +216,16 @@ def _lend(
 
     The hash strategy places each group by its own seeded hash ``u`` alone, so adding data
     never moves an existing group — but with few groups a stage can stay empty. Then, for each
-    empty stage in the order test, val, train, the group whose ``u`` lies nearest to that
-    stage's interval (ties: the smaller name) is lent to it, taken only from a stage that keeps
-    at least one group. When there are at least as many groups as non-zero stages, every such
-    stage ends up non-empty.
+    empty stage in the order test, val, train, one group is lent to it: the one whose ``u``
+    lies nearest to that stage's interval (ties: the smaller name), taken from train if train
+    keeps a group without it, else from val, else from test (held-out groups are lent last).
+    When there are at least as many groups as non-zero stages, every such stage ends up
+    non-empty.
 
-    When a sample can move as data is added: only a lent group can. A split that needed no
-    loan keeps every group where it is under growth (its stages can only gain groups); a split
-    that did lend gives the group back to its own stage once a group of the stage's own falls
-    into it, or lends a nearer group instead. The groups lent are listed in the split metrics.
+    When a sample can move as data is added: only a group listed as lent (``lent_groups`` in
+    the split metrics) before or after the growth. A split that needed no loan keeps every
+    group where it is under growth (its stages can only gain groups, so none is lent after);
+    a split that did lend may give a group back to its own stage, or lend another one.
     """
     lo_hi = {TEST: (0.0, opts.test_ratio),
              VAL: (opts.test_ratio, opts.test_ratio + opts.val_ratio),
@@ -235,7 +236,8 @@ def _lend(
         if hi <= lo or (out == stage).any():
             continue
         sizes = np.bincount(out, minlength=3)
-        donors = [g for g in range(len(names)) if sizes[out[g]] > 1]
+        donors = next(([g for g in range(len(names)) if out[g] == src]
+                       for src in (TRAIN, VAL, TEST) if src != stage and sizes[src] > 1), [])
         if not donors:
             break
         g = min(donors, key=lambda g: (max(lo - u[g], u[g] - hi, 0.0), names[g]))

@@ -278,7 +278,8 @@ class SplitDiff:
         n = len(self.src) if limit is None else min(limit, len(self.src))
         samples = [{"source": self.sources[s], "index": i, "from": ALL_NAMES[f],
                     "to": ALL_NAMES[t]}
-                   for s, i, f, t in zip(self.src[:n].tolist(), self.index[:n].tolist(),
+                   for s, i, f, t in zip(self.src[:n].tolist(),
+                                         [None if i < 0 else i for i in self.index[:n].tolist()],
                                          self.frm[:n].tolist(), self.to[:n].tolist(),
                                          strict=True)]
         return {
@@ -325,7 +326,8 @@ class SplitDiff:
             groups: dict[str, list[str]] = {}
             for i, f, t in zip(self.index[lo:hi].tolist(), self.frm[lo:hi].tolist(),
                                self.to[lo:hi].tolist(), strict=True):
-                groups.setdefault(f"{ALL_NAMES[f]}->{ALL_NAMES[t]}", []).append(str(i))
+                groups.setdefault(f"{ALL_NAMES[f]}->{ALL_NAMES[t]}", []).append(
+                    "(whole file)" if i < 0 else str(i))
             out.append((self.sources[int(self.src[lo])], list(groups.items())))
         return out, total
 
@@ -336,11 +338,13 @@ def diff_versions(a: Version, b: Version) -> SplitDiff:
     rank = {n: i for i, n in enumerate(names)}
     ka = np.asarray([rank[n] for n in a.universe.source_names], dtype=np.int64)[a.universe.codes]
     kb = np.asarray([rank[n] for n in b.universe.source_names], dtype=np.int64)[b.universe.codes]
-    ia_idx, ib_idx = a.universe.indices, b.universe.indices
-    # one integer key per (source, index): sources are ranked in the union of names
-    width = int(max(ia_idx.max(initial=0), ib_idx.max(initial=0))) + 1
+    # a whole-file sample (no index) is not its source's frame 0: it is index -1 here, so a
+    # universe that moves from `x.tif` to `x.tif#0` shows a removal and an addition
+    ia_idx, ib_idx = _ref_index(a.universe), _ref_index(b.universe)
+    # one integer key per (source, index + 1): sources are ranked in the union of names
+    width = int(max(ia_idx.max(initial=0), ib_idx.max(initial=0))) + 2
     if width * max(len(names), 1) < 2**62:
-        key_a, key_b = ka * width + ia_idx, kb * width + ib_idx
+        key_a, key_b = ka * width + ia_idx + 1, kb * width + ib_idx + 1
     else:  # huge read indices: rank the (source, index) pairs instead
         pairs = sorted(set(zip(ka.tolist(), ia_idx.tolist(), strict=True))
                        | set(zip(kb.tolist(), ib_idx.tolist(), strict=True)))
@@ -384,6 +388,14 @@ def diff_versions(a: Version, b: Version) -> SplitDiff:
         content=content,
         content_what=what,
     )
+
+
+def _ref_index(uni: Universe) -> np.ndarray:
+    """Per row: the read index, or -1 for a whole-file sample (upstream's ``index=None``)."""
+    idx = uni.indices.astype(np.int64, copy=True)
+    if uni.indexless is not None:
+        idx[uni.indexless] = -1
+    return idx
 
 
 def _content_changes(

@@ -61,3 +61,25 @@ def test_diff_and_log_report_changed_bytes_by_stage(tmp_path: Path, cli, monkeyp
     assert [e["content"] for e in entries] == [2, None]  # the universe-only commit is listed
     r = cli("log")
     assert "~bytes" in r.out
+
+
+def test_a_whole_file_sample_is_not_its_sources_frame_0(tmp_path: Path) -> None:
+    """`x.tif` (whole file, empty index) and `x.tif#0` are different samples to diff too."""
+    from dvc_cuvis.history import GitTree, diff_versions, load_version
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    sh("git", "init", "-q", cwd=repo)
+    for rows, msg in (("x.tif,\ny.tif,\n", "whole-file"), ("x.tif,0\ny.tif,\n", "indexed")):
+        (repo / "universe.csv").write_text("source,index\n" + rows)
+        (repo / "splits.json").write_text(json.dumps({"train": [{"kind": "all"}]}))
+        sh("git", "add", "-A", cwd=repo)
+        sh("git", "commit", "-qm", msg, cwd=repo)
+    tree = GitTree(str(repo))
+    a = load_version(tree, "HEAD~1", "splits.json", "universe.csv", None)
+    b = load_version(tree, "HEAD", "splits.json", "universe.csv", None)
+    assert a.universe.hash != b.universe.hash
+    d = diff_versions(a, b)
+    assert d.transitions == {"new->train": 1, "train->removed": 1}
+    got = {(s["source"], s["index"], s["from"], s["to"]) for s in d.to_dict()["changed_samples"]}
+    assert got == {("x.tif", 0, "new", "train"), ("x.tif", None, "train", "removed")}

@@ -137,3 +137,12 @@ def test_other_tools_sections_are_left_alone(tmp_path: Path, cli, monkeypatch) -
     assert r.code == 0, r.err
     r = cli("export", "--to", "soma")  # the verb whose section it is still refuses it
     assert r.code == 2 and "unknown key 'onnx' in section 'export'" in r.err
+
+
+def test_a_negative_seed_is_one_clear_error(tmp_path: Path, cli, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_universe_csv(tmp_path / "universe.csv", [(f"s{i}", 0) for i in range(10)])
+    for strategy in ("hash", "multilabel"):
+        r = cli("bake", "--strategy", strategy, "--seed", "-5")
+        assert r.code == 2 and "seed must be a non-negative integer, got -5" in r.err
+        assert "internal error" not in r.err

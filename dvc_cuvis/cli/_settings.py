@@ -62,7 +62,8 @@ SECTIONS: dict[str, Section] = {}
 #: and ``bake``; for ``check`` also how ``enumerate`` made the universe.
 _SPLIT = ("resolve", "bake")
 READS: dict[str, tuple[str, ...]] = {
-    "check": (*_SPLIT, "enumerate"), "resolve": _SPLIT, "report": _SPLIT, "export": _SPLIT,
+    "check": (*_SPLIT, "enumerate"), "resolve": _SPLIT, "report": (*_SPLIT, "enumerate"),
+    "export": _SPLIT,
     "diff": _SPLIT, "log": _SPLIT,
 }
 

@@ -83,13 +83,17 @@ def run(args: argparse.Namespace) -> int:
         return _check(Settings(args))
 
 
-def _rescan(s: Settings, universe_path: Path, cache: Any) -> Any:
-    """How to re-enumerate the data (EnumerateOptions), when the params file says how
-    universe.csv was made; the check enumerates only if dvc.lock cannot vouch for the data,
-    and under ``--deep`` through its own fresh cache."""
+def rescan_options(s: Settings, universe_path: Path, cache: Any) -> tuple[Any, str]:
+    """How to re-enumerate the data (EnumerateOptions), or None and why not.
+
+    Known when the params file says how universe.csv was made; the check enumerates only if
+    dvc.lock cannot vouch for the data, and under ``--deep`` through its own fresh cache.
+    """
     enum_sect = s.of("enumerate")
-    if not enum_sect or s.flag("no_enumerate"):
-        return None
+    if s.flag("no_enumerate"):
+        return None, "--no-enumerate"
+    if not enum_sect:
+        return None, f"no 'enumerate' section in {s.where} says how universe.csv was made"
 
     def get(name: str, default: Any) -> Any:
         value = enum_sect.get(name)
@@ -97,10 +101,10 @@ def _rescan(s: Settings, universe_path: Path, cache: Any) -> Any:
 
     opts, out, _ = enumerate_verb.options(get, cache)
     if Path(os.path.abspath(out)) != Path(os.path.abspath(universe_path)):
-        return None
+        return None, f"{universe_path} is not what the enumerate section writes ({out})"
     opts.progress = False
     opts.executor = "local"  # a check never depends on a running cluster
-    return opts
+    return opts, ""
 
 
 def _check(s: Settings) -> int:
@@ -112,7 +116,8 @@ def _check(s: Settings) -> int:
     cache = enumerate_verb.open_cache(s.get("stat_cache"))
     spec = s.get("checks")
     checks = CHECKS if not spec else (spec.split(",") if isinstance(spec, str) else spec)
-    current = _rescan(s, universe_path, cache) if "universe" in checks else None
+    current, why_not = (rescan_options(s, universe_path, cache) if "universe" in checks
+                        else (None, ""))
     lock: str | Path | None = "auto"
     if s.flag("no_lock"):
         lock = None
@@ -131,6 +136,10 @@ def _check(s: Settings) -> int:
         allow_partial=s.flag("allow_partial"),
         allow_unpinned=s.flag("allow_unpinned"),
     )
+    if current is None and why_not:  # say what the universe check could not see
+        universe = report.finding("universe")
+        if "dvc.lock vouches" not in universe.summary:
+            universe.details["data_on_disk"] = f"not re-scanned: {why_not}"
     if s.args.json:
         doc = {**report.to_dict(), "hashing": cache.stats()}
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

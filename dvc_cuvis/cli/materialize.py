@@ -16,7 +16,8 @@ from dvc_cuvis.cli.enumerate import open_cache
 def add_parser(sub: Any) -> None:
     """The ``materialize`` verb's flags."""
     p = verb_parser(sub, "materialize", "write one deterministic npz per selected frame",
-                    paths=("universe", "splits", "out_dir", "stat_cache"),
+                    paths=("universe", "splits", "out_dir", "stat_cache", "white_ref",
+                           "dark_ref"),
                     extra={"crop": Key((str, list))})
     p.add_argument("--universe", metavar="PATH",
                    help="universe.csv of the raw data (default: universe.csv)")

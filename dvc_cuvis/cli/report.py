@@ -8,6 +8,8 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import load_inputs
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
+from dvc_cuvis.cli.check import rescan_options
+from dvc_cuvis.cli.enumerate import open_cache
 
 
 def add_parser(sub: Any) -> None:
@@ -41,8 +43,12 @@ def run(args: argparse.Namespace) -> int:
     inp = load_inputs(s)
     res = resolve(inp.cfg, inp.uni, name_to_id=inp.name_to_id, where=str(inp.splits_path))
     constraints = [r.to_dict() for r in evaluate_constraints(res, inp.cfg.constraints)]
-    drift = None if s.flag("no_check") else verify(inp.cfg, inp.uni, name_to_id=inp.name_to_id,
-                                                   lock="auto")
+    drift = None
+    if not s.flag("no_check"):  # the same check `dvc-cuvis check` runs (re-scan included)
+        cache = open_cache(None)
+        current, _ = rescan_options(s, inp.universe_path, cache)
+        drift = verify(inp.cfg, inp.uni, name_to_id=inp.name_to_id, lock="auto", cache=cache,
+                       current=current)
     diff = None
     base = s.get("base")
     if base:

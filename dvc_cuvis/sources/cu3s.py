@@ -21,6 +21,7 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     source_id,
 )
+from dvc_cuvis.universe import is_anomalous
 
 
 def require_cuvis() -> Any:
@@ -76,7 +77,7 @@ def scan_cu3s(opts: EnumerateOptions) -> Scan:
         if summary is not None:
             ids = [summary["images"].get(str(i), []) for i in range(n)]
             cols["category_ids"] = [";".join(map(str, x)) for x in ids]
-            cols["tags"] = ["anomalous" if any(c != 0 for c in x) else "normal" for x in ids]
+            cols["tags"] = ["anomalous" if is_anomalous(x) else "normal" for x in ids]
         else:
             cols["category_ids"] = [""] * n
             cols["tags"] = ["unlabeled"] * n
