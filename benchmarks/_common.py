@@ -354,8 +354,16 @@ def _child_read(what: str, path: str | None) -> dict[str, Any]:
         uni = read_universe(path)
         seconds = time.perf_counter() - t0
         rows = len(uni)
-    elif what == "upstream":
+    elif what in ("upstream", "upstream-text"):
         mod = _load_upstream_universe_module()
+        if what == "upstream-text":
+            # upstream resolves every row's path on the file system (Path.resolve); ours checks
+            # the path text only.  This variant swaps in a text-only normalization, so the
+            # comparison is of the same work (the README names both figures).
+            def text_resolve(self: Path, strict: bool = False) -> Path:
+                return Path(os.path.normpath(self.absolute()))
+
+            Path.resolve = text_resolve  # type: ignore[method-assign]
         assert path is not None
         t0 = time.perf_counter()
         out = mod.parse_universe(
@@ -389,5 +397,6 @@ def _child_read(what: str, path: str | None) -> dict[str, Any]:
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] != "read":
-        raise SystemExit("usage: _common.py read {ours,upstream,numpy,python} [PATH]")
+        raise SystemExit("usage: _common.py read {ours,upstream,upstream-text,numpy,python} "
+                         "[PATH]")
     print(json.dumps(_child_read(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)))
