@@ -128,7 +128,8 @@ def npz_bytes(arrays: dict[str, np.ndarray], compression: Compression) -> bytes:
     return b"".join(npz_parts(arrays, compression))
 
 
-def npz_parts(arrays: dict[str, np.ndarray], compression: Compression) -> list[Buffer]:
+def npz_parts(arrays: dict[str, np.ndarray], compression: Compression,
+              origin: NpzInput | None = None) -> list[Buffer]:
     """The bytes of :func:`npz_bytes` as pieces whose concatenation is the file.
 
     A stored member's array data is a view of the array itself, not a copy: the zip
@@ -136,6 +137,12 @@ def npz_parts(arrays: dict[str, np.ndarray], compression: Compression) -> list[B
     in every earlier version) into a sink that keeps each write by reference.  A writer
     then hashes and writes the pieces one after the other: a 16 MB cube is never copied
     into a member buffer, a zip buffer and a result string on its way to the disk.
+
+    ``origin``: the input the arrays were read from.  A stored member whose bytes are
+    exactly one of its members' (the array is the very view :func:`read_npz_input` made,
+    and the ``.npy`` header is the same) takes its CRC from the input's zip entry instead
+    of a pass over the data — valid only once ``origin.verify()`` has passed, which
+    :func:`write_frame` ensures before the file gets its name.
     """
     sink = _Parts()
     with zipfile.ZipFile(sink, "w", allowZip64=True) as zf:
@@ -149,12 +156,40 @@ def npz_parts(arrays: dict[str, np.ndarray], compression: Compression) -> list[B
             pieces = _npy_pieces(arr)
             if level is None:
                 info.file_size = sum(len(p) for p in pieces)  # as writestr sets it
+                crc = origin.crc_of(arr, pieces) if origin is not None else None
+                if crc is not None:
+                    _write_known_crc(zf, sink, info, pieces, crc)
+                    continue
                 with zf.open(info, "w") as dest:
                     for piece in pieces:
                         dest.write(piece)
             else:
                 zf.writestr(info, b"".join(pieces), compresslevel=level)
     return sink.parts
+
+
+def _write_known_crc(zf: zipfile.ZipFile, sink: _Parts, info: zipfile.ZipInfo,
+                     pieces: list[memoryview], crc: int) -> None:
+    """Write a stored member whose CRC is known, the same bytes as ``zf.open(info, "w")``.
+
+    ``zipfile`` would CRC every byte it is given: it gets the ``.npy`` header alone, and
+    the data is appended to the sink after it, then the local header is rewritten with
+    the whole member's sizes and CRC (as ``zipfile`` itself does on closing a member; the
+    sink refuses a rewrite of another length) and the central directory moved past it.
+    """
+    size = info.file_size
+    zip64 = size * 1.05 > zipfile.ZIP64_LIMIT  # as ZipFile._open_to_write decides
+    head, data = pieces
+    with zf.open(info, "w") as dest:
+        dest.write(head)
+    sink.write(data)
+    info.file_size = info.compress_size = size
+    info.CRC = crc
+    end = sink.tell()
+    sink.seek(info.header_offset)
+    sink.write(info.FileHeader(zip64))
+    sink.seek(end)
+    zf.start_dir = end
 
 
 def _npy_pieces(arr: np.ndarray) -> list[memoryview]:
@@ -221,23 +256,32 @@ class _Parts:
 
 
 def write_frame(path: Path | str, arrays: dict[str, np.ndarray],
-                compression: Compression, *, fsync: bool = True) -> tuple[str, int]:
+                compression: Compression, *, fsync: bool = True,
+                origin: NpzInput | None = None) -> tuple[str, int]:
     """Atomically write one frame; returns its md5 and size (what the manifest records).
 
     The md5 is taken over the pieces while they go to the disk (no second read, no joined
     copy): on a frame of a few MB, in a thread beside the write (both release the GIL).
+    ``origin`` (the input npz the arrays come from, see :func:`read_npz_input`): members
+    copied from it unchanged reuse its CRC, so the md5 thread starts at once, and the
+    input's own CRC is checked in this thread meanwhile, before a byte is written — a
+    damaged input raises ``zipfile.BadZipFile`` and leaves nothing behind.
     ``fsync=False``: see :func:`dvc_cuvis._io.atomic_write_parts`.
     """
-    parts = npz_parts(arrays, compression)
+    parts = npz_parts(arrays, compression, origin)
     size = sum(memoryview(part).nbytes for part in parts)
     h = hashlib.md5()
     if size < 1 << 22:
+        if origin is not None:
+            origin.verify()
         _md5_update(h, parts)
         atomic_write_parts(path, parts, fsync=fsync)
         return h.hexdigest(), size
     hasher = threading.Thread(target=_md5_update, args=(h, parts), daemon=True)
     hasher.start()
     try:
+        if origin is not None:
+            origin.verify()  # the one CRC pass over the input, beside the md5 thread
         atomic_write_parts(path, parts, fsync=fsync)
     finally:
         hasher.join()
@@ -287,18 +331,76 @@ def load_npz_bytes(data: bytes) -> dict[str, np.ndarray]:
     Raises what ``np.load`` raises on a damaged file (``zipfile.BadZipFile``,
     ``ValueError``, ``OSError``).
     """
+    src = read_npz_input(data)
+    src.verify()
+    return src.arrays
+
+
+@dataclass(frozen=True)
+class _Member:
+    """A stored input member: where its data lies, its ``.npy`` header and zip CRC."""
+
+    name: str
+    address: int  # of the first data byte
+    nbytes: int
+    header: bytes
+    crc: int
+    span: memoryview  # the member's bytes (header + data) in the input
+
+
+class NpzInput:
+    """An input npz read into memory: its arrays, not yet CRC-checked, and their CRCs.
+
+    The CRC check is deferred to :meth:`verify` so a writer can run it beside other work
+    (see :func:`write_frame`); nothing may be written from ``arrays`` before it passes.
+    """
+
+    def __init__(self, data: bytes, arrays: dict[str, np.ndarray],
+                 members: list[_Member]) -> None:
+        self.arrays = arrays
+        self._data = data  # keeps the arrays' memory (and so their addresses) alive
+        self._by_address = {(m.address, m.nbytes): m for m in members}
+        self._unchecked = sorted(members, key=lambda m: m.name)
+
+    def verify(self) -> None:
+        """Check every stored member's zip CRC once; ``zipfile.BadZipFile`` if one differs."""
+        while self._unchecked:
+            m = self._unchecked[0]
+            if zlib.crc32(m.span) != m.crc:
+                raise zipfile.BadZipFile(f"Bad CRC-32 for file {m.name!r}")
+            self._unchecked.pop(0)
+
+    def crc_of(self, arr: np.ndarray, pieces: list[memoryview]) -> int | None:
+        """The zip CRC of the member ``pieces`` (header, data of ``arr``), if it is an input's.
+
+        Only when ``arr`` is the very in-place view of an input member's data (same
+        address and length, C-contiguous) and the header is that member's byte for byte:
+        then the member's bytes are the input's, and so is their CRC.
+        """
+        if len(pieces) != 2 or not arr.flags.c_contiguous:
+            return None
+        m = self._by_address.get((arr.__array_interface__["data"][0], arr.nbytes))
+        if m is None or m.header != bytes(pieces[0]):
+            return None
+        return m.crc
+
+
+def read_npz_input(data: bytes) -> NpzInput:
+    """:func:`load_npz_bytes` with the CRC check left to :meth:`NpzInput.verify`."""
     infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
     if infos and all(zi.compress_type == zipfile.ZIP_STORED and zi.filename.endswith(".npy")
                      for zi in infos):
-        out = _stored_members(data, infos, check_crc=True)
+        members: list[_Member] = []
+        out = _stored_members(data, infos, members=members)
         if out is not None:
-            return out
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+            return NpzInput(data, out, members)
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:  # checks CRCs as it reads
+        return NpzInput(data, {k: z[k] for k in z.files}, [])
 
 
 def _stored_members(buf: bytes | bytearray, infos: list[zipfile.ZipInfo], *,
-                    check_crc: bool = False) -> dict[str, np.ndarray] | None:
+                    members: list[_Member] | None = None) -> dict[str, np.ndarray] | None:
+    """Stored members as views of ``buf``; ``members``: also collect each one's layout."""
     fmt = np.lib.format
     out: dict[str, np.ndarray] = {}
     for zi in infos:
@@ -320,8 +422,14 @@ def _stored_members(buf: bytes | bytearray, infos: list[zipfile.ZipInfo], *,
         data_start = start + head.tell()
         if data_start + count * dtype.itemsize > start + zi.file_size:
             return None
-        if check_crc and zlib.crc32(memoryview(buf)[start:start + zi.file_size]) != zi.CRC:
-            raise zipfile.BadZipFile(f"Bad CRC-32 for file {zi.filename!r}")
         arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data_start)
         out[zi.filename[:-4]] = arr.reshape(shape, order="F" if fortran else "C")
+        if members is not None:
+            nbytes = count * dtype.itemsize
+            span = memoryview(buf)[start:start + zi.file_size]
+            header = bytes(span[:data_start - start])
+            exact = data_start + nbytes == start + zi.file_size  # no bytes after the data
+            members.append(_Member(
+                zi.filename, arr.__array_interface__["data"][0] if exact else -1,
+                nbytes, header, zi.CRC, span))
     return out

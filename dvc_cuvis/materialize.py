@@ -17,7 +17,9 @@ longer matches the manifest) and deletes frames that left the selection; frames 
 folder written in an older layout (format version 1) whose recipe is unchanged are renamed
 into the current one, not rewritten.  *Safe*: every
 file is written to a temporary sibling and renamed, the manifest is checkpointed, and a
-lock file keeps two runs off one folder.  *Parallel*: per-source tasks run on a process
+lock file keeps two runs off one folder; an npz input's zip CRCs are checked (while its
+frame is hashed, see ``frames.write_frame``) before its frame gets a name, so a damaged
+input leaves no frame.  *Parallel*: per-source tasks run on a process
 pool (``jobs``) or on a Dask cluster (``executor="dask"``) through the same function.
 
 *Durable* (``sync``, measured in ``benchmarks/bench_materialize.py``): a frame is claimed
@@ -57,7 +59,7 @@ from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis._testpoints import testpoint
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
-from dvc_cuvis.frames import Compression, frame_arrays, load_npz_bytes, write_frame
+from dvc_cuvis.frames import Compression, NpzInput, frame_arrays, read_npz_input, write_frame
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
 from dvc_cuvis.selectors import Resolver
@@ -207,9 +209,12 @@ def run_task(task: Task) -> list[tuple[str, str, int]]:
     """
     results: list[tuple[str, str, int]] = []
     try:
-        for _index, name, arrays in _read_frames(task):
-            md5, size = write_frame(Path(task.out_dir) / name, arrays, task.params.compress,
-                                    fsync=task.fsync)
+        for _index, name, arrays, origin in _read_frames(task):
+            try:
+                md5, size = write_frame(Path(task.out_dir) / name, arrays,
+                                        task.params.compress, fsync=task.fsync, origin=origin)
+            except zipfile.BadZipFile as exc:  # the input's CRC, checked while writing
+                raise DvcCuvisError(f"{task.path}: cannot read npz frame ({exc})") from None
             results.append((name, md5, size))
             testpoint("materialize.frame-written")
     except DvcCuvisError:
@@ -223,25 +228,41 @@ def run_task(task: Task) -> list[tuple[str, str, int]]:
     return results
 
 
-def _read_frames(task: Task) -> Iterator[tuple[int, str, dict[str, np.ndarray]]]:
+def _read_frames(
+    task: Task,
+) -> Iterator[tuple[int, str, dict[str, np.ndarray], NpzInput | None]]:
+    """Each frame's arrays, and the input npz they are views of (its CRC not yet checked)."""
     p = task.params
     if task.fmt == "npz":
         where = f"{task.path}"
         try:  # one read of the file, its stored arrays used in place (no np.load copies)
             with open(task.path, "rb") as fh:
-                z = load_npz_bytes(fh.read())
+                src = read_npz_input(fh.read())
+            if p.crop is not None:  # no member is copied unchanged: check the CRC now
+                src.verify()
+            z = src.arrays
             cube, wl, classes = z["cube"], z["wavelengths"], z.get("class_mask")
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
             raise DvcCuvisError(f"{where}: cannot read npz frame ({exc})") from None
         for index, name in task.frames:
-            yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop, where)
+            try:
+                arrays = frame_arrays(cube, wl, task.source, classes, p.crop, where)
+            except DvcCuvisError:  # a damaged file says so before its odd shapes do
+                try:
+                    src.verify()
+                except zipfile.BadZipFile as exc:
+                    raise DvcCuvisError(f"{where}: cannot read npz frame ({exc})") from None
+                raise
+            # write_frame checks the CRC (beside its md5 thread) before the frame is named
+            yield index, name, arrays, src
     elif task.fmt == "tiff":
         from dvc_cuvis.sources.tiff import read_cube, read_label_map
 
         for index, name in task.frames:
             cube, wl = read_cube(Path(task.path))
             classes = read_label_map(Path(task.annotation)) if task.annotation else None
-            yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop, task.path)
+            yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop,
+                                            task.path), None
     elif task.fmt == "cu3s":
         from dvc_cuvis.sources.cu3s import Cu3sReader
 
@@ -260,7 +281,7 @@ def _read_frames(task: Task) -> Iterator[tuple[int, str, dict[str, np.ndarray]]]
                 classes = class_mask(coco, index, cube.shape[:2], where=Path(task.annotation or ""))
             yield index, name, frame_arrays(
                 cube, wl, task.source, classes, p.crop, f"{task.path}#{index}"
-            )
+            ), None
     else:
         raise DvcCuvisError(f"{task.path}: no reader for format {task.fmt!r}")
 

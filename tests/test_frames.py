@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +19,14 @@ from hypothesis import strategies as st
 
 from dvc_cuvis import materialize as mat
 from dvc_cuvis.digests import StatCache
-from dvc_cuvis.frames import Compression, frame_arrays, npz_bytes, read_npz, write_frame
+from dvc_cuvis.frames import (
+    Compression,
+    apply_crop,
+    frame_arrays,
+    npz_bytes,
+    read_npz,
+    write_frame,
+)
 from dvc_cuvis.materialize import (
     FORMAT_VERSION,
     ReaderParams,
@@ -288,3 +297,143 @@ def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temp(
     atomic_write_bytes(target, b"new frame")  # and the next write of that path goes through
     assert target.read_bytes() == b"new frame" and [p.name for p in tmp_path.iterdir()] == [
         "f.npz"]
+
+
+# -- an input member copied unchanged: its CRC reused, the input's checked while writing ----
+
+
+def _input_npz(path: Path, cube: np.ndarray, odd: str = "") -> bytes:
+    """An input frame as a user's ``np.savez`` writes it (every member stored).
+
+    ``odd``: ``header-v2`` (the cube's ``.npy`` header in format 2.0) or ``trailing``
+    (bytes after the cube's data inside its member): both readable, neither copyable.
+    """
+    rng = np.random.default_rng(7)
+    classes = rng.integers(0, 4, cube.shape[:2]).astype(np.uint8)
+    members: dict[str, Any] = {
+        "cube": cube, "wavelengths": np.arange(400, 400 + cube.shape[2], dtype=np.int32),
+        "class_mask": classes, "mask": (classes > 0).astype(np.int32), "source": np.array("s")}
+    if not odd:
+        np.savez(path, **members)
+        return path.read_bytes()
+    with zipfile.ZipFile(path, "w") as zf:
+        for key, arr in members.items():
+            member = io.BytesIO()
+            version = (2, 0) if key == "cube" and odd == "header-v2" else None
+            np.lib.format.write_array(member, arr, version=version)
+            tail = b"\0" * 64 if key == "cube" and odd == "trailing" else b""
+            zf.writestr(f"{key}.npy", member.getvalue() + tail)
+    return path.read_bytes()
+
+
+def _spy_known_crc(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import dvc_cuvis.frames as frames
+
+    used: list[str] = []
+    real = frames._write_known_crc
+
+    def spy(zf, sink, info, pieces, crc):  # type: ignore[no-untyped-def]
+        used.append(info.filename)
+        return real(zf, sink, info, pieces, crc)
+
+    monkeypatch.setattr(frames, "_write_known_crc", spy)
+    return used
+
+
+# 4.2 MB: md5 in a thread beside the write; 3 KB: hashed inline; the others are not copyable
+_CUBES: dict[str, tuple[tuple[int, int, int], Any]] = {
+    "big": ((64, 64, 260), np.float32), "small": ((8, 8, 12), np.float32),
+    "float64": ((8, 8, 12), np.float64), "big-endian": ((8, 8, 12), np.dtype(">f4")),
+    "header-v2": ((8, 8, 12), np.float32), "trailing": ((8, 8, 12), np.float32),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_CUBES))
+@pytest.mark.parametrize("crop", [None, (1, 0, 2, 1)])
+@pytest.mark.parametrize("compress", ["none", "masks:1", "deflate:1"])
+def test_reused_input_crc_gives_the_same_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str,
+        crop: tuple[int, int, int, int] | None, compress: str) -> None:
+    from dvc_cuvis.frames import read_npz_input
+
+    shape, dtype = _CUBES[kind]
+    cube = np.random.default_rng(1).random(shape).astype(dtype)
+    odd = kind if kind in ("header-v2", "trailing") else ""
+    data = _input_npz(tmp_path / "in.npz", cube, odd)
+    used = _spy_known_crc(monkeypatch)
+    src = read_npz_input(data)
+    z = src.arrays
+    arrays = frame_arrays(z["cube"], z["wavelengths"], "s", z["class_mask"], crop, "t")
+    comp = Compression.parse(compress)
+    md5, size = write_frame(tmp_path / "fast.npz", arrays, comp, origin=src)
+    fast = (tmp_path / "fast.npz").read_bytes()
+    assert used == (["cube.npy"] if crop is None and kind in ("big", "small")
+                    and compress != "deflate:1" else [])  # only an unchanged stored cube
+    used.clear()
+    plain = frame_arrays(np.array(cube), np.arange(400, 400 + shape[2]), "s",
+                         np.array(z["class_mask"]), crop, "t")  # copies: no input to reuse
+    assert fast == npz_bytes(plain, comp) and used == []
+    assert (md5, size) == (hashlib.md5(fast).hexdigest(), len(fast))
+    with zipfile.ZipFile(tmp_path / "fast.npz") as zf:
+        assert zf.testzip() is None  # every member's recorded CRC is its bytes' CRC
+    np.testing.assert_array_equal(read_npz(str(tmp_path / "fast.npz"))["cube"],
+                                  apply_crop(np.array(cube, np.float32), crop, "t"))
+
+
+@pytest.mark.parametrize("kind", ["big", "small"])
+def test_a_damaged_input_is_refused_before_its_frame_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    from dvc_cuvis.frames import read_npz_input
+
+    shape, dtype = _CUBES[kind]
+    data = bytearray(_input_npz(tmp_path / "in.npz", np.ones(shape, dtype)))
+    data[data.index(b"cube.npy") + 200] ^= 0x01  # one bit of the cube data: its CRC fails
+    used = _spy_known_crc(monkeypatch)
+    src = read_npz_input(bytes(data))
+    z = src.arrays
+    arrays = frame_arrays(z["cube"], z["wavelengths"], "s", z["class_mask"], None, "t")
+    out = tmp_path / "out"
+    with pytest.raises(zipfile.BadZipFile, match=r"Bad CRC-32 for file 'cube\.npy'"):
+        write_frame(out / "f.npz", arrays, Compression(), origin=src)
+    assert used == ["cube.npy"]  # the fast path was the one taken
+    assert not out.exists() or list(out.iterdir()) == []  # no frame, no temp file
+
+
+@pytest.mark.parametrize("crop", [None, (1, 0, 0, 0)])
+def test_materialize_refuses_a_damaged_npz_input_cleanly(
+        tmp_path: Path, crop: tuple[int, int, int, int] | None) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+
+    good = _input_npz(tmp_path / "good.npz", np.ones(_CUBES["big"][0], np.float32))
+    bad = bytearray(good)
+    bad[bad.index(b"cube.npy") + 4000] ^= 0x10
+    (tmp_path / "bad.npz").write_bytes(bytes(bad))
+    out = tmp_path / "out"
+    results: dict[str, object] = {}
+    for name in ("good", "bad"):
+        task = mat.Task("npz", str(tmp_path / f"{name}.npz"), None, f"{name}.npz",
+                        ((0, frame_name(f"{name}.npz", 0)),), str(out),
+                        ReaderParams(crop=crop, processing_mode=None))
+        try:
+            results[name] = mat.run_task(task)
+        except DvcCuvisError as exc:
+            results[name] = str(exc)
+    assert isinstance(results["good"], list)
+    msg = results["bad"]
+    assert isinstance(msg, str) and msg.startswith(f"{tmp_path / 'bad.npz'}: cannot read npz frame")
+    assert "Bad CRC-32" in msg and "cube.npy" in msg, msg
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
+        "frames", "frames/good.npz.000000.npz"]  # nothing of the damaged input, not even a temp
+
+
+def test_an_array_that_only_looks_like_the_input_is_not_taken_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dvc_cuvis.frames import read_npz_input
+
+    cube = np.random.default_rng(2).random(_CUBES["big"][0]).astype(np.float32)
+    src = read_npz_input(_input_npz(tmp_path / "in.npz", cube))
+    used = _spy_known_crc(monkeypatch)
+    changed = src.arrays["cube"] * 2  # same shape, dtype and header, other bytes
+    arrays = frame_arrays(changed, src.arrays["wavelengths"], "s", None, None, "t")
+    write_frame(tmp_path / "f.npz", arrays, Compression(), origin=src)
+    assert used == [] and (tmp_path / "f.npz").read_bytes() == npz_bytes(arrays, Compression())
