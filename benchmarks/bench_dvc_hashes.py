@@ -15,14 +15,17 @@ is given and a target fails.  ``--quick`` enforces no target.
 
 Setup (untimed): a dataset repository (git + DVC, a local folder as DVC remote) holding
 ``data/`` = N tiny npz frames (as ``bench_pipeline.make_frames``, but every frame's bytes
-unique, so no frame's values can be reused from another's), revision v1; revision v2
-rewrites every 10th frame with another frame's bytes and adds one session folder; both
+unique, so no frame's values can be reused from another's) and a DVC pipeline of one
+stage, ``dvc-cuvis enumerate`` (universe.csv and universe.json as ``cache: false`` outputs,
+committed), reproduced and committed as revision v1; revision v2 rewrites every 10th frame
+with another frame's bytes and adds one session folder, reproduced and committed; both
 are pushed.  Then ``git clone`` + ``dvc pull`` into a new folder (timed, info) and
 ``dvc fetch -T`` (so an older revision can be checked out without the network).
 
 Every measurement is one fresh process doing what ``dvc-cuvis enumerate --format npz
---root data`` does (open the default stat cache, enumerate, write universe.csv and the
-metrics), so interpreter start-up, imports and opening DVC's repository are included; it
+--root data`` does (open the default stat cache, take the seed DVC vouches for -- HEAD's
+universe.csv, see ``dvc_cuvis.seed`` --, enumerate, write universe.csv and the metrics), so
+interpreter start-up, imports and opening DVC's repository are included; it
 reports the stat cache's :meth:`~dvc_cuvis.digests.StatCache.stats` (files and bytes
 hashed, md5s taken from DVC, frames parsed vs taken from the content memo).  "cold" = no
 stat cache file of ours (as on a fresh clone); "warm" = the cache the previous run wrote,
@@ -34,8 +37,10 @@ Targets, measured on the fresh clone and again after ``git checkout v1 && dvc ch
 
 1. ours cold <= 1.2x ours warm (row ratio = warm / cold, goal >= 0.83).
 2. ours cold hashes 0 bytes.
-Information: the baseline, plain hashing (``DVC_CUVIS_DVC_HASHES=off``, cold), as a
-ratio to ours cold; every run's universe.csv must be byte-identical to the baseline's.
+3. ours cold parses 0 frames (their values come from the vouched seed).
+Information: the baseline, plain hashing (``DVC_CUVIS_DVC_HASHES=off``, cold, no seed), as
+a ratio to ours cold; ours cold without the seed (md5s from DVC, every frame parsed: what
+the seed saves); every run's universe.csv must be byte-identical to the baseline's.
 
 Content memo (the stat cache keeps each frame's parsed values under its md5 too):
 "carried over" = v2's cache on v1's files (v1's changed frames were never parsed: they
@@ -70,6 +75,9 @@ from dvc_cuvis.digests import open_stat_cache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from dvc_cuvis.universe import format_universe
 cache = open_stat_cache("auto")
+if sys.argv[1] == "seed":
+    from dvc_cuvis.seed import attach
+    attach(cache, "npz", Path("universe.csv"), Path("universe.json"))
 opts = EnumerateOptions(format="npz", root=Path("data"), out_dir=Path("."), cache=cache)
 uni, metrics = enumerate_universe(opts)
 atomic_write_text(Path("universe.csv"), format_universe(uni))
@@ -91,13 +99,31 @@ def sh(env: dict[str, str], *args: str, cwd: Path) -> float:
     return time.perf_counter() - t
 
 
-def enumerate_run(clone: Path, env: dict[str, str], *, dvc: bool, cold: bool) -> dict[str, Any]:
+STAGE = ("dvc-cuvis enumerate --no-params --format npz --root data --out universe.csv "
+         "--metrics universe.json")
+DVC_YAML = f"""\
+stages:
+  enumerate:
+    cmd: {STAGE}
+    deps: [data]
+    outs:
+      - universe.csv:
+          cache: false
+    metrics:
+      - universe.json:
+          cache: false
+"""
+
+
+def enumerate_run(clone: Path, env: dict[str, str], *, dvc: bool, cold: bool,
+                  seed: bool = True) -> dict[str, Any]:
     """One enumerate in a fresh process; its in-process seconds and hashing statistics."""
     if cold:
         shutil.rmtree(clone / ".dvc" / "tmp" / "dvc-cuvis", ignore_errors=True)
     child_env_ = {**env, "DVC_CUVIS_DVC_HASHES": "on" if dvc else "off"}
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD], cwd=clone, env=child_env_,
+    proc = subprocess.run([sys.executable, "-c", CHILD, "seed" if seed else "plain"],
+                          cwd=clone, env=child_env_,
                           capture_output=True, text=True)
     wall = time.perf_counter() - t
     if proc.returncode != 0:
@@ -146,9 +172,11 @@ def make_origin(work: Path, env: dict[str, str], frames: int, pad_kib: int) -> P
     sh(env, "git", "init", "-q", cwd=origin)
     sh(env, "dvc", "init", "-q", cwd=origin)
     sh(env, "dvc", "remote", "add", "-d", "store", str(remote), cwd=origin)
+    (origin / "dvc.yaml").write_text(DVC_YAML, encoding="utf-8")
     sessions = max(1, frames // 100)
     make_frames(origin / "data", sessions, 100, pad_kib)
     sh(env, "dvc", "add", "-q", "data", cwd=origin)
+    sh(env, "dvc", "repro", "-q", cwd=origin)
     sh(env, "git", "add", "-A", cwd=origin)
     sh(env, "git", "commit", "-qm", "v1", cwd=origin)
     sh(env, "git", "tag", "v1", cwd=origin)
@@ -162,6 +190,7 @@ def make_origin(work: Path, env: dict[str, str], frames: int, pad_kib: int) -> P
         (extra / f"frame_{k:04d}.npz").write_bytes(frame_bytes("session_extra", 7, k % 4,
                                                                pad_kib, k))
     sh(env, "dvc", "add", "-q", "data", cwd=origin)
+    sh(env, "dvc", "repro", "-q", cwd=origin)
     sh(env, "git", "commit", "-qam", "v2", cwd=origin)
     sh(env, "git", "tag", "v2", cwd=origin)
     sh(env, "dvc", "push", "-q", "-a", "-T", cwd=origin)
@@ -171,20 +200,22 @@ def make_origin(work: Path, env: dict[str, str], frames: int, pad_kib: int) -> P
 def measure(clone: Path, env: dict[str, str], where: str, reps: int, enforce: bool,
             log: Any) -> list[Row]:
     """Baseline, ours cold, ours warm (interleaved ``reps`` times) on the checked-out data."""
-    enumerate_run(clone, env, dvc=False, cold=True)  # untimed: page cache warm for all
-    base, cold, warm = [], [], []
+    enumerate_run(clone, env, dvc=False, cold=True, seed=False)  # untimed: page cache warm
+    base, noseed, cold, warm = [], [], [], []
     for _ in range(reps):
-        base.append(enumerate_run(clone, env, dvc=False, cold=True))
+        base.append(enumerate_run(clone, env, dvc=False, cold=True, seed=False))
+        noseed.append(enumerate_run(clone, env, dvc=True, cold=True, seed=False))
         cold.append(enumerate_run(clone, env, dvc=True, cold=True))
         warm.append(enumerate_run(clone, env, dvc=True, cold=False))
-    for r in (*cold, *warm):
+    for r in (*noseed, *cold, *warm):
         if r["csv"] != base[0]["csv"]:
             raise AssertionError(f"{where}: universe.csv differs from the hashing run's")
-    b, c, w = (median([r["seconds"] for r in rs]) for rs in (base, cold, warm))
+    b, u, c, w = (median([r["seconds"] for r in rs]) for rs in (base, noseed, cold, warm))
     n = cold[0]["rows"]
     log(f"  {where}: {n} frames; baseline (hashing) {b:.2f} s, ours cold {c:.2f} s "
         f"({cold[0]['md5_from_dvc']} md5 from DVC, {cold[0]['bytes_hashed']} bytes hashed, "
-        f"{cold[0]['derived_computed']} frames parsed), "
+        f"{cold[0]['derived_computed']} frames parsed, {cold[0]['derived_from_memo']} from "
+        f"the seed), without the seed {u:.2f} s ({noseed[0]['derived_computed']} parsed), "
         f"warm {w:.2f} s ({warm[0]['md5_cached']} from our cache)")
     stats = {k: cold[0][k] for k in STATS}
     return [
@@ -194,6 +225,11 @@ def measure(clone: Path, env: dict[str, str], where: str, reps: int, enforce: bo
         Row(key=f"bytes_hashed_{where}", label=f"{where}: bytes hashed, ours cold",
             ours=max(r["bytes_hashed"] for r in cold), unit="B", goal_kind="max_abs",
             goal_value=0, enforce=enforce),
+        Row(key=f"parsed_{where}", label=f"{where}: frames parsed, ours cold",
+            ours=max(r["derived_computed"] for r in cold), unit="files", goal_kind="max_abs",
+            goal_value=0, enforce=enforce),
+        Row(key=f"noseed_{where}", label=f"{where}: ours cold without the seed vs warm",
+            ours=u, baseline=w, details={k: noseed[0][k] for k in STATS}),
         Row(key=f"vs_hashing_{where}", label=f"{where}: ours cold vs plain hashing (cold)",
             ours=c, baseline=b, details={"hashing": {k: base[0][k] for k in stats}}),
     ]

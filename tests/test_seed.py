@@ -153,21 +153,35 @@ def test_a_hand_edited_universe_csv_committed_without_a_run_seeds_nothing(
     assert (clone / "universe.csv").read_text(encoding="utf-8") == text == plain(clone)[0]
 
 
-def test_metrics_of_another_code_version_seed_nothing(
+def test_metrics_of_another_code_version_or_edited_metrics_seed_nothing(
     origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
     mpath = clone / "metrics" / "universe.json"
-    metrics = json.loads(mpath.read_text())
-    metrics["derived"] = {"npz-frame": 0}  # as an older frame parser would have written
-    mpath.write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    true_metrics = json.loads(mpath.read_text())
+
+    def write_metrics(version: int) -> None:
+        mpath.write_text(json.dumps({**true_metrics, "derived": {"npz-frame": version}},
+                                    indent=2) + "\n", encoding="utf-8")
+
+    def enumerate_cold() -> None:
+        shutil.rmtree(clone / ".dvc" / "tmp" / "dvc-cuvis", ignore_errors=True)
+        reads.clear()
+        enumerate_cli(clone, monkeypatch, capsys)  # (it writes the true metrics back)
+
+    write_metrics(0)  # as an older frame parser would have written them
     sh(env, "dvc", "commit", "-q", "-f", "enumerate", cwd=clone)  # dvc.lock vouches for it
-    sh(env, "git", "commit", "-qam", "metrics of another version", cwd=clone)
+    sh(env, "git", "commit", "-qam", "a run of another version", cwd=clone)
     assert (hashlib.md5(committed(clone, env, "metrics/universe.json")).hexdigest()
             in committed(clone, env, "dvc.lock").decode())
-    enumerate_cli(clone, monkeypatch, capsys)
+    enumerate_cold()
+    assert len(reads) == n_frames(clone)  # vouched, but derived by another code version
+    write_metrics(1)  # the version claim edited by hand, dvc.lock not: not what ran
+    sh(env, "git", "commit", "-qam", "metrics edited", cwd=clone)
+    enumerate_cold()
     assert len(reads) == n_frames(clone)
+    assert json.loads(mpath.read_text()) == true_metrics
 
 
 def npz_frame(source: str, ids: list[int]) -> bytes:
