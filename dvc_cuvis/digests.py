@@ -31,11 +31,12 @@ an older one derived.  The memo keeps every value of the bytes currently at some
 besides them, up to as many of the most recent others (bytes checked out before), so a
 checkout back to a revision seen before re-reads nothing.
 
-What is *not* a source of the memo: a universe.csv committed in git.  Its rows do pair an
-md5 with the values enumerate derived, but nothing ties those values to the bytes or to a
-code version: a hand-edited row (same md5, other category ids) cannot be told from a true
-one without reading the file, and the file records no version of the code that wrote it.
-Seeding from it would make a run reproduce the edit where a plain run corrects it.
+A universe.csv committed in git is not a source of the memo by itself: its rows pair an md5
+with the values enumerate derived, but a hand-edited row (same md5, other category ids)
+cannot be told from a true one without reading the file, and the file names no version of
+the code that wrote it.  It seeds the memo only where DVC vouches that it is exactly what
+the enumerate stage wrote, by a code version that derives the same values
+(:mod:`dvc_cuvis.seed`, through :meth:`StatCache.add_seed`).
 """
 
 from __future__ import annotations
