@@ -21,6 +21,7 @@ import os
 import threading
 import zipfile
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -285,6 +286,57 @@ def write_frame(path: Path | str, arrays: dict[str, np.ndarray],
         atomic_write_parts(path, parts, fsync=fsync)
     finally:
         hasher.join()
+    return h.hexdigest(), size
+
+
+class FrameWriter:
+    """Writes frames one after another, each one's md5 taken while the next is written.
+
+    The md5 is the slowest pass over a frame's bytes (~0.75 GB/s, one core): one thread
+    hashes frame *i* while the caller reads, checks and writes frame *i+1*, so a run of
+    frames costs about one md5 per frame instead of md5 + read + write.  :meth:`write`
+    returns at once with the frame named on disk; :meth:`result` gives its md5 and size
+    (at most two frames wait for their md5, so memory stays bounded).
+    """
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="md5")
+        self._pending: list[Future[tuple[str, int]]] = []
+
+    def __enter__(self) -> FrameWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def write(self, path: Path | str, arrays: dict[str, np.ndarray], compression: Compression,
+              *, fsync: bool = True,
+              origin: NpzInput | None = None) -> Future[tuple[str, int]]:
+        """Write one frame as :func:`write_frame` does; returns a handle for :meth:`result`."""
+        parts = npz_parts(arrays, compression, origin)
+        size = sum(memoryview(part).nbytes for part in parts)
+        while len(self._pending) >= 2:  # never more than two frames' bytes held for hashing
+            self._pending.pop(0).result()
+        future = self._pool.submit(_md5_hex, parts, size)
+        try:
+            if origin is not None:
+                origin.verify()
+            atomic_write_parts(path, parts, fsync=fsync)
+        except BaseException:
+            future.cancel()
+            raise
+        self._pending.append(future)
+        return future
+
+    @staticmethod
+    def result(handle: Future[tuple[str, int]]) -> tuple[str, int]:
+        """The md5 and size of a frame :meth:`write` wrote (waits for its md5)."""
+        return handle.result()
+
+
+def _md5_hex(parts: list[Buffer], size: int) -> tuple[str, int]:
+    h = hashlib.md5()
+    _md5_update(h, parts)
     return h.hexdigest(), size
 
 

@@ -437,3 +437,44 @@ def test_an_array_that_only_looks_like_the_input_is_not_taken_for_it(
     arrays = frame_arrays(changed, src.arrays["wavelengths"], "s", None, None, "t")
     write_frame(tmp_path / "f.npz", arrays, Compression(), origin=src)
     assert used == [] and (tmp_path / "f.npz").read_bytes() == npz_bytes(arrays, Compression())
+
+
+def test_one_writer_over_many_tasks_gives_each_task_its_own_md5s(tmp_path: Path) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+
+    rng = np.random.default_rng(3)
+    tasks = []
+    for i in range(5):  # frames big enough that an md5 overlaps the next frame's write
+        shape = _CUBES["big"][0] if i % 2 == 0 else _CUBES["small"][0]
+        _input_npz(tmp_path / f"in{i}.npz", rng.random(shape).astype(np.float32))
+        tasks.append(mat.Task("npz", str(tmp_path / f"in{i}.npz"), None, f"in{i}.npz",
+                              ((0, frame_name(f"in{i}.npz", 0)),), str(tmp_path / "out"),
+                              ReaderParams(processing_mode=None), fsync=False))
+    data = bytearray((tmp_path / "in3.npz").read_bytes())
+    data[data.index(b"cube.npy") + 300] ^= 0x04
+    (tmp_path / "in3.npz").write_bytes(bytes(data))
+    got: list[list[tuple[str, str, int]]] = []
+    with pytest.raises(DvcCuvisError, match=r"in3\.npz: cannot read npz frame"):
+        for results in mat.execute(tasks, jobs=1):
+            got.append(results)
+    assert len(got) == 3  # every task before the damaged one comes back, none after it
+    for (name, md5, size), in got:
+        data = (tmp_path / "out" / name).read_bytes()
+        assert (md5, size) == (hashlib.md5(data).hexdigest(), len(data))
+    assert sorted(p.name for p in (tmp_path / "out/frames").iterdir()) == [
+        f"in{i}.npz.000000.npz" for i in range(3)]
+    assert mat.run_tasks(tasks[:3]) == got  # the same, whether or not frames overlap
+
+
+def test_worker_groups_keep_task_order_and_balance_two_workers() -> None:
+    def task(i: int, n: int) -> mat.Task:
+        return mat.Task("npz", f"f{i}", None, f"f{i}", tuple((k, f"x{k}") for k in range(n)),
+                        "out", ReaderParams())
+
+    small = [task(i, 1) for i in range(200)]
+    groups = mat._groups(small, 2)
+    assert [t for g in groups for t in g] == small and [len(g) for g in groups] == [25] * 8
+    mixed = [task(0, 1), task(1, 32), task(2, 1), task(3, 1)]
+    assert [[t.path for t in g] for g in mat._groups(mixed, 2)] == [
+        ["f0"], ["f1"], ["f2", "f3"]]  # 35 frames: groups of up to 5, a bigger task alone
+    assert [len(g) for g in mat._groups(small[:3], 1)] == [1, 1, 1]
