@@ -112,8 +112,17 @@ def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
         repo.close()
     values: dict[str, Any] = {}
     conflicting: set[str] = set()
-    for row in csv.DictReader(io.StringIO(files[out_r].decode("utf-8"), newline="")):
-        md5 = row.get("md5") or ""
+    rows = csv.reader(io.StringIO(files[out_r].decode("utf-8"), newline=""))
+    header = next(rows)
+    want = [c for c in ("md5", "format", "group", "tags", "category_ids") if c in header]
+    if want[:1] != ["md5"]:
+        return {}
+    at = [header.index(c) for c in want]
+    for cells in rows:
+        if len(cells) != len(header):
+            continue
+        row = {c: cells[i] for c, i in zip(want, at, strict=True)}
+        md5 = row["md5"]
         if not _MD5.fullmatch(md5) or row.get("format", "npz") != "npz":
             continue
         value = frame_info_from_row(row)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ FRAME_INFO = content_key("npz-frame", 1)
 DERIVED: dict[str, int] = {"npz-frame": 1}
 #: the ``group`` settings under which the group column is the frame's ``source`` member
 SOURCE_GROUPS = ("auto", "source-member")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def frame_info(path: Path) -> dict[str, Any]:
@@ -116,7 +118,7 @@ def frame_info_from_row(row: dict[str, str]) -> dict[str, Any] | None:
     src, tags, cell = row.get("group"), row.get("tags"), row.get("category_ids")
     if src is None or tags is None or cell is None or src != src.strip():
         return None
-    if any(ord(c) < 32 or ord(c) == 127 for c in src):
+    if _CONTROL.search(src):
         return None
     ids: list[int] | None
     if tags == "unlabeled":
