@@ -613,11 +613,12 @@ def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, 
     lines = [f"{v * 1e3:8.2f} ms  {k}" for k, v in phases.items()]
     log("    the guard's check, phase by phase (fresh objects, no profiler):\n      "
         + "\n      ".join(lines))
-    notes.append("guard rows: ratio = guarded / unguarded setup('fit') (lower is better); the "
-                 "guard passes the module's in-memory DataSplitConfig and universe.csv's path; "
-                 "later setups on unchanged files reuse the last clean verdict (one os.stat per "
-                 "content file). The floor rows are (setup + a bare os.stat loop over the same "
-                 "files) / setup: the least a per-file content check can add.")
+    notes.append("guard rows: the guard's added time = median guarded minus median unguarded "
+                 "setup('fit'); against one epoch's read of the same frames (train + val "
+                 "loaders, goal <= 1 %) and against one bare os.stat per content file (the "
+                 "least a per-file content check can cost, goal <= 2x). Later setups on "
+                 "unchanged files reuse the last clean verdict (one os.stat per content file); "
+                 "the guarded/unguarded setup ratio is information.")
     epoch = epoch_read(csv)
     log(f"    one epoch's read of the same frames (train + val loaders): {epoch * 1e3:.0f} ms")
     row = SlowdownRow(key="guard_setup", label=f"guard(): MultiNpzDataModule.setup('fit'), {n}",
