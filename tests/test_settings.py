@@ -146,3 +146,21 @@ def test_a_negative_seed_is_one_clear_error(tmp_path: Path, cli, monkeypatch) ->
         r = cli("bake", "--strategy", strategy, "--seed", "-5")
         assert r.code == 2 and "seed must be a non-negative integer, got -5" in r.err
         assert "internal error" not in r.err
+
+
+def test_library_warnings_print_once_and_still_propagate(tmp_path: Path, cli, caplog,
+                                                         monkeypatch) -> None:
+    """The CLI prints a library warning as one prefixed line; notebooks' handlers still see it."""
+    import logging
+
+    monkeypatch.chdir(tmp_path)
+    write_universe_csv(tmp_path / "universe.csv", [("a", 0), ("a", 1)])
+    (tmp_path / "splits.json").write_text(json.dumps(
+        {"train": [{"kind": "file_indices", "source": "a", "ids": [0, 5]}]}))
+    r = cli("resolve", "--allow-partial")
+    assert r.code == 0 and r.err.count("missing: 5") == 1  # once, though the resolver logs it
+    with caplog.at_level(logging.WARNING):
+        logging.getLogger("dvc_cuvis.bake").warning("probe %d", 7)
+    assert "probe 7" in caplog.text  # the CLI's handler did not stop propagation
+    r = cli("resolve", "--allow-partial")
+    assert r.err.count("missing: 5") == 1

@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from dvc_cuvis import __version__
 from dvc_cuvis.cli import (
@@ -51,21 +52,33 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
     return parser, dict(sub.choices)
 
 
+class _Stderr(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is now (not the one at creation)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def _log_once() -> None:
     """Library warnings as one ``dvc-cuvis: warning:`` line each, none repeated.
 
     A partly matching selector is reported by the verb itself, with the file it is in, and
     decides the exit code; the resolver's own log record of it would print it a second time.
+    The records still propagate (to a notebook's or a test's handlers); with a handler here,
+    Python's last-resort printer stays silent.
     """
     log = logging.getLogger("dvc_cuvis")
-    if any(getattr(h, "_dvc_cuvis", False) for h in log.handlers):
+    if any(isinstance(h, _Stderr) for h in log.handlers):
         return
-    handler = logging.StreamHandler()
+    handler = _Stderr()
     handler.setFormatter(logging.Formatter("dvc-cuvis: warning: %(message)s"))
     handler.addFilter(lambda record: record.name != "dvc_cuvis.selectors")
-    handler._dvc_cuvis = True  # type: ignore[attr-defined]
     log.addHandler(handler)
-    log.propagate = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
