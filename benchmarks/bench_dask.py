@@ -28,10 +28,7 @@ repay with their cores and disks.
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,61 +38,13 @@ import _common
 from _common import Row, median
 from bench_dvc_hashes import make_frames
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' cluster helper
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from dvc_cuvis.universe import format_universe
+from tests.dask_cluster import cluster as local_cluster
 
 WORKERS = 2
-
-
-class LocalCluster:
-    """A scheduler and worker processes on 127.0.0.1, each stopped by its own pid."""
-
-    def __init__(self, work: Path) -> None:
-        self.work = work
-        self.procs: list[subprocess.Popen[bytes]] = []
-        (work / "cwd").mkdir()
-        sched_file = work / "scheduler.json"
-        self._spawn("scheduler", ["distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", "0", "--dashboard-address", "127.0.0.1:0",
-                                  "--scheduler-file", str(sched_file)])
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.address: str = json.loads(sched_file.read_text())["address"]
-                break
-            except (OSError, ValueError, KeyError):
-                if time.monotonic() > deadline or self.procs[0].poll() is not None:
-                    raise RuntimeError("the Dask scheduler did not start") from None
-                time.sleep(0.05)
-        for i in range(WORKERS):
-            self._spawn(f"worker{i}", ["distributed.cli.dask_worker", self.address,
-                                       "--nthreads", "1", "--nworkers", "1", "--no-nanny",
-                                       "--host", "127.0.0.1", "--dashboard-address",
-                                       "127.0.0.1:0", "--local-directory",
-                                       str(work / f"worker{i}")])
-        from dask.distributed import Client
-
-        with Client(self.address, timeout=60) as c:
-            c.wait_for_workers(WORKERS, timeout=60)
-
-    def _spawn(self, name: str, args: list[str]) -> None:
-        with open(self.work / f"{name}.log", "wb") as log:
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", *args], cwd=self.work / "cwd", stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True))
-
-    def close(self) -> None:
-        for group in (self.procs[1:], self.procs[:1]):  # workers, then the scheduler
-            for p in group:
-                if p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-            for p in group:
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=10)
 
 
 def cold_enumerate(root: Path, out_dir: Path, **kw: Any) -> tuple[float, str, dict[str, int]]:
@@ -125,8 +74,7 @@ def main() -> int:
         make_frames(data, max(1, frames // 100), min(frames, 100), pad)
         nbytes = sum(p.stat().st_size for p in data.rglob("*.npz"))
         log(f"{frames} frames, {nbytes / 2**20:.0f} MiB written")
-        cluster = LocalCluster(work)
-        try:
+        with local_cluster(work / "cluster", workers=WORKERS) as cluster:
             log(f"cluster up: {cluster.address}, {WORKERS} worker processes")
             ways: dict[str, dict[str, Any]] = {
                 "local, 1 job": {"jobs": 1},
@@ -148,8 +96,6 @@ def main() -> int:
                     hashed[way] = stats
                     log(f"run {r + 1}: {way}: {s:.2f} s ({stats['md5_hashed']} files, "
                         f"{stats['bytes_hashed'] / 2**20:.0f} MiB hashed)")
-        finally:
-            cluster.close()
     med = {w: median(ts) for w, ts in times.items()}
     dask_way = list(ways)[2]
     for way in ways:
