@@ -22,13 +22,12 @@ from typing import Any
 
 import pytest
 
-from dvc_cuvis.bake import BakeOptions, bake
 from dvc_cuvis.digests import StatCache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from dvc_cuvis.universe import format_universe, read_universe, write_universe
-from examples.generate import generate
+from dvc_cuvis.universe import format_universe
 
 from .dask_cluster import START_S, Cluster, cluster
+from .test_materialize import tiff_project, tree
 
 pytestmark = pytest.mark.slow  # a few seconds per cluster; CI runs every test
 
@@ -41,20 +40,8 @@ def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """TIFF and npz data, a universe.csv of the TIFF cubes and a baked splits.json."""
-    generate(tmp_path / "data", sessions=4, frames=3, size=(8, 10), bands=4, seed=2)
-    uni, _ = enumerate_universe(EnumerateOptions(format="tiff", root=tmp_path / "data/tiff",
-                                                 out_dir=tmp_path))
-    write_universe(uni, tmp_path / "universe.csv")
-    (b,) = bake(read_universe(tmp_path / "universe.csv"), BakeOptions(seed=1, test_ratio=0.3))
-    (tmp_path / "splits.json").write_text(json.dumps(b.config.to_dict(), indent=2))
-    return tmp_path
-
-
-def tree(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root`` (temp files included: there must be none)."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".materialize.lock"}
+    """The materialize tests' dataset (TIFF + npz, universe.csv, baked splits.json)."""
+    return tiff_project(tmp_path)
 
 
 def materialize_cmd(out: str, *extra: str) -> list[str]:

@@ -41,6 +41,11 @@ def tree(root: Path) -> dict[str, str]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A small dataset with an enumerated universe.csv and a baked splits.json."""
+    return tiff_project(tmp_path)
+
+
+def tiff_project(tmp_path: Path) -> Path:
+    """TIFF and npz data, a universe.csv of the TIFF cubes and a baked splits.json."""
     generate(tmp_path / "data", sessions=4, frames=3, size=(8, 10), bands=4, seed=2)
     uni, _ = enumerate_universe(EnumerateOptions(format="tiff", root=tmp_path / "data/tiff",
                                                  out_dir=tmp_path))
