@@ -212,7 +212,8 @@ def _worker_cache(use_dvc: bool) -> StatCache:
 
 
 # what the workers did; their cache hits are the seeds, which we counted when we asked
-_COUNTERS = ("misses", "md5_from_dvc", "md5_hashed", "bytes_hashed")
+_COUNTERS = ("misses", "md5_from_dvc", "md5_hashed", "bytes_hashed", "derived_computed",
+             "derived_from_memo")
 
 
 def _run_chunk(chunk: list[Any], seeds: dict[str, tuple[Any, str]], payload: bytes
@@ -225,7 +226,7 @@ def _run_chunk(chunk: list[Any], seeds: dict[str, tuple[Any, str]], payload: byt
     for path, (stamp, md5) in seeds.items():
         cache.record(path, "md5", tuple(stamp), md5)
     rows = [func(x) for x in chunk]
-    return rows, dict(cache._new), {k: getattr(cache, k) for k in _COUNTERS}
+    return rows, cache.recorded(), {k: getattr(cache, k) for k in _COUNTERS}
 
 
 def _merge(cache: StatCache, entries: dict[str, Any], counts: dict[str, int]) -> None:

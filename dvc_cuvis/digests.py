@@ -510,6 +510,10 @@ class StatCache:
                 self.md5_from_dvc += 1
         return value
 
+    def recorded(self) -> dict[str, dict[str, Any]]:
+        """The entries this process recorded (path -> values), e.g. to merge elsewhere."""
+        return dict(self._new)
+
     def count(self) -> int:
         """Number of paths with an entry."""
         stored = self._stored.index if self._stored else {}
