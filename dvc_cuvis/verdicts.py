@@ -13,10 +13,14 @@ fix``); :mod:`dvc_cuvis.drift` owns what they mean.
 
 from __future__ import annotations
 
+import array
+import base64
 import functools
 import hashlib
 import json
 import os
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,17 @@ from dvc_cuvis.universe import Universe
 
 #: One remembered finding: ``{"check", "status", "summary", "details", "fix"}``.
 Record = dict[str, Any]
+
+#: A slot's stamp columns (one value per content file, in ``paths`` order) and their
+#: ``array`` type codes: 8-byte integers in this machine's byte order, base64 in the
+#: cache's JSON (30k JSON numbers take longer to decode than 10k stats take to run; the
+#: cache never leaves the machine, and a column that does not decode is a miss).
+STAMP_COLUMNS: tuple[tuple[str, str], ...] = (("ino", "Q"), ("size", "q"), ("mtime", "q"))
+
+#: The reused verdict's stats run on STAT_THREADS threads from THREADED_FROM content
+#: files up (see :func:`stamps_unchanged`; the figures are in benchmarks/bench_check.py).
+STAT_THREADS = 2
+THREADED_FROM = 4096
 
 
 class VerdictMemo:
@@ -95,6 +110,10 @@ class VerdictMemo:
         if slot is None:
             return None
         try:
+            names = slot["paths"].split("\0") if slot["paths"] else []
+            cols = [_ints(slot[c], dt) for c, dt in STAMP_COLUMNS]
+            if any(len(c) != len(names) for c in cols):
+                return None
             fd = os.open(self.base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
             try:
                 for parent, children in slot["dirs"].items():
@@ -106,15 +125,10 @@ class VerdictMemo:
                         if e is None or e.is_symlink() or not e.is_dir(follow_symlinks=False) \
                                 or e.inode() != ino:
                             return None
-                names = slot["paths"].split("\0") if slot["paths"] else []
-                now: list[int] = []
-                for name in names:
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    now += (st.st_ino, st.st_size, st.st_mtime_ns)
+                if not stamps_unchanged(fd, names, cols):
+                    return None
             finally:
                 os.close(fd)
-            if now != slot["stamps"]:
-                return None
             return [{k: f[k] for k in ("check", "status", "summary", "details", "fix")}
                     for f in slot["findings"]]
         except (OSError, KeyError, TypeError, AttributeError, ValueError,
@@ -133,13 +147,13 @@ class VerdictMemo:
                 or os.path.abspath(uni.path) != self.uni_abs:
             return  # read from something without a stable stamp: nothing to key it by
         prefix = self.base.rstrip("/") + "/"
-        flat: list[int] = []
+        stamps: list[Stamp] = []
         rels: list[str] = []
         for path, stamp in witness:
             if stamp is None or not path.startswith(prefix):
                 return  # a file changed while it was hashed (or lies elsewhere)
             rels.append(path[len(prefix):])
-            flat += stamp
+            stamps.append(stamp)
         dirs: dict[str, list[list[Any]]] = {}
         try:
             for d in sorted({a for r in rels for a in _ancestors(r)}):
@@ -148,13 +162,13 @@ class VerdictMemo:
                 dirs.setdefault(parent, []).append([name, st.st_ino])
         except OSError:
             return
-        slot = {
-            "key": self._key(split_id, options),
-            "dirs": dirs,
-            "paths": "\0".join(rels),
-            "stamps": flat,
-            "findings": records,
-        }
+        try:
+            packed = {c: _packed([st[k] for st in stamps], code)
+                      for k, (c, code) in enumerate(STAMP_COLUMNS)}
+        except OverflowError:
+            return  # a stamp outside 8 bytes (no such file system seen): not remembered
+        slot = {"key": self._key(split_id, options), "dirs": dirs, "paths": "\0".join(rels),
+                **packed, "findings": records}
         stamp = uni.file_stamp
         others = [v for v in self._slots(stamp) if v.get("key") != slot["key"]]
         self.cache.record(self.uni_abs, self.KEY, stamp, {"slots": [slot, *others][:self.SLOTS]})
@@ -186,6 +200,71 @@ def code_id(package: Path | None = None) -> str:
 @functools.lru_cache(maxsize=1)
 def _installed_code_id() -> str:
     return code_id(Path(__file__).parent)
+
+
+def same_stamps(fd: int, names: Sequence[str], inos: Sequence[int], sizes: Sequence[int],
+                mtimes: Sequence[int]) -> bool:
+    """True if every file ``names[i]`` below the folder ``fd`` has the stamp given for it.
+
+    A final symlink is not followed (a link put in a file's place is a change).  The
+    loop is the reused verdict's whole per-file cost: one ``lstat`` and three integer
+    comparisons, nothing built per file.
+    """
+    lstat = os.lstat
+    for name, ino, size, mtime in zip(names, inos, sizes, mtimes, strict=True):
+        st = lstat(name, dir_fd=fd)
+        if st.st_mtime_ns != mtime or st.st_ino != ino or st.st_size != size:
+            return False
+    return True
+
+
+def stamps_unchanged(fd: int, names: list[str], cols: list[array.array[int]],
+                     threads: int | None = None) -> bool:
+    """:func:`same_stamps` over every file, on ``threads`` threads (None: by the count).
+
+    ``lstat`` releases the GIL during its system call, so a large folder's stats can
+    overlap on two cores; a small one is not worth a thread's start.  Each thread checks
+    its own contiguous part; the answer is True only if every part is unchanged (a part
+    that raises counts as changed).
+    """
+    n = len(names)
+    if threads is None:
+        threads = STAT_THREADS if n >= THREADED_FROM and (os.cpu_count() or 1) > 1 else 1
+    if threads <= 1 or n < 2:
+        return same_stamps(fd, names, *cols)
+    bounds = [n * k // threads for k in range(threads + 1)]
+    ok = [False] * threads
+
+    def part(k: int) -> None:
+        lo, hi = bounds[k], bounds[k + 1]
+        try:
+            ok[k] = same_stamps(fd, names[lo:hi], *(c[lo:hi] for c in cols))
+        except (OSError, ValueError, TypeError):
+            ok[k] = False  # missing, unreadable or malformed: the full check decides
+
+    helpers = [threading.Thread(target=part, args=(k,), daemon=True)
+               for k in range(1, threads)]
+    for t in helpers:
+        t.start()
+    try:
+        part(0)
+    finally:
+        for t in helpers:
+            t.join()  # the folder descriptor stays open until every part is done
+    return all(ok)
+
+
+def _packed(values: list[int], code: str) -> str:
+    return base64.b64encode(array.array(code, values).tobytes()).decode("ascii")
+
+
+def _ints(text: str, code: str) -> array.array[int]:
+    """A packed column back (ValueError for a length that is no whole number of items)."""
+    out = array.array(code)
+    if out.itemsize != 8:
+        raise ValueError("no 8-byte integer type")  # nothing stored can match: a miss
+    out.frombytes(base64.b64decode(text))
+    return out
 
 
 def _ancestors(rel: str) -> list[str]:

@@ -271,6 +271,56 @@ def test_a_clean_verdict_is_reused_until_a_file_it_rests_on_changes(repo: Path) 
     assert missing.finding("content").details["missing"] == [str(gone.relative_to(repo))]
 
 
+def test_the_threaded_stamp_check_sees_one_changed_file_among_10k(tmp_path: Path) -> None:
+    """The reused verdict's stats run on threads at this size; every part is checked."""
+    import os
+
+    import dvc_cuvis.verdicts as verdicts
+
+    names = [f"s{k // 1000:02d}/f{k:05d}.npz" for k in range(10_000)]
+    for d in {n.split("/")[0] for n in names}:
+        (tmp_path / d).mkdir()
+    for n in names:
+        (tmp_path / n).write_bytes(b"abcd")
+
+    def stamps() -> list:  # the memo's columns, packed and unpacked as a slot stores them
+        sts = [os.lstat(tmp_path / n) for n in names]
+        return [verdicts._ints(verdicts._packed([getattr(st, attr) for st in sts], code), code)
+                for attr, (_, code) in zip(("st_ino", "st_size", "st_mtime_ns"),
+                                           verdicts.STAMP_COLUMNS, strict=True)]
+
+    cols = stamps()
+    assert len(names) >= verdicts.THREADED_FROM and verdicts.STAT_THREADS > 1
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        def unchanged(threads: int | None = None) -> bool:
+            return verdicts.stamps_unchanged(fd, names, cols, threads)
+
+        assert unchanged() and unchanged(1) and unchanged(3)
+        for k in (0, 4_999, 5_000, 9_999):  # the first and last file of each thread's part
+            f = tmp_path / names[k]
+            st = f.stat()
+            f.write_bytes(b"abce")  # in place: same inode and size, a new mtime
+            os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+            assert not unchanged() and not unchanged(1) and not unchanged(3), k
+            os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the old stamp is back
+            assert unchanged()
+            f.with_name("new").write_bytes(b"abcd")
+            os.utime(f.with_name("new"), ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.replace(f.with_name("new"), f)  # replaced: same size and mtime, a new inode
+            assert not unchanged(), k
+            f.unlink()
+            assert not unchanged() and not unchanged(3), k  # missing: False, never raised
+            f.symlink_to(tmp_path / names[k - 1])  # a link in its place is not followed
+            assert not unchanged(), k
+            f.unlink()
+            f.write_bytes(b"abcd")
+            cols = stamps()
+            assert unchanged()
+    finally:
+        os.close(fd)
+
+
 def test_a_data_folder_swapped_for_an_outside_symlink_is_refused(repo: Path,
                                                                  tmp_path: Path) -> None:
     """Neither a remembered verdict nor dvc.lock's vouching may cover a path the guard refuses
