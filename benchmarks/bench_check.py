@@ -9,7 +9,9 @@ How to run (from the repository root)::
 
 Options: ``--workdir DIR`` (generated data goes to a fresh temp dir inside DIR; removed at
 the end unless ``--keep``), ``--seed N``, ``--profile`` (cProfile our in-process side of
-every target even when it passes; a failing target is always profiled).
+every target even when it passes; a failing target is always profiled), ``--only TARGET``
+(repeatable: ``check``, ``loader``, ``guard``, ``device``; e.g. ``--only guard`` runs target
+3 alone, on the same materialized frames).
 
 It is a report, not a test: the exit code is 0 unless the script crashes, or ``--strict``
 is given and a target fails.  ``--quick`` shrinks every size and enforces no target
@@ -761,11 +763,16 @@ def bench_device(args: argparse.Namespace, mat: Path, work: Path, rng: np.random
 # -- main -----------------------------------------------------------------------------------
 
 
+TARGETS = ("check", "loader", "guard", "device")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = _common.standard_args((__doc__ or "").split("\n\n")[0], seed=True, profile=True)
     ap.add_argument("--device", default="auto",
                     help="where to measure delivery: auto (cuda if present, else skipped), "
                          "cuda, cuda:N or cpu (exercises the same code without a GPU)")
+    ap.add_argument("--only", action="append", choices=TARGETS, metavar="TARGET",
+                    help=f"run only this target (repeatable; one of {', '.join(TARGETS)})")
     return ap.parse_args(argv)
 
 
@@ -782,11 +789,16 @@ def main(argv: list[str] | None = None) -> int:
         commit = _common.environment()["git_commit"]
         log(f"mode={'quick' if args.quick else 'full'} seed={args.seed} workdir={work} "
             f"commit={(commit or '?')[:12]} load average {load()}")
-        rows += bench_check(args, work, env, enforce, log, notes, profiles)
-        mat = build_materialized(args, work, rng, log)
-        rows += bench_loader(args, mat, work, rng, enforce, log, profiles)
-        rows += bench_guard(args, mat, work, enforce, log, notes, profiles)
-        rows += bench_device(args, mat, work, rng, log, notes)
+        only = set(args.only or TARGETS)
+        if "check" in only:
+            rows += bench_check(args, work, env, enforce, log, notes, profiles)
+        mat = build_materialized(args, work, rng, log) if only - {"check"} else work
+        if "loader" in only:
+            rows += bench_loader(args, mat, work, rng, enforce, log, profiles)
+        if "guard" in only:
+            rows += bench_guard(args, mat, work, enforce, log, notes, profiles)
+        if "device" in only:
+            rows += bench_device(args, mat, work, rng, log, notes)
     print()
     return _common.finish(
         rows, args, total=log.elapsed, notes=notes, profiles=profiles,
