@@ -166,7 +166,7 @@ class DvcKnownHashes:
     """The md5 that DVC already holds for a file, trusted exactly as far as DVC trusts it.
 
     **What is trusted.**  Only an entry of DVC's *state database* (``repo.state``, kept in
-    DVC's site cache folder), read through DVC's own ``State.get``: DVC records there the
+    DVC's site cache folder), accepted by DVC's own rule (``State.get``): DVC records there the
     md5 it computed for a path together with the file's inode, mtime and size, whenever it
     hashes a file (``dvc add``, ``dvc commit``, a stage's outputs) and whenever it links a
     file out of its cache (``dvc pull``, ``dvc checkout``).  The entry is used only while
@@ -183,11 +183,12 @@ class DvcKnownHashes:
 
     **Which repository.**  A file's is the nearest folder above it that holds ``.dvc``
     (subrepositories included); files outside any DVC repository are never looked up.  Each
-    repository is opened lazily (``Repo()`` costs a few hundred ms), on the first file that
-    our own cache does not know, and never written to: ``Repo()`` takes no lock and state
-    lookups are sqlite reads, which also works while ``dvc repro`` runs us as one of its
-    stages.  A repository that cannot be opened (broken config, DVC missing) only means
-    its files are hashed.
+    repository's state is opened lazily, on the first file that our own cache does not
+    know, and never written to: first read directly (:mod:`dvc_cuvis.dvc_state`: the same
+    database, query and rule, without the ~0.2 s of opening ``Repo`` and a ``Meta`` per
+    file), else through DVC's ``Repo().state``.  Neither takes a lock, which also works
+    while ``dvc repro`` runs us as one of its stages.  A repository that cannot be opened
+    (broken config, DVC missing) only means its files are hashed.
     """
 
     def __init__(self) -> None:
@@ -195,6 +196,7 @@ class DvcKnownHashes:
         self._lock = threading.Lock()
         self._root_of_dir: dict[str, str | None] = {}
         self._repos: dict[str, Any] = {}  # root -> dvc Repo, or None when it cannot be opened
+        self._dbs: dict[str, Any] = {}  # root -> dvc_state.StateDb, or None: use the Repo
 
     def _root(self, folder: str) -> str | None:
         """The nearest folder at or above ``folder`` that holds ``.dvc`` (memoized)."""
@@ -232,12 +234,34 @@ class DvcKnownHashes:
                     self._repos[root] = None
         return self._repos[root]
 
+    def _db(self, root: str) -> Any:
+        """The state database of ``root`` read directly (:mod:`dvc_cuvis.dvc_state`), opened
+        once; None when it cannot be (then DVC's ``Repo`` answers)."""
+        if root in self._dbs:
+            return self._dbs[root]
+        with self._lock:
+            if root not in self._dbs:
+                from dvc_cuvis import dvc_state
+
+                db = None
+                path = dvc_state.state_db(os.path.realpath(root))
+                if path is not None:
+                    with contextlib.suppress(Exception):
+                        db = dvc_state.StateDb(path)
+                self._dbs[root] = db
+        return self._dbs[root]
+
     def md5(self, abs_path: str, stamp: Stamp) -> str | None:
         """DVC's md5 of ``abs_path`` if its state vouches for the bytes at ``stamp``."""
         with self._lock:
             root = self._root(os.path.dirname(abs_path))
         if root is None:
             return None
+        db = self._db(root)
+        if db is not None:
+            found = db.md5s([(abs_path, stamp)])
+            if found is not None:
+                return found.get(abs_path)
         repo = self._repo(root)
         if repo is None:
             return None
@@ -253,11 +277,17 @@ class DvcKnownHashes:
         by_root: dict[str, list[tuple[str, Stamp]]] = {}
         with self._lock:
             for abs_path, stamp in items:
-                root = self._root(os.path.dirname(abs_path))
+                root = self._root(abs_path.rpartition(os.sep)[0] or os.sep)
                 if root is not None:
                     by_root.setdefault(root, []).append((abs_path, stamp))
         found: dict[str, str] = {}
         for root, group in sorted(by_root.items()):
+            db = self._db(root)
+            if db is not None:
+                direct = db.md5s(group)
+                if direct is not None:
+                    found.update(direct)
+                    continue
             repo = self._repo(root)
             if repo is None:
                 continue
@@ -276,6 +306,10 @@ class DvcKnownHashes:
         """Close the repositories opened so far (their state databases)."""
         with self._lock:
             repos, self._repos = self._repos, {}
+            dbs, self._dbs = self._dbs, {}
+        for db in dbs.values():
+            if db is not None:
+                db.close()
         for repo in repos.values():
             if repo is not None:
                 with contextlib.suppress(Exception):
