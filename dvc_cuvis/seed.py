@@ -6,7 +6,8 @@ the universe.csv committed at ``HEAD`` already pairs each frame's md5 with the v
 enumerate derived from those bytes.  A committed file alone proves nothing (a hand-edited
 row looks like a true one, and the file names no code version), so it is used only when
 DVC vouches for it, all of these at ``HEAD`` (read from git, never from the workspace:
-``dvc repro`` deletes ``cache: false`` outputs before it runs the stage):
+``dvc repro`` deletes ``cache: false`` outputs before it runs the stage; one ``git cat-file
+--batch``):
 
 1. ``dvc.lock`` has a stage whose command is ``dvc-cuvis enumerate`` and whose outputs are
    the universe.csv and the metrics file this run writes (matched by path);
@@ -30,6 +31,7 @@ with ``dvc commit``) makes DVC vouch for the edit, and the seed believes it too.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -38,6 +40,8 @@ import os
 import posixpath
 import re
 import shlex
+import subprocess
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -70,23 +74,11 @@ def vouched_values(out: str, metrics: str) -> dict[str, dict[str, Any]]:
 
 
 def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
-    import git
-
     from dvc_cuvis.sources.npz import DERIVED, FRAME_INFO, SOURCE_GROUPS, frame_info_from_row
 
-    repo = git.Repo(os.path.dirname(out), search_parent_directories=True)
-    try:
-        top = os.path.realpath(str(repo.working_tree_dir))
-        tree = repo.head.commit.tree
+    with _HeadReader(os.path.dirname(out)) as head:
+        top, read = head.top, head.read
         out_r, metrics_r = os.path.realpath(out), os.path.realpath(metrics)
-
-        def read(rel: str) -> bytes | None:
-            try:
-                data: bytes = (tree / rel).data_stream.read()
-            except KeyError:
-                return None
-            return data
-
         found = _find_stage(read, top, out_r, metrics_r)
         if found is None:
             return {}
@@ -108,31 +100,81 @@ def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
             return {}  # written by another version of the code that derives the values
         if _group_setting(stage, lock_dir, top, read) not in SOURCE_GROUPS:
             return {}
-    finally:
-        repo.close()
     values: dict[str, Any] = {}
     conflicting: set[str] = set()
     rows = csv.reader(io.StringIO(files[out_r].decode("utf-8"), newline=""))
     header = next(rows)
-    want = [c for c in ("md5", "format", "group", "tags", "category_ids") if c in header]
-    if want[:1] != ["md5"]:
+    names = ("md5", "group", "tags", "category_ids")
+    if any(c not in header for c in names):
         return {}
-    at = [header.index(c) for c in want]
-    for cells in rows:
-        if len(cells) != len(header):
+    width = len(header)
+    cells_of = itemgetter(*(header.index(c) for c in names))
+    at_format = header.index("format") if "format" in header else None
+    # rows share few (group, tags, category_ids) triples: each is turned into a value once
+    by_cells: dict[tuple[str, ...], Any] = {}
+    for row in rows:
+        if len(row) != width or (at_format is not None and row[at_format] != "npz"):
             continue
-        row = {c: cells[i] for c, i in zip(want, at, strict=True)}
-        md5 = row["md5"]
-        if not _MD5.fullmatch(md5) or row.get("format", "npz") != "npz":
-            continue
-        value = frame_info_from_row(row)
+        md5, *key = cells_of(row)
+        if len(md5) != 32:
+            continue  # not an md5: never asked for anyway
+        cell_key = tuple(key)
+        value = by_cells.get(cell_key, by_cells)
+        if value is by_cells:
+            value = by_cells[cell_key] = frame_info_from_row(dict(zip(names[1:], key,
+                                                                      strict=True)))
         if value is None:
             continue
-        if values.setdefault(md5, value) != value:
+        seen = values.setdefault(md5, value)
+        if seen is not value and seen != value:
             conflicting.add(md5)  # one md5, two values: trust neither
     for md5 in conflicting:
         del values[md5]
     return {FRAME_INFO: values} if values else {}
+
+
+class _HeadReader:
+    """Files as committed at ``HEAD`` of the git repository holding a folder, read through
+    one ``git cat-file --batch`` process (what GitPython does, without its import cost)."""
+
+    def __init__(self, folder: str) -> None:
+        """Find the work tree holding ``folder``; raises ``OSError``/``ValueError`` if none."""
+        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or not proc.stdout.strip():
+            raise ValueError(f"{folder}: not in a git work tree")
+        self.top = os.path.realpath(proc.stdout.strip())
+        self._proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.top,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def read(self, rel: str) -> bytes | None:
+        """The bytes of ``rel`` (posix, relative to the top) at HEAD; None if absent."""
+        if "\n" in rel:
+            return None
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(f"HEAD:{rel}\n".encode("utf-8", "surrogateescape"))
+        stdin.flush()
+        head = stdout.readline().split()
+        if len(head) != 3 or head[1] != b"blob":
+            return None  # "<name> missing", a tree, or no HEAD yet
+        size = int(head[2])
+        data = stdout.read(size + 1)
+        if len(data) != size + 1:
+            raise OSError("git cat-file ended early")
+        return data[:size]
+
+    def __enter__(self) -> _HeadReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop the ``git cat-file`` process."""
+        with contextlib.suppress(OSError):
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+        self._proc.wait()  # git cat-file --batch ends at the end of its input
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
 
 
 def _find_stage(read: Any, top: str, out: str, metrics: str) -> tuple[str, Stage] | None:
