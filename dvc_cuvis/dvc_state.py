@@ -34,6 +34,7 @@ import json
 import os
 import re
 import sqlite3
+import threading
 from typing import Any
 
 #: the stamp of a file as the stat cache keeps it: inode, size, mtime in ns
@@ -115,6 +116,7 @@ class StateDb:
         """Open ``path`` read-only; raises ``sqlite3.Error`` when it cannot be read."""
         uri = "file:" + path.replace("?", "%3f").replace("#", "%23") + "?mode=ro"
         self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._lock = threading.Lock()  # one query at a time on the shared connection
         self._con.execute("SELECT key, value FROM Cache WHERE 0").fetchall()  # schema check
 
     def md5s(self, items: list[tuple[str, Stamp]]) -> dict[str, str] | None:
@@ -141,12 +143,13 @@ class StateDb:
         """``{key: value}`` of the entries for ``paths``, in dvc-data's chunked ``IN`` query
         (measured: faster than one range query over the dataset folder)."""
         raw: dict[str, Any] = {}
-        for i in range(0, len(paths), _CHUNK):
-            chunk = paths[i:i + _CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            raw.update(self._con.execute(
-                f"SELECT key, value FROM Cache WHERE key IN ({marks}) and raw = 1",
-                chunk).fetchall())
+        with self._lock:
+            for i in range(0, len(paths), _CHUNK):
+                chunk = paths[i:i + _CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                raw.update(self._con.execute(
+                    f"SELECT key, value FROM Cache WHERE key IN ({marks}) and raw = 1",
+                    chunk).fetchall())
         return raw
 
     def close(self) -> None:
