@@ -690,7 +690,8 @@ class StatCache:
         stamps: list[Stamp] = []
         keys = set(stored.key_names() if stored else ())
         for entry in new.values():
-            keys.update(k for k in entry if k != "st")
+            keys.update(entry)
+        keys.discard("st")
         values: dict[str, list[Any]] = {k: [] for k in sorted(keys)}
         if stored is not None:
             keep = [r for r, p in enumerate(stored.paths) if p not in new]
@@ -699,17 +700,24 @@ class StatCache:
             for k in values:
                 vals = stored.values(k)
                 values[k] += [vals[r] for r in keep] if vals is not None else [None] * len(keep)
-        for p, entry in new.items():
-            paths.append(p)
-            stamps.append(entry["st"])
-            row = stored.index.get(p) if stored is not None else None
-            same = stored is not None and row is not None and stored.stamp(row) == entry["st"]
+        entries = list(new.values())
+        paths += new
+        stamps += [e["st"] for e in entries]
+        if stored is None:
             for k, vals in values.items():
-                if k in entry:
-                    vals.append(entry[k])
-                else:  # the same bytes keep what the stored columns knew about them
-                    old = stored.values(k) if same and stored is not None else None
-                    vals.append(old[row] if old is not None and row is not None else None)
+                vals += [e.get(k) for e in entries]
+            return paths, stamps, values
+        # the same bytes keep what the stored columns knew about them (other keys)
+        rows = [stored.index.get(p) for p in new]
+        same = [r if r is not None and stored.stamp(r) == e["st"] else None
+                for r, e in zip(rows, entries, strict=True)]
+        for k, vals in values.items():
+            old = stored.values(k)
+            if old is None:
+                vals += [e.get(k) for e in entries]
+            else:
+                vals += [e[k] if k in e else (old[r] if r is not None else None)
+                         for e, r in zip(entries, same, strict=True)]
         return paths, stamps, values
 
     def _memo_merged(self, values: dict[str, list[Any]]) -> dict[str, dict[str, Any]]:
