@@ -15,6 +15,8 @@ read of the file (``np.frombuffer``), anything else through ``np.load``.
 from __future__ import annotations
 
 import bisect
+import ctypes
+import functools
 import hashlib
 import io
 import os
@@ -345,6 +347,44 @@ def _md5_update(h: Any, parts: list[Buffer]) -> None:
         h.update(part)
 
 
+# -- the zip CRC ---------------------------------------------------------------------------
+
+
+def crc32(data: Buffer) -> int:
+    """The zip CRC-32 of ``data``, as ``zlib.crc32`` gives it, at up to ~3x its speed.
+
+    Checking an input's CRC is a pass over its ~16 MB cube per frame that materialize must
+    make (a damaged input must leave no frame); zlib 1.2's CRC runs ~4 GB/s, libdeflate's
+    (carry-less multiply, where the system has the library) ~14 GB/s.  Without libdeflate,
+    or for small buffers, ``zlib.crc32``.
+    """
+    fn = _libdeflate_crc32() if memoryview(data).nbytes >= 1 << 16 else None
+    if fn is None:
+        return zlib.crc32(data)
+    arr = np.frombuffer(data, dtype=np.uint8)  # the buffer's address, without a copy
+    return int(fn(0, arr.ctypes.data, arr.nbytes))
+
+
+@functools.cache
+def _libdeflate_crc32() -> Any:
+    """libdeflate's ``libdeflate_crc32`` through ctypes (the call releases the GIL), or None.
+
+    Used only after it gives ``zlib.crc32``'s value on a test buffer (same polynomial and
+    conventions), so a different library under that name can never change a verdict.
+    """
+    for name in ("libdeflate.so.0", "libdeflate.so", "libdeflate.dylib", "libdeflate.0.dylib"):
+        try:
+            fn = ctypes.CDLL(name).libdeflate_crc32
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_uint32
+        fn.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]
+        probe = np.frombuffer(bytes(range(256)) * 300, dtype=np.uint8)
+        if int(fn(0, probe.ctypes.data, probe.nbytes)) == zlib.crc32(probe.data):
+            return fn
+    return None
+
+
 # -- reading -------------------------------------------------------------------------------
 
 
@@ -418,7 +458,7 @@ class NpzInput:
         """Check every stored member's zip CRC once; ``zipfile.BadZipFile`` if one differs."""
         while self._unchecked:
             m = self._unchecked[0]
-            if zlib.crc32(m.span) != m.crc:
+            if crc32(m.span) != m.crc:
                 raise zipfile.BadZipFile(f"Bad CRC-32 for file {m.name!r}")
             self._unchecked.pop(0)
 

@@ -380,6 +380,49 @@ def test_reused_input_crc_gives_the_same_bytes(
                                   apply_crop(np.array(cube, np.float32), crop, "t"))
 
 
+@pytest.mark.parametrize("n", [0, 1, 1000, 65535, 65536, 65537, (1 << 20) + 13])
+@pytest.mark.parametrize("fast", [True, False])
+def test_crc32_is_zlibs_at_every_size_and_alignment(
+        monkeypatch: pytest.MonkeyPatch, n: int, fast: bool) -> None:
+    import zlib
+
+    import dvc_cuvis.frames as frames
+
+    if not fast:  # as on a machine without libdeflate
+        monkeypatch.setattr(frames, "_libdeflate_crc32", lambda: None)
+    data = np.random.default_rng(n).bytes(n + 7)
+    for off in (0, 3, 7):
+        view = memoryview(data)[off:off + n]
+        want = zlib.crc32(view)
+        assert frames.crc32(view) == frames.crc32(bytes(view)) == want
+        assert frames.crc32(bytearray(view)) == want
+        if n:
+            flipped = bytearray(view)
+            flipped[n // 2] ^= 0x01
+            assert frames.crc32(flipped) == zlib.crc32(flipped) != want
+
+
+def test_the_fast_crc_is_the_one_taken_where_the_system_has_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import zlib
+
+    import dvc_cuvis.frames as frames
+
+    fn = frames._libdeflate_crc32()
+    if fn is None:
+        pytest.skip("no libdeflate on this machine: zlib.crc32 serves (tested above)")
+    sizes: list[int] = []
+
+    def spy(crc: int, address: int, n: int) -> int:
+        sizes.append(n)
+        return int(fn(crc, address, n))
+
+    monkeypatch.setattr(frames, "_libdeflate_crc32", lambda: spy)
+    big, small = bytes(range(256)) * 1024, b"x" * 100
+    assert frames.crc32(big) == zlib.crc32(big) and frames.crc32(small) == zlib.crc32(small)
+    assert sizes == [len(big)]  # a small buffer goes to zlib: a ctypes call costs more
+
+
 @pytest.mark.parametrize("kind", ["big", "small"])
 def test_a_damaged_input_is_refused_before_its_frame_is_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
