@@ -50,6 +50,11 @@ Targets (every baseline is measured in the same run):
    <= 2x the floor of any per-file content check (one bare ``os.stat`` per frame, timed on
    caches as cold as the setups').  The guarded/unguarded setup ratio and the check's
    phases are logged (info); the full run repeats the rows on 10k tiny enumerated frames.
+   A later setup reuses the last clean verdict: one ``lstat`` per content file, which from
+   ``dvc_cuvis.verdicts.THREADED_FROM`` files up (the 10k case, not the 400) runs on
+   ``STAT_THREADS`` threads (``lstat`` releases the GIL); the floor stays one bare
+   single-threaded ``os.stat`` per frame.  An interleaved A/B of the reused verdict as
+   guard runs it vs forced onto one thread, with the floor, is logged for both sizes.
 
 4. (info, where an accelerator is present) cubes/s delivered onto it: the train stage
    through ``SplitDataModule`` (``pin_memory=True``, 2 persistent workers, non-blocking
@@ -506,6 +511,59 @@ def guard_phases(csv: Path, cache_path: Path, repeat: int = 5) -> dict[str, floa
     return ph
 
 
+def reused_ab(csv: Path, cache_path: Path, repeat: int = 9) -> dict[str, float]:
+    """The reused verdict as guard runs it vs with its stats forced onto one thread, and the
+    one-stat floor: interleaved, each after a ``gc.collect()``, medians.
+
+    From ``verdicts.THREADED_FROM`` content files up the guard's stats run on
+    ``verdicts.STAT_THREADS`` threads (``os.lstat`` releases the GIL); below it both rows
+    run the same code.  The floor stays one bare single-threaded ``os.stat`` per file.
+    """
+    import dvc_cuvis.verdicts as verdicts
+
+    cfg = load_splits(csv.parent / "splits.json")
+    paths = content_files(csv)
+    default = verdicts.THREADED_FROM
+
+    def reused(threaded_from: int) -> float:
+        verdicts.THREADED_FROM = threaded_from
+        try:
+            cache = StatCache(cache_path)
+            gc.collect()
+            t, report = timed(verify, cfg, csv, lock=None, cache=cache)
+        finally:
+            verdicts.THREADED_FROM = default
+        if not report.reused_verdict:
+            raise AssertionError("the warm guard found no verdict to reuse")
+        return t
+
+    def floor() -> float:
+        gc.collect()
+        t = time.perf_counter()
+        for p in paths:
+            os.stat(p)
+        return time.perf_counter() - t
+
+    runs: dict[str, Callable[[], float]] = {
+        "reused verdict (what guard runs)": lambda: reused(default),
+        "reused verdict, stats on one thread": lambda: reused(10**12),
+        "floor: one bare os.stat per content file": floor,
+    }
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for fn in runs.values():
+        fn()  # warm-up
+    for i in range(repeat):
+        for k in (list(runs) if i % 2 == 0 else list(runs)[::-1]):
+            times[k].append(runs[k]())
+    return {k: median(v) for k, v in times.items()}
+
+
+def log_ab(csv: Path, cache_path: Path, log: Log) -> None:
+    ab = reused_ab(csv, cache_path)
+    log("    reused verdict, interleaved A/B (each after gc.collect): "
+        + "; ".join(f"{k} {v * 1e3:.2f} ms" for k, v in ab.items()) + f"; load {load()}")
+
+
 def setup_ratio(csv: Path, cache_path: Path, repeat: int) -> tuple[list[float], list[float], int]:
     """Interleaved ``MultiNpzDataModule.setup('fit')`` timings: unguarded, guarded; misses."""
     from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
@@ -615,6 +673,7 @@ def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, 
     lines = [f"{v * 1e3:8.2f} ms  {k}" for k, v in phases.items()]
     log("    the guard's check, phase by phase (fresh objects, no profiler):\n      "
         + "\n      ".join(lines))
+    log_ab(csv, cache_path, log)
     notes.append("guard rows: the guard's added time = median guarded minus median unguarded "
                  "setup('fit'); against one epoch's read of the same frames (train + val "
                  "loaders, goal <= 1 %) and against one bare os.stat per content file (the "
@@ -641,10 +700,11 @@ def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, 
         verify(load_splits(big.parent / "splits.json"), big, lock=None,
                cache=StatCache(big_cache))
         setup_s = time.perf_counter() - t0
-        p_t, g_t, big_fresh = setup_ratio(big, big_cache, 5)
+        p_t, g_t, big_fresh = setup_ratio(big, big_cache, 9)
         p, g = median(p_t), median(g_t)
         big_floor = stat_floor(content_files(big))
         big_epoch = epoch_read(big)
+        log_ab(big, big_cache, log)
         log(f"    10k tiny frames (setup {setup_s:.1f} s): unguarded "
             + ", ".join(f"{t * 1e3:.0f}" for t in p_t) + f" ms (median {p * 1e3:.0f}); guarded "
             + ", ".join(f"{t * 1e3:.0f}" for t in g_t) + f" ms (median {g * 1e3:.0f}); ratio "
