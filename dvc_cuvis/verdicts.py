@@ -228,7 +228,7 @@ def stamps_unchanged(fd: int, names: list[str], cols: list[array.array[int]],
     """
     n = len(names)
     if threads is None:
-        threads = STAT_THREADS if n >= THREADED_FROM and (os.cpu_count() or 1) > 1 else 1
+        threads = min(STAT_THREADS, _usable_cpus()) if n >= THREADED_FROM else 1
     if threads <= 1 or n < 2:
         return same_stamps(fd, names, *cols)
     bounds = [n * k // threads for k in range(threads + 1)]
@@ -251,6 +251,14 @@ def stamps_unchanged(fd: int, names: list[str], cols: list[array.array[int]],
         for t in helpers:
             t.join()  # the folder descriptor stays open until every part is done
     return all(ok)
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, e.g. under taskset or a cgroup)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return os.cpu_count() or 1
 
 
 def _packed(values: list[int], code: str) -> str:
