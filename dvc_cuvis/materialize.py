@@ -22,7 +22,10 @@ frame is hashed, see ``frames.write_frame``) before its frame gets a name, so a 
 input leaves no frame.  *Parallel*: per-source tasks run on a process
 pool (``jobs``) or on a Dask cluster (``executor="dask"``) through the same function; a
 local worker takes consecutive tasks in groups and hashes each frame (md5, the slowest
-pass) while it writes the next, so small files run near the speed of one md5 per frame.
+pass) while it writes the next, so small files run near the speed of one md5 per frame;
+it maps each npz input rather than reading it (no copy of the input, see
+``frames.open_npz_input``), and checks the input's CRCs with libdeflate where the system
+has it (``frames.crc32``).
 
 *Durable* (``sync``, measured in ``benchmarks/bench_materialize.py``): a frame is claimed
 only by the manifest, and the manifest is written only after the file system has been
@@ -66,7 +69,7 @@ from dvc_cuvis.frames import (
     FrameWriter,
     NpzInput,
     frame_arrays,
-    read_npz_input,
+    open_npz_input,
 )
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
@@ -207,6 +210,7 @@ class Task:
     out_dir: str
     params: ReaderParams
     fsync: bool = True  # False: the caller syncs the file system before it claims the frames
+    mapped: bool = False  # map (not read) npz inputs: in a worker process only, see execute
 
 
 def run_task(task: Task) -> list[tuple[str, str, int]]:
@@ -278,8 +282,7 @@ def _read_frames(
     if task.fmt == "npz":
         where = f"{task.path}"
         try:  # one read of the file, its stored arrays used in place (no np.load copies)
-            with open(task.path, "rb") as fh:
-                src = read_npz_input(fh.read())
+            src = open_npz_input(task.path, mapped=task.mapped)
             if p.crop is not None:  # no member is copied unchanged: check the CRC now
                 src.verify()
             z = src.arrays
@@ -356,7 +359,10 @@ def execute(
 
     unfinished: list[Task] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_tasks, g): g for g in _groups(tasks, jobs)}
+        # a worker maps its inputs (frames.open_npz_input): no copy of each input, and a
+        # file truncated under it kills only the worker, reported below
+        futures = {pool.submit(run_tasks, [replace(t, mapped=True) for t in g]): g
+                   for g in _groups(tasks, jobs)}
         pending = set(futures)
         while pending and not unfinished:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -379,7 +385,8 @@ def execute(
                 with contextlib.suppress(OSError):
                     target.with_name(f".{target.name}.tmp").unlink()
         raise DvcCuvisError(
-            f"a materialize worker process died (killed, or out of memory?) with "
+            f"a materialize worker process died (killed, out of memory, or an input file "
+            f"truncated while it was read?) with "
             f"{len(unfinished)} file(s) unfinished, among them {unfinished[0].path}; the frames "
             "written so far are kept: rerun to finish (with fewer --jobs if memory ran out)"
         )

@@ -37,6 +37,7 @@ from dvc_cuvis.materialize import (
 from dvc_cuvis.universe import Universe, read_universe, write_universe
 
 from .test_enumerate import SDK_DOUBLE, write_session
+from .test_materialize import tree
 
 # -- the frame bytes -----------------------------------------------------------------------
 
@@ -480,6 +481,150 @@ def test_an_array_that_only_looks_like_the_input_is_not_taken_for_it(
     arrays = frame_arrays(changed, src.arrays["wavelengths"], "s", None, None, "t")
     write_frame(tmp_path / "f.npz", arrays, Compression(), origin=src)
     assert used == [] and (tmp_path / "f.npz").read_bytes() == npz_bytes(arrays, Compression())
+
+
+# -- a mapped input (worker processes): no copy, a change while mapped is caught -----------
+
+
+def test_a_mapped_input_gives_the_same_frame_without_a_copy(tmp_path: Path) -> None:
+    import mmap
+
+    from dvc_cuvis.frames import FrameWriter, open_npz_input, read_npz_input
+
+    cube = np.random.default_rng(4).random(_CUBES["big"][0]).astype(np.float32)
+    data = _input_npz(tmp_path / "in.npz", cube)
+    _input_npz(tmp_path / "small.npz", cube[:8, :8, :12])  # under 1 MiB: always read
+    src = open_npz_input(str(tmp_path / "in.npz"), mapped=True)
+    assert isinstance(src._data, mmap.mmap)  # the arrays are the file's pages
+    assert isinstance(open_npz_input(str(tmp_path / "in.npz"))._data, bytes)
+    assert isinstance(open_npz_input(str(tmp_path / "small.npz"), mapped=True)._data, bytes)
+    read = read_npz_input(data).arrays
+    assert sorted(src.arrays) == sorted(read)
+    for k in read:
+        np.testing.assert_array_equal(src.arrays[k], read[k])
+    z = src.arrays
+    arrays = frame_arrays(z["cube"], z["wavelengths"], "s", z["class_mask"], None, "t")
+    with FrameWriter() as writer:
+        md5, size = writer.result(writer.write(tmp_path / "f.npz", arrays, Compression(),
+                                               origin=src))
+    out = (tmp_path / "f.npz").read_bytes()
+    assert out == npz_bytes(arrays, Compression())
+    assert (md5, size) == (hashlib.md5(out).hexdigest(), len(out))
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_an_input_written_while_mapped_gives_no_frame_to_claim(
+        tmp_path: Path, mapped: bool) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.frames import FrameWriter, open_npz_input
+
+    cube = np.random.default_rng(5).random(_CUBES["big"][0]).astype(np.float32)
+    data = _input_npz(tmp_path / "in.npz", cube)
+    src = open_npz_input(str(tmp_path / "in.npz"), mapped=mapped)
+    z = src.arrays
+    arrays = frame_arrays(z["cube"], z["wavelengths"], "s", z["class_mask"], None, "t")
+    at = data.index(b"cube.npy") + 1000
+    with open(tmp_path / "in.npz", "r+b") as fh:  # another program writes it in place (the
+        fh.seek(at)  # same bytes here, so the CRC check passes: a write is what is caught)
+        fh.write(data[at:at + 64])
+    with FrameWriter() as writer:
+        handle = writer.write(tmp_path / "f.npz", arrays, Compression(), origin=src)
+        if not mapped:  # a read input is one version of the file: its frame is whole
+            md5, _size = writer.result(handle)
+            assert md5 == hashlib.md5((tmp_path / "f.npz").read_bytes()).hexdigest()
+            return
+        with pytest.raises(DvcCuvisError, match=r"in\.npz: the file was written while its "
+                                                r"frame was being made"):
+            writer.result(handle)
+    with pytest.raises(DvcCuvisError, match="was written while"):  # so does write_frame
+        write_frame(tmp_path / "g.npz", arrays, Compression(), origin=src)
+
+
+def _big_inputs(tmp_path: Path, n: int) -> Path:
+    rng = np.random.default_rng(6)
+    rows = ["source,index,format"]
+    for i in range(n):
+        _input_npz(tmp_path / f"in{i}.npz", rng.random(_CUBES["big"][0]).astype(np.float32))
+        rows.append(f"in{i}.npz,0,npz")
+    (tmp_path / "universe.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path / "universe.csv"
+
+
+def test_workers_map_their_inputs_and_write_the_same_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dvc_cuvis.frames as frames
+
+    uni = read_universe(_big_inputs(tmp_path, 6))
+    one = materialize(uni, None, tmp_path / "one", ReaderParams(), select="all", jobs=1)
+    seen: list[bool] = []
+    real = frames.open_npz_input
+
+    def spy(path: str, *, mapped: bool = False) -> Any:
+        seen.append(mapped)
+        return real(path, mapped=mapped)
+
+    monkeypatch.setattr(mat, "open_npz_input", spy)
+    materialize(uni, None, tmp_path / "again", ReaderParams(), select="all", jobs=1)
+    assert seen == [False] * 6  # the caller's own process reads: nothing can fault it
+    two = materialize(uni, None, tmp_path / "two", ReaderParams(), select="all", jobs=2)
+    assert tree(one.out_dir) == tree(two.out_dir)
+    tasks = [mat.Task("npz", str(tmp_path / "in0.npz"), None, "in0.npz",
+                      ((0, frame_name("in0.npz", 0)),), str(tmp_path / "m"), ReaderParams())]
+    submitted: list[list[mat.Task]] = []
+
+    class Pool:  # what execute hands a worker process
+        def __init__(self, max_workers: int) -> None:
+            pass
+
+        def __enter__(self) -> Pool:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def submit(self, fn: Any, group: list[mat.Task]) -> Any:
+            from concurrent.futures import Future
+
+            submitted.append(group)
+            f: Future[Any] = Future()
+            f.set_result(fn(group))
+            return f
+
+    import concurrent.futures
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
+    list(mat.execute(tasks * 2, jobs=2))
+    assert [t.mapped for g in submitted for t in g] == [True, True]
+
+
+def test_an_input_truncated_under_a_worker_fails_cleanly_and_the_rerun_completes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+
+    uni = read_universe(_big_inputs(tmp_path, 4))
+    clean = materialize(uni, None, tmp_path / "clean", ReaderParams(), select="all")
+    victim = tmp_path / "in2.npz"
+    whole = victim.read_bytes()
+    real = mat.frame_arrays
+
+    def truncating(cube: Any, wl: Any, source: str, *args: Any) -> Any:
+        if source == "in2.npz":  # the input is mapped by now: its pages vanish under it
+            import faulthandler
+
+            faulthandler.disable()  # (this worker's SIGBUS is expected: no stack dump)
+            os.truncate(victim, 100)
+        return real(cube, wl, source, *args)
+
+    monkeypatch.setattr(mat, "frame_arrays", truncating)  # the forked workers inherit it
+    out = tmp_path / "out"
+    with pytest.raises(DvcCuvisError, match=r"worker process died \(killed, out of memory, "
+                                            r"or an input file truncated"):
+        materialize(uni, None, out, ReaderParams(), select="all", jobs=2)
+    monkeypatch.undo()
+    victim.write_bytes(whole)
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    materialize(uni, None, out, ReaderParams(), select="all", jobs=2)
+    assert tree(out) == tree(clean.out_dir)
 
 
 def test_one_writer_over_many_tasks_gives_each_task_its_own_md5s(tmp_path: Path) -> None:
