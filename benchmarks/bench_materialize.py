@@ -5,6 +5,8 @@ How to run (from the repository root)::
     .venv/bin/python benchmarks/bench_materialize.py                 # full run (~8 min, 2 cores)
     .venv/bin/python benchmarks/bench_materialize.py --sections throughput   # ~5 min
     .venv/bin/python benchmarks/bench_materialize.py --quick         # smoke test (~25 s)
+    .venv/bin/python benchmarks/bench_materialize.py --sections throughput \
+        --variants savez,ours2 --repeats 5    # the 2-jobs target alone (~1.5 min)
     .venv/bin/python benchmarks/bench_materialize.py --json out.json # also write the figures
     .venv/bin/python benchmarks/bench_materialize.py --strict        # exit 1 if a target fails
 
@@ -13,7 +15,9 @@ the end unless ``--keep``), ``--seed N``, ``--baseline-frames N`` (frames the
 ``np.savez_compressed`` baseline is timed on before extrapolating; default 40, 0 = all),
 ``--compression-frames N`` (frames the compression table is measured on; default 12),
 ``--frames N`` (frames generated, default 200), ``--repeats N`` (throughput rounds, default
-3), ``--sections compression,throughput,incremental``, ``--profile``
+3), ``--sections compression,throughput,incremental``, ``--variants savez,ours2,...``
+(the throughput variants to run, below; default all, and ``compressed`` for the
+``np.savez_compressed`` context row; (a) always runs), ``--profile``
 (cProfile our side of every target even when it passes; a failing target is always
 profiled).
 
@@ -481,8 +485,9 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
     files = ds.all_files
     n = len(files)
     raw_mb = n * (int(np.prod(ds.shape)) * 4 + ds.shape[0] * ds.shape[1] * 5) / MB
+    names = [v for v in VARIANTS if v in args.variants]
     log(f"[2] throughput: {n} frames ({raw_mb:.0f} MB of arrays), {args.repeats} round(s) of "
-        f"{len(VARIANTS)} variants in rotated order; inputs' md5s known (stat cache)")
+        f"{len(names)} variants in rotated order; inputs' md5s known (stat cache)")
     cache_file = work / "inputs-known.bin"
     dt, _ = timed(known_input_md5s, ds, cache_file)
     log(f"    stat cache of the inputs' md5s (as enumerate leaves it): {dt:.1f} s")
@@ -517,8 +522,7 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
         clear(out)
         return dt
 
-    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    names = list(VARIANTS)
+    times: dict[str, list[float]] = {v: [] for v in names}
     for r in range(args.repeats):
         order = names[r % len(names):] + names[:r % len(names)]
         for v in order:
@@ -526,21 +530,24 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
         log(f"    round {r + 1}: " + ", ".join(f"{v} {times[v][-1]:.2f}" for v in names) + " s")
     ratio = {v: [times["savez"][i] / times[v][i] for i in range(args.repeats)] for v in names}
     of_disk = {v: [times["disk_end"][i] / times[v][i] for i in range(args.repeats)]
-               for v in names}
+               for v in names if "disk_end" in times}
     med = {v: median(times[v]) for v in names}
     for v in names:
         log(f"    {VARIANTS[v]}: median {med[v]:.2f} s ({raw_mb / med[v]:.0f} MB/s); "
-            f"vs (a) {median(ratio[v]):.2f}x, of (b) {median(of_disk[v]):.2f}")
+            f"vs (a) {median(ratio[v]):.2f}x (rounds {min(ratio[v]):.2f}-{max(ratio[v]):.2f})"
+            + (f", of (b) {median(of_disk[v]):.2f}" if v in of_disk else ""))
 
     sub = spread(files, args.baseline_frames)
     scale = n / len(sub)
-    out = work / "out_compressed"
-    os.sync()
-    dt, _ = timed(baseline_loop, ds, sub, out, compressed=True)
-    base_c = dt * scale
-    log(f"    (context) np.savez_compressed loop + os.sync(): {dt:.2f} s for {len(sub)} -> "
-        f"{base_c:.2f} s for {n} ({dir_bytes(out) / MB / len(sub) * n:.0f} MB output)")
-    clear(out)
+    base_c = None
+    if "compressed" in args.variants:
+        out = work / "out_compressed"
+        os.sync()
+        dt, _ = timed(baseline_loop, ds, sub, out, compressed=True)
+        base_c = dt * scale
+        log(f"    (context) np.savez_compressed loop + os.sync(): {dt:.2f} s for {len(sub)} -> "
+            f"{base_c:.2f} s for {n} ({dir_bytes(out) / MB / len(sub) * n:.0f} MB output)")
+        clear(out)
     star = "*" if len(sub) < n else ""
 
     notes.append(
@@ -555,37 +562,51 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
         "md5 (as enumerate or DVC leave it) and nothing about the outputs; checked: 0 bytes "
         "hashed, so every input is read exactly once. 'of (b)' = (b) time / ours."
     )
-    if star:
+    if star and base_c is not None:
         notes.append(
             f"* the np.savez_compressed loop (context only) was timed on {len(sub)} of the {n} "
             f"frames (evenly spread) and scaled by {scale:.2f}.")
+    if set(names) != set(VARIANTS):
+        notes.append(f"Throughput: only the variants {', '.join(names)} were run (--variants).")
     det = {"frames": n, "array_mb": raw_mb, "output_mb": out_bytes / MB,
            "rounds": args.repeats, "times_s": times, "ratio_vs_savez": ratio,
            "fraction_of_disk": of_disk, "savez_compressed_s": base_c,
            "savez_compressed_frames_timed": len(sub)}
-    rows = [
-        Row(key="throughput_jobs1", label="materialize 1 job vs np.savez loop + os.sync (a)",
-            ours=med["ours1"], baseline=med["savez"], goal_kind="min_ratio", goal_value=0.8,
-            enforce=enforce, details=det),
-        Row(key="throughput_jobs2", label="materialize 2 jobs vs np.savez loop + os.sync (a)",
-            ours=med["ours2"], baseline=med["savez"], goal_kind="min_ratio", goal_value=1.4,
-            enforce=enforce),
-        Row(key="of_disk_jobs1", label="  1 job vs disk ceiling (b): ratio = fraction of (b)",
-            ours=med["ours1"], baseline=med["disk_end"]),
-        Row(key="of_disk_jobs2", label="  2 jobs vs disk ceiling (b)",
-            ours=med["ours2"], baseline=med["disk_end"]),
-        Row(key="context_disk_file", label="  (context) disk, fsync per file (b') vs (b)",
-            ours=med["disk_file"], baseline=med["disk_end"]),
-        Row(key="context_jobs1_file", label="  (context) 1 job with sync=file vs (a)",
-            ours=med["ours1_file"], baseline=med["savez"]),
-        Row(key="context_savez_compressed", label="  (context) 1 job vs np.savez_compressed "
-            "loop + os.sync", ours=med["ours1"], baseline=base_c, baseline_note=star),
+    med_c = {**med, "compressed": base_c}
+    specs: list[tuple[str, str, str, str, str, float | None]] = [
+        ("throughput_jobs1", "materialize 1 job vs np.savez loop + os.sync (a)",
+         "ours1", "savez", "min_ratio", 0.8),
+        ("throughput_jobs2", "materialize 2 jobs vs np.savez loop + os.sync (a)",
+         "ours2", "savez", "min_ratio", 1.4),
+        ("of_disk_jobs1", "  1 job vs disk ceiling (b): ratio = fraction of (b)",
+         "ours1", "disk_end", "", None),
+        ("of_disk_jobs2", "  2 jobs vs disk ceiling (b)", "ours2", "disk_end", "", None),
+        ("context_disk_file", "  (context) disk, fsync per file (b') vs (b)",
+         "disk_file", "disk_end", "", None),
+        ("context_jobs1_file", "  (context) 1 job with sync=file vs (a)",
+         "ours1_file", "savez", "", None),
+        ("context_savez_compressed", "  (context) 1 job vs np.savez_compressed loop + os.sync",
+         "ours1", "compressed", "", None),
     ]
+    rows = []
+    for key, label, ours_v, base_v, goal_kind, goal_value in specs:
+        if med_c.get(ours_v) is None or med_c.get(base_v) is None:
+            continue
+        extra: dict[str, Any] = {}
+        if goal_kind:
+            extra = {"goal_kind": goal_kind, "goal_value": goal_value, "enforce": enforce}
+        if not rows:
+            extra["details"] = det
+        if base_v == "compressed":
+            extra["baseline_note"] = star
+        rows.append(Row(key=key, label=label, ours=med_c[ours_v], baseline=med_c[base_v],
+                        **extra))
     # the Row ratios are of medians; the per-round median ratios are in the log and JSON
     sub_uni = ds.uni.take(np.linspace(0, len(ds.uni) - 1, min(len(ds.uni), 40))
                           .round().astype(np.int64))
-    for jobs, row in ((1, rows[0]), (2, rows[1])):
-        if args.profile or row.passed is False:
+    for row in rows:
+        jobs = {"throughput_jobs1": 1, "throughput_jobs2": 2}.get(row.key, 0)
+        if jobs and (args.profile or row.passed is False):
             out = work / f"out_profile{jobs}"
             shutil.copyfile(cache_file, work / "run-cache.bin")
             profiles[row.key] = (
@@ -695,10 +716,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="rounds of the throughput variants (medians; default 3; --quick: 2)")
     ap.add_argument("--frames", type=int, default=None, metavar="N",
                     help="frames generated, 8 per folder (default 200; --quick: 40)")
+    ap.add_argument("--variants", default=",".join([*VARIANTS, "compressed"]),
+                    help="comma-separated throughput variants to run (default: all; (a) "
+                         "'savez' always runs; 'compressed' = the np.savez_compressed context "
+                         "row), e.g. --variants savez,ours2 for the 2-jobs target alone")
     ap.add_argument("--sections", default="compression,throughput,incremental",
                     help="comma-separated sections to run (default: all three)")
     args = ap.parse_args(argv)
     args.sections = set(args.sections.split(","))
+    args.variants = {"savez", *args.variants.split(",")}
+    if not args.variants <= {*VARIANTS, "compressed"}:
+        ap.error(f"--variants: choose from {', '.join([*VARIANTS, 'compressed'])}")
     if not args.sections <= {"compression", "throughput", "incremental"}:
         ap.error("--sections: choose from compression, throughput, incremental")
     if args.repeats is None:
