@@ -51,7 +51,7 @@ Targets (every baseline is measured in the same run):
    caches as cold as the setups').  The guarded/unguarded setup ratio and the check's
    phases are logged (info); the full run repeats the rows on 10k tiny enumerated frames.
    A later setup reuses the last clean verdict: one ``lstat`` per content file, which from
-   ``dvc_cuvis.verdicts.THREADED_FROM`` files up (the 10k case, not the 400) runs on
+   ``dvc_cuvis.verdicts.THREADED_FROM`` files up (2048: the 10k case, not the 400) runs on
    ``STAT_THREADS`` threads (``lstat`` releases the GIL); the floor stays one bare
    single-threaded ``os.stat`` per frame.  An interleaved A/B of the reused verdict as
    guard runs it vs forced onto one thread, with the floor, is logged for both sizes.
