@@ -33,7 +33,7 @@ from dvc_cuvis.universe import Universe
 #: One remembered finding: ``{"check", "status", "summary", "details", "fix"}``.
 Record = dict[str, Any]
 
-#: A slot's stamp columns (one value per content file, in ``paths`` order) and their
+#: A slot's stamp columns (one value per content file, in ``names`` order) and their
 #: ``array`` type codes: 8-byte integers in this machine's byte order, as hex text in the
 #: cache's JSON (30k JSON numbers take 1.8 ms to decode, base64 1.1 ms, hex 0.9 ms; the
 #: cache never leaves the machine, and a column that does not decode is a miss).
@@ -46,6 +46,9 @@ STAMP_COLUMNS: tuple[tuple[str, str], ...] = (("ino", "Q"), ("size", "q"), ("mti
 #: core busy they cost up to ~1.1x from 2k files up (the stats wait for the GIL in turn).
 STAT_THREADS = 2
 THREADED_FROM = 2048
+
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class VerdictMemo:
@@ -113,11 +116,13 @@ class VerdictMemo:
         if slot is None:
             return None
         try:
-            names = slot["paths"].split("\0") if slot["paths"] else []
+            names = slot["names"].split("\0") if slot["names"] else []
+            folders = [(str(d), int(n)) for d, n in slot["folders"]]
             cols = [_ints(slot[c], dt) for c, dt in STAMP_COLUMNS]
-            if any(len(c) != len(names) for c in cols):
+            if any(len(c) != len(names) for c in cols) or \
+                    sum(n for _, n in folders) != len(names):
                 return None
-            fd = os.open(self.base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fd = os.open(self.base, os.O_RDONLY | _O_DIRECTORY)
             try:
                 for parent, children in slot["dirs"].items():
                     # one listing per folder of folders: each must still be a real folder
@@ -128,7 +133,7 @@ class VerdictMemo:
                         if e is None or e.is_symlink() or not e.is_dir(follow_symlinks=False) \
                                 or e.inode() != ino:
                             return None
-                if not stamps_unchanged(fd, names, cols):
+                if not stamps_unchanged(fd, folders, names, cols):
                     return None
             finally:
                 os.close(fd)
@@ -165,13 +170,19 @@ class VerdictMemo:
                 dirs.setdefault(parent, []).append([name, st.st_ino])
         except OSError:
             return
+        by_folder: dict[str, list[tuple[str, Stamp]]] = {}
+        for rel, file_stamp in zip(rels, stamps, strict=True):
+            folder, _, name = rel.rpartition("/")
+            by_folder.setdefault(folder, []).append((name, file_stamp))
+        files = [f for d in sorted(by_folder) for f in by_folder[d]]
         try:
-            packed = {c: _packed([st[k] for st in stamps], code)
+            packed = {c: _packed([fs[k] for _, fs in files], code)
                       for k, (c, code) in enumerate(STAMP_COLUMNS)}
         except OverflowError:
             return  # a stamp outside 8 bytes (no such file system seen): not remembered
-        slot = {"key": self._key(split_id, options), "dirs": dirs, "paths": "\0".join(rels),
-                **packed, "findings": records}
+        slot = {"key": self._key(split_id, options), "dirs": dirs,
+                "folders": [[d, len(by_folder[d])] for d in sorted(by_folder)],
+                "names": "\0".join(name for name, _ in files), **packed, "findings": records}
         stamp = uni.file_stamp
         others = [v for v in self._slots(stamp) if v.get("key") != slot["key"]]
         self.cache.record(self.uni_abs, self.KEY, stamp, {"slots": [slot, *others][:self.SLOTS]})
@@ -221,27 +232,47 @@ def same_stamps(fd: int, names: Sequence[str], inos: Sequence[int], sizes: Seque
     return True
 
 
-def stamps_unchanged(fd: int, names: list[str], cols: list[array.array[int]],
-                     threads: int | None = None) -> bool:
-    """:func:`same_stamps` over every file, on ``threads`` threads (None: by the count).
+def stamps_unchanged(fd: int, folders: list[tuple[str, int]], names: list[str],
+                     cols: list[array.array[int]], threads: int | None = None) -> bool:
+    """:func:`same_stamps` over every file, folder by folder, on ``threads`` threads.
 
-    ``lstat`` releases the GIL during its system call, so a large folder's stats can
-    overlap on two cores; a small one is not worth a thread's start.  Each thread checks
-    its own contiguous part; the answer is True only if every part is unchanged (a part
-    that raises counts as changed).
+    ``folders`` lists ``(folder below fd, how many of names are in it)`` in order; each
+    folder is opened once (not through a final symlink) and its files are stat'ed by
+    name, so the kernel resolves one path component per file.  ``lstat`` releases the
+    GIL during its system call, so a large universe's stats can overlap on two cores; a
+    small one is not worth a thread's start (``threads=None``: :data:`STAT_THREADS` from
+    :data:`THREADED_FROM` files up, else one).  Each thread checks its own contiguous
+    part; the answer is True only if every part is unchanged (a part that raises, e.g. a
+    missing file, counts as changed).
     """
     n = len(names)
     if threads is None:
         threads = min(STAT_THREADS, _usable_cpus()) if n >= THREADED_FROM else 1
-    if threads <= 1 or n < 2:
-        return same_stamps(fd, names, *cols)
+    threads = max(1, min(threads, n))
+    spans: list[tuple[str, int, int]] = []  # (folder, lo, hi) into names
+    lo = 0
+    for folder, count in folders:
+        spans.append((folder, lo, lo + count))
+        lo += count
     bounds = [n * k // threads for k in range(threads + 1)]
     ok = [False] * threads
 
     def part(k: int) -> None:
-        lo, hi = bounds[k], bounds[k + 1]
+        first, last = bounds[k], bounds[k + 1]
         try:
-            ok[k] = same_stamps(fd, names[lo:hi], *(c[lo:hi] for c in cols))
+            for folder, lo, hi in spans:
+                lo, hi = max(lo, first), min(hi, last)
+                if lo >= hi:
+                    continue
+                dfd = fd if not folder else os.open(
+                    folder, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW, dir_fd=fd)
+                try:
+                    if not same_stamps(dfd, names[lo:hi], *(c[lo:hi] for c in cols)):
+                        return
+                finally:
+                    if dfd != fd:
+                        os.close(dfd)
+            ok[k] = True
         except (OSError, ValueError, TypeError):
             ok[k] = False  # missing, unreadable or malformed: the full check decides
 

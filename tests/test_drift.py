@@ -277,14 +277,20 @@ def test_the_threaded_stamp_check_sees_one_changed_file_among_10k(tmp_path: Path
 
     import dvc_cuvis.verdicts as verdicts
 
-    names = [f"s{k // 1000:02d}/f{k:05d}.npz" for k in range(10_000)]
-    for d in {n.split("/")[0] for n in names}:
+    folders = [(f"s{d:02d}", 1000) for d in range(9)] + [("", 1000)]  # and the top folder
+    names: list[str] = []
+    rels: list[str] = []
+    for d, count in folders:
+        for _ in range(count):
+            names.append(f"f{len(names):05d}.npz")
+            rels.append(f"{d}/{names[-1]}" if d else names[-1])
+    for d, _ in folders[:-1]:
         (tmp_path / d).mkdir()
-    for n in names:
-        (tmp_path / n).write_bytes(b"abcd")
+    for r in rels:
+        (tmp_path / r).write_bytes(b"abcd")
 
     def stamps() -> list:  # the memo's columns, packed and unpacked as a slot stores them
-        sts = [os.lstat(tmp_path / n) for n in names]
+        sts = [os.lstat(tmp_path / r) for r in rels]
         return [verdicts._ints(verdicts._packed([getattr(st, attr) for st in sts], code), code)
                 for attr, (_, code) in zip(("st_ino", "st_size", "st_mtime_ns"),
                                            verdicts.STAMP_COLUMNS, strict=True)]
@@ -294,29 +300,33 @@ def test_the_threaded_stamp_check_sees_one_changed_file_among_10k(tmp_path: Path
     fd = os.open(tmp_path, os.O_RDONLY)
     try:
         def unchanged(threads: int | None = None) -> bool:
-            return verdicts.stamps_unchanged(fd, names, cols, threads)
+            return verdicts.stamps_unchanged(fd, folders, names, cols, threads)
 
         assert unchanged() and unchanged(1) and unchanged(3)
-        for k in (0, 4_999, 5_000, 9_999):  # the first and last file of each thread's part
-            f = tmp_path / names[k]
+        # the first and last file of each thread's part (3 threads cut folders s03 and s06)
+        for k in (0, 3_333, 3_334, 4_999, 5_000, 6_666, 6_667, 9_999):
+            f = tmp_path / rels[k]
             st = f.stat()
             f.write_bytes(b"abce")  # in place: same inode and size, a new mtime
             os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
             assert not unchanged() and not unchanged(1) and not unchanged(3), k
             os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the old stamp is back
-            assert unchanged()
+            assert unchanged() and unchanged(3)
             f.with_name("new").write_bytes(b"abcd")
             os.utime(f.with_name("new"), ns=(st.st_atime_ns, st.st_mtime_ns))
             os.replace(f.with_name("new"), f)  # replaced: same size and mtime, a new inode
-            assert not unchanged(), k
+            assert not unchanged() and not unchanged(3), k
             f.unlink()
             assert not unchanged() and not unchanged(3), k  # missing: False, never raised
-            f.symlink_to(tmp_path / names[k - 1])  # a link in its place is not followed
+            f.symlink_to(tmp_path / rels[k - 1])  # a link in its place is not followed
             assert not unchanged(), k
             f.unlink()
             f.write_bytes(b"abcd")
             cols = stamps()
-            assert unchanged()
+            assert unchanged() and unchanged(3)
+        (tmp_path / "s05").rename(tmp_path / "elsewhere")
+        (tmp_path / "s05").symlink_to(tmp_path / "elsewhere")  # same files, through a link
+        assert not unchanged() and not unchanged(1)
     finally:
         os.close(fd)
 
