@@ -42,6 +42,7 @@ the enumerate stage wrote, by a code version that derives the same values
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -229,7 +230,7 @@ class DvcKnownHashes:
                 try:
                     from dvc.repo import Repo
 
-                    self._repos[root] = Repo(root)
+                    self._repos[root] = Repo(_real_root(root))
                 except Exception:  # any failure only means "hash the file"
                     self._repos[root] = None
         return self._repos[root]
@@ -244,7 +245,7 @@ class DvcKnownHashes:
                 from dvc_cuvis import dvc_state
 
                 db = None
-                path = dvc_state.state_db(os.path.realpath(root))
+                path = dvc_state.state_db(_real_root(root))
                 if path is not None:
                     with contextlib.suppress(Exception):
                         db = dvc_state.StateDb(path)
@@ -257,16 +258,17 @@ class DvcKnownHashes:
             root = self._root(os.path.dirname(abs_path))
         if root is None:
             return None
+        key = _physical(root, abs_path)
         db = self._db(root)
         if db is not None:
-            found = db.md5s([(abs_path, stamp)])
+            found = db.md5s([(key, stamp)])
             if found is not None:
-                return found.get(abs_path)
+                return found.get(key)
         repo = self._repo(root)
         if repo is None:
             return None
         try:
-            _, hash_info = repo.state.get(abs_path, repo.fs, _dvc_info(stamp))
+            _, hash_info = repo.state.get(key, repo.fs, _dvc_info(stamp))
         except Exception:  # a damaged or busy state db: hash instead
             return None
         return _plain_md5(hash_info)
@@ -282,24 +284,33 @@ class DvcKnownHashes:
                     by_root.setdefault(root, []).append((abs_path, stamp))
         found: dict[str, str] = {}
         for root, group in sorted(by_root.items()):
+            # DVC keys its entries by the path under its root as the OS names it (the
+            # physical cwd of a ``dvc`` command): a root reached through a link is mapped
+            real = _real_root(root)
+            if real != root:
+                logical = {real + p[len(root):]: p for p, _ in group}
+                group = [(real + p[len(root):], s) for p, s in group]
+            else:
+                logical = None
+            answers: dict[str, str] = {}
             db = self._db(root)
-            if db is not None:
-                direct = db.md5s(group)
-                if direct is not None:
-                    found.update(direct)
-                    continue
-            repo = self._repo(root)
-            if repo is None:
-                continue
-            infos = {p: _dvc_info(s) for p, s in group}
-            try:
-                for path, _, hash_info in repo.state.get_many([p for p, _ in group], repo.fs,
-                                                               infos):
-                    value = _plain_md5(hash_info) if hash_info is not None else None
-                    if value is not None:
-                        found[path] = value
-            except Exception:  # a damaged or busy state db: hash instead
-                continue
+            direct = db.md5s(group) if db is not None else None
+            if direct is not None:
+                answers = direct
+            elif (repo := self._repo(root)) is not None:
+                infos = {p: _dvc_info(s) for p, s in group}
+                try:
+                    for path, _, hash_info in repo.state.get_many([p for p, _ in group],
+                                                                   repo.fs, infos):
+                        value = _plain_md5(hash_info) if hash_info is not None else None
+                        if value is not None:
+                            answers[path] = value
+                except Exception:  # a damaged or busy state db: hash instead
+                    answers = {}
+            if logical is None:
+                found.update(answers)
+            else:
+                found.update((logical[p], md5) for p, md5 in answers.items())
         return found
 
     def close(self) -> None:
@@ -314,6 +325,18 @@ class DvcKnownHashes:
             if repo is not None:
                 with contextlib.suppress(Exception):
                     repo.close()
+
+
+def _physical(root: str, abs_path: str) -> str:
+    """``abs_path`` (below ``root``) with ``root`` resolved, as DVC's state keys it."""
+    real = _real_root(root)
+    return abs_path if real == root else real + abs_path[len(root):]
+
+
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    """``os.path.realpath`` of a repository root, once per process."""
+    return os.path.realpath(root)
 
 
 def _plain_md5(hash_info: Any) -> str | None:

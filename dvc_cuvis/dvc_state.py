@@ -21,8 +21,9 @@ an unreadable file -- returns None, and the caller asks DVC through its own API 
 repositories, and the location with ``Repo.site_cache_dir``.
 
 Only reads: the database is opened with ``mode=ro``, so DVC's settings and entries are
-never touched, and a ``dvc`` process running at the same time (``dvc repro`` runs us as a
-stage) is not blocked.
+never changed (sqlite may create its ``-wal``/``-shm`` side files, as any reader does), and
+a ``dvc`` process running at the same time (``dvc repro`` runs us as a stage) is not
+blocked.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import os
 import re
 import sqlite3
 import threading
+from pathlib import Path
 from typing import Any
 
 #: the stamp of a file as the stat cache keeps it: inode, size, mtime in ns
@@ -43,7 +45,7 @@ Stamp = tuple[int, int, int]
 # dvc-data's HashesCache reads in chunks of this many keys (sqlite's old variable limit)
 _CHUNK = 999
 # the entry DVC 3 writes for a file's plain md5 (compact JSON, keys in this order)
-_ENTRY = re.compile(r'\{"version":1,"checksum":"(\d+)","size":(\d+),'
+_ENTRY = re.compile(r'\{"version":1,"checksum":"([0-9]+)","size":([0-9]+),'
                     r'"hash_info":\{"md5":"([0-9a-f]{32})"\}\}')
 _MD5 = re.compile(r"[0-9a-f]{32}")
 
@@ -54,15 +56,10 @@ def checksum(stamp: Stamp) -> str:
     ``tokenize([ino, mtime, size])`` is the md5 of the text of the argument tuple, with
     ``mtime`` the float ``os.stat`` gives (``sec + nsec * 1e-9``, as CPython computes it).
     """
-    return str(_token(stamp))
-
-
-def _token(stamp: Stamp) -> int:
-    """:func:`checksum` as the integer it prints (cheaper to compare than its text)."""
     ino, size, mtime_ns = stamp
     sec, nsec = divmod(mtime_ns, 1_000_000_000)
     text = f"([{ino}, {sec + nsec * 1e-9!r}, {size}],)"
-    return int.from_bytes(hashlib.md5(text.encode()).digest(), "big")
+    return str(int.from_bytes(hashlib.md5(text.encode()).digest(), "big"))
 
 
 def state_db(root: str) -> str | None:
@@ -77,6 +74,7 @@ def state_db(root: str) -> str | None:
     try:
         # Repo._btime: DVC's own marker file, created when DVC first opens the repository
         btime: float | None = os.path.getmtime(os.path.join(dvc_dir, "tmp", "btime"))
+        btime = btime or getattr(os.stat(root), "st_birthtime", None)  # as DVC does
     except OSError:
         return None
     configs = [os.path.join(system_config_dir(), "config"),
@@ -114,7 +112,7 @@ class StateDb:
 
     def __init__(self, path: str) -> None:
         """Open ``path`` read-only; raises ``sqlite3.Error`` when it cannot be read."""
-        uri = "file:" + path.replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+        uri = Path(path).resolve().as_uri() + "?mode=ro"
         self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
         self._lock = threading.Lock()  # one query at a time on the shared connection
         self._con.execute("SELECT key, value FROM Cache WHERE 0").fetchall()  # schema check
@@ -135,7 +133,7 @@ class StateDb:
             if parsed is None:
                 continue
             token, size, md5 = parsed
-            if size == stamp[1] and token == _token(stamp):
+            if size == stamp[1] and token == checksum(stamp):  # DVC compares the text
                 found[path] = md5
         return found
 
@@ -158,12 +156,12 @@ class StateDb:
             self._con.close()
 
 
-def _parse(entry: str) -> tuple[int, int, str] | None:
+def _parse(entry: str) -> tuple[str, int, str] | None:
     """``(checksum, size, md5)`` of an entry that records a file's plain md5 (DVC 3), else
     None: DVC 2 entries (no version: ``md5-dos2unix``), folders (``.dir``), other hashes."""
     m = _ENTRY.fullmatch(entry)
     if m is not None:
-        return int(m.group(1)), int(m.group(2)), m.group(3)
+        return m.group(1), int(m.group(2)), m.group(3)
     try:  # the same entry written with other spacing or key order (another JSON library)
         d: Any = json.loads(entry)
     except ValueError:
@@ -172,7 +170,7 @@ def _parse(entry: str) -> tuple[int, int, str] | None:
         return None
     info, token, size = d.get("hash_info"), d.get("checksum"), d.get("size")
     if not (isinstance(info, dict) and list(info) == ["md5"] and isinstance(token, str)
-            and token.isdigit() and isinstance(size, int)):
+            and token.isascii() and token.isdigit() and isinstance(size, int)):
         return None
     md5 = info["md5"]
-    return (int(token), size, md5) if isinstance(md5, str) and _MD5.fullmatch(md5) else None
+    return (token, size, md5) if isinstance(md5, str) and _MD5.fullmatch(md5) else None

@@ -22,6 +22,7 @@ import io
 import mmap
 import os
 import threading
+import time
 import weakref
 import zipfile
 import zlib
@@ -476,18 +477,24 @@ class NpzInput:
         self._unchecked = sorted(members, key=lambda m: m.name)
         self._watched: tuple[str, int, tuple[int, ...]] | None = None
 
-    def _watch(self, path: str, fd: int) -> None:
-        """Own ``fd`` (the mapped file, closed with this object) to tell later changes."""
-        self._watched = (path, fd, _signature(os.fstat(fd)))
+    def _watch(self, path: str, fd: int, sig: tuple[int, ...]) -> None:
+        """Own ``fd`` (the mapped file, closed with this object) to tell later changes from
+        ``sig``, its signature when it was opened (before anything was mapped or parsed)."""
+        self._watched = (path, fd, sig)
         weakref.finalize(self, os.close, fd)
 
     def check_unchanged(self) -> None:
         """Raise if a mapped input was written since it was opened (no-op for a read one).
 
         A mapped frame's CRC check, write and md5 each read the file's own pages: a program
-        writing the file meanwhile could make them see different bytes.  Any write changes
-        the file's size, mtime or ctime, so a frame whose input kept all three is made of
-        one version of it (as a read input's always is).
+        writing the file meanwhile could make them see different bytes.  A write changes
+        the file's size, mtime or ctime -- unless it lands in the same tick of a coarse
+        file-system clock (1-4 ms before Linux 6.13's fine-grained ctime, NFS) as the last
+        change before the file was opened; such a *racy* file (changed less than
+        :data:`RACY_NS` before it was opened, git's rule for its index) is read, never
+        mapped.  So a frame whose mapped input kept all three is made of one version of it
+        (as a read input's always is).  Not caught: a program writing through its own
+        shared mapping onto pages it already dirtied (the kernel updates no timestamp).
         """
         if self._watched is None:
             return
@@ -521,6 +528,12 @@ class NpzInput:
         return m.crc
 
 
+#: a file changed less than this before it is opened is read, not mapped (see
+#: :meth:`NpzInput.check_unchanged`): 2 s covers every file-system clock in use
+RACY_NS = 2_000_000_000
+_now_ns = time.time_ns  # (the tests move this clock)
+
+
 def open_npz_input(path: str, *, mapped: bool = False) -> NpzInput:
     """:func:`read_npz_input` of the file at ``path``; ``mapped``: its pages, not a copy.
 
@@ -536,15 +549,18 @@ def open_npz_input(path: str, *, mapped: bool = False) -> NpzInput:
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        size = os.fstat(fd).st_size
-        if not mapped or size < 1 << 20 or not hasattr(mmap, "MAP_SHARED"):
+        st = os.fstat(fd)
+        size = st.st_size
+        # racy: changed so recently that a write now could keep the same coarse timestamps
+        racy = _now_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
+        if not mapped or racy or size < 1 << 20 or not hasattr(mmap, "MAP_SHARED"):
             with os.fdopen(fd, "rb", closefd=False) as fh:
                 return read_npz_input(fh.read())
         data = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
                          prot=mmap.PROT_READ)
         with os.fdopen(fd, "rb", closefd=False) as fh:
             src = read_npz_input(data, directory=fh)  # zipfile reads the directory alone
-        src._watch(path, fd)
+        src._watch(path, fd, _signature(st))
         fd = -1  # src owns it now
         return src
     finally:

@@ -46,6 +46,7 @@ may write from other machines, whose page cache a ``syncfs`` here cannot reach: 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -267,9 +268,12 @@ def _write_task(task: Task, writer: FrameWriter) -> list[tuple[str, Any]]:
         raise
     except Exception as exc:  # a reader or the disk failed on an input we did not foresee
         index = task.frames[min(len(written), len(task.frames) - 1)][0]
+        hint = ""
+        if isinstance(exc, OSError) and exc.errno == errno.EFAULT and task.mapped:
+            hint = "; the input was cut short while mapped (by another program?): rerun"
         raise DvcCuvisError(
             f"{task.path}: cannot materialize frame {index} of {task.source} "
-            f"({type(exc).__name__}: {exc})"
+            f"({type(exc).__name__}: {exc}){hint}"
         ) from None
     return written
 

@@ -140,12 +140,14 @@ class _HeadReader:
     def __init__(self, folder: str) -> None:
         """Find the work tree holding ``folder``; raises ``OSError``/``ValueError`` if none."""
         proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder,
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0 or not proc.stdout.strip():
+                              stdin=subprocess.DEVNULL, capture_output=True, check=False)
+        top = proc.stdout.rstrip(b"\n")
+        if proc.returncode != 0 or not top:
             raise ValueError(f"{folder}: not in a git work tree")
-        self.top = os.path.realpath(proc.stdout.strip())
+        self.top = os.path.realpath(os.fsdecode(top))
         self._proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.top,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL)
 
     def read(self, rel: str) -> bytes | None:
         """The bytes of ``rel`` (posix, relative to the top) at HEAD; None if absent."""
@@ -153,12 +155,24 @@ class _HeadReader:
             return None
         stdin, stdout = self._proc.stdin, self._proc.stdout
         assert stdin is not None and stdout is not None
-        stdin.write(f"HEAD:{rel}\n".encode("utf-8", "surrogateescape"))
+        stdin.write(b"HEAD:" + os.fsencode(rel) + b"\n")
         stdin.flush()
-        head = stdout.readline().split()
-        if len(head) != 3 or head[1] != b"blob":
-            return None  # "<name> missing", a tree, or no HEAD yet
-        size = int(head[2])
+        line = stdout.readline()
+        if not line.endswith(b"\n"):
+            raise OSError("git cat-file ended early")
+        if line.endswith(b" missing\n") or line.endswith(b" ambiguous\n"):
+            return None  # "<name> missing" (the name may hold blanks): not at HEAD
+        head = line.split()
+        if len(head) != 3 or head[1] != b"blob" or not head[2].isdigit():
+            if len(head) == 3 and head[2].isdigit():  # a tree or a link: skip its body
+                self._body(int(head[2]))
+            return None
+        return self._body(int(head[2]))
+
+    def _body(self, size: int) -> bytes:
+        """The next object's ``size`` bytes (and the newline git ends it with)."""
+        stdout = self._proc.stdout
+        assert stdout is not None
         data = stdout.read(size + 1)
         if len(data) != size + 1:
             raise OSError("git cat-file ended early")
@@ -168,13 +182,13 @@ class _HeadReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        """Stop the ``git cat-file`` process."""
-        with contextlib.suppress(OSError):
-            if self._proc.stdin is not None:
-                self._proc.stdin.close()
-        self._proc.wait()  # git cat-file --batch ends at the end of its input
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
+        """Stop the ``git cat-file`` process (also when a read was cut short: closing its
+        output makes a git blocked on writing it exit, so the wait cannot hang)."""
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+        self._proc.wait()  # git ends at the end of its input, or on its closed output
 
 
 def _find_stage(read: Any, top: str, out: str, metrics: str) -> tuple[str, Stage] | None:

@@ -273,7 +273,7 @@ def stamps_unchanged(fd: int, folders: list[tuple[str, int]], names: list[str],
                     if dfd != fd:
                         os.close(dfd)
             ok[k] = True
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, NotImplementedError):
             ok[k] = False  # missing, unreadable or malformed: the full check decides
 
     helpers = [threading.Thread(target=part, args=(k,), daemon=True)

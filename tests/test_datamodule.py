@@ -202,6 +202,7 @@ def test_repeated_setups_reuse_a_clean_verdict_but_catch_an_edit(materialized: P
 
     # large universes split the reused verdict's stats over threads; here every size does
     monkeypatch.setattr(verdicts, "THREADED_FROM", 2 if threaded else 10**9)
+    monkeypatch.setattr(verdicts, "_usable_cpus", lambda: 2)  # threads on a 1-CPU runner too
     root = tmp_path / "mat"
     shutil.copytree(materialized, root)
     upstream = guard(MultiNpzDataModule(universe_csv=str(root / "universe.csv"),

@@ -126,7 +126,7 @@ def test_checksum_is_dvcs_token(ino: int, size: int, mtime_ns: int) -> None:
 
 @pytest.mark.parametrize("entry, expect", [
     ({"version": 1, "checksum": "12", "size": 3, "hash_info": {"md5": "a" * 32}},
-     (12, 3, "a" * 32)),
+     ("12", 3, "a" * 32)),
     ({"checksum": "12", "size": 3, "hash_info": {"md5": "a" * 32}}, None),  # DVC 2: dos2unix
     ({"version": 2, "checksum": "12", "size": 3, "hash_info": {"md5": "a" * 32}}, None),
     ({"version": 1, "checksum": "12", "size": 3, "hash_info": {"md5": "a" * 32 + ".dir"}},
@@ -155,3 +155,44 @@ def test_falls_back_to_dvcs_api_when_the_database_cannot_be_read(
     known = DvcKnownHashes()
     assert known.md5_many(items) == expect
     assert known.md5(*items[0]) == expect[items[0][0]]
+
+
+def test_a_token_dvc_would_not_equal_is_refused(tmp_path: Path) -> None:
+    """DVC compares the token as text: leading zeros or other digits are not the token."""
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"abc")
+    stamp = stamp_of(os.stat(f))
+    token = dvc_state.checksum(stamp)
+    db = tmp_path / "cache.db"
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE Cache (key TEXT, raw INTEGER, value)")
+    for i, t in enumerate((token, "0" + token, "".join(chr(0x660 + int(c)) for c in token))):
+        entry = {"version": 1, "checksum": t, "size": 3, "hash_info": {"md5": f"{i:032x}"}}
+        con.execute("INSERT INTO Cache VALUES (?, 1, ?)",
+                    (f"{f}{i}", json.dumps(entry, separators=(",", ":"))))
+    con.commit()
+    con.close()
+    state = dvc_state.StateDb(str(db))
+    got = state.md5s([(f"{f}{i}", stamp) for i in range(3)])
+    assert got == {f"{f}0": f"{0:032x}"}
+
+
+def test_the_direct_read_is_used_and_follows_a_linked_root(
+    origin: Path, tmp_path: Path, env: dict[str, str]  # noqa: F811
+) -> None:
+    clone = fresh_clone(origin, tmp_path, env)
+    items = stamped(clone)
+    expect = dvc_answers(clone, items)
+    known = DvcKnownHashes()
+    assert known.md5_many(items) == expect
+    assert known._repos == {} and list(known._dbs.values()) != [None]  # Repo never opened
+    link = tmp_path / "linked"
+    link.symlink_to(clone, target_is_directory=True)
+    via_link = [(str(link) + p[len(str(clone)):], s) for p, s in items]
+    known = DvcKnownHashes()
+    got = known.md5_many(via_link)
+    assert got == {str(link) + p[len(str(clone)):]: m for p, m in expect.items()}
+    assert known.md5(*via_link[0]) == expect[items[0][0]]
+    assert known._repos == {}

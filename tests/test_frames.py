@@ -7,6 +7,7 @@ import io
 import json
 import os
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -486,7 +487,16 @@ def test_an_array_that_only_looks_like_the_input_is_not_taken_for_it(
 # -- a mapped input (worker processes): no copy, a change while mapped is caught -----------
 
 
-def test_a_mapped_input_gives_the_same_frame_without_a_copy(tmp_path: Path) -> None:
+@pytest.fixture()
+def not_racy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs written just now may be mapped (forked workers inherit this too)."""
+    import dvc_cuvis.frames as frames
+
+    monkeypatch.setattr(frames, "RACY_NS", 0)
+
+
+def test_a_mapped_input_gives_the_same_frame_without_a_copy(tmp_path: Path,
+                                                            not_racy: None) -> None:
     import mmap
 
     from dvc_cuvis.frames import FrameWriter, open_npz_input, read_npz_input
@@ -514,7 +524,7 @@ def test_a_mapped_input_gives_the_same_frame_without_a_copy(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("mapped", [True, False])
 def test_an_input_written_while_mapped_gives_no_frame_to_claim(
-        tmp_path: Path, mapped: bool) -> None:
+        tmp_path: Path, mapped: bool, not_racy: None) -> None:
     from dvc_cuvis.errors import DvcCuvisError
     from dvc_cuvis.frames import FrameWriter, open_npz_input
 
@@ -540,6 +550,26 @@ def test_an_input_written_while_mapped_gives_no_frame_to_claim(
         write_frame(tmp_path / "g.npz", arrays, Compression(), origin=src)
 
 
+def test_a_racy_input_is_read_not_mapped(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file changed within RACY_NS of its opening could be written again in the same
+    coarse clock tick without a visible change: it is read (one version), never mapped."""
+    import mmap
+
+    import dvc_cuvis.frames as frames
+
+    cube = np.random.default_rng(8).random(_CUBES["big"][0]).astype(np.float32)
+    _input_npz(tmp_path / "in.npz", cube)  # just written: racy
+    path = str(tmp_path / "in.npz")
+    assert isinstance(frames.open_npz_input(path, mapped=True)._data, bytes)
+    old = time.time_ns() - 10_000_000_000
+    os.utime(path, ns=(old, old))  # mtime long ago, but the ctime is now: still racy
+    assert isinstance(frames.open_npz_input(path, mapped=True)._data, bytes)
+    later = time.time_ns() + 3_000_000_000
+    monkeypatch.setattr(frames, "_now_ns", lambda: later)  # opened 3 s later: mapped
+    assert isinstance(frames.open_npz_input(path, mapped=True)._data, mmap.mmap)
+
+
 def _big_inputs(tmp_path: Path, n: int) -> Path:
     rng = np.random.default_rng(6)
     rows = ["source,index,format"]
@@ -551,7 +581,7 @@ def _big_inputs(tmp_path: Path, n: int) -> Path:
 
 
 def test_workers_map_their_inputs_and_write_the_same_bytes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, not_racy: None) -> None:
     import dvc_cuvis.frames as frames
 
     uni = read_universe(_big_inputs(tmp_path, 6))
@@ -598,7 +628,7 @@ def test_workers_map_their_inputs_and_write_the_same_bytes(
 
 
 def test_an_input_truncated_under_a_worker_fails_cleanly_and_the_rerun_completes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, not_racy: None) -> None:
     from dvc_cuvis.errors import DvcCuvisError
 
     uni = read_universe(_big_inputs(tmp_path, 4))
