@@ -214,3 +214,31 @@ def test_enumerate_cli_writes_csv_and_metrics(dataset: Path, cli, monkeypatch) -
     assert r.code == 2 and "dataset root not found" in r.err
     r = cli("enumerate", "--root", "data/npz")
     assert r.code == 2 and "needs --format and --root" in r.err
+
+
+@pytest.mark.parametrize("pad, threaded", [(0, False), (256 << 10, True)],
+                         ids=["small files: one thread", "large files: threads"])
+def test_small_files_are_read_on_one_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            pad: int, threaded: bool) -> None:
+    """Reading a small frame is mostly parsing (interpreter lock held): threads only contend
+    there, so the scan uses one; large frames are mostly hashing, which threads overlap."""
+    import dvc_cuvis.sources._common as common
+
+    rng = np.random.default_rng(7)
+    root = tmp_path / "npz"
+    root.mkdir()
+    for i in range(80):  # more than the 64 misses from which a pool is used at all
+        np.savez(root / f"f{i:03d}.npz", cube=rng.random((2, 2, 3)).astype(np.float32),
+                 source=np.array(f"s{i // 10}"), pad=np.zeros(pad, np.uint8) + i)
+    pools: list[int] = []
+    real = common.ThreadPoolExecutor
+
+    def spy(max_workers: int) -> object:
+        pools.append(max_workers)
+        return real(max_workers=max_workers)
+
+    monkeypatch.setattr(common, "ThreadPoolExecutor", spy)
+    uni, _ = enumerate_universe(opts(root, "npz", tmp_path, cache=StatCache(None), jobs=4))
+    assert pools == ([4] if threaded else [])
+    assert len(uni) == 80
+    assert uni.column("md5") == [file_md5(root / f"f{i:03d}.npz") for i in range(80)]

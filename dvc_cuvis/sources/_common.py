@@ -145,11 +145,28 @@ def scan_rows(
             rows[i] = one(item, True)
         except CacheMiss:
             misses.append(i)
-    computed = parallel_map(lambda x: one(x, False), [items[i] for i in misses], jobs=opts.jobs,
+    todo = [items[i] for i in misses]
+    computed = parallel_map(lambda x: one(x, False), todo, jobs=threads_for(todo, opts.jobs),
                             desc=desc, show=opts.progress, opts=opts)
     for i, row in zip(misses, computed, strict=True):
         rows[i] = row
     return rows
+
+
+#: below this mean size, the files a scan reads go through one thread: reading one is then
+#: mostly parsing (which holds the interpreter lock), not hashing (which releases it), and
+#: threads only contend -- measured on npz frames, 2 threads vs 1: 1.7x slower at 32 KiB,
+#: 1.1x slower at 128 KiB, 1.2x faster at 256 KiB, 1.9x faster at 4 MiB
+THREADS_FROM_MEAN_BYTES = 192 << 10
+
+
+def threads_for(items: list[Any], jobs: int) -> int:
+    """Hashing threads for reading ``items`` (``Located`` files): ``jobs``, or one when the
+    files are small on average (:data:`THREADS_FROM_MEAN_BYTES`)."""
+    sizes = [f.st.st_size for f in items if getattr(f, "st", None) is not None]
+    if jobs > 1 and sizes and sum(sizes) < THREADS_FROM_MEAN_BYTES * len(sizes):
+        return 1
+    return jobs
 
 
 def parallel_map(
