@@ -25,7 +25,9 @@ local worker takes consecutive tasks in groups and hashes each frame (md5, the s
 pass) while it writes the next, so small files run near the speed of one md5 per frame;
 it maps each npz input rather than reading it (no copy of the input, see
 ``frames.open_npz_input``), and checks the input's CRCs with libdeflate where the system
-has it (``frames.crc32``).
+has it (``frames.crc32``).  A task that fails ends the run with its error, but only after
+the tasks finished before it in its group, and the groups already running, are recorded
+(``run_group``): the rerun writes only what is missing.
 
 *Durable* (``sync``, measured in ``benchmarks/bench_materialize.py``): a frame is claimed
 only by the manifest, and the manifest is written only after the file system has been
@@ -233,6 +235,19 @@ def run_tasks(tasks: list[Task]) -> list[list[tuple[str, str, int]]]:
     return list(_run_tasks(tasks))
 
 
+def run_group(tasks: list[Task]) -> tuple[list[list[tuple[str, str, int]]], Exception | None]:
+    """:func:`run_tasks` for a worker process: the results of the tasks that finished, and
+    the error that stopped the rest (None), so a failing task does not take its finished
+    group-mates down with it (the caller records them before it reports the error)."""
+    done: list[list[tuple[str, str, int]]] = []
+    try:
+        for results in _run_tasks(tasks):
+            done.append(results)
+    except Exception as exc:  # returned, not raised: what finished still counts
+        return done, exc
+    return done, None
+
+
 def _run_tasks(tasks: list[Task]) -> Iterator[list[tuple[str, str, int]]]:
     """Each task's results as soon as its frames' md5s are known (those done before a
     failure first, then the failure)."""
@@ -362,17 +377,20 @@ def execute(
     from concurrent.futures.process import BrokenProcessPool
 
     unfinished: list[Task] = []
+    error: Exception | None = None
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         # a worker maps its inputs (frames.open_npz_input): no copy of each input, and a
         # file truncated under it kills only the worker, reported below
-        futures = {pool.submit(run_tasks, [replace(t, mapped=True) for t in g]): g
+        futures = {pool.submit(run_group, [replace(t, mapped=True) for t in g]): g
                    for g in _groups(tasks, jobs)}
         pending = set(futures)
         while pending and not unfinished:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=lambda f: futures[f][0].path):
+                if fut.cancelled():
+                    continue
                 try:
-                    results = fut.result()
+                    results, failed = fut.result()
                 except BrokenProcessPool:  # a worker died: every task not done is lost
                     unfinished = [t for f, g in futures.items() for t in g
                                   if not f.done() or f.cancelled() or f.exception() is not None]
@@ -381,7 +399,13 @@ def execute(
                     for other in pending:
                         other.cancel()
                     raise
-                yield from results
+                yield from results  # what a group finished counts, even before its error
+                if failed is not None and error is None:
+                    error = failed  # groups not started are dropped; running ones finish
+                    for other in pending:
+                        other.cancel()
+    if error is not None and not unfinished:
+        raise error
     if unfinished:  # the pool's workers are gone now: no writer is left to race with
         for t in unfinished:
             for _index, name in t.frames:

@@ -357,6 +357,45 @@ def _raise_for(bad: str, how: str):
     return failing
 
 
+def test_a_failing_task_keeps_what_its_group_and_the_running_groups_finished(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker processes take tasks in groups: a task that fails must not take its finished
+    group-mates (or the groups running beside it) out of the manifest, or the rerun would
+    write them again."""
+    import multiprocessing
+
+    from dvc_cuvis import materialize as mat
+
+    if multiprocessing.get_start_method() != "fork":
+        pytest.skip("injecting a failure into workers needs forked workers")
+    generate(tmp_path / "data", sessions=4, frames=4, size=(8, 10), bands=4, seed=3)
+    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=tmp_path / "data/npz",
+                                                 out_dir=tmp_path))
+    from types import SimpleNamespace
+
+    one_frame = [SimpleNamespace(frames=[0], i=i) for i in range(len(uni))]
+    groups = [[t.i for t in g] for g in mat._groups(one_frame, 2)]  # one task per frame file
+    assert all(len(g) >= 2 for g in groups)
+    bad = uni.source(groups[1][-1])  # the last task of a group: its group-mates finish first
+    monkeypatch.setattr(mat, "frame_arrays", _raise_for(bad, "bug"))
+    real_groups = mat._groups
+    seen: list[list[str]] = []
+    monkeypatch.setattr(mat, "_groups", lambda tasks, jobs: [
+        seen.append([t.source for t in g]) or g for g in real_groups(tasks, jobs)])
+    out = tmp_path / "out"
+    with pytest.raises(DvcCuvisError, match="RuntimeError: boom"):
+        materialize(uni, None, out, ReaderParams(), jobs=2)
+    monkeypatch.undo()
+    assert seen[1][-1] == bad and len(seen[1]) >= 2  # the grouping assumed above
+    claimed = set(json.loads((out / "manifest.json").read_text())["frames"])
+    on_disk = {p.relative_to(out).as_posix() for p in (out / "frames").rglob("*.npz")}
+    assert frame_name(bad, 0) not in on_disk | claimed
+    assert claimed == on_disk  # every whole frame is claimed: none is written twice
+    assert {frame_name(src, 0) for src in seen[1][:-1]} <= claimed  # the failed one's mates
+    res = materialize(uni, None, out, ReaderParams(), jobs=2)
+    assert res.written == len(uni) - len(claimed)  # the rerun writes only what was missing
+
+
 @pytest.mark.parametrize("how", ["truncated", "bug", "died"])
 def test_a_failing_worker_is_one_clean_error_and_leaves_no_partial_frame(
         tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
