@@ -792,10 +792,9 @@ class StatCache:
         sections += [(name, np.asarray(col, dtype=dt).tobytes())
                      for name, col, dt in zip(("ino", "size", "mtime"), cols,
                                               ("<u8", "<i8", "<i8"), strict=True)]
-        sections += [(f"key:{k}", json.dumps(v, separators=(",", ":")).encode("utf-8"))
+        sections += [(f"key:{k}", _dump(v, plain=k == "md5" or k in CONTENT_KEYS))
                      for k, v in values.items()]
-        sections += [(f"memo:{k}", json.dumps(v, separators=(",", ":")).encode("utf-8"))
-                     for k, v in memo.items()]
+        sections += [(f"memo:{k}", _dump(v, plain=True)) for k, v in memo.items()]
         head = json.dumps({"n": len(paths), "sections": [[n, len(b)] for n, b in sections]},
                           separators=(",", ":")).encode("utf-8")
         return b"".join([MAGIC, head, b"\n", *(b for _, b in sections)])
@@ -812,6 +811,25 @@ class StatCache:
             self._dirty = False
         except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written is only a slower next run
+
+
+def _dump(value: Any, *, plain: bool) -> bytes:
+    """Compact JSON of a cache section.
+
+    ``plain``: the value holds only strings, integers, lists, dicts and None (md5s, content
+    values), so orjson -- a dependency of dvc-data, ~10x faster on 20k entries -- writes
+    what ``json.loads`` reads back unchanged; it refuses what it cannot (an integer beyond
+    64 bits, a lone surrogate), and then ``json`` writes it, as it writes every other value
+    (a float could be NaN, which orjson would turn into null).
+    """
+    if plain:
+        try:
+            import orjson
+
+            return bytes(orjson.dumps(value))
+        except (ImportError, TypeError):  # orjson.JSONEncodeError is a TypeError
+            pass
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
 def list_tree(root: str) -> list[tuple[str, int, int, int, bool]]:

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -188,3 +189,32 @@ def test_a_file_that_changes_while_hashed_is_not_cached(tmp_path: Path, monkeypa
     cache.md5(f)
     monkeypatch.setattr(digests, "_read_md5", real)
     assert cache.lookup(str(f), "md5", digests.stamp_of(f.stat())) == (False, None)
+
+
+@pytest.mark.parametrize("value", [
+    {"source": "plain", "ids": [1, 2]},
+    {"source": "Ünïcode ✓ 帧", "ids": None},
+    {"source": "lone \udcff surrogate", "ids": []},  # orjson refuses: json writes it
+    {"source": "huge", "ids": [2**70]},  # beyond 64 bits: orjson refuses, json writes it
+    {"source": 'quote " and \\ backslash\n', "ids": [0]},
+], ids=["plain", "unicode", "surrogate", "bigint", "escapes"])
+def test_content_values_round_trip_through_the_cache_file(tmp_path: Path, value: dict) -> None:
+    """Content values and their memo are written with orjson where it can (fast), else with
+    json; either way the next run reads back exactly the value that was stored."""
+    from dvc_cuvis.digests import content_key
+
+    key = content_key("test-roundtrip", 1)
+    f = tmp_path / "f.bin"
+    f.write_bytes(b"frame")
+    cache = StatCache(tmp_path / "c.bin")
+    cache.md5(f)
+    assert cache.get(f, key, lambda p: value) == value
+    cache.save()
+    again = StatCache(tmp_path / "c.bin")
+    boom = lambda p: (_ for _ in ()).throw(AssertionError("recomputed"))  # noqa: E731
+    assert again.get(f, key, boom) == value
+    copy = tmp_path / "copy.bin"  # other bytes' stamp, same md5: served from the memo
+    copy.write_bytes(b"frame")
+    again.dvc = None
+    assert again.md5(copy) == file_md5(f)
+    assert again.get(copy, key, boom) == value
