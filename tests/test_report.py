@@ -155,3 +155,32 @@ def test_report_names_samples_on_which_the_anomaly_notions_differ() -> None:
                                    for r in rows])
     (b,) = bake(plain, BakeOptions(seed=0, group_by="source"))
     assert "anomaly-notions" not in render(ReportInput("r", resolve(b.config, plain), []))
+
+
+def test_the_reports_check_takes_checks_allowances(tmp_path: Path, cli, monkeypatch) -> None:
+    """A pipeline that accepts a partial selector or an unpinned split (``check
+    --allow-partial/--allow-unpinned``, or its params section) can say so to the report's
+    embedded check too; without it, the report shows both as failures, as check does."""
+    monkeypatch.chdir(tmp_path)
+    uni = Universe.from_records({"source": "a", "index": i} for i in range(4))
+    write_universe(uni, tmp_path / "universe.csv")
+    (tmp_path / "splits.json").write_text(json.dumps(  # no universe_hash; id 9 is absent
+        {"train": [{"kind": "file_indices", "source": "a", "ids": [0, 1, 9]}],
+         "val": [{"kind": "file_indices", "source": "a", "ids": [2, 3]}]}))
+
+    def statuses(*flags: str) -> dict[str, str]:
+        r = cli("report", "--no-params", "--out", "r.html", *flags)
+        assert r.code == 0, r.err
+        html = (tmp_path / "r.html").read_text()
+        return dict(re.findall(r'data-check="(\w+)">(\w+)<', html))
+
+    plain = statuses()
+    assert plain["selection"] != "ok" and plain["universe"] != "ok"
+    allowed = statuses("--allow-partial", "--allow-unpinned")
+    assert allowed["selection"] == "ok" and allowed["universe"] == "ok"
+    (tmp_path / "params.yaml").write_text("report:\n  allow_partial: true\n"
+                                          "  allow_unpinned: true\n")
+    r = cli("report", "--out", "r.html")
+    assert r.code == 0, r.err
+    html = (tmp_path / "r.html").read_text()
+    assert dict(re.findall(r'data-check="(\w+)">(\w+)<', html)) == allowed

@@ -28,6 +28,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--title", help="page title (default: 'Split report: <splits>')")
     p.add_argument("--no-check", dest="no_check", action="store_true", default=None,
                    help="leave the drift check out of the report (default: include it)")
+    p.add_argument("--allow-partial", dest="allow_partial", action="store_true", default=None,
+                   help="as `check --allow-partial`: in the report's check, a selector matching "
+                   "only some of its ids is a warning, not a failure (default: failure)")
+    p.add_argument("--allow-unpinned", dest="allow_unpinned", action="store_true",
+                   default=None, help="as `check --allow-unpinned`: the report's check accepts "
+                   "a split that pins no universe_hash (default: a failure)")
     p.set_defaults(func=run)
     register("report", p)
 
@@ -48,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         cache = open_cache(None)
         current, _ = rescan_options(s, inp.universe_path, cache)
         drift = verify(inp.cfg, inp.uni, name_to_id=inp.name_to_id, lock="auto", cache=cache,
-                       current=current)
+                       current=current, allow_partial=s.flag("allow_partial"),
+                       allow_unpinned=s.flag("allow_unpinned"))
     diff = None
     base = s.get("base")
     if base:
