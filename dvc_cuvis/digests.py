@@ -152,17 +152,6 @@ class CacheMiss(Exception):
     """Raised by a ``cached_only`` lookup that would have to read the file."""
 
 
-def _dvc_info(stamp: Stamp) -> dict[str, Any]:
-    """The ``fs.info`` fields DVC's state validates an entry with, rebuilt from a stamp.
-
-    ``mtime`` is the float ``os.stat`` gives (``sec + nsec * 1e-9``, as CPython computes
-    it), so the token DVC derives from it equals the one DVC stored for the same stat.
-    """
-    ino, size, mtime_ns = stamp
-    sec, nsec = divmod(mtime_ns, 1_000_000_000)
-    return {"type": "file", "ino": ino, "size": size, "mtime": sec + nsec * 1e-9}
-
-
 class DvcKnownHashes:
     """The md5 that DVC already holds for a file, trusted exactly as far as DVC trusts it.
 
@@ -242,7 +231,7 @@ class DvcKnownHashes:
             return self._dbs[root]
         with self._lock:
             if root not in self._dbs:
-                from dvc_cuvis import dvc_state
+                from dvc_cuvis import dvc_state  # (sqlite3: only when DVC is asked)
 
                 db = None
                 path = dvc_state.state_db(_real_root(root))
@@ -268,7 +257,9 @@ class DvcKnownHashes:
         if repo is None:
             return None
         try:
-            _, hash_info = repo.state.get(key, repo.fs, _dvc_info(stamp))
+            from dvc_cuvis.dvc_state import info
+
+            _, hash_info = repo.state.get(key, repo.fs, info(stamp))
         except Exception:  # a damaged or busy state db: hash instead
             return None
         return _plain_md5(hash_info)
@@ -298,7 +289,9 @@ class DvcKnownHashes:
             if direct is not None:
                 answers = direct
             elif (repo := self._repo(root)) is not None:
-                infos = {p: _dvc_info(s) for p, s in group}
+                from dvc_cuvis.dvc_state import info
+
+                infos = {p: info(s) for p, s in group}
                 try:
                     for path, _, hash_info in repo.state.get_many([p for p, _ in group],
                                                                    repo.fs, infos):

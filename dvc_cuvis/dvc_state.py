@@ -50,15 +50,22 @@ _ENTRY = re.compile(r'\{"version":1,"checksum":"([0-9]+)","size":([0-9]+),'
 _MD5 = re.compile(r"[0-9a-f]{32}")
 
 
-def checksum(stamp: Stamp) -> str:
-    """DVC's state token of a file at ``stamp`` (dvc-data's ``_checksum`` of ``fs.info``).
+def info(stamp: Stamp) -> dict[str, Any]:
+    """The ``fs.info`` fields DVC's state validates an entry with, rebuilt from a stamp.
 
-    ``tokenize([ino, mtime, size])`` is the md5 of the text of the argument tuple, with
-    ``mtime`` the float ``os.stat`` gives (``sec + nsec * 1e-9``, as CPython computes it).
+    ``mtime`` is the float ``os.stat`` gives (``sec + nsec * 1e-9``, as CPython computes
+    it), so the token DVC derives from it equals the one DVC stored for the same stat.
     """
     ino, size, mtime_ns = stamp
     sec, nsec = divmod(mtime_ns, 1_000_000_000)
-    text = f"([{ino}, {sec + nsec * 1e-9!r}, {size}],)"
+    return {"type": "file", "ino": ino, "size": size, "mtime": sec + nsec * 1e-9}
+
+
+def checksum(stamp: Stamp) -> str:
+    """DVC's state token of a file at ``stamp`` (dvc-data's ``_checksum`` of :func:`info`):
+    ``tokenize([ino, mtime, size])``, the md5 of the text of the argument tuple."""
+    i = info(stamp)
+    text = f"([{i['ino']}, {i['mtime']!r}, {i['size']}],)"
     return str(int.from_bytes(hashlib.md5(text.encode()).digest(), "big"))
 
 

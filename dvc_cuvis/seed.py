@@ -38,7 +38,6 @@ import io
 import json
 import os
 import posixpath
-import re
 import shlex
 import subprocess
 from operator import itemgetter
@@ -52,7 +51,6 @@ from dvc_cuvis.lockfile import LockFile, Stage
 
 #: the command prefix of the stage whose outputs may seed the memo
 COMMAND = ("dvc-cuvis", "enumerate")
-_MD5 = re.compile(r"[0-9a-f]{32}")
 
 
 def attach(cache: StatCache, fmt: str, out: Path | str, metrics: Path | str | None) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dvc_cuvis.digests import DvcKnownHashes, StatCache, _dvc_info, open_stat_cache, stamp_of
+from dvc_cuvis import dvc_state
+from dvc_cuvis.digests import DvcKnownHashes, StatCache, open_stat_cache, stamp_of
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from dvc_cuvis.universe import Universe, format_universe
 from examples.generate import generate
@@ -243,7 +244,7 @@ def test_the_stamp_rebuilds_the_mtime_dvc_validates_with(tmp_path: Path) -> None
         f.write_bytes(b"x" * i)
         os.utime(f, ns=(0, 1_700_000_000_123_456_789 + i * 987_654_321))
         st = os.stat(f)
-        assert _dvc_info(stamp_of(st))["mtime"] == st.st_mtime
+        assert dvc_state.info(stamp_of(st))["mtime"] == st.st_mtime
     f = tmp_path / "now"
     f.write_bytes(b"now")
-    assert _dvc_info(stamp_of(f.stat()))["mtime"] == f.stat().st_mtime
+    assert dvc_state.info(stamp_of(f.stat()))["mtime"] == f.stat().st_mtime

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dvc_cuvis import dvc_state
-from dvc_cuvis.digests import DvcKnownHashes, _dvc_info, stamp_of
+from dvc_cuvis.digests import DvcKnownHashes, stamp_of
 from tests.test_dvc_hashes import env, fresh_clone, origin, sh  # noqa: F401  (fixtures)
 
 
@@ -31,7 +31,7 @@ def dvc_answers(root: Path, items: list[tuple[str, tuple[int, int, int]]]) -> di
     repo = Repo(str(root))
     try:
         out = {}
-        infos = {p: _dvc_info(s) for p, s in items}
+        infos = {p: dvc_state.info(s) for p, s in items}
         for path, _, hash_info in repo.state.get_many([p for p, _ in items], repo.fs, infos):
             if hash_info is not None and hash_info.name == "md5":
                 out[path] = str(hash_info.value)
@@ -121,7 +121,7 @@ def test_checksum_is_dvcs_token(ino: int, size: int, mtime_ns: int) -> None:
     from dvc_data.hashfile.state import _checksum
 
     stamp = (ino, size, mtime_ns)
-    assert dvc_state.checksum(stamp) == _checksum(_dvc_info(stamp))
+    assert dvc_state.checksum(stamp) == _checksum(dvc_state.info(stamp))
 
 
 @pytest.mark.parametrize("entry, expect", [
