@@ -18,6 +18,16 @@ from dvc_cuvis.cli._settings import Key, Settings, register, verb_parser
 from dvc_cuvis.cli.resolve import LEAKAGE
 
 
+def add_allowances(p: argparse.ArgumentParser) -> None:
+    """The check's two allowances, for every verb that runs the check (check, report)."""
+    p.add_argument("--allow-partial", dest="allow_partial", action="store_true", default=None,
+                   help="in the check, a selector matching only some of its ids is a warning, "
+                   "not a failure (default: failure)")
+    p.add_argument("--allow-unpinned", dest="allow_unpinned", action="store_true",
+                   default=None, help="the check accepts a split that pins no universe_hash "
+                   "(default: a failure: nothing ties it to its universe)")
+
+
 def add_parser(sub: Any) -> None:
     """The ``check`` verb's flags."""
     p = verb_parser(sub, "check", "drift check: split vs universe vs data vs dvc.lock",
@@ -43,12 +53,7 @@ def add_parser(sub: Any) -> None:
                    help="category name->id map for 'categories' selectors (default: none)")
     p.add_argument("--group-leakage", dest="group_leakage", choices=LEAKAGE,
                    help="group leakage check (default: auto)")
-    p.add_argument("--allow-partial", dest="allow_partial", action="store_true", default=None,
-                   help="a selector matching only some of its ids is a warning, not a failure "
-                   "(default: failure)")
-    p.add_argument("--allow-unpinned", dest="allow_unpinned", action="store_true",
-                   default=None, help="accept a split that pins no universe_hash "
-                   "(default: a failure: nothing ties it to its universe)")
+    add_allowances(p)
     p.add_argument("--checks", help="comma list of universe,content,selection,constraints,"
                    "staleness (default: all)")
     p.add_argument("--stat-cache", dest="stat_cache", metavar="PATH",

@@ -8,7 +8,7 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import load_inputs
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
-from dvc_cuvis.cli.check import rescan_options
+from dvc_cuvis.cli.check import add_allowances, rescan_options
 from dvc_cuvis.cli.enumerate import open_cache
 
 
@@ -28,12 +28,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--title", help="page title (default: 'Split report: <splits>')")
     p.add_argument("--no-check", dest="no_check", action="store_true", default=None,
                    help="leave the drift check out of the report (default: include it)")
-    p.add_argument("--allow-partial", dest="allow_partial", action="store_true", default=None,
-                   help="as `check --allow-partial`: in the report's check, a selector matching "
-                   "only some of its ids is a warning, not a failure (default: failure)")
-    p.add_argument("--allow-unpinned", dest="allow_unpinned", action="store_true",
-                   default=None, help="as `check --allow-unpinned`: the report's check accepts "
-                   "a split that pins no universe_hash (default: a failure)")
+    add_allowances(p)  # as check takes them, for the report's embedded check
     p.set_defaults(func=run)
     register("report", p)
 
