@@ -51,22 +51,24 @@ _MD5 = re.compile(r"[0-9a-f]{32}")
 
 
 def info(stamp: Stamp) -> dict[str, Any]:
-    """The ``fs.info`` fields DVC's state validates an entry with, rebuilt from a stamp.
-
-    ``mtime`` is the float ``os.stat`` gives (``sec + nsec * 1e-9``, as CPython computes
-    it), so the token DVC derives from it equals the one DVC stored for the same stat.
-    """
+    """The ``fs.info`` fields DVC's state validates an entry with, rebuilt from a stamp."""
     ino, size, mtime_ns = stamp
-    sec, nsec = divmod(mtime_ns, 1_000_000_000)
-    return {"type": "file", "ino": ino, "size": size, "mtime": sec + nsec * 1e-9}
+    return {"type": "file", "ino": ino, "size": size, "mtime": _mtime(mtime_ns)}
 
 
 def checksum(stamp: Stamp) -> str:
     """DVC's state token of a file at ``stamp`` (dvc-data's ``_checksum`` of :func:`info`):
     ``tokenize([ino, mtime, size])``, the md5 of the text of the argument tuple."""
-    i = info(stamp)
-    text = f"([{i['ino']}, {i['mtime']!r}, {i['size']}],)"
+    ino, size, mtime_ns = stamp  # (not through info(): this runs once per file)
+    text = f"([{ino}, {_mtime(mtime_ns)!r}, {size}],)"
     return str(int.from_bytes(hashlib.md5(text.encode()).digest(), "big"))
+
+
+def _mtime(mtime_ns: int) -> float:
+    """The float ``os.stat`` gives as ``st_mtime`` (``sec + nsec * 1e-9``, as CPython
+    computes it), so a token DVC derives from it equals the one DVC stored."""
+    sec, nsec = divmod(mtime_ns, 1_000_000_000)
+    return sec + nsec * 1e-9
 
 
 def state_db(root: str) -> str | None:
