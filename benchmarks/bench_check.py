@@ -50,11 +50,9 @@ Targets (every baseline is measured in the same run):
    <= 2x the floor of any per-file content check (one bare ``os.stat`` per frame, timed on
    caches as cold as the setups').  The guarded/unguarded setup ratio and the check's
    phases are logged (info); the full run repeats the rows on 10k tiny enumerated frames.
-   A later setup reuses the last clean verdict: one ``lstat`` per content file, which from
-   ``dvc_cuvis.verdicts.THREADED_FROM`` files up (2048: the 10k case, not the 400) runs on
-   ``STAT_THREADS`` threads (``lstat`` releases the GIL); the floor stays one bare
-   single-threaded ``os.stat`` per frame.  An interleaved A/B of the reused verdict as
-   guard runs it vs forced onto one thread, with the floor, is logged for both sizes.
+   A later setup reuses the last clean verdict: one ``lstat`` per content file, by name in
+   its folder.  An interleaved A/B of the reused verdict alone against the floor is logged
+   for both sizes.
 
 4. (info, where an accelerator is present) cubes/s delivered onto it: the train stage
    through ``SplitDataModule`` (``pin_memory=True``, 2 persistent workers, non-blocking
@@ -512,27 +510,15 @@ def guard_phases(csv: Path, cache_path: Path, repeat: int = 5) -> dict[str, floa
 
 
 def reused_ab(csv: Path, cache_path: Path, repeat: int = 9) -> dict[str, float]:
-    """The reused verdict as guard runs it vs with its stats forced onto one thread, and the
-    one-stat floor: interleaved, each after a ``gc.collect()``, medians.
-
-    From ``verdicts.THREADED_FROM`` content files up the guard's stats run on
-    ``verdicts.STAT_THREADS`` threads (``os.lstat`` releases the GIL); below it both rows
-    run the same code.  The floor stays one bare single-threaded ``os.stat`` per file.
-    """
-    import dvc_cuvis.verdicts as verdicts
-
+    """The reused verdict as guard runs it, and the one-stat floor: interleaved, each after
+    a ``gc.collect()``, medians."""
     cfg = load_splits(csv.parent / "splits.json")
     paths = content_files(csv)
-    default = verdicts.THREADED_FROM
 
-    def reused(threaded_from: int) -> float:
-        verdicts.THREADED_FROM = threaded_from
-        try:
-            cache = StatCache(cache_path)
-            gc.collect()
-            t, report = timed(verify, cfg, csv, lock=None, cache=cache)
-        finally:
-            verdicts.THREADED_FROM = default
+    def reused() -> float:
+        cache = StatCache(cache_path)
+        gc.collect()
+        t, report = timed(verify, cfg, csv, lock=None, cache=cache)
         if not report.reused_verdict:
             raise AssertionError("the warm guard found no verdict to reuse")
         return t
@@ -545,8 +531,7 @@ def reused_ab(csv: Path, cache_path: Path, repeat: int = 9) -> dict[str, float]:
         return time.perf_counter() - t
 
     runs: dict[str, Callable[[], float]] = {
-        "reused verdict (what guard runs)": lambda: reused(default),
-        "reused verdict, stats on one thread": lambda: reused(10**12),
+        "reused verdict (what guard runs)": reused,
         "floor: one bare os.stat per content file": floor,
     }
     times: dict[str, list[float]] = {k: [] for k in runs}

@@ -3,8 +3,7 @@
 ``guard()`` and the DataModules check before every ``setup()``; when universe.csv, the
 split, the options and every content file's stamp are what they were at the last clean
 check, its findings stand without re-reading anything: the cost is one ``stat`` per file
-(on two threads from :data:`THREADED_FROM` files up) and one folder listing per folder of
-folders.  Kept in the stat cache, under
+and one folder listing per folder of folders.  Kept in the stat cache, under
 universe.csv's own entry (a few slots: one per split); a failed check is never
 remembered (it is re-run in full, so its details are current).
 
@@ -19,7 +18,6 @@ import functools
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,13 +37,8 @@ Record = dict[str, Any]
 #: cache never leaves the machine, and a column that does not decode is a miss).
 STAMP_COLUMNS: tuple[tuple[str, str], ...] = (("ino", "Q"), ("size", "q"), ("mtime", "q"))
 
-#: The reused verdict's stats run on STAT_THREADS threads from THREADED_FROM content
-#: files up (see :func:`stamps_unchanged`).  Measured on 2 cores, interleaved: with the
-#: other core free 2 threads take 0.78x the time of one at 2k files and 0.76x at 10k (0.85x
-#: at 1k; slower at 400, where starting a thread costs more than it saves); with the other
-#: core busy they cost up to ~1.1x from 2k files up (the stats wait for the GIL in turn).
-STAT_THREADS = 2
-THREADED_FROM = 2048
+#: (No thread pool for the stats: two threads were 0.84x the time of one on a quiet 2-core
+#: machine but 1.5x when the other core was busy, as during training; see bench_check.)
 
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -233,67 +226,30 @@ def same_stamps(fd: int, names: Sequence[str], inos: Sequence[int], sizes: Seque
 
 
 def stamps_unchanged(fd: int, folders: list[tuple[str, int]], names: list[str],
-                     cols: list[array.array[int]], threads: int | None = None) -> bool:
-    """:func:`same_stamps` over every file, folder by folder, on ``threads`` threads.
+                     cols: list[array.array[int]]) -> bool:
+    """:func:`same_stamps` over every file, folder by folder.
 
     ``folders`` lists ``(folder below fd, how many of names are in it)`` in order; each
     folder is opened once (not through a final symlink) and its files are stat'ed by
-    name, so the kernel resolves one path component per file.  ``lstat`` releases the
-    GIL during its system call, so a large universe's stats can overlap on two cores; a
-    small one is not worth a thread's start (``threads=None``: :data:`STAT_THREADS` from
-    :data:`THREADED_FROM` files up, else one).  Each thread checks its own contiguous
-    part; the answer is True only if every part is unchanged (a part that raises, e.g. a
-    missing file, counts as changed).
+    name, so the kernel resolves one path component per file.  A folder or file that
+    cannot be opened or stat'ed (missing, unreadable) counts as changed.
     """
-    n = len(names)
-    if threads is None:
-        threads = min(STAT_THREADS, _usable_cpus()) if n >= THREADED_FROM else 1
-    threads = max(1, min(threads, n))
-    spans: list[tuple[str, int, int]] = []  # (folder, lo, hi) into names
     lo = 0
-    for folder, count in folders:
-        spans.append((folder, lo, lo + count))
-        lo += count
-    bounds = [n * k // threads for k in range(threads + 1)]
-    ok = [False] * threads
-
-    def part(k: int) -> None:
-        first, last = bounds[k], bounds[k + 1]
-        try:
-            for folder, lo, hi in spans:
-                lo, hi = max(lo, first), min(hi, last)
-                if lo >= hi:
-                    continue
-                dfd = fd if not folder else os.open(
-                    folder, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW, dir_fd=fd)
-                try:
-                    if not same_stamps(dfd, names[lo:hi], *(c[lo:hi] for c in cols)):
-                        return
-                finally:
-                    if dfd != fd:
-                        os.close(dfd)
-            ok[k] = True
-        except (OSError, ValueError, TypeError, NotImplementedError):
-            ok[k] = False  # missing, unreadable or malformed: the full check decides
-
-    helpers = [threading.Thread(target=part, args=(k,), daemon=True)
-               for k in range(1, threads)]
-    for t in helpers:
-        t.start()
     try:
-        part(0)
-    finally:
-        for t in helpers:
-            t.join()  # the folder descriptor stays open until every part is done
-    return all(ok)
-
-
-def _usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, e.g. under taskset or a cgroup)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # no affinity call on this platform
-        return os.cpu_count() or 1
+        for folder, count in folders:
+            hi = lo + count
+            dfd = fd if not folder else os.open(
+                folder, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW, dir_fd=fd)
+            try:
+                if not same_stamps(dfd, names[lo:hi], *(c[lo:hi] for c in cols)):
+                    return False
+            finally:
+                if dfd != fd:
+                    os.close(dfd)
+            lo = hi
+    except (OSError, ValueError, TypeError, NotImplementedError):
+        return False  # missing, unreadable or malformed: the full check decides
+    return lo == len(names)
 
 
 def _packed(values: list[int], code: str) -> str:

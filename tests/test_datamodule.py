@@ -189,20 +189,14 @@ def test_read_npz_matches_np_load_for_every_writer(tmp_path: Path) -> None:
         read_npz(str(objects))  # never unpickled
 
 
-@pytest.mark.parametrize("threaded", [False, True], ids=["one-thread", "threaded"])
+@pytest.mark.parametrize("last", [False, True], ids=["an early frame", "the last frame"])
 def test_repeated_setups_reuse_a_clean_verdict_but_catch_an_edit(materialized: Path,
-                                                                tmp_path: Path, monkeypatch,
-                                                                threaded: bool) -> None:
+                                                                tmp_path: Path, last: bool) -> None:
     import os
     import shutil
 
     from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
 
-    import dvc_cuvis.verdicts as verdicts
-
-    # large universes split the reused verdict's stats over threads; here every size does
-    monkeypatch.setattr(verdicts, "THREADED_FROM", 2 if threaded else 10**9)
-    monkeypatch.setattr(verdicts, "_usable_cpus", lambda: 2)  # threads on a 1-CPU runner too
     root = tmp_path / "mat"
     shutil.copytree(materialized, root)
     upstream = guard(MultiNpzDataModule(universe_csv=str(root / "universe.csv"),
@@ -216,8 +210,7 @@ def test_repeated_setups_reuse_a_clean_verdict_but_catch_an_edit(materialized: P
     assert upstream.drift_report.ok and upstream.drift_report.reused_verdict
     assert ours.report is not None and ours.report.ok and ours.report.reused_verdict
     uni = read_universe(root / "universe.csv")
-    # threaded: the last frame, in the helper thread's part (the first part is the caller's)
-    frame = root / uni.value("materialized_path", len(uni) - 1 if threaded else 1)
+    frame = root / uni.value("materialized_path", len(uni) - 1 if last else 1)
     before = frame.stat().st_mtime_ns
     data = bytearray(frame.read_bytes())
     data[-20] ^= 0xFF
