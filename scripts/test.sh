@@ -31,6 +31,7 @@ fi
 export CI="${CI:-true}"
 .venv/bin/ruff check dvc_cuvis tests benchmarks examples
 .venv/bin/mypy
+.venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 .venv/bin/pytest -n 2 -q "$@"
 .venv/bin/python benchmarks/bench_core.py --quick >/dev/null
 .venv/bin/python benchmarks/bench_check.py --quick --device cpu >/dev/null
