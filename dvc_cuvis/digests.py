@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from dvc_cuvis import dvcignore
 from dvc_cuvis._io import atomic_write_bytes
 from dvc_cuvis._testpoints import testpoint
 
@@ -829,9 +830,15 @@ def list_tree(root: str) -> list[tuple[str, int, int, int, bool]]:
     """``(relpath, inode, size, mtime_ns, is_link)`` of every file below ``root``, sorted.
 
     As DVC lists a folder, like ``os.walk``: symlinks to folders are not descended,
-    unreadable folders and broken links are left out, a link to a file counts as the file.
+    unreadable folders and broken links are left out, a link to a file counts as the file,
+    and what DVC's ignore rules leave out (``.dvcignore`` files, nested ones included,
+    DVC's default patterns, subrepositories: :mod:`dvc_cuvis.dvcignore`) is not listed.
+    A ``.dvcignore`` inside ``root`` is :class:`~dvc_cuvis.dvcignore.IgnoreInDataFolder`,
+    as DVC refuses to hash such a folder.
     """
     out: list[tuple[str, int, int, int, bool]] = []
+    met: set[str] = set()
+    special = dvcignore.SPECIAL
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -842,6 +849,8 @@ def list_tree(root: str) -> list[tuple[str, int, int, int, bool]]:
         pre = f"{rel_dir}/" if rel_dir else ""
         with it:
             for e in it:
+                if e.name in special:
+                    met.add(e.name)
                 try:
                     if e.is_dir():
                         if not e.is_symlink():
@@ -852,6 +861,10 @@ def list_tree(root: str) -> list[tuple[str, int, int, int, bool]]:
                     continue
                 out.append((pre + e.name, st.st_ino, st.st_size, st.st_mtime_ns,
                             e.is_symlink()))
+    ignore = dvcignore.for_folder(root, met)
+    if ignore is not None:  # DVC's rules apply: keep exactly what DVC's walk yields
+        seen = set(dvcignore.dvc_listing(root, ignore))
+        out = [f for f in out if f[0] in seen]
     out.sort(key=itemgetter(0))
     return out
 

@@ -151,11 +151,15 @@ def compare(
     universe_rel = lock.rel(universe) if universe is not None else None
     hashed: dict[str, tuple[str, list[str]]] = {}  # several stages may read one folder
     params: dict[str, Any] = {}
+    definitions: dict[str, Any] | None = None  # dvc.yaml's stages, read once if needed
     for stage in lock.stages:
         if stage.reports or not stage.touches(wanted):
             continue
         out.relevant.append(stage.name)
         changed, covered = _compare_entries(lock, stage, cache, hashed)
+        if definitions is None:
+            definitions = stage_definitions(lock.root)
+        changed += _compare_definition(stage, definitions)
         params_changed = _compare_params(lock, stage, params)
         out.changed += changed
         out.params_changed += params_changed
@@ -200,6 +204,72 @@ def _compare_entries(
         else:
             covered[top] = [""]
     return changed, covered
+
+
+def stage_definitions(root: Path) -> dict[str, Any]:
+    """The stages of the dvc.yaml in ``root`` as DVC resolves them (name -> definition;
+    ``foreach``/``matrix`` stages under their ``name@key`` names); ``{}`` when there is no
+    readable dvc.yaml.
+
+    A dvc.yaml without templating (no ``${``, ``foreach`` or ``matrix``) is its own
+    resolution and is read as YAML; otherwise DVC's own resolver (``dvc.parsing``) expands
+    it, with the repository's ``vars`` and params files, exactly as ``dvc status`` does.
+    """
+    path = root / "dvc.yaml"
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    stages = data.get("stages") if isinstance(data, dict) else None
+    if not isinstance(stages, dict):
+        return {}
+    templated = "${" in text or any(
+        isinstance(d, dict) and ("foreach" in d or "matrix" in d) for d in stages.values())
+    if not templated:
+        return stages
+    try:
+        from dvc.parsing import DataResolver
+        from dvc.repo import Repo
+
+        with Repo(os.fspath(root)) as repo:
+            resolved = DataResolver(repo, os.path.abspath(root), data).resolve()
+    except Exception as exc:  # DVC itself cannot resolve it: dvc status fails alike
+        raise LockReadError(f"{path}: DVC cannot resolve this dvc.yaml ({exc})") from None
+    found = resolved.get("stages") if isinstance(resolved, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _paths(entries: Any) -> set[str]:
+    """The paths of a dvc.yaml ``deps``/``outs`` list (plain or ``{path: options}``)."""
+    out: set[str] = set()
+    for e in entries or []:
+        if isinstance(e, str):
+            out.add(_norm(e))
+        elif isinstance(e, dict):
+            out.update(_norm(k) for k in e)
+    return out
+
+
+def _compare_definition(stage: Stage, definitions: dict[str, Any]) -> list[str]:
+    """What dvc.yaml now defines differently from what ran (``dvc status``'s "changed
+    command" / "changed deps" / "changed outs" of a stage)."""
+    d = definitions.get(stage.name)
+    if not isinstance(d, dict):
+        return []  # not in dvc.yaml (any more): dvc status does not report it either
+    changed = []
+    cmd = d.get("cmd")
+    if isinstance(cmd, list) and len(cmd) == 1:
+        cmd = cmd[0]
+    if cmd is not None and str(cmd) != stage.cmd:
+        changed.append(f"stage {stage.name}: command changed in dvc.yaml")
+    deps = _paths(d.get("deps"))
+    if deps != {_norm(e.get("path", "")) for e in stage.deps}:
+        changed.append(f"stage {stage.name}: dependencies changed in dvc.yaml")
+    outs = _paths(d.get("outs")) | _paths(d.get("metrics")) | _paths(d.get("plots"))
+    if outs != {_norm(e.get("path", "")) for e in stage.outs}:
+        changed.append(f"stage {stage.name}: outputs changed in dvc.yaml")
+    return changed
 
 
 def _compare_params(lock: LockFile, stage: Stage, loaded: dict[str, Any]) -> list[str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dvc_cuvis import dvcignore
 from dvc_cuvis.digests import CacheMiss, StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.paths import PathGuard, is_within
@@ -80,13 +81,20 @@ def list_files(root: Path, pattern: str) -> list[str]:
     """Posix paths (relative to ``root``) matching ``pattern`` (``**`` recursive), sorted.
 
     Hidden files and folders are skipped; directories that match are dropped later, when
-    the caller stats each file anyway.
+    the caller stats each file anyway.  Inside a DVC repository, what DVC's ignore rules
+    leave out (``.dvcignore`` files, nested ones included; DVC's default patterns;
+    subrepositories) is left out too, so a scan never lists a file DVC does not track
+    (:mod:`dvc_cuvis.dvcignore`).
     """
     if not root.is_dir():
         raise DvcCuvisError(f"{root}: dataset root not found or not a directory (check --root)")
     found = glob.glob(pattern, root_dir=root, recursive=True)
     if os.sep != "/":  # pragma: no cover - posix only in practice
         found = [f.replace(os.sep, "/") for f in found]
+    ignore = dvcignore.for_folder(os.fspath(root))
+    if ignore is not None:
+        seen = set(ignore.files(os.fspath(root)))
+        found = [f for f in found if f in seen]
     return sorted(found)
 
 
