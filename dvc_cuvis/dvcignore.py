@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+
 from dvc_cuvis.errors import DvcCuvisError
 
 IGNORE_FILE = ".dvcignore"
