@@ -289,13 +289,13 @@ def _renames(
         for p in range(len(uni)):
             if uni.uid(p) in uids:
                 out.setdefault(uni.source(p), []).append(uni.value("md5", p))
-        return {s: tuple(sorted(v)) for s, v in out.items()}
+        return {s: tuple(sorted(v)) for s, v in out.items() if all(v)}  # no digest: no pair
 
     gone = by_source(old, set(removed))
     came = by_source(new, set(added))
     pairs = []
     for src, digest in sorted(gone.items()):
-        match = [s for s, d in sorted(came.items()) if d == digest and d]
+        match = [s for s, d in sorted(came.items()) if d == digest]
         if match:
             pairs.append((src, match[0]))
             came.pop(match[0])
@@ -458,7 +458,9 @@ def _check_staleness(
     try:
         parsed = LockFile.read(lock)
     except LockReadError as exc:
-        return Finding("staleness", "violation", str(exc)), {}
+        return Finding("staleness", "violation", str(exc), {"lock": str(lock)},
+                       f"restore {lock.name} (`git checkout {lock.name}`) or write it again "
+                       "with `dvc repro`"), {}
     cmp = compare(parsed, targets, cache, universe)
     details = {"stages": cmp.relevant, "changed": cmp.changed,
                "params_changed": cmp.params_changed}

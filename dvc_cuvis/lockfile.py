@@ -95,7 +95,7 @@ class LockFile:
         """Parse ``path``; :class:`LockReadError` when it cannot be read or is not YAML."""
         try:
             text = path.read_text(encoding="utf-8")
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             raise LockReadError(f"{path}: unreadable dvc.lock ({exc})") from None
         return cls.parse(text, path)
 
@@ -107,15 +107,21 @@ class LockFile:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             raise LockReadError(f"{path}: unreadable dvc.lock ({exc})") from None
-        raw = data.get("stages", {}) if isinstance(data, dict) else {}
+        raw = data.get("stages") or {} if isinstance(data, dict) else None
+        if not isinstance(raw, dict):
+            raise LockReadError(f"{path}: unreadable dvc.lock (expected a mapping of stages)")
         stages = []
         for name, st in sorted(raw.items()):
             if not isinstance(st, dict):
                 continue
+            deps, outs = st.get("deps") or [], st.get("outs") or []
+            if not (isinstance(deps, list) and isinstance(outs, list)):
+                raise LockReadError(f"{path}: unreadable dvc.lock (stage {name!r}: deps and "
+                                    "outs must be lists)")
             stages.append(Stage(
                 name, str(st.get("cmd", "")),
-                [e for e in st.get("deps", []) if isinstance(e, dict)],
-                [e for e in st.get("outs", []) if isinstance(e, dict)],
+                [e for e in deps if isinstance(e, dict)],
+                [e for e in outs if isinstance(e, dict)],
                 st.get("params") or {},
             ))
         return cls(path, stages)

@@ -1,0 +1,97 @@
+"""Shared test repositories: built once (git + ``dvc init`` + ``dvc repro``), copied per test.
+
+A real pipeline takes seconds to build; a copy takes milliseconds.  :func:`pristine` builds
+a named repository once per test session (in pytest's session tmp folder) and every test
+works on its own :func:`copy` of it, so tests that break a file never see each other.
+
+Mutation testing (``scripts/mutation.sh``) starts one pytest session per mutant; there the
+variable ``DVC_CUVIS_TEST_REPOS`` names a folder that keeps the built repositories across
+sessions.  Their folder name carries a digest of this module and the example generator, so
+an edit to either builds them again.  The pipeline is built by the ``dvc-cuvis`` command of
+the environment (a child process, so an in-process mutant never reaches the build).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+REPOS_ENV = "DVC_CUVIS_TEST_REPOS"
+ROOT = Path(__file__).resolve().parent.parent
+
+BIN = str(Path(sys.executable).parent)
+ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
+       "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+       "DVC_NO_ANALYTICS": "1"}
+ENV.pop("MUTANT_UNDER_TEST", None)
+
+
+def sh(*args: str, cwd: Path) -> str:
+    """Run a command in ``cwd``; its output (the test fails on a non-zero exit)."""
+    proc = subprocess.run(list(args), cwd=cwd, env=ENV, capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
+    return proc.stdout + proc.stderr
+
+
+def build_npz_pipeline(root: Path) -> None:
+    """The example npz dataset (8 sessions x 3 frames) through ``dvc repro``, in git."""
+    from examples.generate import generate
+
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
+    generate(root / "data", sessions=8, frames=3, size=(8, 8), bands=4, seed=9)
+    sh("dvc", "repro", cwd=root)
+
+
+BUILDERS: dict[str, Callable[[Path], None]] = {"npz-pipeline": build_npz_pipeline}
+
+
+def _fingerprint() -> str:
+    h = hashlib.sha256()
+    for f in (Path(__file__), ROOT / "examples" / "generate.py"):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def pristine(name: str, session_dir: Path) -> Path:
+    """The built repository ``name`` (never to be modified: copy it)."""
+    keep = os.environ.get(REPOS_ENV)
+    base = Path(keep) / _fingerprint() if keep else session_dir
+    target = base / name
+    if target.is_dir():
+        return target
+    with _locked(base / f".{name}.lock"):
+        if not target.is_dir():
+            work = base / f".{name}.building"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            BUILDERS[name](work)
+            work.rename(target)
+    return target
+
+
+def copy(src: Path, dest: Path) -> Path:
+    """A private copy of a built repository at ``dest``."""
+    shutil.copytree(src, dest, symlinks=True)
+    return dest

@@ -1,0 +1,629 @@
+"""The drift check's contract, one user-visible promise per test, in-process and fast.
+
+Each test states what a user sees — the exit code, each check's status, the files, stages
+and counts named, and the verdict line ("OK" / "FAILED") — for one way the data, the split
+or dvc.lock can go wrong.  The real pipeline (git + ``dvc repro``) is built once per
+session (:mod:`tests._repos`) and copied per test; small universes are written by hand.
+These are the tests ``scripts/mutation.sh`` runs against every mutant of ``drift.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+
+from dvc_cuvis.drift import (
+    DriftError,
+    DriftReport,
+    Finding,
+    ensure,
+    infer_data_dir,
+    tokenized_hash,
+    verify,
+)
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.universe import Universe, read_universe
+
+from ._repos import copy, pristine
+
+ALL_OK = {"universe": "ok", "content": "ok", "selection": "ok", "constraints": "ok",
+          "staleness": "ok"}
+
+
+@pytest.fixture(scope="session")
+def npz_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
+
+
+@pytest.fixture
+def repo(npz_pipeline: Path, tmp_path: Path) -> Path:
+    return copy(npz_pipeline, tmp_path / "repo")
+
+
+def check(cli, repo: Path, monkeypatch, *extra: str):
+    """``dvc-cuvis check`` in ``repo`` as a user runs it; the run and its --json checks."""
+    monkeypatch.chdir(repo)
+    base = ("check", "--params", "params.yaml", "--stat-cache", "none", *extra)
+    text = cli(*base)
+    r = cli(*base, "--json")
+    assert r.code == text.code, (text.out, r.out)
+    return text, r.code, json.loads(r.out)["checks"]
+
+
+def statuses(checks: dict) -> dict[str, str]:
+    return {k: v["status"] for k, v in checks.items()}
+
+
+def verdict(out: str) -> str:
+    """The verdict word of the report's first line."""
+    first = out.splitlines()[0]
+    assert first.startswith("check ") and " against " in first, first
+    return first.rsplit(": ", 1)[1]
+
+
+def md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def stage_of(splits: Path) -> dict[str, str]:
+    """source -> stage, read straight from a baked splits.json (files selectors)."""
+    doc = json.loads(splits.read_text())
+    out = {}
+    for stage in ("train", "val", "test"):
+        for sel in doc[stage]:
+            assert sel["kind"] == "files", sel
+            for p in sel["paths"]:
+                out[p] = stage
+    return out
+
+
+def _rewrite(path: Path, data: bytes) -> None:
+    """New bytes with an mtime one second on (file clocks can be coarse)."""
+    before = path.stat().st_mtime_ns
+    path.write_bytes(data)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def _flip(path: Path) -> None:
+    data = path.read_bytes()
+    _rewrite(path, data[:-7] + bytes([data[-7] ^ 1]) + data[-6:])
+
+
+# -- the verdict line and the report's exit code -------------------------------------------
+
+
+def test_a_clean_pipeline_says_ok_and_exits_0(repo: Path, cli, monkeypatch) -> None:
+    text, code, checks = check(cli, repo, monkeypatch)
+    assert code == 0 and text.code == 0
+    assert statuses(checks) == ALL_OK
+    assert verdict(text.out) == "OK"
+    assert "[FAIL]" not in text.out and "[DRIFT]" not in text.out
+    assert checks["staleness"]["summary"] == "matches dvc.lock (stages bake, enumerate, materialize)"
+    assert checks["content"]["summary"].startswith("24 files match their recorded md5")
+
+
+def test_report_verdict_words_and_marks() -> None:
+    ok = DriftReport("s.json", "u.csv", [Finding("universe", "ok", "fine"),
+                                         Finding("content", "skipped", "no md5")])
+    assert ok.ok and ok.exit_code == 0
+    assert ok.render() == ("check s.json against u.csv: OK\n"
+                           "  [ok  ] universe: fine\n"
+                           "  [skip] content: no md5\n")
+    bad = DriftReport("s.json", "u.csv", [
+        Finding("universe", "ok", "fine"),
+        Finding("content", "drift", "1 file(s) modified", {"modified": ["a", "b"], "n": 3,
+                                                            "empty": [], "none": None,
+                                                            "stages": {"train": 1}},
+                "restore"),
+        Finding("staleness", "violation", "unreadable", {}, "repair")])
+    assert not bad.ok and bad.exit_code == 1
+    assert bad.render() == ("check s.json against u.csv: FAILED\n"
+                            "  [ok  ] universe: fine\n"
+                            "  [DRIFT] content: 1 file(s) modified\n"
+                            "         modified: a, b\n"
+                            "         n: 3\n"
+                            "         stages: train=1\n"
+                            "         fix: restore\n"
+                            "  [FAIL] staleness: unreadable\n"
+                            "         fix: repair\n")
+    assert bad.to_dict()["ok"] is False and bad.to_dict()["checks"]["staleness"] == {
+        "status": "violation", "summary": "unreadable", "fix": "repair", "details": {}}
+    many = DriftReport("s", "u", [Finding("content", "drift", "x",
+                                          {"missing": [f"f{k}" for k in range(11)]})])
+    assert "missing: f0, f1, f2, f3, f4, f5, f6, f7 (+3 more)" in many.render()
+    assert DriftReport("s", "u", [Finding("universe", "ok", "fine")],
+                       reused_verdict=True).render().splitlines()[0] == (
+        "check s against u: OK (the last clean verdict: no file it rests on has changed)")
+
+
+# -- dvc.lock that cannot be read ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"stages: [unterminated\n", b"\x00\xff\xfe not text",
+                                     b"stages:\n  - 1\n  - 2\n", b"- just\n- a list\n"],
+                         ids=["bad-yaml", "not-utf8", "stages-a-list", "top-level-list"])
+def test_a_corrupt_dvc_lock_fails_the_check(repo: Path, cli, monkeypatch,
+                                            content: bytes) -> None:
+    (repo / "dvc.lock").write_bytes(content)
+    text, code, checks = check(cli, repo, monkeypatch, "--no-enumerate")
+    assert code == 1 and text.code == 1, text.out + text.err
+    assert statuses(checks) == {**ALL_OK, "staleness": "violation"}
+    assert verdict(text.out) == "FAILED"
+    assert "[FAIL] staleness: " in text.out and "dvc.lock" in checks["staleness"]["summary"]
+    assert "dvc repro" in checks["staleness"]["fix"]
+    assert "Traceback" not in text.err and "internal error" not in text.err
+
+
+def test_a_corrupt_dvc_lock_is_not_vouched_for_and_no_verdict_is_remembered(
+        repo: Path) -> None:
+    from dvc_cuvis.digests import StatCache
+
+    (repo / "dvc.lock").write_text("stages: [unterminated\n")
+    cache = repo / "c.bin"
+    for _ in range(2):
+        r = verify(repo / "splits.json", repo / "universe.csv", cache=StatCache(cache))
+        assert not r.ok and r.exit_code == 1  # the four other checks may be remembered
+        assert r.finding("staleness").status == "violation"
+        assert r.finding("staleness").details == {"lock": str(repo / "dvc.lock")}
+        assert "through dvc.lock" not in r.finding("content").summary
+    with pytest.raises(DriftError) as info:
+        ensure(r)
+    assert "staleness" in str(info.value) and info.value.exit_code == 1
+
+
+# -- the split given as a config object ----------------------------------------------------
+
+
+def test_a_config_object_split_is_checked_against_the_universes_dvc_lock(
+        repo: Path, tmp_path: Path, monkeypatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # not inside the repository
+    pointer = DataSplitConfig(splits_path=str(repo / "splits.json"))
+    inline = DataSplitConfig.model_validate(
+        {**json.loads((repo / "splits.json").read_text()), "splits_path": None})
+    for cfg in (pointer, inline):
+        for uni in (repo / "universe.csv", read_universe(repo / "universe.csv")):
+            r = verify(cfg, uni)
+            assert r.ok, r.render()
+            st = r.finding("staleness")
+            assert st.status == "ok" and st.details["stages"] == ["bake", "enumerate",
+                                                                   "materialize"], st
+    r = verify(pointer, repo / "universe.csv")
+    assert r.splits == str(repo / "splits.json")
+    assert verify(inline, repo / "universe.csv").splits == "splits"
+    # the universe's repository is the one asked, not the current folder's
+    other = tmp_path / "other"
+    shutil.copytree(repo, other, symlinks=True)
+    (other / "dvc.lock").write_text("stages: [unterminated\n")
+    monkeypatch.chdir(other)
+    assert verify(inline, repo / "universe.csv").finding("staleness").status == "ok"
+    assert verify(inline, other / "universe.csv").finding("staleness").status == "violation"
+
+
+def test_lock_none_and_an_explicit_lock(repo: Path) -> None:
+    sp, csv = repo / "splits.json", repo / "universe.csv"
+    assert verify(sp, csv, lock=None).finding("staleness").summary == "no dvc.lock"
+    assert verify(sp, csv, lock=None).finding("staleness").status == "skipped"
+    (repo / "broken.lock").write_text("stages: [\n")
+    assert verify(sp, csv, lock=repo / "broken.lock").finding("staleness").status == "violation"
+    assert verify(sp, csv, lock=str(repo / "dvc.lock")).finding("staleness").status == "ok"
+    (repo / "empty.lock").write_text("stages: {}\n")
+    st = verify(sp, csv, lock=repo / "empty.lock").finding("staleness")
+    assert (st.status, st.summary) == ("skipped", "empty.lock has no stage for these files")
+    only = verify(sp, csv, checks=["staleness"])
+    assert [f.check for f in only.findings] == ["staleness"] and only.ok
+    with pytest.raises(DvcCuvisError, match=r"unknown check\(s\) \['bogus'\]"):
+        verify(sp, csv, checks=["universe", "bogus"])
+
+
+# -- content: every missing and modified file, every row of a file -------------------------
+
+
+def test_every_missing_and_modified_frame_is_reported(repo: Path, cli, monkeypatch) -> None:
+    gone = ["data/npz/day1_line-a_s01/frame_0000.npz", "data/npz/day2_line-a_s03/frame_0001.npz"]
+    edited = ["data/npz/day1_line-b_s02/frame_0002.npz", "data/npz/day4_line-b_s08/frame_0000.npz"]
+    for g in gone:
+        (repo / g).unlink()
+    for e in edited:
+        _flip(repo / e)
+    text, code, checks = check(cli, repo, monkeypatch, "--no-enumerate", "--no-lock")
+    assert code == 1 and verdict(text.out) == "FAILED"
+    assert statuses(checks) == {**ALL_OK, "content": "drift", "staleness": "skipped"}
+    d = checks["content"]["details"]
+    assert d["missing"] == gone and d["modified"] == edited
+    assert checks["content"]["summary"] == "2 file(s) modified, 2 missing since enumerate"
+    assert d["affected_samples"] == 4
+    stage = stage_of(repo / "splits.json")
+    want: dict[str, int] = {}
+    for f in gone + edited:
+        s = stage[f.removeprefix("data/npz/")]
+        want[s] = want.get(s, 0) + 1
+    assert d["affected_stages"] == want
+    assert "[DRIFT] content: 2 file(s) modified, 2 missing since enumerate" in text.out
+    assert f"missing: {gone[0]}, {gone[1]}" in text.out
+    assert f"modified: {edited[0]}, {edited[1]}" in text.out
+    assert "dvc checkout" in checks["content"]["fix"] and "fix: restore" in text.out
+
+
+#: the split over the cu3s-like universe: rows of one session in several stages
+CU3S_SPLIT = {
+    "train": [{"kind": "file_indices", "source": "s/day0.cu3s", "ids": [0, 1]},
+              {"kind": "file_indices", "source": "s/day2.cu3s", "ids": [0]},
+              {"kind": "files", "paths": ["s/day3.cu3s"]}],
+    "val": [{"kind": "file_indices", "source": "s/day0.cu3s", "ids": [2]},
+            {"kind": "file_indices", "source": "s/day2.cu3s", "ids": [1]}],
+    "test": [{"kind": "files", "paths": ["s/day1.cu3s"]},
+             {"kind": "file_indices", "source": "s/day2.cu3s", "ids": [2]}],
+}
+
+
+def _cu3s_like(root: Path, *, annotations: bool = False) -> tuple[Path, Path]:
+    """A universe as cu3s writes it without materialized_path: the source is the file, one
+    row per measurement (4 sessions x 3), md5 of the session file; and a pinned split."""
+    (root / "s").mkdir(parents=True)
+    rows = []
+    for k in range(4):
+        f = root / "s" / f"day{k}.cu3s"
+        f.write_bytes(bytes([k + 1]) * (100 + k))
+        ann = ""
+        if annotations:
+            a = f.with_suffix(".json")
+            a.write_text(json.dumps({"session": k}))
+            ann = f"s/{a.name},{md5(a)}"
+        rows += [f"s/{f.name},{i},{md5(f)}" + (f",{ann}" if ann else "") + "\n"
+                 for i in range(3)]
+    header = "source,index,md5" + (",annotation,annotation_md5" if annotations else "")
+    (root / "universe.csv").write_text(header + "\n" + "".join(rows))
+    pin = read_universe(root / "universe.csv").hash
+    (root / "splits.json").write_text(json.dumps({**CU3S_SPLIT, "universe_hash": pin}))
+    return root / "splits.json", root / "universe.csv"
+
+
+def test_a_universe_without_materialized_path_has_its_sources_content_checked(
+        tmp_path: Path, cli, monkeypatch) -> None:
+    sp, csv = _cu3s_like(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    args = ("check", "--no-params", "--universe", "universe.csv", "--splits", "splits.json",
+            "--stat-cache", "none", "--no-lock")
+    r = cli(*args)
+    assert r.code == 0 and verdict(r.out) == "OK", r.out + r.err
+    assert "[ok  ] content: 4 files match their recorded md5" in r.out
+    _flip(tmp_path / "s/day2.cu3s")
+    (tmp_path / "s/day0.cu3s").unlink()
+    (tmp_path / "s/day3.cu3s").unlink()
+    r = cli(*args)
+    assert r.code == 1 and verdict(r.out) == "FAILED"
+    j = cli(*args, "--json")
+    content = json.loads(j.out)["checks"]["content"]
+    assert content["status"] == "drift"
+    assert content["summary"] == "1 file(s) modified, 2 missing since enumerate"
+    d = content["details"]
+    assert d["missing"] == ["s/day0.cu3s", "s/day3.cu3s"] and d["modified"] == ["s/day2.cu3s"]
+    assert d["affected_samples"] == 9  # three rows per file: every one of them counts
+    assert d["affected_stages"] == {"train": 6, "val": 2, "test": 1}  # by CU3S_SPLIT
+    assert "[DRIFT] content: 1 file(s) modified, 2 missing since enumerate" in r.out
+
+
+def test_every_row_naming_a_modified_file_is_counted(tmp_path: Path) -> None:
+    sp, csv = _cu3s_like(tmp_path, annotations=True)
+    assert verify(sp, csv, lock=None).finding("content").summary == (
+        "8 files match their recorded md5")
+    ann = tmp_path / "s/day2.json"
+    _rewrite(ann, b'{"session": 99}')
+    f = verify(sp, csv, lock=None).finding("content")
+    assert f.status == "drift" and f.details["modified"] == ["s/day2.json"]
+    assert f.details["missing"] == [] and f.details["affected_samples"] == 3
+    assert f.details["affected_stages"] == {"train": 1, "val": 1, "test": 1}
+    _flip(tmp_path / "s/day2.cu3s")  # the session and its annotation: still its 3 rows
+    (tmp_path / "s/day1.json").unlink()
+    f = verify(sp, csv, lock=None).finding("content")
+    assert f.details["modified"] == ["s/day2.cu3s", "s/day2.json"]
+    assert f.details["missing"] == ["s/day1.json"]
+    assert f.details["affected_samples"] == 6
+    assert f.details["affected_stages"] == {"train": 1, "val": 1, "test": 4}
+    # without the split resolving, the rows are still counted, the stages unknown
+    bad = json.loads(sp.read_text())
+    bad["train"] = [{"kind": "files", "paths": ["nope.cu3s"]}]
+    sp.write_text(json.dumps(bad))
+    r = verify(sp, csv, lock=None)
+    f = r.finding("content")
+    assert f.details["affected_samples"] == 6 and "affected_stages" not in f.details
+    assert r.finding("selection").status == "violation"
+    assert r.finding("constraints").status == "skipped"
+
+
+def test_no_md5_column_skips_the_content_check(tmp_path: Path) -> None:
+    sp, csv = _cu3s_like(tmp_path)
+    lines = csv.read_text().splitlines()
+    csv.write_text("\n".join(",".join(line.split(",")[:2]) for line in lines) + "\n")
+    r = verify(sp, csv, lock=None, allow_unpinned=True, checks=["content"])
+    f = r.finding("content")
+    assert f.status == "skipped" and r.ok and "no md5 column" in f.summary
+
+
+# -- selection: --allow-partial, categories ------------------------------------------------
+
+
+def _small(root: Path, split: dict, *, group: bool = False, categories: bool = False) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    cols = ["source", "index"] + (["group"] if group else []) + (
+        ["category_ids"] if categories else [])
+    rows = []
+    for k in range(6):
+        cells = [f"s{k}.cu3s", "0"] + ([f"g{k // 2}"] if group else []) + (
+            [str(1 + k % 2)] if categories else [])
+        rows.append(",".join(cells))
+    (root / "universe.csv").write_text(",".join(cols) + "\n" + "\n".join(rows) + "\n")
+    from dvc_cuvis.universe import read_universe as ru
+
+    split = {**split, "universe_hash": ru(root / "universe.csv").hash}
+    (root / "splits.json").write_text(json.dumps(split))
+
+
+def _run_small(cli, root: Path, monkeypatch, *extra: str):
+    monkeypatch.chdir(root)
+    args = ("check", "--no-params", "--stat-cache", "none", "--no-lock", *extra)
+    text = cli(*args)
+    j = cli(*args, "--json")
+    assert j.code == text.code, text.err
+    return text, json.loads(j.out)["checks"] if j.out.strip() else {}
+
+
+def test_allow_partial_passes_and_still_names_the_selector(tmp_path: Path, cli,
+                                                           monkeypatch) -> None:
+    _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]},
+                                {"kind": "files", "paths": ["s1.cu3s"]}],
+                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
+    text, checks = _run_small(cli, tmp_path, monkeypatch)
+    assert text.code == 1 and verdict(text.out) == "FAILED"
+    sel = checks["selection"]
+    assert sel["status"] == "violation"
+    assert sel["summary"] == "1 selector(s) match only partly (1 requested sample(s) absent)"
+    assert "7" in sel["details"]["partial"][0] and "s0.cu3s" in sel["details"]["partial"][0]
+    assert "[FAIL] selection: 1 selector(s) match only partly" in text.out
+    assert "bake --base" in sel["fix"]
+    text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-partial")
+    assert text.code == 0 and verdict(text.out) == "OK", text.out + text.err
+    sel = checks["selection"]
+    assert sel["status"] == "ok" and sel["summary"].endswith("; allowed (--allow-partial)")
+    assert sel["details"]["partial"] and "s0.cu3s" in sel["details"]["partial"][0]
+    assert "[ok  ] selection: 1 selector(s) match only partly" in text.out
+    assert f"partial: {sel['details']['partial'][0]}" in text.out
+
+
+def test_a_categories_selector_is_resolved_with_the_category_map(tmp_path: Path, cli,
+                                                                 monkeypatch) -> None:
+    _small(tmp_path, {"train": [{"kind": "categories", "any_of": ["dent"]}],
+                      "val": [{"kind": "categories", "any_of": ["scratch"]}]}, categories=True)
+    (tmp_path / "cats.json").write_text(json.dumps({"scratch": 1, "dent": 2}))
+    text, checks = _run_small(cli, tmp_path, monkeypatch, "--categories", "cats.json")
+    assert text.code == 0 and verdict(text.out) == "OK", text.out + text.err
+    assert checks["selection"]["summary"] == (
+        "every selector resolves fully: train=3 val=3 test=0 predict=6")
+    text, checks = _run_small(cli, tmp_path, monkeypatch)
+    assert text.code == 1 and verdict(text.out) == "FAILED"
+    assert checks["selection"]["status"] == "violation"
+    assert "needs a category name->id map" in checks["selection"]["summary"]
+    assert checks["constraints"]["status"] == "skipped"
+    uni = read_universe(tmp_path / "universe.csv")
+    assert verify(tmp_path / "splits.json", uni, lock=None,
+                  name_to_id={"scratch": 2, "dent": 1}).ok  # swapped ids: still 3 and 3
+    r = verify(tmp_path / "splits.json", uni, lock=None, name_to_id={"dent": 2})
+    assert r.finding("selection").status == "violation"
+    assert "'scratch' not in dataset categories" in r.finding("selection").summary
+
+
+# -- constraints: the group leakage option, end to end -------------------------------------
+
+
+def test_group_leakage_error_warn_off(tmp_path: Path, cli, monkeypatch) -> None:
+    # s0 and s1 share group g0; one is trained on, the other validated
+    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s", "s2.cu3s", "s3.cu3s"]}],
+                      "val": [{"kind": "files", "paths": ["s1.cu3s"]}],
+                      "test": [{"kind": "files", "paths": ["s4.cu3s", "s5.cu3s"]}]}, group=True)
+    for mode in ("auto", "error"):
+        extra = () if mode == "auto" else ("--group-leakage", mode)
+        text, checks = _run_small(cli, tmp_path, monkeypatch, *extra)
+        assert text.code == 1 and verdict(text.out) == "FAILED", mode
+        c = checks["constraints"]
+        assert c["status"] == "violation" and "group_leakage violated" in c["summary"], c
+        assert c["details"]["results"]["group_leakage"].startswith("violated (error)")
+        assert "g0" in json.dumps(c["details"]["offending"])
+        assert "--group-by" in c["fix"]
+    text, checks = _run_small(cli, tmp_path, monkeypatch, "--group-leakage", "warn")
+    assert text.code == 0 and verdict(text.out) == "OK"
+    c = checks["constraints"]
+    assert c["status"] == "ok" and "group_leakage violated (warn)" in c["summary"]
+    text, checks = _run_small(cli, tmp_path, monkeypatch, "--group-leakage", "off")
+    assert text.code == 0 and verdict(text.out) == "OK"
+    assert "group_leakage" not in checks["constraints"]["summary"]
+    # verify() itself, each mode
+    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
+    assert not verify(sp, csv, lock=None).ok
+    assert not verify(sp, csv, lock=None, group_leakage="error").ok
+    assert verify(sp, csv, lock=None, group_leakage="warn").ok
+    off = verify(sp, csv, lock=None, group_leakage="off")
+    assert off.ok and "group_leakage" not in off.finding("constraints").summary
+
+
+def test_a_split_with_no_constraints_says_so(tmp_path: Path) -> None:
+    _small(tmp_path, {"train": [{"kind": "all"}]})
+    doc = json.loads((tmp_path / "splits.json").read_text())
+    doc["constraints"] = []
+    (tmp_path / "splits.json").write_text(json.dumps(doc))
+    r = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None)
+    c = r.finding("constraints")
+    assert (c.status, c.summary) == ("ok", "no constraints declared") and r.ok
+
+
+# -- ensure: strict raises, warn logs, off is silent ---------------------------------------
+
+
+def test_ensure_strict_warn_off(caplog: pytest.LogCaptureFixture) -> None:
+    bad = DriftReport("s.json", "u.csv", [Finding("universe", "drift", "grew", {}, "rebake"),
+                                          Finding("content", "ok", "fine")])
+    good = DriftReport("s.json", "u.csv", [Finding("universe", "ok", "fine")])
+    with caplog.at_level(logging.DEBUG, logger="dvc_cuvis.drift"):
+        for mode in ("strict", "warn", "off"):
+            assert ensure(good, mode) is good
+        assert caplog.records == []
+        assert ensure(bad, "off") is bad
+        assert caplog.records == []  # off: nothing logged
+        assert ensure(bad, "warn") is bad
+        assert len(caplog.records) == 1
+        rec = caplog.records[0]
+        assert rec.levelno == logging.WARNING and rec.name == "dvc_cuvis.drift"
+        assert rec.getMessage() == bad.render().rstrip()
+        caplog.clear()
+        with pytest.raises(DriftError) as info:
+            ensure(bad)
+        with pytest.raises(DriftError):
+            ensure(bad, "strict")
+        assert caplog.records == []
+    assert info.value.report is bad and info.value.exit_code == 1
+    assert str(info.value) == "s.json does not match the data: universe (grew)"
+    with pytest.raises(DvcCuvisError, match="verify must be strict, warn or off, got 'loud'"):
+        ensure(good, "loud")
+
+
+# -- {DATA_DIR} splits: the tokenized hash -------------------------------------------------
+
+
+def _sha(uids: list[str]) -> str:
+    return hashlib.sha256("".join(u + "\n" for u in uids).encode()).hexdigest()
+
+
+def test_tokenized_hash_by_first_principles() -> None:
+    uni = Universe.from_records(
+        [{"source": "data/x.cu3s", "index": 1}, {"source": "data/x.cu3s", "index": 0},
+         {"source": "e/a.cu3s", "index": 0}, {"source": "datax/b.cu3s", "index": 2},
+         {"source": "data/whole.tif", "index": None}])
+    want = _sha(sorted(["{DATA_DIR}/x.cu3s#0", "{DATA_DIR}/x.cu3s#1", "e/a.cu3s#0",
+                        "datax/b.cu3s#2", "{DATA_DIR}/whole.tif"]))
+    assert tokenized_hash(uni, "data") == want
+    assert tokenized_hash(uni, "data/") == want
+    # untokenized, the canonical order differs ("data/..." < "e/..." < "{DATA_DIR}/...")
+    assert uni.hash == _sha(sorted(["data/x.cu3s#0", "data/x.cu3s#1", "e/a.cu3s#0",
+                                    "datax/b.cu3s#2", "data/whole.tif"]))
+    assert tokenized_hash(uni, "elsewhere") == uni.hash  # no source under it: unchanged
+    plain = Universe.from_records([{"source": "data/x.cu3s", "index": k} for k in (2, 0, 1)])
+    assert tokenized_hash(plain, "data") == _sha([f"{{DATA_DIR}}/x.cu3s#{k}" for k in (0, 1, 2)])
+
+
+def test_a_gui_split_over_sources_in_and_outside_the_data_dir(tmp_path: Path, cli,
+                                                              monkeypatch) -> None:
+    data = tmp_path.resolve().as_posix() + "/data"
+    other = tmp_path.resolve().as_posix() + "/zzz"
+    rows = ([{"source": f"{data}/day{k}/a.cu3s", "index": i} for k in range(3) for i in range(2)]
+            + [{"source": f"{other}/b.cu3s", "index": 0}, {"source": f"{data}/w.tif",
+                                                            "index": None}])
+    uni = Universe.from_records(rows)
+    uids = ([f"{{DATA_DIR}}/day{k}/a.cu3s#{i}" for k in range(3) for i in range(2)]
+            + [f"{other}/b.cu3s#0", "{DATA_DIR}/w.tif"])
+    pin = _sha(sorted(uids))
+    split = {"universe_hash": pin,
+             "train": [{"kind": "files", "paths": ["{DATA_DIR}/day0/a.cu3s",
+                                                   "{DATA_DIR}/day1/a.cu3s"]}],
+             "val": [{"kind": "files", "paths": ["{DATA_DIR}/day2/a.cu3s"]}],
+             "test": [{"kind": "files", "paths": [f"{other}/b.cu3s", "{DATA_DIR}/w.tif"]}]}
+    (tmp_path / "splits.json").write_text(json.dumps(split))
+    from dvc_cuvis.universe import write_universe
+
+    write_universe(uni, tmp_path / "universe.csv")
+    monkeypatch.chdir(tmp_path)
+    args = ("check", "--no-params", "--stat-cache", "none", "--no-lock", "--data-dir", data)
+    r = cli(*args)
+    assert r.code == 0 and verdict(r.out) == "OK", r.out + r.err
+    j = json.loads(cli(*args, "--json").out)["checks"]
+    assert j["universe"]["details"]["data_dir"] == data
+    assert j["universe"]["summary"] == f"8 samples, hash {pin[:12]} matches the pin"
+    assert j["selection"]["summary"] == (
+        "every selector resolves fully: train=4 val=2 test=2 predict=8")
+    assert infer_data_dir(uni) == tmp_path.resolve().as_posix()
+    wrong = cli(*args[:-1], tmp_path.resolve().as_posix() + "/zzz", "--json")
+    assert wrong.code == 1
+    assert json.loads(wrong.out)["checks"]["universe"]["status"] == "drift"
+
+
+# -- renames -------------------------------------------------------------------------------
+
+
+def test_renamed_frames_are_paired_by_their_content(repo: Path, cli, monkeypatch) -> None:
+    folder = repo / "data/npz/day1_line-a_s01"
+    # crosswise: frame_0000 becomes frame_0098, frame_0001 becomes frame_0097
+    (folder / "frame_0000.npz").rename(folder / "frame_0098.npz")
+    (folder / "frame_0001.npz").rename(folder / "frame_0097.npz")
+    text, code, checks = check(cli, repo, monkeypatch, "--no-lock")
+    assert code == 1 and verdict(text.out) == "FAILED"
+    u = checks["universe"]
+    assert u["status"] == "drift"
+    assert u["details"]["renamed"] == [
+        "day1_line-a_s01/frame_0000.npz -> day1_line-a_s01/frame_0098.npz",
+        "day1_line-a_s01/frame_0001.npz -> day1_line-a_s01/frame_0097.npz"]
+    assert u["details"]["added_samples"] == 2 and u["details"]["removed_samples"] == 2
+    assert u["details"]["added_sources"] == ["day1_line-a_s01/frame_0097.npz",
+                                             "day1_line-a_s01/frame_0098.npz"]
+    assert u["details"]["removed_sources"] == ["day1_line-a_s01/frame_0000.npz",
+                                               "day1_line-a_s01/frame_0001.npz"]
+    assert ("the data on disk differs from universe.csv: 2 sample(s) added, 2 removed"
+            in u["summary"])
+    assert checks["content"]["details"]["missing"] == [
+        "data/npz/day1_line-a_s01/frame_0000.npz", "data/npz/day1_line-a_s01/frame_0001.npz"]
+
+
+def _records(uni: Universe) -> list[dict]:
+    return [{"source": s.source, "index": s.index, **s.extra}
+            for s in (uni.sample(p) for p in range(len(uni)))]
+
+
+def test_renames_need_a_recorded_digest_on_both_sides(tmp_path: Path) -> None:
+    old = Universe.from_records([{"source": "a.cu3s", "index": 0, "md5": "1" * 32},
+                                 {"source": "b.cu3s", "index": 0, "md5": ""},
+                                 {"source": "c.cu3s", "index": 0, "md5": "3" * 32}])
+    new = Universe.from_records([{"source": "a2.cu3s", "index": 0, "md5": "1" * 32},
+                                 {"source": "b2.cu3s", "index": 0, "md5": ""},
+                                 {"source": "c.cu3s", "index": 0, "md5": "3" * 32}])
+    cfg = DataSplitConfig(train=[Selector(kind="all")])
+    r = verify(cfg, old, current=new, lock=None, allow_unpinned=True)
+    u = r.finding("universe")
+    assert u.status == "drift" and u.details["renamed"] == ["a.cu3s -> a2.cu3s"]
+    assert u.details["added_samples"] == 2 and u.details["removed_samples"] == 2
+    nodigest = Universe.from_records([{"source": s, "index": 0} for s in ("a.cu3s", "c.cu3s")])
+    moved = Universe.from_records([{"source": s, "index": 0} for s in ("a2.cu3s", "c.cu3s")])
+    r = verify(cfg, nodigest, current=moved, lock=None, allow_unpinned=True)
+    assert r.finding("universe").details["renamed"] == []
+    # a re-digested sample (same uid, a new md5) is drift of its own
+    recs = _records(old)
+    recs[2]["md5"] = "4" * 32
+    r = verify(cfg, old, current=Universe.from_records(recs), lock=None, allow_unpinned=True)
+    u = r.finding("universe")
+    assert u.status == "drift" and u.details["redigested_sources"] == ["c.cu3s"]
+    assert u.details["redigested_samples"] == 1 and "added_samples" not in u.details
+    assert "1 sample(s) on disk no longer have the md5 that universe.csv records" in u.summary
+    same = verify(cfg, old, current=old, lock=None, allow_unpinned=True).finding("universe")
+    assert same.status == "ok" and same.summary.endswith(
+        "unpinned split (allowed); universe.csv matches the data on disk")
+
+
+def test_an_unpinned_split_fails_unless_allowed(tmp_path: Path, cli, monkeypatch) -> None:
+    _small(tmp_path, {"train": [{"kind": "all"}]})
+    doc = json.loads((tmp_path / "splits.json").read_text())
+    doc["universe_hash"] = None
+    (tmp_path / "splits.json").write_text(json.dumps(doc))
+    text, checks = _run_small(cli, tmp_path, monkeypatch)
+    assert text.code == 1 and verdict(text.out) == "FAILED"
+    u = checks["universe"]
+    assert u["status"] == "drift" and "--allow-unpinned" in u["summary"]
+    assert "pins no universe_hash" in u["details"]["note"]
+    text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-unpinned")
+    assert text.code == 0 and verdict(text.out) == "OK"
+    assert checks["universe"]["summary"].endswith("; unpinned split (allowed)")
+    assert "pins no universe_hash" in checks["universe"]["details"]["note"]
