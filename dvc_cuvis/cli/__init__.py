@@ -23,10 +23,12 @@ from dvc_cuvis.cli import (
     check,
     enumerate,
     export,
+    fetch,
     history,
     hook,
     init,
     materialize,
+    plugins_dir,
     report,
     resolve,
 )
@@ -34,7 +36,8 @@ from dvc_cuvis.cli._settings import EXIT_BAD_INPUT, EXIT_CODES, EXIT_OK, Parser
 from dvc_cuvis.errors import DvcCuvisError
 
 #: Verb modules in the order ``dvc-cuvis --help`` lists them (the pipeline's order).
-VERBS = (init, enumerate, bake, resolve, materialize, check, history, report, export, hook)
+VERBS = (init, enumerate, bake, resolve, materialize, fetch, check, history, report, export, hook,
+         plugins_dir)
 
 
 def build_parser() -> tuple[Parser, dict[str, Parser]]:

@@ -1,0 +1,318 @@
+"""The cuvis-ai plugin: drift-guarded DataModules that a trainrun YAML selects by name.
+
+cuvis-ai finds a DataModule by its ``DATA_MODULE_NAME`` in a ``NodeRegistry`` filled from
+plugin manifests.  The manifest shipped in ``dvc_cuvis/plugins/`` (its folder is what
+``dvc-cuvis plugins-dir`` prints) declares three ``kind: data_module`` capabilities, the
+classes of this module:
+
+``dvc_npz_multi`` (:class:`DvcNpzMultiDataModule`), ``dvc_cu3s_multi``
+(:class:`DvcCu3sMultiDataModule`), ``dvc_tiff_paired`` (:class:`DvcTiffPairedDataModule`)
+    Subclasses of cuvis-ai-dataloader's ``MultiNpzDataModule``, ``MultiCu3sDataModule`` and
+    ``TiffPairedDataModule`` taking every upstream parameter unchanged.  Their ``setup()``
+    runs :func:`dvc_cuvis.drift.verify` before any frame is read — the pin, content md5
+    (where the universe records it), selection, constraints, and dvc.lock staleness in a
+    DVC repository — and only then the upstream ``setup()``.
+
+Extra parameters (in a trainrun's ``data.params``): ``verify`` (``strict`` | ``warn`` |
+``off``, default ``strict``), ``deep``, ``lock``, ``stat_cache``; ``dvc_tiff_paired`` also
+takes ``universe_csv``.  ``validate_params`` refuses an unknown or mistyped parameter,
+naming the closest valid one: a typo must not switch the check off.
+
+This module imports cuvis-ai-dataloader (and so torch and pytorch-lightning) when it is
+imported; ``import dvc_cuvis`` never imports it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cuvis_ai_dataloader.data.datamodule_cu3s_multi import MultiCu3sDataModule
+from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
+from cuvis_ai_dataloader.data.datamodule_tiff_paired import TiffPairedDataModule
+
+from dvc_cuvis.digests import StatCache, open_stat_cache
+from dvc_cuvis.drift import DriftError, DriftReport, ensure, find_lock, verify
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.modules import check_module_rules
+from dvc_cuvis.universe import Universe, read_universe
+
+__all__ = ["GUARD_PARAMS", "DvcCu3sMultiDataModule", "DvcNpzMultiDataModule",
+           "DvcTiffPairedDataModule", "GuardParam", "TrainingDriftError"]
+
+logger = logging.getLogger(__name__)
+
+VERIFY_MODES: tuple[str, ...] = ("strict", "warn", "off")
+
+
+class GuardParam:
+    """One extra parameter of a guarded module: its default and how a value is checked."""
+
+    def __init__(self, default: Any, kinds: tuple[type, ...],
+                 choices: tuple[str, ...] | None = None, help: str = "") -> None:
+        """``kinds``: accepted types (``type(None)`` for null); ``choices``: allowed values."""
+        self.default = default
+        self.kinds = kinds
+        self.choices = choices
+        self.help = help
+
+    def check(self, module: str, name: str, value: Any) -> None:
+        """Raise DvcCuvisError when ``value`` has a wrong type or is not one of the choices."""
+        from dvc_cuvis.cli._settings import closest
+
+        if not isinstance(value, self.kinds) or (isinstance(value, bool)
+                                                 and bool not in self.kinds):
+            names = " or ".join("null" if k is type(None) else k.__name__ for k in self.kinds)
+            raise DvcCuvisError(f"{module}: parameter '{name}' must be {names}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            hint = closest(str(value), list(self.choices))
+            more = f" (did you mean '{hint}'?)" if hint else ""
+            raise DvcCuvisError(f"{module}: parameter '{name}' is {value!r}, not one of "
+                                f"{', '.join(self.choices)}{more}")
+
+
+#: The parameters every guarded module adds to its upstream ones.  A later pre-step (such
+#: as fetching the data at a git revision) adds its own here and in ``PRE_STEPS``.
+GUARD_PARAMS: dict[str, GuardParam] = {
+    "verify": GuardParam("strict", (str,), VERIFY_MODES,
+                         "what a failed drift check does: strict raises, warn logs, off skips"),
+    "deep": GuardParam(False, (bool,), None, "re-hash every file, trusting no cache"),
+    "lock": GuardParam("auto", (str, type(None)), None,
+                       "dvc.lock for the staleness check: auto (the repository's), a path, "
+                       "or null (none)"),
+    "stat_cache": GuardParam("auto", (str, type(None)), None,
+                             "where digests are remembered: auto (.dvc/tmp/dvc-cuvis), a "
+                             "file, or null (in memory)"),
+}
+
+#: Loader arguments ``create_data_module`` passes by name; never inside ``params``.
+_LOADER_ARGS = frozenset({"self", "splits", "batch_size", "num_workers"})
+
+
+class TrainingDriftError(DriftError):
+    """A guarded DataModule refused to set up: the split no longer matches its data.
+
+    The message names the split file, every failed check with its counts, and the command
+    that fixes each; ``err.report`` holds the full report.
+    """
+
+    def __init__(self, report: DriftReport, module: str) -> None:
+        """The error for ``report``, raised by the module named ``module``."""
+        super().__init__(report)
+        lines = [f"{module}: refusing to train: {self.args[0]}"]
+        for f in report.findings:
+            if f.failed:
+                lines.append(f"  {f.check}: {f.summary}")
+                if f.fix:
+                    lines.append(f"    fix: {f.fix}")
+        lines.append("  (nothing was read; to train on it anyway set data.params.verify: warn)")
+        self.args = ("\n".join(lines),)
+
+
+def _upstream_params(upstream: type) -> list[str]:
+    """The keyword parameters of the upstream ``__init__`` that a trainrun's params can set."""
+    init = inspect.unwrap(upstream.__init__)  # type: ignore[misc]
+    return [n for n in inspect.signature(init).parameters if n not in _LOADER_ARGS]
+
+
+class _Guarded:
+    """The drift check in front of an upstream module's ``setup()`` (mixin, first base)."""
+
+    #: The cuvis-ai-dataloader class this one guards (set by each subclass).
+    UPSTREAM: ClassVar[type]
+    #: This module's own parameters beyond the upstream ones and ``GUARD_PARAMS``.
+    OWN_PARAMS: ClassVar[dict[str, GuardParam]] = {}
+    #: Steps run first in ``setup(stage)``, before the check (e.g. fetch the data at a
+    #: revision); each is called with the module and the stage.
+    PRE_STEPS: ClassVar[tuple[Callable[[Any, str | None], None], ...]] = ()
+
+    DATA_MODULE_NAME: ClassVar[str]
+
+    @classmethod
+    def guard_params(cls) -> dict[str, GuardParam]:
+        """Every parameter this class adds to the upstream module's."""
+        return {**GUARD_PARAMS, **cls.OWN_PARAMS}
+
+    @classmethod
+    def valid_params(cls) -> list[str]:
+        """Every name a trainrun's ``data.params`` may hold for this module."""
+        return sorted({*_upstream_params(cls.UPSTREAM), *cls.guard_params()})
+
+    @classmethod
+    def _check_names(cls, params: dict[str, Any]) -> None:
+        from dvc_cuvis.cli._settings import closest
+
+        valid = cls.valid_params()
+        for key in sorted(params, key=str):
+            if key not in valid:
+                hint = closest(str(key), valid)
+                more = f"; did you mean '{hint}'?" if hint else ""
+                raise DvcCuvisError(
+                    f"{cls.DATA_MODULE_NAME}: unknown parameter '{key}'{more} (valid: "
+                    f"{', '.join(valid)}); a mistyped parameter would otherwise be ignored")
+        for name, spec in cls.guard_params().items():
+            if name in params:
+                spec.check(cls.DATA_MODULE_NAME, name, params[name])
+
+    @classmethod
+    def validate_params(cls, params: dict[str, Any]) -> None:
+        """Refuse unknown or mistyped parameters (naming the closest), then upstream's checks."""
+        cls._check_names(dict(params))
+        ours = cls.guard_params()
+        upstream: Any = cls.UPSTREAM
+        upstream.validate_params({k: v for k, v in params.items() if k not in ours})
+
+    def _take_guard_params(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Split ``kwargs`` (flat or DataConfig-shaped) into ours (set on self) and upstream's."""
+        kwargs = dict(kwargs)
+        kwargs.pop("data_module", None)
+        nested = kwargs.pop("params", None) or {}
+        for key, value in dict(nested).items():
+            kwargs.setdefault(key, value)
+        type(self)._check_names({k: v for k, v in kwargs.items() if k not in _LOADER_ARGS})
+        values = {}
+        for name, spec in type(self).guard_params().items():
+            values[name] = kwargs.pop(name, spec.default)
+        self.guard_settings: dict[str, Any] = values
+        self.drift_report: DriftReport | None = None
+        self._stat_cache: StatCache | None = None
+        self._warned: str | None = None
+        return kwargs
+
+    # -- what is checked ------------------------------------------------------------------
+
+    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+        """The universe to check against, ``current`` for verify(), and the folder whose
+        repository holds the dvc.lock and stat cache (subclass hook)."""
+        raise NotImplementedError
+
+    def _lock(self, near: Path) -> Path | str | None:
+        lock = self.guard_settings["lock"]
+        if lock == "auto":
+            return find_lock(near)
+        return Path(lock) if lock else None
+
+    def _cache(self, near: Path) -> StatCache:
+        if self._stat_cache is None:
+            self._stat_cache = open_stat_cache(self.guard_settings["stat_cache"], near)
+        return self._stat_cache
+
+    def check_drift(self) -> DriftReport | None:
+        """Run the drift check now (per ``verify``); raises TrainingDriftError under strict."""
+        mode = self.guard_settings["verify"]
+        if mode == "off":
+            return None
+        splits: Any = getattr(self, "splits", None)
+        if splits is None:
+            raise DvcCuvisError(
+                f"{self.DATA_MODULE_NAME}: no splits given; the drift check needs the split "
+                "(data.splits.splits_path: splits.json), or set data.params.verify: off")
+        universe, current, folder = self._universe_for_check()
+        report = verify(splits, universe, current=current, deep=self.guard_settings["deep"],
+                        lock=self._lock(folder), cache=self._cache(folder / "universe.csv"))
+        self.drift_report = report
+        if report.ok:
+            return report
+        if mode == "strict":
+            try:
+                ensure(report, "strict")
+            except DriftError:
+                raise TrainingDriftError(report, self.DATA_MODULE_NAME) from None
+        text = report.render()
+        if text != self._warned:  # once per distinct report, not on every setup(stage)
+            self._warned = text
+            ensure(report, "warn")
+        return report
+
+    def setup(self, stage: str | None = None) -> None:
+        """Pre-steps, then the drift check, then the upstream ``setup(stage)``."""
+        for step in self.PRE_STEPS:
+            step(self, stage)
+        self.check_drift()
+        super().setup(stage)  # type: ignore[misc]
+
+
+class _UniverseCsvGuarded(_Guarded):
+    """Modules over a ``universe_csv`` (npz_multi, cu3s_multi): that file is checked."""
+
+    #: The upstream module's name, whose universe rules apply to the universe.csv.
+    RULES: ClassVar[str]
+
+    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+        path = Path(getattr(self, "_universe_csv"))  # noqa: B009 (set by the upstream init)
+        check_module_rules(read_universe(path), self.RULES)
+        return path, None, path.parent
+
+
+class DvcNpzMultiDataModule(_UniverseCsvGuarded, MultiNpzDataModule):
+    """``dvc_npz_multi``: cuvis-ai-dataloader's ``npz_multi``, drift-checked in ``setup()``.
+
+    Takes every ``MultiNpzDataModule`` parameter plus ``verify``, ``deep``, ``lock`` and
+    ``stat_cache`` (see :mod:`dvc_cuvis.plugin`).  Point ``universe_csv`` at the
+    universe.csv that ``dvc-cuvis materialize`` wrote, and ``splits.splits_path`` at the
+    splits.json beside it.
+    """
+
+    DATA_MODULE_NAME: ClassVar[str] = "dvc_npz_multi"
+    UPSTREAM: ClassVar[type] = MultiNpzDataModule
+    RULES: ClassVar[str] = "npz_multi"
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Upstream's parameters unchanged, plus the guard's (nothing is read but the CSV)."""
+        MultiNpzDataModule.__init__(self, **self._take_guard_params(kwargs))
+
+
+class DvcCu3sMultiDataModule(_UniverseCsvGuarded, MultiCu3sDataModule):
+    """``dvc_cu3s_multi``: cuvis-ai-dataloader's ``cu3s_multi``, drift-checked in ``setup()``.
+
+    Takes every ``MultiCu3sDataModule`` parameter plus the guard's.  The check needs a
+    split (``splits``); a module-owned split (the CSV's ``split`` column) has no pin to
+    check, so use ``verify: off`` for it.
+    """
+
+    DATA_MODULE_NAME: ClassVar[str] = "dvc_cu3s_multi"
+    UPSTREAM: ClassVar[type] = MultiCu3sDataModule
+    RULES: ClassVar[str] = "cu3s_multi"
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Upstream's parameters unchanged, plus the guard's (nothing is read but the CSV)."""
+        MultiCu3sDataModule.__init__(self, **self._take_guard_params(kwargs))
+
+
+class DvcTiffPairedDataModule(_Guarded, TiffPairedDataModule):
+    """``dvc_tiff_paired``: cuvis-ai-dataloader's ``tiff_paired``, drift-checked in ``setup()``.
+
+    tiff_paired has no universe file: it lists ``images_dir``.  The pin is checked against
+    that listing — exactly what it will train on.  Given ``universe_csv`` (the one
+    ``dvc-cuvis enumerate --format tiff`` wrote), the universe.csv must also equal the
+    listing, and every file's content is checked against its recorded md5.
+    """
+
+    DATA_MODULE_NAME: ClassVar[str] = "dvc_tiff_paired"
+    UPSTREAM: ClassVar[type] = TiffPairedDataModule
+    OWN_PARAMS: ClassVar[dict[str, GuardParam]] = {
+        "universe_csv": GuardParam(None, (str, type(None)), None,
+                                   "the universe.csv enumerate wrote: also check content"),
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Upstream's parameters unchanged, plus the guard's and ``universe_csv``."""
+        TiffPairedDataModule.__init__(self, **self._take_guard_params(kwargs))
+
+    def _listing(self) -> Universe:
+        """The module's own enumeration (what it will train on) as a universe."""
+        refs = self.enumerate()
+        records = [{"source": r.source, "index": None} for r in refs]
+        return Universe.from_records(records)
+
+    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+        listing = self._listing()
+        csv = self.guard_settings["universe_csv"]
+        if csv:
+            check_module_rules(read_universe(csv), "tiff_paired")
+            return Path(csv), listing, Path(csv).resolve().parent
+        images = Path(getattr(self, "images_dir", None) or ".")
+        return listing, None, images.resolve()
