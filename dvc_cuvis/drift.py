@@ -53,7 +53,6 @@ from dvc_cuvis.universe import (
     anomaly_notions_differ,
     anomaly_notions_note,
     read_universe,
-    universe_hash,
 )
 from dvc_cuvis.verdicts import VerdictMemo
 
@@ -80,7 +79,7 @@ class Finding:
     @property
     def failed(self) -> bool:
         """True for drift or a violation."""
-        return self.status in ("drift", "violation")
+        return self.status in ("drift", "violation", "not-pulled")
 
     def record(self) -> dict[str, Any]:
         """The finding as a plain record (what the verdict memo keeps)."""
@@ -130,7 +129,8 @@ class DriftReport:
                  + (" (the last clean verdict: no file it rests on has changed)"
                     if self.reused_verdict else "")]
         for f in self.findings:
-            mark = {"ok": "ok  ", "skipped": "skip", "drift": "DRIFT", "violation": "FAIL"}
+            mark = {"ok": "ok  ", "skipped": "skip", "drift": "DRIFT", "violation": "FAIL",
+                    "not-pulled": "PULL"}
             lines.append(f"  [{mark.get(f.status, f.status)}] {f.check}: {f.summary}")
             for line in _detail_lines(f.details):
                 lines.append(f"         {line}")
@@ -188,14 +188,8 @@ def detokenize(cfg: DataSplitConfig, data_dir: str) -> DataSplitConfig:
 def tokenized_hash(uni: Universe, data_dir: str) -> str:
     """``universe_hash`` with the data-dir prefix of every source written as ``{DATA_DIR}``."""
     prefix = data_dir.rstrip("/") + "/"
-    names = [TOKEN + "/" + s[len(prefix):] if s.startswith(prefix) else s
-             for s in uni.source_names]
-    order = sorted(range(len(names)), key=lambda c: names[c])
-    off = uni.offsets
-    idx = uni.indices.tolist()
-    bare = uni.indexless
-    return universe_hash(names[c] if bare is not None and bare[p] else f"{names[c]}#{idx[p]}"
-                         for c in order for p in range(off[c], off[c + 1]))
+    return uni.spelled_hash([TOKEN + "/" + s[len(prefix):] if s.startswith(prefix) else s
+                             for s in uni.source_names])
 
 
 def infer_data_dir(uni: Universe) -> str:
@@ -692,7 +686,14 @@ def verify(
         cfg, split_stamp = load_splits_stamped(splits)
     uni = universe if isinstance(universe, Universe) else read_universe(universe)
     cfg_resolved, data_dir = _resolve_tokens(cfg, uni, data_dir)
-    now, own_digests = _current_universe(current, cache, vouched)
+    try:
+        now, own_digests = _current_universe(current, cache, vouched)
+    except DvcCuvisError:  # a clone that has not pulled: the content check says so
+        from dvc_cuvis.fetch import data_not_pulled
+
+        if not data_not_pulled(uni):
+            raise
+        now, own_digests = None, False
     findings: list[Finding] = []
     res = None
     sel_finding = None
@@ -709,6 +710,10 @@ def verify(
         findings.append(_check_content(uni, cache, res.assignment() if res else None,
                                        now if own_digests or not deep else None, vouched,
                                        witness))
+        if findings[-1].status == "drift":
+            from dvc_cuvis.fetch import explain_not_pulled
+
+            explain_not_pulled(findings, uni)
     if "selection" in wanted and sel_finding is not None:
         findings.append(sel_finding)
     if "constraints" in wanted:

@@ -116,7 +116,48 @@ def norm_sources(paths: Sequence[str]) -> list[str]:
 #: Ids at or above this cannot be positions or read indices; they are kept aside as
 #: Python ints so they still count as requested-but-missing, exactly as upstream sees them.
 _HUGE = 2**62
-_MAX_RANGE = 100_000_000
+
+#: The most ids one ``a-b[:step]`` range may expand to, in a selector's ``ids`` and in a
+#: universe.csv ``index`` cell alike (:func:`parse_id_range`, the one home of the grammar).
+#:
+#: Why 10 million: a range costs memory in proportion to its length, not to the text that
+#: asks for it, so a ten-character cell must not be able to demand gigabytes.  In a
+#: universe.csv every id becomes a row that carries copies of all the row's other cells (a
+#: 10M-id cell is about 1 GB of rows with typical columns; 10**8 would be 10 GB on a 24 GiB
+#: machine); in a selector the ids are an int64 array (80 MB at 10M).  Ten times the
+#: largest universe the benchmarks target (1M rows) leaves ample room for any real split,
+#: and a longer run is written as several ranges.
+MAX_RANGE_IDS = 10_000_000
+
+
+def parse_id_range(text: str) -> range | None:
+    """The inclusive ``"a-b[:step]"`` id range ``text`` names, or None if it is no range.
+
+    Upstream's grammar (``cuvis_ai_core.utils.general.expand_range_selectors``, which its
+    universe reader uses too): blanks around the text are ignored, ``\\d`` is
+    Unicode-aware.  Used by :func:`split_ids` and by the universe.csv reader's ``index``
+    cells, with one limit, :data:`MAX_RANGE_IDS`.
+
+    Raises
+    ------
+    SelectorError
+        ``step`` is 0, ``start > stop``, or the range holds more than
+        :data:`MAX_RANGE_IDS` ids (upstream's messages for the first two).
+    """
+    m = _RANGE_RE.match(text.strip())
+    if m is None:
+        return None
+    start, stop = int(m.group(1)), int(m.group(2))
+    step = int(m.group(3)) if m.group(3) is not None else 1
+    if step <= 0:
+        raise SelectorError(f"range selector {text!r}: step must be > 0")
+    if start > stop:
+        raise SelectorError(f"range selector {text!r}: start {start} must be <= stop {stop}")
+    expanded = range(start, stop + 1, step)
+    if len(expanded) > MAX_RANGE_IDS:
+        raise SelectorError(f"range selector {text!r} expands to {len(expanded)} ids (at most "
+                            f"{MAX_RANGE_IDS:,}); split it up")
+    return expanded
 
 
 def split_ids(
@@ -133,22 +174,8 @@ def split_ids(
         return fast, []
     segments: list[range | int | str] = []
     for item in ids:
-        m = _RANGE_RE.match(item.strip()) if isinstance(item, str) else None
-        if m is None:
-            segments.append(item)
-            continue
-        start, stop = int(m.group(1)), int(m.group(2))
-        step = int(m.group(3)) if m.group(3) is not None else 1
-        if step <= 0:
-            raise SelectorError(f"range selector {item!r}: step must be > 0")
-        if start > stop:
-            raise SelectorError(f"range selector {item!r}: start {start} must be <= stop {stop}")
-        expanded = range(start, stop + 1, step)
-        if len(expanded) > _MAX_RANGE:
-            raise SelectorError(
-                f"range selector {item!r} expands to {len(expanded)} ids; split it up"
-            )
-        segments.append(expanded)
+        expanded = parse_id_range(item) if isinstance(item, str) else None
+        segments.append(item if expanded is None else expanded)
     pieces: list[Positions] = []
     plain: list[int] = []
     huge: list[int] = []

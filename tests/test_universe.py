@@ -160,7 +160,7 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
 
 
 def test_large_file_spanning_chunks_matches_small_parser(tmp_path: Path, monkeypatch) -> None:
-    import dvc_cuvis.universe as mod
+    import dvc_cuvis.universe_io as mod
 
     rng = np.random.default_rng(7)
     rows = [(f"s{int(s):03d}/rec.cu3s", int(i)) for s in rng.integers(0, 50, 3000)
@@ -226,7 +226,7 @@ def test_empty_index_cell_is_a_whole_file_sample_with_upstream_uid() -> None:
 
 
 def test_whole_file_samples_round_trip_every_way(tmp_path: Path, monkeypatch) -> None:
-    import dvc_cuvis.universe as mod
+    import dvc_cuvis.universe_io as mod
 
     rows = [{"source": f"t/{k:03d}.tif", "index": None, "md5": f"{k:x}"} for k in range(300)]
     rows += [{"source": "s.cu3s", "index": i, "md5": ""} for i in range(5)]
@@ -317,3 +317,82 @@ def test_cli_missing_file_is_one_line_exit_2(tmp_path: Path, args: tuple[str, ..
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dvc-cuvis: error: "), r.err
     assert "nope." in lines[0] and "not found" in lines[0]
+
+
+# -- one range grammar, one limit; one uid formatter; the model apart from its file ---------
+
+
+def test_one_range_limit_in_selectors_and_in_the_universe_reader() -> None:
+    from cuvis_ai_schemas.training.data import Selector
+
+    from dvc_cuvis.errors import SelectorError
+    from dvc_cuvis.selectors import MAX_RANGE_IDS, parse_id_range, split_ids
+
+    at_limit = f"0-{MAX_RANGE_IDS - 1}"
+    over = f"0-{MAX_RANGE_IDS}"
+    assert len(parse_id_range(at_limit) or ()) == MAX_RANGE_IDS
+    assert parse_id_range(" 2-8:3 ") == range(2, 9, 3) and parse_id_range("7") is None
+    # the selector path: the limit holds, one id more is refused with what to do
+    assert len(split_ids([at_limit])[0]) == MAX_RANGE_IDS
+    with pytest.raises(SelectorError, match=r"expands to 10000001 ids \(at most 10,000,000\)"):
+        split_ids([over])
+    sel = Selector(kind="file_indices", source="a", ids=[over])  # the schema takes it ...
+    with pytest.raises(SelectorError, match="expands to"):
+        split_ids(sel.ids)  # ... the resolver refuses it
+    # the universe path: the same limit (a step counts ids, not the span)
+    stepped = f"0-{2 * MAX_RANGE_IDS - 2}:2"
+    assert len(parse_id_range(stepped) or ()) == MAX_RANGE_IDS
+    with pytest.raises(UniverseError, match=r"u\.csv:2: column 'index': bad range '0-10000000' "
+                       r"\(.*at most 10,000,000 ids\)"):
+        parse(f"source,index\na,{over}\n")
+    with pytest.raises(UniverseError, match=r"u\.csv:3: .*bad range '0-20000000:2'"):
+        parse(f"source,index\nb,0\na,0-{2 * MAX_RANGE_IDS}:2\n")
+    assert len(parse(f"source,index\na,0-{2 * MAX_RANGE_IDS - 2}:2\n")) == MAX_RANGE_IDS
+
+
+def test_range_cells_keep_ascii_digits_and_the_int64_bound() -> None:
+    with pytest.raises(UniverseError, match="is not a non-negative integer"):
+        parse("source,index\na,١-٣\n")  # selectors accept Unicode digits, as upstream; cells not
+    with pytest.raises(UniverseError, match="bad range"):
+        parse(f"source,index\na,{10**18}-{10**18}\n")
+    assert parse("source,index\na, 3-5 \n").uids() == ["a#3", "a#4", "a#5"]
+
+
+def test_every_uid_comes_from_the_one_formatter() -> None:
+    from dvc_cuvis.drift import tokenized_hash
+    from dvc_cuvis.universe import uid_block
+
+    rows = [{"source": f"/d/s{k}/r.cu3s", "index": i} for k in (2, 0, 1) for i in (5, 0, 3)]
+    rows += [{"source": "/d/t.tif", "index": None}, {"source": "/e/z.cu3s", "index": 1}]
+    uni = Universe.from_records(rows)
+    refs = uni.ref_indices()
+    by_rule = [uid(uni.source(p), refs[p]) for p in range(len(uni))]
+    assert uni.uids() == by_rule == [uni.uid(p) for p in range(len(uni))]
+    assert uni.uids([4, 0]) == [by_rule[4], by_rule[0]]
+    upstream_refs = [SampleRef(source=uni.source(p), index=refs[p]) for p in range(len(uni))]
+    assert uni.hash == universe_hash(by_rule) == upstream_hash(upstream_refs)
+    assert uid_block("a", [0, 2]) == "a#0\na#2\n" and uid_block("t.tif", None) == "t.tif\n"
+    # tokenized: the uids spelled with {DATA_DIR}, sorted as such, hashed as any universe
+    spelled = sorted(u.replace("/d/", "{DATA_DIR}/", 1) for u in by_rule)
+    spelled.sort(key=lambda u: (u.split("#")[0], int(u.split("#")[1]) if "#" in u else -1))
+    assert tokenized_hash(uni, "/d") == universe_hash(spelled)
+    assert uni.spelled_hash(uni.source_names) == uni.hash
+    with pytest.raises(ValueError, match="names for"):
+        uni.spelled_hash(["x"])
+
+
+def test_the_model_does_not_import_its_file_format() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, dvc_cuvis.universe as u; assert 'dvc_cuvis.universe_io' not in "
+            "sys.modules; f = u.read_universe; import dvc_cuvis.universe_io as io; "
+            "assert f is io.read_universe and u.write_universe is io.write_universe; "
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "ok"
+    import dvc_cuvis.universe as mod
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = mod.nope
