@@ -11,21 +11,15 @@ import yaml
 
 from dvc_cuvis.drift import DriftError, ensure, verify
 from dvc_cuvis.universe import Universe, read_universe
-from examples.generate import generate
 
+from ._repos import pristine
 from .conftest import FIXTURES
-from .test_pipeline import sh
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("pipe")
-    sh("git", "init", "-q", cwd=root)
-    sh("dvc", "init", "-q", cwd=root)
-    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
-    generate(root / "data", sessions=8, frames=3, size=(8, 8), bands=4, seed=9)
-    sh("dvc", "repro", cwd=root)
-    return root
+    """The example npz pipeline after ``dvc repro``, built once per session (never modified)."""
+    return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
 
 
 @pytest.fixture

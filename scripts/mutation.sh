@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Mutation testing of the drift check and the split model (mutmut 3, 2 workers); see
+# docs/mutation.md for the scores and the survivors.  Not part of .ci/run (it takes minutes).
+#
+#   scripts/mutation.sh [MODULE...]   MODULE: drift, selectors, splits, plugin (default: all)
+#
+# Environment: JOBS (workers, default 2), FRESH=1 (forget earlier results: rm -rf mutants/).
+# The configuration (modules, fast test selection) is [tool.mutmut] in pyproject.toml; mutmut
+# works in a copy, mutants/ (git-ignored).  Pipelines the tests need are built once and kept
+# in $DVC_CUVIS_TEST_REPOS (tests/_repos.py), not once per mutant.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/mutmut ] || .venv/bin/python -m pip install -q --disable-pip-version-check \
+    "mutmut==3.8.1"
+export DVC_CUVIS_TEST_REPOS="${DVC_CUVIS_TEST_REPOS:-${TMPDIR:-/tmp}/dvc-cuvis-mutation-repos}"
+[ "${FRESH:-0}" = 1 ] && rm -rf mutants
+modules=("$@")
+[ ${#modules[@]} -gt 0 ] || modules=(drift selectors splits plugin)
+status=0
+for m in "${modules[@]}"; do
+    if [ ! -f "dvc_cuvis/$m.py" ]; then
+        echo "mutation: dvc_cuvis/$m.py does not exist, skipped" >&2
+        continue
+    fi
+    start=$(date +%s)
+    .venv/bin/mutmut run --max-children "${JOBS:-2}" "dvc_cuvis.$m.*" || status=$?
+    echo "mutation: dvc_cuvis/$m.py took $(( $(date +%s) - start )) s"
+    .venv/bin/python - "$m" <<'EOF'
+import json, sys
+from collections import Counter
+from pathlib import Path
+
+module = sys.argv[1]
+meta = Path("mutants/dvc_cuvis") / f"{module}.py.meta"
+codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
+kind = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests",
+        36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
+        None: "not checked"}
+counts = Counter(kind.get(c, "suspicious") for c in codes.values())
+done = sum(n for k, n in counts.items() if k != "not checked")
+caught = counts["killed"] + counts["timeout"]
+score = f"{100 * caught / done:.1f} %" if done else "n/a"
+print(f"mutation: dvc_cuvis/{module}.py: {len(codes)} mutants, " + ", ".join(
+    f"{n} {k}" for k, n in sorted(counts.items())) + f"; score {score} (killed+timeout/checked)")
+for name, c in sorted(codes.items()):
+    if kind.get(c, "suspicious") in ("survived", "no tests", "suspicious"):
+        print(f"    {name}: {kind.get(c, 'suspicious')}")
+EOF
+done
+exit "$status"
