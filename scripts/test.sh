@@ -27,6 +27,19 @@ if ! { command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 \
         exit 1
     fi
 fi
+# The SSH-remote tests start Debian's sshd on 127.0.0.1: installed the same way, or the run fails.
+if ! command -v sshd >/dev/null 2>&1 && [ ! -x /usr/sbin/sshd ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            openssh-server >/dev/null; } || {
+            echo "error: could not install openssh-server with apt-get" \
+                 "(the SSH-remote tests need sshd)" >&2; exit 1; }
+    else
+        echo "error: sshd (openssh-server) is missing and cannot be installed" \
+             "(not root, or no apt-get): install it, then rerun" >&2
+        exit 1
+    fi
+fi
 # In CI the browser test fails instead of skipping when no browser is found.
 export CI="${CI:-true}"
 .venv/bin/ruff check dvc_cuvis tests benchmarks examples

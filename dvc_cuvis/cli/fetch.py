@@ -1,0 +1,111 @@
+"""``dvc-cuvis fetch``: pull only the files some stages of the split need (DVC granular pull)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
+from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
+
+
+def add_parser(sub: Any) -> None:
+    """The ``fetch`` verb's flags."""
+    p = verb_parser(sub, "fetch", "pull only the files some stages of the split need",
+                    paths=("universe", "splits", "categories", "materialized_dir"))
+    p.add_argument("--stage", dest="stage", action="append", metavar="STAGE",
+                   choices=["train", "val", "test", "predict"],
+                   help="a stage to fetch: train, val, test or predict; repeat for several "
+                   "(required)")
+    p.add_argument("--materialized", action="store_true", default=None,
+                   help="fetch the stage's materialized npz frames instead of the raw files "
+                   "and annotations (default: raw)")
+    p.add_argument("--materialized-dir", dest="materialized_dir", metavar="DIR",
+                   help="the materialize output folder (default: the materialize section's "
+                   "out_dir, else materialized)")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true",
+                   help="list the files and bytes a fetch would need; download nothing")
+    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
+    p.add_argument("--splits", metavar="PATH", help="splits.json (default: splits.json)")
+    p.add_argument("--categories", metavar="PATH",
+                   help="category name->id map for 'categories' selectors (default: none)")
+    p.add_argument("--remote", help="DVC remote to pull from (default: the default remote)")
+    p.add_argument("--jobs", type=int, help="parallel downloads (default: DVC's)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: when stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    p.set_defaults(func=run)
+    register("fetch", p)
+
+
+def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> Path:
+    """materialized/universe.csv, pulled on its own first when the folder is not pulled."""
+    from dvc_cuvis.fetch import FetchFile, dvc_error
+
+    folder = s.get("materialized_dir")
+    if folder is None:
+        value = s.of("materialize").get("out_dir")
+        folder = s.from_file("out_dir", value, "materialize") if value else "materialized"
+    path = Path(folder) / "universe.csv"
+    if not path.is_file():
+        from dvc.repo import Repo
+
+        rel = FetchFile(Path(path).resolve().relative_to(plan_root).as_posix(), "", 0)
+        try:
+            with Repo(str(plan_root)) as repo:
+                repo.pull(targets=[rel.path], remote=remote)
+        except Exception as exc:
+            raise dvc_error(exc, f"dvc pull {rel.path}") from None
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    """Pull exactly the files the named stages need, then verify their md5."""
+    from dvc_cuvis.fetch import fetch, plan_fetch, remote_sizes, repo_root
+
+    s = Settings(args)
+    stages = s.get("stage")
+    if not stages:
+        s.required("stage", "--stage STAGE")
+    stages = [stages] if isinstance(stages, str) else list(stages)
+    universe_path, splits_path = split_paths(s)
+    require_file(splits_path, "splits", s)
+    require_file(universe_path, "universe", s)
+    remote = s.get("remote")
+    root = repo_root(universe_path.resolve().parent).resolve()
+    mat = _materialized_universe(s, root, remote) if s.flag("materialized") else None
+    plan = plan_fetch(splits_path, universe_path, stages, materialized=mat,
+                      name_to_id=category_map(s), root=root)
+    progress = s.get("progress")
+    show = progress if progress is not None else sys.stderr.isatty()
+    what = "materialized frames" if mat is not None else "files"
+    counts = ", ".join(f"{k}={v}" for k, v in plan.samples.items())
+    if args.dry_run:
+        plan.sizes = remote_sizes(root, plan.files, remote)
+        if args.json:
+            doc = {"stages": plan.samples, "files": [
+                {"path": f.path, "md5": f.md5, "bytes": plan.sizes.get(f.path)}
+                for f in plan.files], "bytes": plan.total_bytes}
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            return EXIT_OK
+        for f in plan.files:
+            size = plan.sizes.get(f.path)
+            print(f"{size if size is not None else '?':>12}  {f.path}")
+        total = plan.total_bytes
+        print(f"would fetch {len(plan.files)} {what} ({total if total is not None else '?'} "
+              f"bytes) for {counts}")
+        return EXIT_OK
+    result = fetch(plan, jobs=s.get("jobs"), remote=remote, progress=show)
+    if args.json:
+        sys.stdout.write(json.dumps({"stages": plan.samples, "files": len(plan.files),
+                                     "downloaded": result.downloaded,
+                                     "bytes": result.bytes, "verified": result.verified},
+                                    indent=2) + "\n")
+    else:
+        print(f"fetched {len(plan.files)} {what} for {counts}: {result.downloaded} "
+              f"downloaded, {result.verified} verified against {plan.universe} "
+              f"({result.bytes} bytes)")
+    return EXIT_OK

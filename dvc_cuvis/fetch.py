@@ -1,0 +1,347 @@
+"""Fetch only what a stage needs: the split's stages mapped to files DVC can pull granularly.
+
+A trainer needs the frames of one stage, not the whole dataset.  :func:`plan_fetch`
+resolves the split's stages (the selector rules of :func:`dvc_cuvis.splits.resolve`) and
+lists the files those samples need — the frame (``materialized_path``, else the source)
+and its annotation, each with the md5 universe.csv records (the columns the drift check
+reads, :data:`dvc_cuvis.drift.DIGEST_COLUMNS`).  :func:`fetch` hands exactly those paths
+to DVC's own granular pull (``Repo.pull(targets=...)``: fetch into the cache from the
+remote, then check out into the workspace), and :func:`verify_files` hashes each file and
+compares it with universe.csv.  Nothing outside those paths is downloaded.
+
+:func:`not_pulled` tells the drift check which missing files are merely not pulled yet
+(DVC tracks them), so the check can say ``dvc pull`` instead of "content drift".
+DVC is imported lazily, only by the functions that ask it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.errors import DvcCuvisError
+
+__all__ = ["FetchFile", "FetchPlan", "FetchResult", "dvc_error", "fetch", "not_pulled",
+           "plan_fetch", "remote_sizes", "rows_files", "verify_files"]
+
+
+@dataclass(frozen=True)
+class FetchFile:
+    """One file a stage needs: its path (posix, relative to the repository root), the md5
+    universe.csv records for it, and how many samples read it."""
+
+    path: str
+    md5: str
+    samples: int
+
+
+@dataclass
+class FetchPlan:
+    """What a fetch of some stages needs."""
+
+    root: Path
+    stages: tuple[str, ...]
+    samples: dict[str, int]
+    files: list[FetchFile]
+    universe: Path
+    sizes: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int | None:
+        """Sum of the known sizes (None when no size is known)."""
+        known = [s for s in self.sizes.values() if s is not None]
+        return sum(known) if known else None
+
+
+@dataclass
+class FetchResult:
+    """What a fetch did: files DVC downloaded, files verified, bytes on disk."""
+
+    plan: FetchPlan
+    downloaded: int
+    verified: int
+    bytes: int
+
+
+def dvc_error(exc: Exception, what: str) -> DvcCuvisError:
+    """One clear line for a DVC failure (no remote, object missing there, unreachable)."""
+    name = type(exc).__name__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+    hint = ""
+    if name == "NoRemoteError":
+        hint = "; add one: `dvc remote add -d NAME URL`"
+    elif name in ("DownloadError", "CheckoutError", "FileMissingError"):
+        hint = ("; is it pushed (`dvc push` in the repository that made it) and the remote "
+                "reachable?")
+    return DvcCuvisError(f"{what}: {text}{hint}")
+
+
+def rows_files(uni: Any, positions: Iterable[int], base: Path, root: Path) -> list[FetchFile]:
+    """The files universe rows need (frame and annotation, with their recorded md5), as
+    repository-relative posix paths; rows naming the same file share one entry."""
+    from dvc_cuvis.drift import DIGEST_COLUMNS
+    from dvc_cuvis.paths import resolve_inside
+
+    found: dict[str, list[Any]] = {}
+    pos = list(positions)
+    for column, digest_col in DIGEST_COLUMNS:
+        digests = uni.column(digest_col) if uni.has_column(digest_col) else None
+        paths = uni.column(column) if uni.has_column(column) else None
+        for p in pos:
+            rel = paths[p] if paths is not None else ""
+            if not rel and column == "materialized_path":
+                rel = uni.source(p)
+            if not rel:
+                continue
+            full = resolve_inside(base, rel, what=f"{column} of row {p + 1}")
+            key = Path(os.path.relpath(full, root)).as_posix()
+            if key.startswith("../"):
+                raise DvcCuvisError(f"{rel}: {column} lies outside the repository {root}")
+            digest = digests[p] if digests is not None else ""
+            entry = found.setdefault(key, [digest, 0])
+            entry[1] += 1
+    return [FetchFile(k, v[0], v[1]) for k, v in sorted(found.items())]
+
+
+def plan_fetch(
+    splits: Path, universe: Path, stages: Sequence[str], *,
+    materialized: Path | None = None, name_to_id: dict[str, int] | None = None,
+    root: Path | None = None,
+) -> FetchPlan:
+    """The files ``stages`` of ``splits`` need: the raw files of ``universe``'s rows, or
+    with ``materialized`` (the materialized universe.csv), those rows' npz frames.
+
+    The stages are resolved against ``universe``; a materialized universe is matched to
+    them by uid.  Every path must lie inside the repository ``root`` (default: the DVC
+    repository holding ``universe``).
+    """
+    from dvc_cuvis.splits import STAGES, load_splits, resolve
+    from dvc_cuvis.universe import read_universe
+
+    bad = [s for s in stages if s not in STAGES]
+    if bad or not stages:
+        raise DvcCuvisError(f"--stage {', '.join(bad) or '(none)'}: choose from "
+                            f"{', '.join(STAGES)}")
+    root = (root or repo_root(universe.parent)).resolve()
+    uni = read_universe(universe)
+    res = resolve(load_splits(splits), uni, name_to_id=name_to_id, where=str(splits))
+    wanted: list[int] = []
+    seen: set[int] = set()
+    samples = {}
+    for stage in dict.fromkeys(stages):
+        pos = [int(p) for p in res.stages[stage]]
+        samples[stage] = len(pos)
+        wanted += [p for p in pos if p not in seen]
+        seen.update(pos)
+    source, base = uni, universe.parent
+    if materialized is not None:
+        source = read_universe(materialized)
+        at = {u: k for k, u in enumerate(source.uids())}
+        uids = uni.uids(wanted)
+        lost = [u for u in uids if u not in at]
+        if lost:
+            raise DvcCuvisError(f"{materialized}: {len(lost)} sample(s) of the stage are not "
+                                f"materialized (first: {lost[0]}); run `dvc repro`")
+        wanted = [at[u] for u in uids]
+        base = materialized.parent
+    files = rows_files(source, wanted, base.resolve(), root)
+    return FetchPlan(root, tuple(dict.fromkeys(stages)), samples, files,
+                     materialized or universe)
+
+
+def repo_root(start: Path) -> Path:
+    """The DVC repository holding ``start`` (one clear error outside one)."""
+    from dvc.exceptions import NotDvcRepoError
+    from dvc.repo import Repo
+
+    try:
+        return Path(Repo.find_root(str(start)))
+    except NotDvcRepoError:
+        raise DvcCuvisError(f"{start}: not inside a DVC repository (run it in the dataset "
+                            "repository)") from None
+
+
+def _open_repo(root: Path) -> Any:
+    from dvc.repo import Repo
+
+    return Repo(str(root))
+
+
+def remote_sizes(root: Path, files: Sequence[FetchFile], remote: str | None = None,
+                 repo: Any = None) -> dict[str, int | None]:
+    """Each file's size: from the workspace or the local cache, else asked of the remote
+    (one stat per object, nothing downloaded); None where nobody knows it."""
+    repo = repo or _open_repo(root)
+    odb = repo.cache.local
+    sizes: dict[str, int | None] = {}
+    ask: list[FetchFile] = []
+    for f in files:
+        for where in (root / f.path, Path(odb.oid_to_path(f.md5)) if f.md5 else None):
+            if where is not None and where.is_file():
+                sizes[f.path] = where.stat().st_size
+                break
+        else:
+            ask.append(f)
+    if ask:
+        try:
+            rodb = repo.cloud.get_remote_odb(remote, hash_name="md5")
+        except Exception as exc:
+            raise dvc_error(exc, "the remote") from None
+        for f in ask:
+            try:
+                sizes[f.path] = int(rodb.fs.size(rodb.oid_to_path(f.md5))) if f.md5 else None
+            except (OSError, FileNotFoundError):
+                sizes[f.path] = None
+    return sizes
+
+
+def verify_files(root: Path, files: Sequence[FetchFile], *, progress: bool = False,
+                 where: str = "universe.csv",
+                 path_of: Callable[[FetchFile], Path] | None = None) -> int:
+    """md5 of every file against what ``where`` records; bytes hashed.
+
+    Raises :class:`DvcCuvisError` naming the first file that is missing or differs.
+    """
+    from dvc_cuvis.digests import file_md5
+    from dvc_cuvis.progress import progress as bar
+
+    total = 0
+    for f in bar(files, total=len(files), desc="verify md5", enabled=progress):
+        path = path_of(f) if path_of else root / f.path
+        if not f.md5:
+            continue
+        try:
+            actual = file_md5(path)
+            total += path.stat().st_size
+        except OSError:
+            raise DvcCuvisError(f"{f.path}: not on disk after the fetch") from None
+        if actual != f.md5:
+            raise DvcCuvisError(f"{f.path}: md5 {actual} differs from {f.md5} recorded in "
+                                f"{where}; the remote holds other bytes than were enumerated "
+                                "(re-push them, or re-enumerate)")
+    return total
+
+
+def fetch(plan: FetchPlan, *, jobs: int | None = None, remote: str | None = None,
+          progress: bool = False, chunk: int = 2000) -> FetchResult:
+    """Pull exactly ``plan.files`` through DVC (granular fetch + checkout), then verify them.
+
+    Files already in the workspace with the recorded md5 are not asked for again.
+    """
+    from dvc_cuvis.digests import file_md5
+    from dvc_cuvis.progress import progress as bar
+
+    todo, present = [], 0
+    for f in plan.files:
+        path = plan.root / f.path
+        if f.md5 and path.is_file() and file_md5(path) == f.md5:
+            present += path.stat().st_size
+        else:
+            todo.append(f)
+    downloaded = 0
+    if todo:
+        repo = _open_repo(plan.root)
+        batches = [todo[k:k + chunk] for k in range(0, len(todo), chunk)]
+        try:
+            for batch in bar(batches, total=len(batches), desc="dvc pull", enabled=progress):
+                result = repo.pull(targets=[f.path for f in batch], jobs=jobs, remote=remote)
+                downloaded += int(result.get("stats", {}).get("fetched", 0))
+        except Exception as exc:
+            if isinstance(exc, DvcCuvisError):
+                raise
+            raise dvc_error(exc, "dvc pull") from None
+        finally:
+            repo.close()
+    hashed = verify_files(plan.root, todo, progress=progress, where=str(plan.universe))
+    return FetchResult(plan, downloaded, len(plan.files), hashed + present)
+
+
+def not_pulled(root: Path, paths: Iterable[str]) -> list[str]:
+    """Of ``paths`` (repository-relative, missing from the workspace), those DVC tracks:
+    they are not pulled yet, rather than lost."""
+    paths = list(paths)
+    if not paths:
+        return []
+    try:
+        repo = _open_repo(root)
+    except Exception:
+        return []
+    try:
+        fs = repo.dvcfs
+        out = []
+        for rel in paths:
+            try:
+                if fs.isdvc(rel):
+                    out.append(rel)
+            except (OSError, ValueError):
+                continue
+        return out
+    finally:
+        repo.close()
+
+
+def _pending(uni: Any, rels: Iterable[str]) -> tuple[Path | None, set[str]]:
+    """The repository of ``uni`` and which of ``rels`` (relative to universe.csv) DVC tracks."""
+    base = (uni.path.parent if uni.path is not None else Path(".")).resolve()
+    try:
+        root = repo_root(base).resolve()
+    except DvcCuvisError:
+        return None, set()
+    by_repo = {m: Path(os.path.relpath(base / m, root)).as_posix() for m in rels}
+    tracked = set(not_pulled(root, sorted(set(by_repo.values()))))
+    return root, {m for m, r in by_repo.items() if r in tracked}
+
+
+def data_not_pulled(uni: Any) -> bool:
+    """True when files universe.csv names are missing and DVC tracks them (not pulled)."""
+    if uni.path is None:
+        return False
+    base = uni.path.parent
+    missing = [f.path for f in rows_files(uni, range(len(uni)), base.resolve(),
+                                           base.resolve())
+               if not (base / f.path).exists()]
+    return bool(missing) and bool(_pending(uni, missing[:1000])[1])
+
+
+def explain_not_pulled(findings: list[Any], uni: Any) -> None:
+    """Tell "not pulled yet" from drift: missing files that DVC tracks make the content
+    finding ``not-pulled`` ("N frames not pulled: `dvc pull`"), and the re-scan's samples
+    that are absent for that reason only are not "removed"."""
+    content = next((f for f in findings if f.check == "content"), None)
+    if content is None or content.status != "drift" or content.details.get("modified"):
+        return
+    missing = list(content.details.get("missing") or [])
+    if not missing:
+        return
+    _, pending = _pending(uni, missing)
+    if len(pending) != len(missing):
+        if pending:
+            content.details["not_pulled"] = len(pending)
+        return
+    frames = int(content.details.get("affected_samples", len(missing)))
+    content.status = "not-pulled"
+    content.summary = f"{frames} frames not pulled: `dvc pull`"
+    content.details = {"not_pulled": sorted(missing)}
+    content.fix = ("`dvc pull` (everything), or `dvc-cuvis fetch --stage STAGE` for one "
+                   "stage's files")
+    universe = next((f for f in findings if f.check == "universe"), None)
+    d = universe.details if universe is not None else {}
+    if (universe is not None and universe.status == "drift" and not d.get("added_samples")
+            and not d.get("redigested_samples") and d.get("removed_samples")
+            and universe.summary.startswith("the data on disk differs")
+            and "; " not in universe.summary):
+        gone = set(d.get("removed_sources") or [])
+        files = {uni.source(p) for p in range(len(uni))
+                 if (uni.value("materialized_path", p) if uni.has_column("materialized_path")
+                     else "") in pending or uni.source(p) in pending}
+        if gone <= files:
+            universe.status = "ok"
+            universe.summary = (f"{len(uni)} samples; {d['removed_samples']} not pulled, so "
+                                "not compared with the data on disk")
+            universe.fix = ""
+            for key in ("added_sources", "removed_sources", "renamed", "added_samples",
+                        "removed_samples"):
+                universe.details.pop(key, None)
