@@ -65,7 +65,8 @@ import numpy as np
 
 from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis._testpoints import testpoint
-from dvc_cuvis.digests import StatCache
+from dvc_cuvis.digests import StatCache, list_tree
+from dvc_cuvis.dvcignore import repo_root
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.frames import (
     Compression,
@@ -74,6 +75,7 @@ from dvc_cuvis.frames import (
     frame_arrays,
     open_npz_input,
 )
+from dvc_cuvis.modules import MODULE_COLUMN
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
 from dvc_cuvis.selectors import Resolver
@@ -777,8 +779,11 @@ def materialize(
     >>> result = materialize(uni, split, d / "out", ReaderParams())
     >>> result.written, result.kept, result.deleted
     (0, 2, 1)
-    >>> (d / "out" / "universe.csv").read_text().splitlines()[:2]
-    ['source,index,materialized_path,format,md5', 'a.npz,0,frames/a.npz.000000.npz,npz,...']
+    >>> header, first = (d / "out" / "universe.csv").read_text().splitlines()[:2]
+    >>> header
+    'source,index,materialized_path,format,md5,data_module'
+    >>> first.startswith("a.npz,0,frames/a.npz.000000.npz,npz,"), first.endswith(",npz_multi")
+    (True, True)
     """
     if sync not in ("auto", "fs", "file"):
         raise DvcCuvisError(f"sync {sync!r}: choose auto, fs or file")
@@ -827,9 +832,36 @@ def materialize(
             atomic_write_text(out_dir / "splits.json", dumps_splits(copy))
         testpoint("materialize.before-manifest")
         _write_manifest(out_dir, manifest)
+        _hand_over_outputs(out_dir, cache)
         cache.save()
     return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir,
                              migrated=len(p.migrate))
+
+
+def _hand_over_outputs(out_dir: Path, cache: StatCache) -> None:
+    """Give DVC's state the md5 of every file in ``out_dir`` (frames: the md5 taken while
+    writing them; the small files beside them are hashed here), so that DVC's commit of the
+    stage's output reads none of them again (:func:`dvc_cuvis.dvc_state.hand_over`)."""
+    from dvc_cuvis.dvc_state import hand_over, hand_over_enabled
+
+    if not hand_over_enabled():
+        return
+    root = os.path.abspath(out_dir)
+    if repo_root(root) is None:
+        return
+    files = cache.take_hashed()  # inputs read for their md5 (DVC tracks them too)
+    try:
+        listing = list_tree(root)
+    except DvcCuvisError:  # DVC refuses this folder (a .dvcignore in it): nothing to give
+        return
+    for rel, ino, size, mtime, link in listing:
+        if link:
+            continue
+        stamp = (ino, size, mtime)
+        md5, read_stamp = cache.md5_stamped(f"{root}/{rel}", stamp)
+        if read_stamp == stamp:
+            files.append((f"{root}/{rel}", stamp, md5))
+    hand_over(files)
 
 
 def _migrate(
@@ -898,6 +930,7 @@ def _npz_universe(
             "materialized_path": name,
             "format": "npz",
             "md5": manifest[name]["md5"],
+            MODULE_COLUMN: "npz_multi",  # the universe states its reader (upstream ignores it)
         }
         for c in carry:
             rec[c] = uni.value(c, pos)

@@ -24,7 +24,7 @@ in which a universe states the module it is for; ``dvc-cuvis materialize`` write
 from __future__ import annotations
 
 from dvc_cuvis.errors import UniverseError
-from dvc_cuvis.universe import Universe
+from dvc_cuvis.universe import Universe, read_universe
 
 __all__ = ["MODULES", "MODULE_COLUMN", "check_module_rules", "stated_module"]
 
@@ -63,6 +63,14 @@ def _first(uni: Universe, rows: list[int]) -> tuple[str, int | None]:
     return uni.uid(pos), uni.line_of(pos)
 
 
+def _refuse_shared_files(uni: Universe, paths: list[str]) -> None:
+    """Two rows naming one file: the reader's own rule decides (``read_universe`` with
+    ``unique_materialized_path=True``), run only when the paths could collide."""
+    odd = any("./" in p or "//" in p or "\\" in p or p.endswith("/") for p in paths)
+    if (odd or len(set(paths)) != len(paths)) and uni.path is not None:
+        read_universe(uni.path, unique_materialized_path=True)
+
+
 def check_module_rules(uni: Universe, module: str) -> list[str]:
     """Apply ``module``'s universe rules to ``uni``; return notes on what the module does.
 
@@ -93,7 +101,7 @@ def check_module_rules(uni: Universe, module: str) -> list[str]:
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "universe.csv").write_text("source,index\\na.cu3s,0\\na.cu3s,1\\n")
     >>> check_module_rules(read_universe(d / "universe.csv"), "cu3s_multi")
-    []
+    ["cu3s_multi reads each frame from its 'source' (no materialized_path)"]
     >>> check_module_rules(read_universe(d / "universe.csv"), "npz_multi")
     Traceback (most recent call last):
     ...
@@ -128,9 +136,7 @@ def check_module_rules(uni: Universe, module: str) -> list[str]:
                 f"npz_multi needs a 'materialized_path' on every row (an npz has no frame at "
                 f"'source'); {uid!r} has none ({len(empty)} row(s)): point the module at the "
                 "universe.csv that `dvc-cuvis materialize` wrote", path=uni.path, line=line)
-        from dvc_cuvis.universe import _check_paths  # the one duplicate-file rule
-
-        _check_paths(uni, True)
+        _refuse_shared_files(uni, paths)
     elif module == "cu3s_multi":
         if uni.has_column("split"):
             notes.append("cu3s_multi owns the 'split' column: it is used only when the "

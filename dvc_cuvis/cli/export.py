@@ -1,4 +1,5 @@
-"""``dvc-cuvis export``: a baked split (or its folds) as GloViTa, soma or index arrays."""
+"""``dvc-cuvis export``: a baked split (or its folds) as GloViTa, soma or index arrays, or a
+materialized split as a cuvis-ai data group (the ``data:`` section of a trainrun)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,20 @@ from typing import Any
 from dvc_cuvis.cli._inputs import require_file, split_paths
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
 
+#: ``--to`` value of the cuvis-ai data group (not a split convention of dvc_cuvis.interop).
+CUVIS_AI = "cuvis-ai"
+
 
 def add_parser(sub: Any) -> None:
     """The ``export`` verb's flags."""
     from dvc_cuvis.interop import FORMATS
 
-    p = verb_parser(sub, "export", "write a split as GloViTa, soma or index arrays",
-                    paths=("universe", "splits", "folds_dir", "out_dir", "metrics"))
-    p.add_argument("--to", choices=list(FORMATS),
-                   help="the convention to write (required)")
+    p = verb_parser(sub, "export", "write a split as GloViTa, soma, index arrays or a cuvis-ai "
+                    "data group", paths=("universe", "splits", "folds_dir", "out_dir", "out",
+                                         "metrics"))
+    p.add_argument("--to", choices=[*FORMATS, CUVIS_AI],
+                   help="the convention to write (required); cuvis-ai: the trainrun data "
+                   "group of a materialized split (data_module: dvc_npz_multi)")
     p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
     p.add_argument("--splits", metavar="PATH", help="baked splits.json (default: splits.json)")
     p.add_argument("--folds-dir", dest="folds_dir", metavar="DIR",
@@ -28,6 +34,10 @@ def add_parser(sub: Any) -> None:
                    help="universe column used as the sample id (default: uid)")
     p.add_argument("--labels", choices=["anomaly", "categories", "none"],
                    help="glovita: labels.json from category ids (default: anomaly, 0/1)")
+    p.add_argument("--out", metavar="PATH",
+                   help="cuvis-ai: the data-group YAML to write (default: <out-dir>/data.yaml)")
+    p.add_argument("--batch-size", dest="batch_size", type=int,
+                   help="cuvis-ai: the data group's batch_size (default: 1)")
     p.add_argument("--metrics", metavar="PATH",
                    help="soma: where to write the identity checksums "
                    "(default: <out-dir>/identity.json)")
@@ -42,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
     from dvc_cuvis.universe import read_universe
 
     s = Settings(args)
-    fmt = s.required("to", "--to glovita, soma or indices")
+    fmt = s.required("to", "--to glovita, soma, indices or cuvis-ai")
     universe_path, splits_path = split_paths(s)
+    if fmt == CUVIS_AI:
+        return _cuvis_ai(s, universe_path, splits_path)
     folds_dir = s.get("folds_dir")
     files = fold_files(folds_dir) if folds_dir else [splits_path]
     for f in files:
@@ -56,4 +68,16 @@ def run(args: argparse.Namespace) -> int:
                      id_column=s.get("id_column", "uid"), labels=s.get("labels", "anomaly"),
                      metrics=Path(metrics) if metrics else None)
     print("wrote " + ", ".join(str(p) for p in written))
+    return EXIT_OK
+
+
+def _cuvis_ai(s: Settings, universe_path: Path, splits_path: Path) -> int:
+    """Write the cuvis-ai data group of a materialized split."""
+    from dvc_cuvis.interop.cuvis_ai import data_group
+
+    require_file(splits_path, "splits", s)
+    require_file(universe_path, "universe", s)
+    out = s.path("out") or Path(s.get("out_dir", "export")) / "data.yaml"
+    written = data_group(universe_path, splits_path, out, batch_size=s.get("batch_size", 1))
+    print(f"wrote {written}")
     return EXIT_OK
