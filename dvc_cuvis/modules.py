@@ -23,10 +23,16 @@ in which a universe states the module it is for; ``dvc-cuvis materialize`` write
 
 from __future__ import annotations
 
-from dvc_cuvis.errors import UniverseError
-from dvc_cuvis.universe import Universe, read_universe
+import csv
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["MODULES", "MODULE_COLUMN", "check_module_rules", "stated_module"]
+from dvc_cuvis.errors import UniverseError
+
+if TYPE_CHECKING:  # the CLI imports MODULES when it builds its parser: keep this light
+    from dvc_cuvis.universe import Universe
+
+__all__ = ["MODULES", "MODULE_COLUMN", "check_module_rules", "module_for", "stated_module"]
 
 #: The upstream DataModules whose universe rules are known here.
 MODULES: tuple[str, ...] = ("npz_multi", "cu3s_multi", "tiff_paired")
@@ -58,6 +64,29 @@ def stated_module(uni: Universe) -> str | None:
     return value
 
 
+def _header_names(path: Path) -> list[str]:
+    """The column names of a CSV file's first line (empty when unreadable)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            return next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def module_for(path: Path | str, given: str | None) -> tuple[str | None, Universe | None]:
+    """The module whose rules apply to the universe.csv at ``path``: ``given`` (a flag or
+    params value), else the one the file states; and the universe when it had to be read.
+
+    Only the header is read when the file states no module and none is given.
+    """
+    if given is None and MODULE_COLUMN not in _header_names(Path(path)):
+        return None, None
+    from dvc_cuvis.universe import read_universe
+
+    uni = read_universe(path)
+    return (given or stated_module(uni)), uni
+
+
 def _first(uni: Universe, rows: list[int]) -> tuple[str, int | None]:
     pos = rows[0]
     return uni.uid(pos), uni.line_of(pos)
@@ -68,6 +97,8 @@ def _refuse_shared_files(uni: Universe, paths: list[str]) -> None:
     ``unique_materialized_path=True``), run only when the paths could collide."""
     odd = any("./" in p or "//" in p or "\\" in p or p.endswith("/") for p in paths)
     if (odd or len(set(paths)) != len(paths)) and uni.path is not None:
+        from dvc_cuvis.universe import read_universe
+
         read_universe(uni.path, unique_materialized_path=True)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from dvc_cuvis.cli import enumerate as enumerate_verb
 from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
 from dvc_cuvis.cli._settings import Key, Settings, register, verb_parser
-from dvc_cuvis.cli.resolve import LEAKAGE
+from dvc_cuvis.cli.resolve import LEAKAGE, add_module, module_rules
 
 
 def add_allowances(p: argparse.ArgumentParser) -> None:
@@ -54,6 +54,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--group-leakage", dest="group_leakage", choices=LEAKAGE,
                    help="group leakage check (default: auto)")
     add_allowances(p)
+    add_module(p)
     p.add_argument("--checks", help="comma list of universe,content,selection,constraints,"
                    "staleness (default: all)")
     p.add_argument("--stat-cache", dest="stat_cache", metavar="PATH",
@@ -118,6 +119,7 @@ def _check(s: Settings) -> int:
     universe_path, splits_path = split_paths(s)
     require_file(splits_path, "splits", s)
     require_file(universe_path, "universe", s)
+    module_rules(s, universe_path)
     cache = enumerate_verb.open_cache(s.get("stat_cache"))
     spec = s.get("checks")
     checks = CHECKS if not spec else (spec.split(",") if isinstance(spec, str) else spec)

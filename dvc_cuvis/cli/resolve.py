@@ -13,6 +13,35 @@ from dvc_cuvis.cli._settings import EXIT_CHECK_FAILED, EXIT_OK, Settings, regist
 LEAKAGE = ["auto", "error", "warn", "off"]
 
 
+def add_module(p: Any) -> None:
+    """The ``--module`` flag of the verbs that apply a DataModule's universe rules."""
+    from dvc_cuvis.modules import MODULE_COLUMN, MODULES
+
+    p.add_argument("--module", choices=list(MODULES),
+                   help="apply this cuvis-ai-dataloader module's universe rules before "
+                   "anything trains (npz_multi: materialized_path on every row, no split "
+                   f"column, one file per row; default: the universe's {MODULE_COLUMN} "
+                   "column, else none)")
+
+
+def module_rules(s: Any, universe_path: Any, uni: Any = None) -> None:
+    """Apply the module's rules to the universe (flag > params > what the file states);
+    print the module's notes; a refused row raises (exit 2)."""
+    from dvc_cuvis.modules import check_module_rules, module_for
+
+    given = s.get("module")
+    if uni is None:
+        module, uni = module_for(universe_path, given)
+    else:
+        from dvc_cuvis.modules import stated_module
+
+        module = given or stated_module(uni)
+    if module is None:
+        return
+    for note in check_module_rules(uni, module):
+        print(f"dvc-cuvis: note: {universe_path}: {note}", file=sys.stderr)
+
+
 def add_parser(sub: Any) -> None:
     """The ``resolve`` verb's flags."""
     p = verb_parser(sub, "resolve", "resolve every stage of a splits.json against a universe",
@@ -28,6 +57,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--allow-partial", dest="allow_partial", action="store_true", default=None,
                    help="a selector matching only some of its ids is a warning, not a failure "
                    "(default: failure, exit 1)")
+    add_module(p)
     p.add_argument("--json", action="store_true",
                    help='print {"train": [uid...], "val": ..., "test": ..., "predict": ...}')
     p.set_defaults(func=run)
@@ -55,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     s = Settings(args)
     inp = load_inputs(s)
     cfg, uni, splits_path = inp.cfg, inp.uni, inp.splits_path
+    module_rules(s, inp.universe_path, uni)
     res = resolve(cfg, uni, name_to_id=inp.name_to_id, where=str(splits_path))
     results = evaluate_constraints(res, cfg.constraints,
                                    group_leakage=s.get("group_leakage", "auto"))
