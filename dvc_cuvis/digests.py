@@ -457,6 +457,7 @@ class StatCache:
         self.derived_computed = 0
         self.derived_from_memo = 0
         self._memo_new: dict[str, dict[str, Any]] = {}  # key -> md5 -> value, this process
+        self._hashed: list[tuple[str, Stamp, str]] = []  # files read for their md5, this process
         self._dvc_asked: dict[str, tuple[Stamp, str | None]] = {}  # prefetched DVC answers
         # vouched values by md5 (dvc_cuvis.seed), loaded on the first memo miss, not saved
         self._seed_loaders: list[Callable[[], dict[str, dict[str, Any]]]] = []
@@ -560,6 +561,13 @@ class StatCache:
             with self._lock:
                 self.md5_from_dvc += 1
         return value
+
+    def take_hashed(self) -> list[tuple[str, Stamp, str]]:
+        """``(abs_path, stamp, md5)`` of every file this process read to hash since the last
+        call (what DVC may not know yet: :func:`dvc_cuvis.dvc_state.hand_over`)."""
+        with self._lock:
+            out, self._hashed = self._hashed, []
+        return out
 
     def recorded(self) -> dict[str, dict[str, Any]]:
         """The entries this process recorded (path -> values), e.g. to merge elsewhere."""
@@ -695,6 +703,8 @@ class StatCache:
         digest, read_stamp, nbytes = _read_md5(abs_path)
         if read_stamp is not None:
             self.record(abs_path, "md5", read_stamp, digest)
+            with self._lock:
+                self._hashed.append((abs_path, read_stamp, digest))
         with self._lock:
             self.misses += 1
             self.md5_hashed += 1

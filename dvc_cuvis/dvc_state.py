@@ -32,16 +32,23 @@ import contextlib
 import getpass
 import hashlib
 import json
+import logging
 import os
 import re
 import sqlite3
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 #: the stamp of a file as the stat cache keeps it: inode, size, mtime in ns
 Stamp = tuple[int, int, int]
 
+#: the columns (and declared types) of diskcache's ``Cache`` table that the query and the
+#: entry format rest on (dvc-data's ``HashesCache``); another schema: DVC's ``Repo`` answers
+SCHEMA = {"key": "BLOB", "raw": "INTEGER", "value": "BLOB"}
 # dvc-data's HashesCache reads in chunks of this many keys (sqlite's old variable limit)
 _CHUNK = 999
 # the entry DVC 3 writes for a file's plain md5 (compact JSON, keys in this order)
@@ -74,6 +81,16 @@ def _mtime(mtime_ns: int) -> float:
 def state_db(root: str) -> str | None:
     """The state database DVC uses for the repository at ``root`` (None: cannot be told
     without opening DVC's ``Repo``, or DVC has none yet)."""
+    site = site_dir(root)
+    if site is None:
+        return None
+    db = os.path.join(site, "hashes", "local", "cache.db")
+    return db if os.path.isfile(db) else None
+
+
+def site_dir(root: str) -> str | None:
+    """``Repo.site_cache_dir`` of the repository at ``root``: the folder of DVC's state
+    (None: cannot be told without opening DVC's ``Repo``)."""
     try:
         from dvc.dirs import global_config_dir, site_cache_dir, system_config_dir
         from dvc.version import version_tuple
@@ -103,8 +120,7 @@ def state_db(root: str) -> str | None:
         return None
     token = hashlib.md5(str((root, None, btime, user, version_tuple[0], 0)).encode(),
                         usedforsecurity=False).hexdigest()
-    db = os.path.join(site_cache_dir(configured), "repo", token, "hashes", "local", "cache.db")
-    return db if os.path.isfile(db) else None
+    return os.path.join(site_cache_dir(configured), "repo", token)
 
 
 def _mentions(path: str, word: bytes) -> bool:
@@ -124,7 +140,12 @@ class StateDb:
         uri = Path(path).resolve().as_uri() + "?mode=ro"
         self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
         self._lock = threading.Lock()  # one query at a time on the shared connection
-        self._con.execute("SELECT key, value FROM Cache WHERE 0").fetchall()  # schema check
+        columns = {row[1]: str(row[2]).upper() for row in
+                   self._con.execute("PRAGMA table_info(Cache)").fetchall()}
+        if any(columns.get(c) != t for c, t in SCHEMA.items()):
+            self._con.close()
+            raise sqlite3.DatabaseError(
+                f"{path}: not the state schema this reader knows ({sorted(columns.items())})")
 
     def md5s(self, items: list[tuple[str, Stamp]]) -> dict[str, str] | None:
         """The md5 DVC vouches for, per ``(abs_path, stamp)`` whose entry matches ``stamp``;
@@ -183,3 +204,79 @@ def _parse(entry: str) -> tuple[str, int, str] | None:
         return None
     md5 = info["md5"]
     return (token, size, md5) if isinstance(md5, str) and _MD5.fullmatch(md5) else None
+
+
+def hand_over_enabled() -> bool:
+    """False when ``DVC_CUVIS_HAND_OVER=off`` (or 0/no/false): DVC hashes our files itself."""
+    return os.environ.get("DVC_CUVIS_HAND_OVER", "on").strip().lower() not in (
+        "off", "0", "no", "false")
+
+
+def hand_over(files: Iterable[tuple[str, Stamp, str]]) -> int:
+    """Record in DVC's state the md5 of each ``(abs_path, stamp, md5)`` -- files we wrote or
+    hashed, the md5 of the bytes at ``stamp`` -- so that DVC never reads them again.
+
+    Written through DVC's own API (dvc-data's ``State.save_many``, the entries DVC itself
+    writes after hashing: keyed by the physical path, validated by inode, mtime and size),
+    into the state of the repository each file lies in (its site cache folder, as
+    ``Repo.site_cache_dir`` names it; DVC's ``Repo`` where that cannot be told).  A file
+    whose stamp changed since it was hashed is left out.  Files outside a DVC repository
+    are skipped.  Nothing here can fail a run: when DVC's API is missing or refuses, DVC
+    simply hashes the files (logged at INFO).  Returns the number of entries recorded.
+    """
+    if not hand_over_enabled():
+        return 0
+    from dvc_cuvis.dvcignore import repo_root
+
+    by_root: dict[str, list[tuple[str, Stamp, str]]] = {}
+    roots: dict[str, str | None] = {}
+    for path, stamp, md5 in files:
+        folder = os.path.dirname(path)
+        if folder not in roots:
+            roots[folder] = repo_root(folder)
+        root = roots[folder]
+        if root is not None:
+            by_root.setdefault(root, []).append((path, stamp, md5))
+    done = 0
+    for root, group in sorted(by_root.items()):
+        try:
+            done += _save(root, group)
+        except Exception as exc:  # DVC's API missing or changed: DVC re-hashes instead
+            logger.info("DVC's state was not given %d md5(s) under %s (%s: %s); DVC will "
+                        "hash those files itself", len(group), root, type(exc).__name__, exc)
+    return done
+
+
+def _save(root: str, group: list[tuple[str, Stamp, str]]) -> int:
+    """:func:`hand_over` for the files of one repository."""
+    from dvc_data.hashfile.hash_info import HashInfo
+    from dvc_data.hashfile.state import State
+    from dvc_objects.fs.local import LocalFileSystem
+
+    real = os.path.realpath(root)
+    items = []
+    for path, stamp, md5 in group:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_ino, st.st_size, st.st_mtime_ns) != stamp or not _MD5.fullmatch(md5):
+            continue  # changed since it was hashed (or not an md5): DVC must read it
+        key = path if real == root else real + path[len(root):]
+        items.append((key, HashInfo("md5", md5), info(stamp)))
+    if not items:
+        return 0
+    site = site_dir(real)
+    if site is None:
+        from dvc.repo import Repo
+
+        with Repo(real) as repo:
+            repo.state.save_many(items, repo.fs)
+        return len(items)
+    os.makedirs(site, exist_ok=True)
+    state = State(real, site)
+    try:
+        state.save_many(items, LocalFileSystem())
+    finally:
+        state.close()
+    return len(items)

@@ -93,6 +93,11 @@ def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]
     uni = (Universe.from_columns(result.columns, path=where) if result.columns is not None
            else Universe.from_records(result.records, path=where))
     opts.cache.save()
+    hashed = opts.cache.take_hashed()
+    if hashed:  # files DVC had no md5 for: DVC need not read them again (dvc add, status)
+        from dvc_cuvis.dvc_state import hand_over
+
+        hand_over(hashed)
     metrics = universe_metrics(uni, opts.format, result.categories)
     if opts.format == "npz":  # the code versions of the values its columns render
         from dvc_cuvis.sources.npz import DERIVED
