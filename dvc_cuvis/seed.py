@@ -18,8 +18,10 @@ DVC vouches for it, all of these at ``HEAD`` (read from git, never from the work
 4. that run's group setting (its command's ``--group``, else the params it recorded) was one
    under which the ``group`` column is the frame's ``source`` member.
 
-Then each row whose cells give the value back exactly
-(:func:`~dvc_cuvis.sources.npz.frame_info_from_row`) seeds the stat cache's content memo:
+Then the universe.csv is read with the universe reader (:mod:`dvc_cuvis.universe_io`, the
+one parser of the format), and each row whose cells give the value back exactly
+(:func:`~dvc_cuvis.sources.npz.frame_info_from_row`; a cell the reader stripped of blanks is
+not exact) seeds the stat cache's content memo:
 md5 -> (source member, category ids).  The seed is consulted only as the memo is -- for a
 file whose md5 is known without reading it (our stat cache, DVC's state db, both validated
 by the file's stamp) -- so a frame whose bytes changed is read as usual.  Any condition that
@@ -32,18 +34,16 @@ with ``dvc commit``) makes DVC vouch for the edit, and the seed believes it too.
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
-import io
 import json
 import os
 import posixpath
 import shlex
 import subprocess
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from dvc_cuvis.digests import StatCache
@@ -72,7 +72,7 @@ def vouched_values(out: str, metrics: str) -> dict[str, dict[str, Any]]:
 
 
 def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
-    from dvc_cuvis.sources.npz import DERIVED, FRAME_INFO, SOURCE_GROUPS, frame_info_from_row
+    from dvc_cuvis.sources.npz import DERIVED, SOURCE_GROUPS
 
     with _HeadReader(os.path.dirname(out)) as head:
         top, read = head.top, head.read
@@ -98,36 +98,71 @@ def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
             return {}  # written by another version of the code that derives the values
         if _group_setting(stage, lock_dir, top, read) not in SOURCE_GROUPS:
             return {}
-    values: dict[str, Any] = {}
-    conflicting: set[str] = set()
-    rows = csv.reader(io.StringIO(files[out_r].decode("utf-8"), newline=""))
-    header = next(rows)
-    names = ("md5", "group", "tags", "category_ids")
-    if any(c not in header for c in names):
+    return _row_values(files[out_r], out_r)
+
+
+#: Where a cell begins or ends with a blank, quoted or not (the universe reader strips it).
+_BLANK_EDGES = (b" ,", b", ", b' ",', b'," ', b" \n", b"\n ", b' "\n', b'\n" ', b" \r", b"\t")
+
+
+def _blank_edges(data: bytes) -> list[int]:
+    """Offsets in ``data`` of each cell edge that is a blank (a few ``bytes.find`` scans)."""
+    hits = [len(data) - 1] if data.endswith((b" ", b' "')) else []
+    for needle in _BLANK_EDGES:
+        at = data.find(needle)
+        while at >= 0:
+            hits.append(at + 1 if needle.startswith(b"\n") else at)
+            at = data.find(needle, at + 1)
+    return hits
+
+
+def _row_values(data: bytes, path: str) -> dict[str, dict[str, Any]]:
+    """``{FRAME_INFO: {md5: value}}`` from the rows of a vouched universe.csv, read with the
+    universe reader (the one parser of the format): each npz row whose cells give the value
+    back exactly; an md5 whose rows disagree gives nothing."""
+    from dvc_cuvis.sources.npz import FRAME_INFO, frame_info_from_row
+    from dvc_cuvis.universe_io import parse_universe_bytes
+
+    uni = parse_universe_bytes(data, path=Path(path), unique_materialized_path=False)
+    names = ("group", "tags", "category_ids")
+    got = [uni.raw_column(c) for c in ("md5", *names)]
+    if any(c is None for c in got):
         return {}
-    width = len(header)
-    cells_of = itemgetter(*(header.index(c) for c in names))
-    at_format = header.index("format") if "format" in header else None
+    md5, *cells = [c for c in got if c is not None]
+    keep = np.strings.str_len(md5) == 32  # not an md5: never asked for anyway
+    fmt = uni.raw_column("format")
+    if fmt is not None:
+        keep &= fmt == b"npz"
+    if b" " in data or b"\t" in data:  # the reader stripped those cells: not exact, skip them
+        hits = _blank_edges(data)
+        if hits and uni.lines is not None:
+            newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+            keep &= ~np.isin(uni.lines, np.searchsorted(newlines, hits) + 1)  # 1-based lines
+    rows = np.flatnonzero(keep)
+    if not len(rows):
+        return {}
     # rows share few (group, tags, category_ids) triples: each is turned into a value once
-    by_cells: dict[tuple[str, ...], Any] = {}
-    for row in rows:
-        if len(row) != width or (at_format is not None and row[at_format] != "npz"):
-            continue
-        md5, *key = cells_of(row)
-        if len(md5) != 32:
-            continue  # not an md5: never asked for anyway
-        cell_key = tuple(key)
-        value = by_cells.get(cell_key, by_cells)
-        if value is by_cells:
-            value = by_cells[cell_key] = frame_info_from_row(dict(zip(names[1:], key,
-                                                                      strict=True)))
-        if value is None:
-            continue
-        seen = values.setdefault(md5, value)
-        if seen is not value and seen != value:
-            conflicting.add(md5)  # one md5, two values: trust neither
-    for md5 in conflicting:
-        del values[md5]
+    key = np.zeros(len(rows), dtype=np.int64)
+    for col in cells:
+        distinct, codes = np.unique(col[rows], return_inverse=True)
+        _, key = np.unique(key * len(distinct) + codes.reshape(-1), return_inverse=True)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    parsed = [frame_info_from_row({n: bytes(col[r]).decode("utf-8")
+                                   for n, col in zip(names, cells, strict=True)})
+              for r in rows[first].tolist()]
+    ok = np.array([v is not None for v in parsed], dtype=bool)[inverse]
+    sums, which = md5[rows[ok]], inverse[ok]
+    if not len(sums):
+        return {}
+    digests, of_row = np.unique(sums, return_inverse=True)
+    lo = np.full(len(digests), len(parsed), dtype=np.int64)
+    hi = np.full(len(digests), -1, dtype=np.int64)
+    np.minimum.at(lo, of_row, which)
+    np.maximum.at(hi, of_row, which)
+    agree = lo == hi  # one md5, two values: trust neither
+    text = b"\0".join(digests[agree].tolist()).decode("ascii").split("\0")
+    values = dict(zip(text, map(parsed.__getitem__, lo[agree].tolist()), strict=True))
     return {FRAME_INFO: values} if values else {}
 
 

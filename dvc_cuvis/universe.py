@@ -356,6 +356,11 @@ class Universe:
         """True if the universe carries column ``name`` (required columns always exist)."""
         return name in REQUIRED_COLUMNS or name in self._columns
 
+    @property
+    def lines(self) -> npt.NDArray[np.int32] | None:
+        """Per-row line number in the source CSV (None if not read from a file)."""
+        return self._lines
+
     def line_of(self, position: int) -> int | None:
         """Line number in the source CSV of the row at ``position`` (None if not from a file)."""
         return int(self._lines[position]) if self._lines is not None else None

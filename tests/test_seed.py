@@ -314,3 +314,45 @@ def test_head_reader_stops_git_when_a_read_is_cut_short(
     if hung:
         head._proc.kill()
     assert not hung and head._proc.returncode is not None
+
+
+def test_rows_are_read_with_the_universe_reader_and_keep_the_per_row_rule() -> None:
+    """The seed's rows come from the universe reader (not a csv module of its own) and give
+    what the per-row rule gives: exact rows only, npz rows only, md5s whose rows agree."""
+    import csv
+
+    from dvc_cuvis.errors import UniverseError
+    from dvc_cuvis.sources.npz import FRAME_INFO
+
+    md5 = [f"{k:032x}" for k in range(8)]
+    rows = [
+        ("a/0.npz", "npz", "rec a", md5[0], "anomalous", "1;4"),
+        ("a/1.npz", "npz", "rec a", md5[1], "normal", ""),
+        ("b/0.npz", "npz", "rec,b", md5[2], "unlabeled", ""),  # quoted on write
+        ("c/0.npz", "npz", " padded", md5[3], "normal", ""),  # the reader strips it: skipped
+        ("c/1.npz", "npz", "tail ", md5[4], "normal", ""),  # likewise
+        ("d/0.npz", "tiff", "rec a", md5[5], "normal", ""),  # not an npz row
+        ("d/1.npz", "npz", "rec a", md5[6], "normal", "1"),  # tags disagree: not exact
+        ("e/0.npz", "npz", "rec a", md5[7], "normal", ""),
+        ("e/1.npz", "npz", "rec e", md5[7], "normal", ""),  # one md5, two values: neither
+        ("f/0.npz", "npz", "rec a", "abc", "normal", ""),  # not an md5
+    ]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["source", "index", "format", "group", "md5", "tags", "category_ids"])
+    for src, fmt, group, digest, tags, ids in rows:
+        writer.writerow([src, "", fmt, group, digest, tags, ids])
+    data = buf.getvalue().encode("utf-8")
+    got = seed._row_values(data, "universe.csv")[FRAME_INFO]
+    want = {}
+    for _src, fmt, group, digest, tags, ids in rows:  # the rule, row by row
+        value = frame_info_from_row({"group": group, "tags": tags, "category_ids": ids})
+        if fmt == "npz" and len(digest) == 32 and value is not None:
+            want.setdefault(digest, []).append(value)
+    want = {d: v[0] for d, v in want.items() if all(x == v[0] for x in v)}
+    assert got == want
+    assert set(got) == {md5[0], md5[1], md5[2]}  # the rule above, spelled out
+    assert got[md5[2]] == {"source": "rec,b", "ids": None}
+    with pytest.raises(UniverseError, match=r"universe\.csv:2: expected 7 fields"):
+        seed._row_values(data.replace(b",npz,", b",npz,,", 1), "universe.csv")  # strict reader
+    assert seed._row_values(data.replace(b"md5", b"sum", 1), "universe.csv") == {}
