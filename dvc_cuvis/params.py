@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dvc_cuvis.errors import ParamsError
 
 
@@ -22,16 +20,12 @@ def load_params(path: Path | str | None) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise ParamsError(f"{p}: params file not found")
+    from dvc_cuvis.repo import RepoError, read_yaml
+
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8-sig"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
-        raise ParamsError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ParamsError(f"{p}: cannot read: {exc}") from None
-    if data is None:
-        return {}
+        data = read_yaml(p)
+    except RepoError as exc:
+        raise ParamsError(str(exc)) from None
     if not isinstance(data, dict):
         raise ParamsError(f"{p}: expected a mapping of sections at the top level")
     return data

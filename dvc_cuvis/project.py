@@ -167,27 +167,14 @@ def tracked_by(repo: Path, root: str) -> str | None:
 
     Such data is left as it is: ``dvc add`` would fail on it, or track it twice.
     """
-    parts = Path(root).parts
-    for k in range(1, len(parts) + 1):
-        dvc_file = Path(f"{repo / Path(*parts[:k])}.dvc")
-        if dvc_file.is_file():
-            return f"{dvc_file.relative_to(repo)}"
-    git = subprocess.run(["git", "ls-files", "--", root], cwd=repo, capture_output=True,
-                         text=True, check=False)
-    if git.returncode == 0 and git.stdout.strip():
-        return "git"
-    try:
-        import yaml
+    from dvc_cuvis.repo import RepoError
+    from dvc_cuvis.repo import tracked_by as tracker
 
-        stages = (yaml.safe_load((repo / "dvc.yaml").read_text()) or {}).get("stages") or {}
-    except (OSError, ValueError):
-        stages = {}
-    for name, stage in stages.items() if isinstance(stages, dict) else ():
-        for out in (stage or {}).get("outs") or [] if isinstance(stage, dict) else []:
-            path = next(iter(out)) if isinstance(out, dict) else str(out)
-            if Path(root) == Path(path) or Path(path) in Path(root).parents:
-                return f"the output of stage '{name}' in dvc.yaml"
-    return None
+    try:
+        found = tracker(repo / root)
+    except RepoError:  # an unreadable dvc.yaml: DVC itself will say so
+        return None
+    return found[1] if found is not None else None
 
 
 def track_data(repo: Path, root: str) -> str:

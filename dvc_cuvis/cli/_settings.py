@@ -152,17 +152,11 @@ def find_params(explicit: str | None, no_params: bool) -> Path | None:
     here = Path("params.yaml")
     if here.is_file():
         return here
-    root = _repo_root(Path.cwd())
+    from dvc_cuvis.repo import repo_root
+
+    root = repo_root(Path.cwd())
     if root is not None and (root / "params.yaml").is_file():
         return Path(os.path.relpath(root / "params.yaml"))
-    return None
-
-
-def _repo_root(start: Path) -> Path | None:
-    """The nearest folder at or above ``start`` holding ``.git`` or ``.dvc``."""
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists() or (folder / ".dvc").is_dir():
-            return folder
     return None
 
 

@@ -1,0 +1,106 @@
+"""The one repository module: roots, YAML files, files at git revisions, what tracks a path."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dvc_cuvis import repo
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    top = tmp_path / "proj"
+    (top / "data/a/b").mkdir(parents=True)
+    git(top, "init", "-q")
+    git(top, "config", "user.email", "t@example.com")
+    git(top, "config", "user.name", "t")
+    (top / ".dvc").mkdir()
+    (top / "notes.txt").write_text("v1\n")
+    git(top, "add", "notes.txt")
+    git(top, "commit", "-qm", "v1")
+    git(top, "tag", "v1")
+    (top / "notes.txt").write_text("v2\n")
+    git(top, "commit", "-qam", "v2")
+    return top
+
+
+def test_roots(project: Path, tmp_path: Path) -> None:
+    deep = project / "data/a/b"
+    assert repo.repo_root(deep) == project
+    assert repo.dvc_root(deep) == project
+    (project / "data/a/.dvc").mkdir()  # a subrepository: its own DVC root
+    assert repo.dvc_root(project / "data/a/b/x") == project / "data/a"
+    memo: dict[str, str | None] = {}
+    assert repo.dvc_root(deep, memo) == project / "data/a" and memo[str(deep)] == str(
+        project / "data/a")
+    (project / "data/a/.dvc").rmdir()
+    assert repo.dvc_root(deep, memo) == project / "data/a"  # the caller's memo answers
+    assert repo.dvc_root(deep) == project
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert repo.repo_root(outside) is None and repo.dvc_root(outside) is None
+
+
+def test_find_lock_stops_at_the_repository_root(project: Path, tmp_path: Path) -> None:
+    assert repo.find_lock(project / "data/a") is None
+    (project / "dvc.lock").write_text("schema: '2.0'\n")
+    assert repo.find_lock(project / "data/a/b") == project / "dvc.lock"
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\n")  # above the root: not this project's
+    (project / "dvc.lock").unlink()
+    assert repo.find_lock(project / "data") is None
+
+
+def test_yaml_errors_name_the_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "params.yaml"
+    bad.write_text("bake:\n  seed: 1\n  val: [1,\n")
+    with pytest.raises(repo.RepoError, match=r"params.yaml:\d+: not valid YAML"):
+        repo.read_yaml(bad)
+    (tmp_path / "empty.yaml").write_text("")
+    assert repo.read_yaml(tmp_path / "empty.yaml") == {}
+    (tmp_path / "bom.yaml").write_bytes(b"\xef\xbb\xbfa: 1\n")
+    assert repo.read_yaml(tmp_path / "bom.yaml") == {"a": 1}
+    (tmp_path / "latin.yaml").write_bytes(b"a: \xe9\n")
+    with pytest.raises(repo.RepoError, match=r"latin\.yaml: not UTF-8"):
+        repo.read_yaml(tmp_path / "latin.yaml")
+    with pytest.raises(repo.RepoError, match=r"missing\.yaml: cannot be read"):
+        repo.read_yaml(tmp_path / "missing.yaml")
+
+
+def test_files_at_revisions(project: Path) -> None:
+    g = repo.Git(project / "data")
+    assert g.top == project
+    assert g.read("v1", "notes.txt") == b"v1\n"
+    assert g.read("HEAD", "notes.txt") == b"v2\n"
+    assert g.read("v1", "no such file.txt") is None
+    assert g.read_many("v1", ["notes.txt", "nope"]) == {"notes.txt": b"v1\n", "nope": None}
+    assert g.commit("v1") == git(project, "rev-parse", "v1").strip()
+    with pytest.raises(repo.RepoError, match="unknown revision 'v9'"):
+        g.commit("v9")
+
+
+def test_not_a_git_repository(tmp_path: Path) -> None:
+    with pytest.raises(repo.RepoError, match="not inside a git repository"):
+        repo.Git(tmp_path)
+
+
+def test_what_tracks_a_path(project: Path) -> None:
+    assert repo.tracked_by(project / "notes.txt") == ("git", "git")
+    assert repo.tracked_by(project / "data") is None
+    (project / "data.dvc").write_text("outs:\n- path: data\n")
+    assert repo.tracked_by(project / "data/a/b/f.npz") == ("dvc-file", "data.dvc")
+    (project / "dvc.yaml").write_text(
+        "stages:\n  m:\n    cmd: x\n    wdir: sub\n    outs:\n    - out/frames:\n"
+        "        persist: true\n    - plain.txt\n")
+    stage = ("stage", "the output of stage 'm' in dvc.yaml")
+    assert repo.tracked_by(project / "sub/out/frames/f.npz") == stage
+    assert repo.tracked_by(project / "sub/plain.txt") == stage
+    assert repo.tracked_by(project / "sub/out") is None  # the folder above an output
+    assert repo.tracked_by(project / "sub/other.txt") is None
