@@ -29,7 +29,9 @@ Targets (every baseline is measured in the same run):
 3. universe.csv with 1M rows (source,index,materialized_path): ``read_universe`` >= 20x
    faster than cuvis-ai-dataloader's ``parse_universe`` and <= 1/3 of its peak RSS, each
    measured in a fresh subprocess (``ru_maxrss``).  Also reported: a bare
-   ``import numpy`` process, ours on a row-shuffled copy, and ``Universe.hash`` at 1M rows.
+   ``import numpy`` process, ours on a row-shuffled copy, ``Universe.hash`` at 1M rows, and
+   (context, docs/performance.md) ``pandas.read_csv(dtype=str)`` and ``pyarrow.csv`` on the
+   same file, all cells as text and no checks.
 """
 
 from __future__ import annotations
@@ -314,6 +316,16 @@ def bench_read(args: argparse.Namespace, csv_path: Path, shuffled: Path, n_rows:
     log(f"    upstream: {up['seconds']:.2f} s, peak RSS {up['peak_rss_mib']:.0f} MiB")
     up_text = run("upstream-text", csv_path, timeout=1200)
     log(f"    upstream, Path.resolve replaced by text normalization: {up_text['seconds']:.2f} s")
+    general = {}
+    for reader in ("pandas", "pyarrow"):  # general-purpose readers: text cells, no checks
+        runs = [run(reader, csv_path) for _ in range(3)]
+        for r in runs:
+            if r["rows"] != n_rows:
+                raise AssertionError(f"{reader} read {r['rows']} rows, expected {n_rows}")
+        general[reader] = {"runs": runs, "seconds": median([r["seconds"] for r in runs]),
+                           "peak_rss_mib": max(r["peak_rss_mib"] for r in runs)}
+        log(f"    {reader}: median {general[reader]['seconds']:.2f} s, peak RSS "
+            f"{general[reader]['peak_rss_mib']:.0f} MiB")
     shuf_runs = [run("ours", shuffled) for _ in range(2)]
     shuf_s = median([r["seconds"] for r in shuf_runs])
     shuf_rss = max(r["peak_rss_mib"] for r in shuf_runs)
@@ -330,6 +342,12 @@ def bench_read(args: argparse.Namespace, csv_path: Path, shuffled: Path, n_rows:
         Row(key="read_universe_text", label="  (context) vs upstream's loop without "
             "Path.resolve (text-only paths, as ours)", ours=ours_s,
             baseline=up_text["seconds"], details={"upstream_text_run": up_text}),
+        Row(key="read_universe_vs_pandas", label="  (context) vs pandas.read_csv(dtype=str), "
+            "no checks", ours=ours_s, baseline=general["pandas"]["seconds"],
+            details=general["pandas"]),
+        Row(key="read_universe_vs_pyarrow", label="  (context) vs pyarrow.csv.read_csv "
+            "(string columns, threads), no checks", ours=ours_s,
+            baseline=general["pyarrow"]["seconds"], details=general["pyarrow"]),
         Row(key="read_universe_rss", label=f"read universe.csv {size}: peak RSS",
             ours=ours_rss, baseline=up["peak_rss_mib"], unit="MiB", goal_kind="min_ratio",
             goal_value=3, enforce=enforce),
