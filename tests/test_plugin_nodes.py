@@ -9,7 +9,7 @@ a run that trained from one that stopped before reading a frame.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from cuvis_ai_core.node.node import Node
@@ -22,8 +22,10 @@ FRAMES: list[tuple[str, int]] = []
 class ChannelMeanScore(Node):
     """Per-channel mean of the train split; score = mean absolute distance to it."""
 
-    INPUT_SPECS = {"cube": PortSpec(dtype=torch.float32, shape=(-1, -1, -1, -1))}
-    OUTPUT_SPECS = {"scores": PortSpec(dtype=torch.float32, shape=(-1, -1, -1, 1))}
+    INPUT_SPECS: ClassVar[dict[str, PortSpec]] = {
+        "cube": PortSpec(dtype=torch.float32, shape=(-1, -1, -1, -1))}
+    OUTPUT_SPECS: ClassVar[dict[str, PortSpec]] = {
+        "scores": PortSpec(dtype=torch.float32, shape=(-1, -1, -1, 1))}
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
