@@ -16,8 +16,10 @@ DVC is imported lazily, only by the functions that ask it.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,10 +68,42 @@ class FetchResult:
     bytes: int
 
 
-def dvc_error(exc: Exception, what: str) -> DvcCuvisError:
+class _DvcLog(logging.Handler):
+    """Collects DVC's own error lines while it runs for us (we print one line instead)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = (record.getMessage().strip().splitlines() or [""])[0]
+        if record.exc_info and record.exc_info[1] is not None:
+            line += f" - {record.exc_info[1]}"
+        self.lines.append(line)
+
+
+@contextlib.contextmanager
+def quiet_dvc() -> Iterator[_DvcLog]:
+    """DVC's log records go to the returned collector instead of stderr, for the call."""
+    logs = [logging.getLogger(name) for name in ("dvc", "dvc_data", "dvc_objects")]
+    saved = [(log.handlers[:], log.propagate) for log in logs]
+    collector = _DvcLog()
+    for log in logs:
+        log.handlers, log.propagate = [collector], False
+    try:
+        yield collector
+    finally:
+        for log, (handlers, propagate) in zip(logs, saved, strict=True):
+            log.handlers, log.propagate = handlers, propagate
+
+
+def dvc_error(exc: Exception, what: str, log: _DvcLog | None = None) -> DvcCuvisError:
     """One clear line for a DVC failure (no remote, object missing there, unreachable)."""
     name = type(exc).__name__
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+    said = [ln for ln in dict.fromkeys(log.lines if log else []) if ln and ln not in text]
+    if said:
+        text = f"{'; '.join(said[:3])}; {text}"
     hint = ""
     if name == "NoRemoteError":
         hint = "; add one: `dvc remote add -d NAME URL`"
@@ -245,16 +279,19 @@ def fetch(plan: FetchPlan, *, jobs: int | None = None, remote: str | None = None
     if todo:
         repo = _open_repo(plan.root)
         batches = [todo[k:k + chunk] for k in range(0, len(todo), chunk)]
-        try:
-            for batch in bar(batches, total=len(batches), desc="dvc pull", enabled=progress):
-                result = repo.pull(targets=[f.path for f in batch], jobs=jobs, remote=remote)
-                downloaded += int(result.get("stats", {}).get("fetched", 0))
-        except Exception as exc:
-            if isinstance(exc, DvcCuvisError):
-                raise
-            raise dvc_error(exc, "dvc pull") from None
-        finally:
-            repo.close()
+        with quiet_dvc() as log:
+            try:
+                for batch in bar(batches, total=len(batches), desc="dvc pull",
+                                 enabled=progress):
+                    result = repo.pull(targets=[f.path for f in batch], jobs=jobs,
+                                       remote=remote)
+                    downloaded += int(result.get("stats", {}).get("fetched", 0))
+            except Exception as exc:
+                if isinstance(exc, DvcCuvisError):
+                    raise
+                raise dvc_error(exc, "dvc pull", log) from None
+            finally:
+                repo.close()
     hashed = verify_files(plan.root, todo, progress=progress, where=str(plan.universe))
     return FetchResult(plan, downloaded, len(plan.files), hashed + present)
 

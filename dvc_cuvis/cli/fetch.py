@@ -43,7 +43,7 @@ def add_parser(sub: Any) -> None:
 
 def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> Path:
     """materialized/universe.csv, pulled on its own first when the folder is not pulled."""
-    from dvc_cuvis.fetch import FetchFile, dvc_error
+    from dvc_cuvis.fetch import FetchFile, dvc_error, quiet_dvc
 
     folder = s.get("materialized_dir")
     if folder is None:
@@ -54,11 +54,12 @@ def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> 
         from dvc.repo import Repo
 
         rel = FetchFile(Path(path).resolve().relative_to(plan_root).as_posix(), "", 0)
-        try:
-            with Repo(str(plan_root)) as repo:
-                repo.pull(targets=[rel.path], remote=remote)
-        except Exception as exc:
-            raise dvc_error(exc, f"dvc pull {rel.path}") from None
+        with quiet_dvc() as log:
+            try:
+                with Repo(str(plan_root)) as repo:
+                    repo.pull(targets=[rel.path], remote=remote)
+            except Exception as exc:
+                raise dvc_error(exc, f"dvc pull {rel.path}", log) from None
     return path
 
 
