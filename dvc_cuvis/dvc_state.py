@@ -46,8 +46,8 @@ logger = logging.getLogger(__name__)
 #: the stamp of a file as the stat cache keeps it: inode, size, mtime in ns
 Stamp = tuple[int, int, int]
 
-#: the columns (and declared types) of diskcache's ``Cache`` table that the query and the
-#: entry format rest on (dvc-data's ``HashesCache``); another schema: DVC's ``Repo`` answers
+#: the columns of diskcache's ``Cache`` table (with the types dvc-data's ``HashesCache``
+#: declares) that the query rests on; a table without one of them: DVC's ``Repo`` answers
 SCHEMA = {"key": "BLOB", "raw": "INTEGER", "value": "BLOB"}
 # dvc-data's HashesCache reads in chunks of this many keys (sqlite's old variable limit)
 _CHUNK = 999
@@ -142,7 +142,7 @@ class StateDb:
         self._lock = threading.Lock()  # one query at a time on the shared connection
         columns = {row[1]: str(row[2]).upper() for row in
                    self._con.execute("PRAGMA table_info(Cache)").fetchall()}
-        if any(columns.get(c) != t for c, t in SCHEMA.items()):
+        if any(c not in columns for c in SCHEMA):
             self._con.close()
             raise sqlite3.DatabaseError(
                 f"{path}: not the state schema this reader knows ({sorted(columns.items())})")

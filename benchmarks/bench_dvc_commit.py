@@ -1,0 +1,145 @@
+"""End-to-end ``dvc repro`` of a materialize stage: DVC re-hashing our outputs, or not.
+
+How to run (from the repository root)::
+
+    .venv/bin/python benchmarks/bench_dvc_commit.py           # 40 frames 256x256x61, ~640 MB
+    .venv/bin/python benchmarks/bench_dvc_commit.py --quick   # 8 frames 64x64x61, seconds
+    .venv/bin/python benchmarks/bench_dvc_commit.py --frames 80 --workdir /scratch --keep
+
+Setup (untimed): a git + DVC repository with ``data/npz`` = N frames from
+``examples/generate.py`` (float32 cubes, every frame's bytes distinct), ``dvc-cuvis init``,
+``dvc repro`` of everything up to the split.  Then, for each variant, ``materialized/`` and
+the DVC cache objects of its frames are removed and ``dvc repro -f -s materialize`` is
+timed (cache cold: DVC must copy every frame into its cache), then once more with the
+frames left in place and in DVC's cache, ``materialized/`` removed (cache warm: DVC's work
+is its hashing and bookkeeping).  The stage command is wrapped by this script, which
+records how long ``dvc-cuvis materialize`` itself ran, so DVC's share of the stage is
+``(repro - materialize) / repro``.
+
+Variants: "hand-over" (ours: the md5s go into DVC's state) and "re-hash"
+(``DVC_CUVIS_HAND_OVER=off``: DVC reads every output byte again).  Each is run once per
+round, alternating, ``--rounds`` rounds (default 1); the report prints each figure and the
+speed-up of the stage end to end.  The page cache is warm for all (everything fits in RAM
+here), so the rows compare work, not the disk.  Exit code 0 unless the script crashes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = str(Path(sys.executable).parent)
+
+
+def env(**extra: str) -> dict[str, str]:
+    """The environment of every child: this interpreter's tools first, no analytics."""
+    return {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
+            "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x",
+            "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x", **extra}
+
+
+def sh(*args: str, cwd: Path, e: dict[str, str] | None = None) -> None:
+    proc = subprocess.run(list(args), cwd=cwd, env=e or env(), capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"{args}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+
+
+def setup(work: Path, frames: int, size: int, bands: int) -> Path:
+    repo = work / "repo"
+    sessions = max(4, frames // 10)
+    sh(sys.executable, str(REPO / "examples/generate.py"), "--out", str(work / "gen"),
+       "--sessions", str(sessions), "--frames", str(frames // sessions), "--size", str(size),
+       str(size), "--bands", str(bands), "--seed", "1", cwd=work)
+    sh("git", "init", "-q", str(repo), cwd=work)
+    sh("dvc", "init", "-q", cwd=repo)
+    shutil.move(str(work / "gen/npz"), repo / "data/npz")
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=repo)
+    text = (repo / "dvc.yaml").read_text()
+    wrapped = (f"{sys.executable} {Path(__file__).resolve()} --time-cmd ../stage.json -- "
+               "dvc-cuvis materialize --params params.yaml")
+    (repo / "dvc.yaml").write_text(text.replace(
+        "cmd: dvc-cuvis materialize --params params.yaml", f"cmd: {wrapped}"))
+    sh("dvc", "repro", "-q", "bake", cwd=repo)
+    return repo
+
+
+def run_once(repo: Path, hand_over: bool, cold: bool) -> dict[str, float]:
+    out = repo / "materialized"
+    if cold and (out / "manifest.json").is_file():
+        for entry in json.loads((out / "manifest.json").read_text())["frames"].values():
+            md5 = entry["md5"]
+            (repo / ".dvc/cache/files/md5" / md5[:2] / md5[2:]).unlink(missing_ok=True)
+    shutil.rmtree(out, ignore_errors=True)
+    e = env() if hand_over else env(DVC_CUVIS_HAND_OVER="off")
+    t0 = time.perf_counter()
+    sh("dvc", "repro", "-q", "-f", "-s", "materialize", cwd=repo, e=e)
+    total = time.perf_counter() - t0
+    stage = json.loads((repo.parent / "stage.json").read_text())["seconds"]
+    return {"repro_s": total, "materialize_s": stage, "dvc_s": total - stage,
+            "dvc_share": (total - stage) / total}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="8 frames of 64x64x61")
+    ap.add_argument("--frames", type=int, default=40)
+    ap.add_argument("--size", type=int, default=256, help="frame height = width")
+    ap.add_argument("--bands", type=int, default=61)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--time-cmd", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("cmd", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.time_cmd is not None:  # the stage command, timed
+        t0 = time.perf_counter()
+        rc = subprocess.call(args.cmd)
+        args.time_cmd.write_text(json.dumps({"seconds": time.perf_counter() - t0}))
+        return rc
+    if args.quick:
+        args.frames, args.size = 8, 64
+    work = Path(tempfile.mkdtemp(prefix="bench-dvc-commit-", dir=args.workdir))
+    try:
+        t0 = time.perf_counter()
+        repo = setup(work, args.frames, args.size, args.bands)
+        data = sum(f.stat().st_size for f in (repo / "data/npz").rglob("*.npz"))
+        print(f"setup {time.perf_counter() - t0:.1f} s: {args.frames} frames "
+              f"{args.size}x{args.size}x{args.bands}, {data / 1e6:.0f} MB of npz")
+        run_once(repo, True, cold=False)  # warm-up: page cache, DVC's state of the inputs
+        results: dict[str, list[dict[str, float]]] = {}
+        for _ in range(args.rounds):
+            for cold in (True, False):
+                for hand_over in (False, True):
+                    key = f"{'hand-over' if hand_over else 're-hash'}, DVC cache " \
+                          f"{'cold' if cold else 'warm'}"
+                    results.setdefault(key, []).append(run_once(repo, hand_over, cold))
+        print(f"{'variant':32} {'repro s':>8} {'materialize s':>14} {'DVC s':>7} "
+              f"{'DVC share':>9}")
+        best = {k: min(v, key=lambda r: r["repro_s"]) for k, v in results.items()}
+        for k, r in best.items():
+            print(f"{k:32} {r['repro_s']:8.2f} {r['materialize_s']:14.2f} {r['dvc_s']:7.2f} "
+                  f"{r['dvc_share']:9.1%}")
+        for cache in ("cold", "warm"):
+            a, b = best[f"re-hash, DVC cache {cache}"], best[f"hand-over, DVC cache {cache}"]
+            print(f"speed-up end to end, DVC cache {cache}: "
+                  f"{a['repro_s'] / b['repro_s']:.2f}x (DVC's own part "
+                  f"{a['dvc_s'] / max(b['dvc_s'], 1e-9):.1f}x less)")
+        if args.json is not None:
+            args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
