@@ -926,3 +926,14 @@ def content_fingerprint(uids: list[str], md5s: list[str]) -> str:
     for u, m in zip(uids, md5s, strict=True):
         h.update(f"{u}\t{m}\n".encode())
     return h.hexdigest()
+
+
+def hashing_line(cache: StatCache) -> str:
+    """One line saying where the md5s came from and how many bytes were read to hash."""
+    st = cache.stats()
+    line = (f"hashing: {st['bytes_hashed']} bytes read; md5 from DVC {st['md5_from_dvc']}, "
+            f"from the stat cache {st['md5_cached']}, hashed {st['md5_hashed']}")
+    if st["derived_computed"] or st["derived_from_memo"]:  # files parsed (npz frames)
+        line += (f"; frames parsed {st['derived_computed']}, "
+                 f"from the memo {st['derived_from_memo']}")
+    return line

@@ -19,7 +19,6 @@ Sections a command does not read are left alone, so a params.yaml shared with ot
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
+from dvc_cuvis.options import OptionSet, check_keys, check_value, closest
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -66,12 +66,6 @@ READS: dict[str, tuple[str, ...]] = {
     "export": _SPLIT,
     "diff": _SPLIT, "log": _SPLIT,
 }
-
-
-def closest(word: str, candidates: list[str] | Any) -> str | None:
-    """The candidate nearest to ``word`` (for "did you mean ...?"), or None."""
-    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.5)
-    return found[0] if found else None
 
 
 class Parser(argparse.ArgumentParser):
@@ -116,6 +110,13 @@ def verb_parser(
         p.add_argument("--no-params", dest="no_params", action="store_true",
                        help="read no params file")
     return p
+
+
+def register_options(p: argparse.ArgumentParser, options: OptionSet) -> None:
+    """Add the flags of ``options`` to ``p`` and record its params keys (the one spec)."""
+    options.add_to(p)
+    SECTIONS[options.verb] = Section({o.name: Key(o.accepts, o.choices, o.path)
+                                      for o in options})
 
 
 def register(name: str, p: argparse.ArgumentParser) -> None:
@@ -165,33 +166,14 @@ def validate(params: dict[str, Any], where: Path | str, verbs: list[str]) -> Non
     from dvc_cuvis.params import section as get_section
 
     for verb in verbs:
-        if verb not in SECTIONS:
-            continue
-        sect = get_section(params, verb, path=where)
-        known = SECTIONS[verb].keys
-        for key in sorted(sect, key=str):
-            if key not in known:
-                hint = closest(str(key), list(known))
-                more = f"; did you mean '{hint}'?" if hint else ""
-                raise ParamsError(f"{where}: unknown key '{key}' in section '{verb}'{more} "
-                                  f"(valid keys: {', '.join(sorted(known))})")
-            _typed(sect[key], known[key], f"{where}: {verb}.{key}")
+        if verb in SECTIONS:
+            known = {k: (v.kinds, v.choices) for k, v in SECTIONS[verb].keys.items()}
+            check_keys(get_section(params, verb, path=where), known, str(where), verb)
 
 
 def _typed(value: Any, key: Key, where: str) -> Any:
     """``value`` if it has one of ``key``'s types (and choices); a null means "not set"."""
-    if value is None:
-        return None
-    # YAML true/false is not a number here, although Python's bool is an int
-    if not isinstance(value, key.kinds) or (isinstance(value, bool) and bool not in key.kinds):
-        expected = " or ".join(k.__name__ for k in key.kinds)
-        raise ParamsError(f"{where} must be {expected}, got {value!r}")
-    if key.choices is not None and value not in key.choices:
-        hint = closest(str(value), [str(c) for c in key.choices])
-        more = f"; did you mean '{hint}'?" if hint else ""
-        raise ParamsError(f"{where}: {value!r} is not one of "
-                          f"{', '.join(map(str, key.choices))}{more}")
-    return value
+    return check_value(value, key.kinds, key.choices, where)
 
 
 class Settings:

@@ -6,13 +6,11 @@ import argparse
 import contextlib
 import gc
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.cli import enumerate as enumerate_verb
 from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
 from dvc_cuvis.cli._settings import Key, Settings, register, verb_parser
 from dvc_cuvis.cli.resolve import LEAKAGE, add_module, module_rules
@@ -95,32 +93,22 @@ def rescan_options(s: Settings, universe_path: Path, cache: Any) -> tuple[Any, s
     Known when the params file says how universe.csv was made; the check enumerates only if
     dvc.lock cannot vouch for the data, and under ``--deep`` through its own fresh cache.
     """
-    enum_sect = s.of("enumerate")
+    from dvc_cuvis.sources import EnumerateOptions
+
     if s.flag("no_enumerate"):
         return None, "--no-enumerate"
-    if not enum_sect:
-        return None, f"no 'enumerate' section in {s.where} says how universe.csv was made"
-
-    def get(name: str, default: Any) -> Any:
-        value = enum_sect.get(name)
-        return default if value is None else s.from_file(name, value, "enumerate")
-
-    opts, out, _ = enumerate_verb.options(get, cache)
-    if Path(os.path.abspath(out)) != Path(os.path.abspath(universe_path)):
-        return None, f"{universe_path} is not what the enumerate section writes ({out})"
-    opts.progress = False
-    opts.executor = "local"  # a check never depends on a running cluster
-    return opts, ""
+    return EnumerateOptions.for_rescan(s.of("enumerate"), s.base, universe_path, cache, s.where)
 
 
 def _check(s: Settings) -> int:
+    from dvc_cuvis.digests import open_stat_cache
     from dvc_cuvis.drift import CHECKS, verify
 
     universe_path, splits_path = split_paths(s)
     require_file(splits_path, "splits", s)
     require_file(universe_path, "universe", s)
     module_rules(s, universe_path)
-    cache = enumerate_verb.open_cache(s.get("stat_cache"))
+    cache = open_stat_cache(s.get("stat_cache") or "auto")
     spec = s.get("checks")
     checks = CHECKS if not spec else (spec.split(",") if isinstance(spec, str) else spec)
     current, why_not = (rescan_options(s, universe_path, cache) if "universe" in checks

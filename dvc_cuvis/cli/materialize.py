@@ -7,10 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.cli import enumerate as enumerate_verb
 from dvc_cuvis.cli._inputs import require_file
 from dvc_cuvis.cli._settings import EXIT_OK, Key, Settings, register, verb_parser
-from dvc_cuvis.cli.enumerate import open_cache
 
 
 def add_parser(sub: Any) -> None:
@@ -56,6 +54,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write one deterministic npz per selected frame, incrementally."""
+    from dvc_cuvis.digests import hashing_line, open_stat_cache
     from dvc_cuvis.frames import Compression
     from dvc_cuvis.materialize import ReaderParams, materialize, parse_crop
     from dvc_cuvis.splits import load_splits
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         dark_ref=s.get("dark_ref"),
         compress=Compression.parse(s.get("compress", "none")),
     )
-    cache = open_cache(s.get("stat_cache"))
+    cache = open_stat_cache(s.get("stat_cache") or "auto")
     require_file(universe_path, "universe", s)
     uni = read_universe(universe_path)
     if splits_path:
@@ -95,5 +94,5 @@ def run(args: argparse.Namespace) -> int:
     moved = f", {migrated} migrated to the current layout" if migrated else ""
     print(f"materialized {len(result.universe)} frames into {out_dir}: {result.written} written, "
           f"{result.kept} unchanged, {result.deleted} deleted{moved}")
-    print(f"dvc-cuvis: {enumerate_verb.hashing_line(cache)}", file=sys.stderr)
+    print(f"dvc-cuvis: {hashing_line(cache)}", file=sys.stderr)
     return EXIT_OK

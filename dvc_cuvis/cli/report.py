@@ -9,7 +9,6 @@ from typing import Any
 from dvc_cuvis.cli._inputs import load_inputs
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
 from dvc_cuvis.cli.check import add_allowances, rescan_options
-from dvc_cuvis.cli.enumerate import open_cache
 
 
 def add_parser(sub: Any) -> None:
@@ -46,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
     constraints = [r.to_dict() for r in evaluate_constraints(res, inp.cfg.constraints)]
     drift = None
     if not s.flag("no_check"):  # the same check `dvc-cuvis check` runs (re-scan included)
-        cache = open_cache(None)
+        from dvc_cuvis.digests import open_stat_cache
+
+        cache = open_stat_cache("auto")
         current, _ = rescan_options(s, inp.universe_path, cache)
         drift = verify(inp.cfg, inp.uni, name_to_id=inp.name_to_id, lock="auto", cache=cache,
                        current=current, allow_partial=s.flag("allow_partial"),

@@ -19,6 +19,8 @@ from typing import Any
 from dvc_cuvis.digests import content_fingerprint
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.sources._common import (
+    ENUMERATE,
+    FORMATS,
     EnumerateOptions,
     Located,
     Scan,
@@ -32,6 +34,7 @@ from dvc_cuvis.sources._common import (
 from dvc_cuvis.universe import Universe
 
 __all__ = [
+    "ENUMERATE",
     "FORMATS",
     "EnumerateOptions",
     "Located",
@@ -46,8 +49,6 @@ __all__ = [
     "source_id",
     "universe_metrics",
 ]
-
-FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
 
 
 def scan(opts: EnumerateOptions) -> Scan:

@@ -19,8 +19,47 @@ from typing import Any
 from dvc_cuvis import dvcignore
 from dvc_cuvis.digests import CacheMiss, StatCache
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.options import Option, OptionSet
 from dvc_cuvis.paths import PathGuard, is_within
 from dvc_cuvis.progress import progress
+
+FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
+
+#: The ``enumerate`` verb's options: flags, params keys, defaults, help (one spec).
+ENUMERATE = OptionSet(
+    "enumerate",
+    Option("format", "what the data is: cu3s sessions (+COCO json), tiff cubes (+PNG labels), "
+           "npz frames, or universe (an existing universe.csv)", choices=FORMATS,
+           required=True),
+    Option("root", "dataset root folder; for --format universe the universe.csv",
+           metavar="PATH", path=True, required=True),
+    Option("out", "universe.csv to write", "universe.csv", metavar="PATH", path=True),
+    Option("metrics", "universe metrics json: counts, hash, categories", metavar="PATH",
+           path=True),
+    Option("pattern", "glob under the root", shown="per format: **/*.cu3s, **/*.npz, *.tif*"),
+    Option("images", "tiff: cube folder under the root", "images"),
+    Option("labels", "tiff: PNG label folder under the root", "labels"),
+    Option("annotations", "cu3s: COCO json next to each session (<stem>.json) or none",
+           "sibling", choices=("sibling", "none")),
+    Option("categories", "category name->id map: COCO json or {name: id} json",
+           metavar="PATH", path=True),
+    Option("absolute_sources", "absolute posix paths as source ids, as the Cuvis.AI GUI "
+           "writes them", False, bool, shown="paths relative to the universe.csv"),
+    Option("group", "group column: auto (npz: the frame's recording), parent (folder), none",
+           "auto", choices=("auto", "parent", "none")),
+    Option("no_hash", "skip content md5s; drift checks then cannot see edits", False, bool,
+           shown="hash"),
+    Option("jobs", "hashing threads (files under 192 KiB on average are read on one thread, "
+           "where threads only contend)", 4, int),
+    Option("executor", "where files not in the stat cache are read and hashed: local threads "
+           "or a Dask cluster", "local", choices=("local", "dask")),
+    Option("scheduler", "Dask scheduler address, with --executor dask", metavar="ADDRESS",
+           shown="none, an in-process cluster"),
+    Option("stat_cache", "stat cache file, or 'none' for memory only", metavar="PATH",
+           path=True, shown=".dvc/tmp/dvc-cuvis/stat-cache.bin"),
+    Option("progress", "progress bar on stderr", None, bool, negatable=True,
+           shown="when stderr is a terminal"),
+)
 
 
 @dataclass
@@ -31,18 +70,75 @@ class EnumerateOptions:
     root: Path
     out_dir: Path
     pattern: str | None = None
-    images: str = "images"
-    labels: str | None = "labels"
-    annotations: str = "sibling"
+    images: str = ENUMERATE.default("images")
+    labels: str | None = ENUMERATE.default("labels")
+    annotations: str = ENUMERATE.default("annotations")
     categories: Path | None = None
     absolute_sources: bool = False
-    group: str = "auto"
+    group: str = ENUMERATE.default("group")
     hash_content: bool = True
-    jobs: int = 4
+    jobs: int = ENUMERATE.default("jobs")
     progress: bool = False
-    executor: str = "local"  # "dask": the files to read (cold hashing) go to a Dask cluster
+    executor: str = ENUMERATE.default("executor")  # "dask": cold hashing on a Dask cluster
     scheduler: str | None = None  # its address; None: an in-process cluster
     cache: StatCache = field(default_factory=lambda: StatCache(None))
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any], cache: StatCache | None = None,
+                    ) -> tuple[EnumerateOptions, Path, str | None]:
+        """Options, the universe.csv to write and the metrics path, from the ``ENUMERATE``
+        values of a verb (flag > params section > default) or of a params section.
+
+        ``cache``: a StatCache already loaded by the caller (check shares its own).
+        """
+        import sys
+
+        from dvc_cuvis.digests import open_stat_cache
+
+        if values.get("format") is None or values.get("root") is None:
+            raise DvcCuvisError("enumerate needs --format and --root (or an 'enumerate' "
+                                "section with format and root in params.yaml)")
+        out = Path(values["out"])
+        categories, progress = values.get("categories"), values.get("progress")
+        opts = cls(
+            format=str(values["format"]),
+            root=Path(values["root"]),
+            out_dir=out.parent if str(out.parent) else Path("."),
+            pattern=values.get("pattern"),
+            images=values["images"],
+            labels=values["labels"],
+            annotations=values["annotations"],
+            categories=Path(categories) if categories else None,
+            absolute_sources=bool(values["absolute_sources"]),
+            group=values["group"],
+            hash_content=not values["no_hash"],
+            jobs=max(1, int(values["jobs"])),
+            progress=progress if progress is not None else sys.stderr.isatty(),
+            executor=str(values["executor"]),
+            scheduler=values.get("scheduler"),
+            cache=cache if cache is not None else open_stat_cache(
+                values.get("stat_cache") or "auto"),
+        )
+        return opts, out, values.get("metrics")
+
+    @classmethod
+    def for_rescan(cls, section: dict[str, Any], base: Path | str, universe: Path | str,
+                   cache: StatCache, where: str = "params.yaml",
+                   ) -> tuple[EnumerateOptions | None, str]:
+        """How a check re-enumerates the data that made ``universe``: the options from the
+        params ``section`` (paths relative to ``base``), or None and why not.
+
+        Always local and silent (a check never depends on a running cluster); None when no
+        section says how the universe was made, or when it writes another file.
+        """
+        if not section:
+            return None, f"no 'enumerate' section in {where} says how universe.csv was made"
+        opts, out, _ = cls.from_values(ENUMERATE.from_section(section, base, where), cache)
+        if Path(os.path.abspath(out)) != Path(os.path.abspath(universe)):
+            return None, f"{universe} is not what the enumerate section writes ({out})"
+        opts.progress = False
+        opts.executor = "local"
+        return opts, ""
 
 
 @dataclass

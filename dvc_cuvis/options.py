@@ -1,0 +1,194 @@
+"""One spec per option: its default, help, choices, type and path-ness, written once.
+
+A verb's options are an :class:`OptionSet` that lives in the library next to the options type
+it builds (``sources.ENUMERATE`` for :class:`~dvc_cuvis.sources.EnumerateOptions`, ...), in the
+manner of scikit-learn's ``_parameter_constraints``: from that one spec come the command-line
+flags (``add_to``), the params.yaml keys and their validation (``keys``), the defaults that
+``--help`` shows, the values a verb runs with (``values``: flag > params section > default),
+and ``init``'s params.yaml template (``template``).  A library caller builds the same options
+from a params section without the CLI (``EnumerateOptions.from_section``), so no verb module
+has to import another to learn how a stage was configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.errors import ParamsError
+
+
+def closest(word: str, candidates: Any) -> str | None:
+    """The candidate nearest to ``word`` (for "did you mean ...?"), or None."""
+    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.5)
+    return found[0] if found else None
+
+
+def check_value(value: Any, accepts: tuple[type, ...], choices: tuple[Any, ...] | None,
+                where: str) -> Any:
+    """``value`` if it has one of the ``accepts`` types (and is one of ``choices``); a null
+    means "not set". Otherwise :class:`~dvc_cuvis.errors.ParamsError` naming ``where``."""
+    if value is None:
+        return None
+    # YAML true/false is not a number here, although Python's bool is an int
+    if not isinstance(value, accepts) or (isinstance(value, bool) and bool not in accepts):
+        expected = " or ".join(k.__name__ for k in accepts)
+        raise ParamsError(f"{where} must be {expected}, got {value!r}")
+    if choices is not None and value not in choices:
+        hint = closest(str(value), [str(c) for c in choices])
+        more = f"; did you mean '{hint}'?" if hint else ""
+        raise ParamsError(f"{where}: {value!r} is not one of "
+                          f"{', '.join(map(str, choices))}{more}")
+    return value
+
+
+def check_keys(section: Mapping[str, Any], known: Mapping[str, tuple[tuple[type, ...],
+               tuple[Any, ...] | None]], where: str, verb: str) -> None:
+    """Refuse a key of ``section`` that is not ``known`` (naming the closest valid key), and a
+    value of the wrong type or outside its choices."""
+    for key in sorted(section, key=str):
+        if key not in known:
+            hint = closest(str(key), list(known))
+            more = f"; did you mean '{hint}'?" if hint else ""
+            raise ParamsError(f"{where}: unknown key '{key}' in section '{verb}'{more} "
+                              f"(valid keys: {', '.join(sorted(known))})")
+        accepts, choices = known[key]
+        check_value(section[key], accepts, choices, f"{where}: {verb}.{key}")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a verb: the params key (= the flag's dest) and everything about it.
+
+    ``default`` is the built-in value (None: unset); ``shown`` is how ``--help`` names a
+    default that is not a plain value ("when stderr is a terminal"); ``kind`` is the Python
+    type a params value must have (``bool`` options are switches; with ``negatable`` also
+    ``--no-NAME``); ``kinds`` widens what a params file may hold (a list for ``crop``);
+    ``params_only`` options have no flag (bake's ``constraints`` list).
+    """
+
+    name: str
+    help: str
+    default: Any = None
+    kind: type = str
+    choices: tuple[Any, ...] | None = None
+    path: bool = False
+    metavar: str | None = None
+    shown: str | None = None
+    flag: str | None = None
+    negatable: bool = False
+    required: bool = False
+    params_only: bool = False
+    kinds: tuple[type, ...] | None = None
+
+    @property
+    def flags(self) -> list[str]:
+        """The option strings (``--out-dir``)."""
+        return [self.flag or "--" + self.name.replace("_", "-")]
+
+    @property
+    def accepts(self) -> tuple[type, ...]:
+        """The types a params value may have (an int is a valid float)."""
+        if self.kinds is not None:
+            return self.kinds
+        return (int, float) if self.kind is float else (self.kind,)
+
+    def default_text(self) -> str:
+        """The default as ``--help`` shows it."""
+        if self.required:
+            return "required"
+        if self.shown is not None:
+            return f"default: {self.shown}"
+        if self.default is None:
+            return "default: none"
+        if self.kind is bool:
+            return f"default: {'on' if self.default else 'off'}"
+        return f"default: {self.default}"
+
+
+class OptionSet:
+    """The options of one verb, in ``--help`` order."""
+
+    def __init__(self, verb: str, *options: Option) -> None:
+        """Collect ``options`` of ``verb`` (names must be unique)."""
+        self.verb = verb
+        self.options: dict[str, Option] = {}
+        for opt in options:
+            if opt.name in self.options:
+                raise ValueError(f"{verb}: option {opt.name!r} declared twice")
+            self.options[opt.name] = opt
+
+    def __iter__(self) -> Iterator[Option]:
+        return iter(self.options.values())
+
+    def __getitem__(self, name: str) -> Option:
+        return self.options[name]
+
+    def default(self, name: str) -> Any:
+        """The built-in default of option ``name``."""
+        return self.options[name].default
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Names of the options whose params values are paths (relative to the file)."""
+        return tuple(o.name for o in self if o.path)
+
+    def add_to(self, parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
+        """Add a flag for every option (argparse defaults stay None: "not given")."""
+        for opt in self:
+            if opt.params_only or opt.name in skip:
+                continue
+            text = f"{opt.help} ({opt.default_text()})"
+            if opt.kind is bool:
+                action: Any = argparse.BooleanOptionalAction if opt.negatable else "store_true"
+                parser.add_argument(*opt.flags, dest=opt.name, action=action, default=None,
+                                    help=text)
+                continue
+            kwargs: dict[str, Any] = {"dest": opt.name, "help": text}
+            if opt.kind in (int, float):
+                kwargs["type"] = opt.kind
+            if opt.choices is not None:
+                kwargs["choices"] = list(opt.choices)
+            if opt.metavar is not None:
+                kwargs["metavar"] = opt.metavar
+            parser.add_argument(*opt.flags, **kwargs)
+
+    def values(self, get: Callable[[str, Any], Any]) -> dict[str, Any]:
+        """Every option's value: ``get(name, default)`` (flag > section), else the default."""
+        return {opt.name: get(opt.name, opt.default) for opt in self}
+
+    def check(self, section: Mapping[str, Any], where: str) -> None:
+        """Refuse unknown keys, wrong types and invalid choices in a params ``section``."""
+        check_keys(section, {o.name: (o.accepts, o.choices) for o in self}, where, self.verb)
+
+    def from_section(self, section: Mapping[str, Any], base: Path | str = ".",
+                     where: str = "params.yaml") -> dict[str, Any]:
+        """Every option's value from a params ``section`` (paths made relative to ``base``,
+        the params file's folder), else its default; an unknown key or a wrong type raises
+        :class:`~dvc_cuvis.errors.ParamsError` naming the closest valid key."""
+        self.check(section, where)
+        out = {}
+        for opt in self:
+            value = section.get(opt.name)
+            if value is None:
+                value = opt.default
+            elif opt.path and isinstance(value, str) and value not in ("none", "auto") \
+                    and not os.path.isabs(value) and str(base) not in ("", "."):
+                value = os.path.normpath(Path(base) / value)
+            out[opt.name] = value
+        return out
+
+    def template(self, names: list[str], **given: Any) -> dict[str, Any]:
+        """The params section ``init`` writes: each of ``names`` with its ``given`` value, else
+        its built-in default (a name whose value is None is left out)."""
+        out: dict[str, Any] = {}
+        for name in names:
+            value = given[name] if name in given else self.options[name].default
+            if value is not None:
+                out[name] = value
+        return out
