@@ -1,0 +1,148 @@
+"""The plugin's guard: the time ``dvc_npz_multi``'s ``setup()`` adds to npz_multi's.
+
+How to run (from the repository root)::
+
+    .venv/bin/python benchmarks/bench_plugin.py           # full run (~2 min, 2 cores)
+    .venv/bin/python benchmarks/bench_plugin.py --quick   # CI smoke test (~20 s)
+    .venv/bin/python benchmarks/bench_plugin.py --json out.json --strict
+
+What is measured, all in the same run on the same frames:
+
+* ``setup("fit")`` of cuvis-ai-dataloader's ``MultiNpzDataModule`` (the baseline) and of
+  the plugin's ``DvcNpzMultiDataModule`` (the guarded one: module rules, pin, content md5
+  of every frame, selection, constraints; no dvc.lock here), each a fresh instance built as
+  ``create_data_module`` builds it (construction untimed), interleaved, median of 9 after a
+  warm-up; the stat cache is warm (a training run's second and later starts).  The guard's
+  added time is the difference of the medians.
+* one epoch's read of the same frames: every batch of the baseline module's train and val
+  loaders (batch 8, num_workers=0, page cache warm), median of 3 after a warm-up.
+
+Goal: added time <= 1 % of the epoch's read, at a realistic frame size ([128, 128, 61]
+float32, 4 MiB per cube, 120 frames; --quick: 20 frames of [32, 32, 16], not enforced).
+The first guarded setup on a cold stat cache (it hashes every frame once) is reported as
+information.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import _common
+import numpy as np
+from _common import Row, median, timed
+from bench_check import write_sources
+from bench_pipeline import SlowdownRow
+
+from dvc_cuvis.bake import BakeOptions, bake
+from dvc_cuvis.materialize import ReaderParams, materialize
+from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.universe import read_universe, write_universe
+
+BATCH = 8
+
+
+def build(work: Path, quick: bool, rng: np.random.Generator, log: Any) -> Path:
+    """Materialized frames and their splits.json (the example pipeline's output shape)."""
+    folders, per, shape = (4, 5, (32, 32, 16)) if quick else (10, 12, (128, 128, 61))
+    t = time.perf_counter()
+    n = write_sources(work / "src", folders, per, shape, rng)
+    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=work / "src", out_dir=work,
+                                                 progress=False))
+    write_universe(uni, work / "universe.csv")
+    uni = read_universe(work / "universe.csv")
+    (baked,) = bake(uni, BakeOptions())
+    materialize(uni, baked.config, work / "mat", ReaderParams(), jobs=2)
+    log(f"{n} frames {list(shape)} float32 materialized in {time.perf_counter() - t:.1f} s "
+        "(setup)")
+    return work / "mat"
+
+
+def modules(mat: Path, cache: Path) -> tuple[Any, Any]:
+    """Factories of the baseline and the guarded module, as the registry builds them."""
+    from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.plugin import DvcNpzMultiDataModule
+
+    def splits() -> DataSplitConfig:
+        return DataSplitConfig(splits_path=str(mat / "splits.json"))
+
+    def plain() -> Any:
+        return MultiNpzDataModule(universe_csv=str(mat / "universe.csv"), splits=splits(),
+                                  batch_size=BATCH)
+
+    def guarded() -> Any:
+        return DvcNpzMultiDataModule(universe_csv=str(mat / "universe.csv"), splits=splits(),
+                                     batch_size=BATCH, lock=None, stat_cache=str(cache))
+
+    return plain, guarded
+
+
+def epoch_read(plain: Any, repeat: int = 3) -> float:
+    """One epoch's read of the frames setup('fit') serves: train + val loaders."""
+
+    def one() -> float:
+        dm = plain()
+        dm.setup("fit")
+        gc.collect()
+        t = time.perf_counter()
+        for loader in (dm.train_dataloader(), dm.val_dataloader()):
+            for _ in loader:
+                pass
+        return time.perf_counter() - t
+
+    one()
+    return median([one() for _ in range(repeat)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _common.standard_args((__doc__ or "").split("\n\n")[0], seed=True)
+    args = ap.parse_args(argv)
+    enforce = not args.quick
+    log = _common.Clock()
+    rows: list[Row] = []
+    # upstream logs "split constraint ... unavailable" on every setup: keep the report clean
+    logging.getLogger("cuvis_ai_core.data.selectors").setLevel(logging.ERROR)
+    with _common.workspace(args, "dvc_cuvis_bench_plugin_", log) as work:
+        mat = build(work, args.quick, np.random.default_rng(args.seed), log)
+        plain, guarded = modules(mat, work / "stat-cache")
+        cold, dm = timed(lambda: (lambda m: (m.setup("fit"), m)[1])(guarded()))
+        if not dm.drift_report.ok:
+            raise AssertionError(dm.drift_report.render())
+        plain().setup("fit")  # warm-up of both paths
+        guarded().setup("fit")
+        plain_t: list[float] = []
+        guard_t: list[float] = []
+        for i in range(3 if args.quick else 9):
+            for which in ((plain, plain_t), (guarded, guard_t))[:: 1 if i % 2 == 0 else -1]:
+                factory, times = which
+                m = factory()
+                times.append(timed(m.setup, "fit")[0])
+                if m.train_ds is None or not len(m.train_ds):
+                    raise AssertionError("setup('fit') built no train dataset")
+        epoch = epoch_read(plain, 1 if args.quick else 3)
+        added = max(median(guard_t) - median(plain_t), 0.0)
+        frames = len(read_universe(mat / "universe.csv"))
+        log(f"setup('fit') medians: npz_multi {median(plain_t) * 1e3:.2f} ms, dvc_npz_multi "
+            f"{median(guard_t) * 1e3:.2f} ms; epoch read {epoch:.3f} s over {frames} frames")
+        rows += [
+            SlowdownRow(key="plugin_guard_epoch",
+                        label="dvc_npz_multi setup(): added time vs one epoch's read",
+                        ours=added, baseline=epoch, goal_kind="max_ratio", goal_value=0.01,
+                        enforce=enforce, details={"plain_setup_s": median(plain_t),
+                                                  "guarded_setup_s": median(guard_t),
+                                                  "epoch_read_s": epoch, "frames": frames}),
+            Row(key="plugin_guard_cold", label="dvc_npz_multi setup(), cold stat cache "
+                "(hashes every frame once)", ours=cold, goal_kind="info"),
+        ]
+    print()
+    return _common.finish(rows, args, total=log.elapsed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
