@@ -79,6 +79,7 @@ from dvc_cuvis.modules import MODULE_COLUMN
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
 from dvc_cuvis.selectors import Resolver
+from dvc_cuvis.specs import MATERIALIZE
 from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
 from dvc_cuvis.universe import Universe, format_universe
 
@@ -94,7 +95,7 @@ class ReaderParams:
     """Everything that changes the bytes of a frame (part of every recipe key)."""
 
     crop: tuple[int, int, int, int] | None = None
-    processing_mode: str | None = "Reflectance"
+    processing_mode: str | None = MATERIALIZE.default("processing_mode")
     white_ref: str | None = None
     dark_ref: str | None = None
     compress: Compression = field(default_factory=Compression)
@@ -104,6 +105,18 @@ class ReaderParams:
         d = asdict(self)
         d["crop"] = list(self.crop) if self.crop else None
         return d
+
+
+def reader_params(values: dict[str, Any]) -> ReaderParams:
+    """The frame recipe (:class:`ReaderParams`) from ``MATERIALIZE`` values."""
+    mode = values["processing_mode"]
+    return ReaderParams(
+        crop=parse_crop(values["crop"]),
+        processing_mode=None if str(mode).lower() == "none" else str(mode),
+        white_ref=values["white_ref"],
+        dark_ref=values["dark_ref"],
+        compress=Compression.parse(values["compress"]),
+    )
 
 
 def parse_crop(spec: str | list[int] | tuple[int, ...] | None) -> tuple[int, int, int, int] | None:

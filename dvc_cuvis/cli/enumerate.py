@@ -7,13 +7,13 @@ import sys
 from typing import Any
 
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
-from dvc_cuvis.sources._common import ENUMERATE
+from dvc_cuvis.specs import ENUMERATE
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    """The ``enumerate`` verb's flags (from the one spec, ``sources.ENUMERATE``)."""
+    """The ``enumerate`` verb's flags (from the one spec, ``specs.ENUMERATE``)."""
     p = verb_parser(sub, "enumerate", "scan a dataset into a canonical universe.csv",
                     paths=ENUMERATE.paths)
     register_options(p, ENUMERATE)

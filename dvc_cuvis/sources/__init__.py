@@ -19,8 +19,6 @@ from typing import Any
 from dvc_cuvis.digests import content_fingerprint
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.sources._common import (
-    ENUMERATE,
-    FORMATS,
     EnumerateOptions,
     Located,
     Scan,
@@ -31,6 +29,7 @@ from dvc_cuvis.sources._common import (
     scan_rows,
     source_id,
 )
+from dvc_cuvis.specs import ENUMERATE, FORMATS
 from dvc_cuvis.universe import Universe
 
 __all__ = [

@@ -19,47 +19,9 @@ from typing import Any
 from dvc_cuvis import dvcignore
 from dvc_cuvis.digests import CacheMiss, StatCache
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.options import Option, OptionSet
 from dvc_cuvis.paths import PathGuard, is_within
 from dvc_cuvis.progress import progress
-
-FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
-
-#: The ``enumerate`` verb's options: flags, params keys, defaults, help (one spec).
-ENUMERATE = OptionSet(
-    "enumerate",
-    Option("format", "what the data is: cu3s sessions (+COCO json), tiff cubes (+PNG labels), "
-           "npz frames, or universe (an existing universe.csv)", choices=FORMATS,
-           required=True),
-    Option("root", "dataset root folder; for --format universe the universe.csv",
-           metavar="PATH", path=True, required=True),
-    Option("out", "universe.csv to write", "universe.csv", metavar="PATH", path=True),
-    Option("metrics", "universe metrics json: counts, hash, categories", metavar="PATH",
-           path=True),
-    Option("pattern", "glob under the root", shown="per format: **/*.cu3s, **/*.npz, *.tif*"),
-    Option("images", "tiff: cube folder under the root", "images"),
-    Option("labels", "tiff: PNG label folder under the root", "labels"),
-    Option("annotations", "cu3s: COCO json next to each session (<stem>.json) or none",
-           "sibling", choices=("sibling", "none")),
-    Option("categories", "category name->id map: COCO json or {name: id} json",
-           metavar="PATH", path=True),
-    Option("absolute_sources", "absolute posix paths as source ids, as the Cuvis.AI GUI "
-           "writes them", False, bool, shown="paths relative to the universe.csv"),
-    Option("group", "group column: auto (npz: the frame's recording), parent (folder), none",
-           "auto", choices=("auto", "parent", "none")),
-    Option("no_hash", "skip content md5s; drift checks then cannot see edits", False, bool,
-           shown="hash"),
-    Option("jobs", "hashing threads (files under 192 KiB on average are read on one thread, "
-           "where threads only contend)", 4, int),
-    Option("executor", "where files not in the stat cache are read and hashed: local threads "
-           "or a Dask cluster", "local", choices=("local", "dask")),
-    Option("scheduler", "Dask scheduler address, with --executor dask", metavar="ADDRESS",
-           shown="none, an in-process cluster"),
-    Option("stat_cache", "stat cache file, or 'none' for memory only", metavar="PATH",
-           path=True, shown=".dvc/tmp/dvc-cuvis/stat-cache.bin"),
-    Option("progress", "progress bar on stderr", None, bool, negatable=True,
-           shown="when stderr is a terminal"),
-)
+from dvc_cuvis.specs import ENUMERATE
 
 
 @dataclass

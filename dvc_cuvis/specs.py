@@ -1,0 +1,81 @@
+"""The option spec of every verb (see :mod:`dvc_cuvis.options`), in one light module.
+
+Each verb's :class:`~dvc_cuvis.options.OptionSet` is the one home of its options' defaults,
+help, choices, types and path-ness: the CLI builds its flags and validates params sections from
+it, the library's option types take their defaults from it (``EnumerateOptions``,
+``ReaderParams``, ``BakeOptions``), and ``init`` writes its params.yaml template from it.  It
+imports nothing heavy, so building every verb's parser costs no library import.
+"""
+
+from __future__ import annotations
+
+from dvc_cuvis.options import Option, OptionSet
+
+FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
+
+#: The ``enumerate`` verb's options: flags, params keys, defaults, help (one spec).
+ENUMERATE = OptionSet(
+    "enumerate",
+    Option("format", "what the data is: cu3s sessions (+COCO json), tiff cubes (+PNG labels), "
+           "npz frames, or universe (an existing universe.csv)", choices=FORMATS,
+           required=True),
+    Option("root", "dataset root folder; for --format universe the universe.csv",
+           metavar="PATH", path=True, required=True),
+    Option("out", "universe.csv to write", "universe.csv", metavar="PATH", path=True),
+    Option("metrics", "universe metrics json: counts, hash, categories", metavar="PATH",
+           path=True),
+    Option("pattern", "glob under the root", shown="per format: **/*.cu3s, **/*.npz, *.tif*"),
+    Option("images", "tiff: cube folder under the root", "images"),
+    Option("labels", "tiff: PNG label folder under the root", "labels"),
+    Option("annotations", "cu3s: COCO json next to each session (<stem>.json) or none",
+           "sibling", choices=("sibling", "none")),
+    Option("categories", "category name->id map: COCO json or {name: id} json",
+           metavar="PATH", path=True),
+    Option("absolute_sources", "absolute posix paths as source ids, as the Cuvis.AI GUI "
+           "writes them", False, bool, shown="paths relative to the universe.csv"),
+    Option("group", "group column: auto (npz: the frame's recording), parent (folder), none",
+           "auto", choices=("auto", "parent", "none")),
+    Option("no_hash", "skip content md5s; drift checks then cannot see edits", False, bool,
+           shown="hash"),
+    Option("jobs", "hashing threads (files under 192 KiB on average are read on one thread, "
+           "where threads only contend)", 4, int),
+    Option("executor", "where files not in the stat cache are read and hashed: local threads "
+           "or a Dask cluster", "local", choices=("local", "dask")),
+    Option("scheduler", "Dask scheduler address, with --executor dask", metavar="ADDRESS",
+           shown="none, an in-process cluster"),
+    Option("stat_cache", "stat cache file, or 'none' for memory only", metavar="PATH",
+           path=True, shown=".dvc/tmp/dvc-cuvis/stat-cache.bin"),
+    Option("progress", "progress bar on stderr", None, bool, negatable=True,
+           shown="when stderr is a terminal"),
+)
+
+
+#: The ``materialize`` verb's options: flags, params keys, defaults, help (one spec).
+MATERIALIZE = OptionSet(
+    "materialize",
+    Option("universe", "universe.csv of the raw data", "universe.csv", metavar="PATH",
+           path=True),
+    Option("splits", "splits.json selecting the frames", metavar="PATH", path=True,
+           shown="none, every frame"),
+    Option("out_dir", "output folder: frames/, universe.csv, splits.json, manifest.json",
+           metavar="DIR", path=True, required=True),
+    Option("select", "frames of every stage of the split, or the whole universe", "splits",
+           choices=("splits", "all")),
+    Option("crop", "TOP,BOTTOM,LEFT,RIGHT pixels removed from cube and masks",
+           kinds=(str, list)),
+    Option("processing_mode", "cu3s: cuvis.ProcessingMode name, or none", "Reflectance"),
+    Option("white_ref", "cu3s: white reference measurement", metavar="CU3S[:FRAME]",
+           path=True),
+    Option("dark_ref", "cu3s: dark reference measurement", metavar="CU3S[:FRAME]", path=True),
+    Option("compress", "none | deflate[:level] | masks[:level]", "none"),
+    Option("jobs", "worker processes", 1, int),
+    Option("executor", "local process pool or a Dask cluster", "local",
+           choices=("local", "dask")),
+    Option("scheduler", "Dask scheduler address, with --executor dask", metavar="ADDRESS",
+           shown="none, an in-process cluster"),
+    Option("lock_wait", "seconds to wait for another run on the same folder", 0.0, float),
+    Option("stat_cache", "stat cache file, or 'none'", metavar="PATH", path=True,
+           shown=".dvc/tmp/dvc-cuvis/"),
+    Option("progress", "progress bar on stderr", None, bool, negatable=True,
+           shown="when stderr is a terminal"),
+)
