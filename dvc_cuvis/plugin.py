@@ -35,7 +35,7 @@ from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
 from cuvis_ai_dataloader.data.datamodule_tiff_paired import TiffPairedDataModule
 
 from dvc_cuvis.digests import StatCache, open_stat_cache
-from dvc_cuvis.drift import DriftError, DriftReport, ensure, find_lock, verify
+from dvc_cuvis.drift import CHECKS, DriftError, DriftReport, ensure, find_lock, verify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.modules import check_module_rules
 from dvc_cuvis.universe import Universe, read_universe
@@ -88,6 +88,31 @@ GUARD_PARAMS: dict[str, GuardParam] = {
                              "file, or null (in memory)"),
 }
 
+#: A dataset version (:mod:`dvc_cuvis.versioned`): train on the split and frames of a git
+#: revision of the dataset repository, fetched through DVC and verified by md5.
+VERSION_PARAMS: dict[str, GuardParam] = {
+    "rev": GuardParam(None, (str, type(None)), None,
+                      "git tag, branch or commit of the dataset to train on; splits_path and "
+                      "universe_csv are read at it (default: the files as they are)"),
+    "repo": GuardParam(None, (str, type(None)), None,
+                       "the dataset repository, a path or git URL (default: .)"),
+    "cache_dir": GuardParam(None, (str, type(None)), None,
+                            "DVC cache the frames are fetched into (default: the repository's)"),
+}
+
+
+def _pin_version(module: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    from dvc_cuvis.versioned import plugin_pin
+
+    return plugin_pin(module, kwargs)
+
+
+def _fetch_version(module: Any, stage: str | None) -> None:
+    from dvc_cuvis.versioned import plugin_fetch
+
+    plugin_fetch(module, stage)
+
+
 #: Loader arguments ``create_data_module`` passes by name; never inside ``params``.
 _LOADER_ARGS = frozenset({"self", "splits", "batch_size", "num_workers"})
 
@@ -103,12 +128,13 @@ class TrainingDriftError(DriftError):
         """The error for ``report``, raised by the module named ``module``."""
         super().__init__(report)
         lines = [f"{module}: refusing to train: {self.args[0]}"]
-        for f in report.findings:
-            if f.failed:
-                lines.append(f"  {f.check}: {f.summary}")
-                if f.fix:
-                    lines.append(f"    fix: {f.fix}")
-        lines.append("  (nothing was read; to train on it anyway set data.params.verify: warn)")
+        keep = False
+        for line in report.render().splitlines()[1:]:  # the failed checks' blocks of the report
+            if line.startswith("  ["):
+                keep = line.startswith(("  [DRIFT]", "  [FAIL]"))
+            if keep:
+                lines.append(line)
+        lines.append("  (no frame was read; to train on it anyway set data.params.verify: warn)")
         self.args = ("\n".join(lines),)
 
 
@@ -212,7 +238,8 @@ class _Guarded:
                 "(data.splits.splits_path: splits.json), or set data.params.verify: off")
         universe, current, folder = self._universe_for_check()
         report = verify(splits, universe, current=current, deep=self.guard_settings["deep"],
-                        lock=self._lock(folder), cache=self._cache(folder / "universe.csv"))
+                        lock=self._lock(folder), cache=self._cache(folder / "universe.csv"),
+                        checks=getattr(self, "version_checks", CHECKS))
         self.drift_report = report
         if report.ok:
             return report
@@ -259,10 +286,13 @@ class DvcNpzMultiDataModule(_UniverseCsvGuarded, MultiNpzDataModule):
     DATA_MODULE_NAME: ClassVar[str] = "dvc_npz_multi"
     UPSTREAM: ClassVar[type] = MultiNpzDataModule
     RULES: ClassVar[str] = "npz_multi"
+    OWN_PARAMS: ClassVar[dict[str, GuardParam]] = VERSION_PARAMS
+    PRE_STEPS: ClassVar[tuple[Callable[[Any, str | None], None], ...]] = (_fetch_version,)
 
     def __init__(self, **kwargs: Any) -> None:
-        """Upstream's parameters unchanged, plus the guard's (nothing is read but the CSV)."""
-        MultiNpzDataModule.__init__(self, **self._take_guard_params(kwargs))
+        """Upstream's parameters unchanged, plus the guard's and ``rev``/``repo``/``cache_dir``
+        (nothing is read but the CSV; with ``rev``, the CSV and split at that revision)."""
+        MultiNpzDataModule.__init__(self, **_pin_version(self, self._take_guard_params(kwargs)))
 
 
 class DvcCu3sMultiDataModule(_UniverseCsvGuarded, MultiCu3sDataModule):
