@@ -5,7 +5,12 @@ per-stage sets of universe positions, and :func:`to_config` writes them as ``fil
 selectors (sources in canonical order, ids sorted and run-length compacted to ``"a-b"``)
 with the ``universe_hash`` pinned.
 
-Strategies:
+Each strategy is a splitter (:class:`Splitter`: one ``assign(groups)`` hook, scikit-learn
+style, plus ``deal(groups, k)`` for folds), and :class:`Folds` wraps any of them.  The
+metrics are computed from the positions (:func:`baked_resolution`), not by resolving the
+written config again, and :class:`Baked` carries its verdicts typed.
+
+Strategies (:data:`SPLITTERS`):
 
 * ``hash`` (default) — each group lands by a seeded sha256 of its id compared with the
   ratio thresholds.  A group's stage depends on nothing else, so adding data never moves
@@ -33,8 +38,8 @@ import hashlib
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -46,11 +51,12 @@ from cuvis_ai_schemas.training.data import (
 )
 
 from dvc_cuvis.errors import DvcCuvisError, EmptyStageError, SelectorError
-from dvc_cuvis.selectors import Positions, Resolver
+from dvc_cuvis.selectors import Positions, Resolver, norm_sources
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     STAGES,
     ConstraintResult,
+    Resolution,
     evaluate_constraints,
     resolve,
     stage_stats,
@@ -59,66 +65,12 @@ from dvc_cuvis.universe import ANOMALOUS, ANOMALOUS_FOR_PARITY, Universe
 
 logger = logging.getLogger(__name__)
 
-STRATEGIES: tuple[str, ...] = ("hash", "random", "stratified", "multilabel")
 GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample")
+PREDICT: tuple[str, ...] = ("all", "test")
 TRAIN, VAL, TEST, UNASSIGNED = 0, 1, 2, -1
 #: A notion of "anomalous" over a sample's category ids (see :mod:`dvc_cuvis.universe`).
 AnomalyRule = Callable[[Sequence[int]], bool]
-
-
-@dataclass
-class BakeOptions:
-    """Every knob of a bake (also the ``bake:`` section of params.yaml)."""
-
-    strategy: str = "hash"
-    seed: int = 0
-    val_ratio: float = 0.2
-    test_ratio: float = 0.2
-    group_by: str = "auto"
-    ad_aware: bool = False
-    folds: int = 0
-    predict: str = "all"
-    ranges: bool = True
-    constraints: list[Constraint] | None = None
-    allow_removed: bool = False
-    allow_empty: bool = False
-
-    def check(self) -> None:
-        """Refuse impossible combinations with a message naming the option."""
-        if self.strategy not in STRATEGIES:
-            raise DvcCuvisError(
-                f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}"
-            )
-        if self.group_by not in GROUP_BY:
-            raise DvcCuvisError(
-                f"unknown group-by {self.group_by!r}; choose one of {', '.join(GROUP_BY)}"
-            )
-        for name in ("val_ratio", "test_ratio"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1:
-                flag = name.replace("_", "-")
-                raise DvcCuvisError(f"{flag} must be a number in [0, 1), got {v!r}")
-        if self.val_ratio + self.test_ratio >= 1:
-            raise DvcCuvisError(
-                f"val-ratio + test-ratio must be below 1 (got {self.val_ratio} + "
-                f"{self.test_ratio}); train would be empty"
-            )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise DvcCuvisError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if self.folds < 0 or self.folds == 1:
-            raise DvcCuvisError(f"folds must be 0 (off) or at least 2, got {self.folds}")
-        if self.predict not in ("all", "test"):
-            raise DvcCuvisError(f"predict must be 'all' (empty = whole universe) or 'test', "
-                                f"got {self.predict!r}")
-
-
-@dataclass
-class Baked:
-    """One baked split: its per-stage positions, the config to write, and its metrics."""
-
-    stages: dict[str, Positions]
-    config: DataSplitConfig
-    metrics: dict[str, Any] = field(default_factory=dict)
+StageCodes = npt.NDArray[np.int8]
 
 
 # -- groups -------------------------------------------------------------------------------
@@ -140,35 +92,19 @@ def group_rows(uni: Universe, group_by: str) -> tuple[list[str], npt.NDArray[np.
     return [names[g] for g in order.tolist()], rank[codes]
 
 
-def _hash01(seed: int, key: str, salt: str = "") -> float:
-    digest = hashlib.sha256(f"dvc-cuvis/{salt}{seed}/{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
-
-
-#: The drop-in strategies that reproduce cuvis-ai-dataloader's ``resolve-splits``.
-PARITY_STRATEGIES: tuple[str, ...] = ("random", "stratified")
-
-
-def anomaly_rule(opts: BakeOptions) -> AnomalyRule:
-    """The notion of "anomalous" a bake uses (its strata and ``--ad-aware``).
-
-    :data:`~dvc_cuvis.universe.ANOMALOUS` (ids ``!= 0``), except for the resolve-splits
-    drop-ins (``random``/``stratified`` without folds), which keep
-    :data:`~dvc_cuvis.universe.ANOMALOUS_FOR_PARITY` (any id) so that their membership
-    stays resolve-splits' own.  Folds exist only here: they use the rule.
-    """
-    if opts.strategy in PARITY_STRATEGIES and not opts.folds:
-        return ANOMALOUS_FOR_PARITY
-    return ANOMALOUS
-
-
 @dataclass
 class Groups:
-    """The units a strategy assigns: group ids, the group of every row, group features."""
+    """The units a strategy assigns: group ids, the group of every row, group features.
+
+    A view (:meth:`take`) holds some of the groups, in the order given; ``names``,
+    ``len()``, :meth:`anomalous` and :meth:`labels` are per group *of the view*, while
+    ``of_row`` always maps every row to its group number among all groups.
+    """
 
     uni: Universe
-    names: list[str]
+    all_names: list[str]
     of_row: npt.NDArray[np.int64]
+    ids: npt.NDArray[np.int64] | None = None  # the view's group numbers (None: all, in order)
 
     @classmethod
     def of(cls, uni: Universe, group_by: str) -> Groups:
@@ -176,11 +112,26 @@ class Groups:
         names, of_row = group_rows(uni, group_by)
         return cls(uni, names, of_row)
 
+    def __len__(self) -> int:
+        return len(self.all_names) if self.ids is None else len(self.ids)
+
+    @property
+    def names(self) -> list[str]:
+        """The ids of the view's groups, in view order."""
+        if self.ids is None:
+            return self.all_names
+        return [self.all_names[g] for g in self.ids.tolist()]
+
+    def take(self, members: npt.ArrayLike) -> Groups:
+        """The view of ``members`` (positions in this view)."""
+        m = np.asarray(members, dtype=np.int64)
+        return replace(self, ids=m if self.ids is None else self.ids[m])
+
     def anomalous(self, rule: AnomalyRule = ANOMALOUS) -> npt.NDArray[np.bool_]:
         """Per group: is any of its samples anomalous by ``rule`` (see :func:`anomaly_rule`)?"""
-        out = np.zeros(len(self.names), dtype=bool)
+        out = np.zeros(len(self.all_names), dtype=bool)
         out[self.of_row[self.uni.anomalous(rule)]] = True
-        return out
+        return out if self.ids is None else out[self.ids]
 
     def labels(self) -> tuple[list[dict[int, int]], list[int]]:
         """Per group ``{category id: samples}`` (background 0 excluded) and sample counts."""
@@ -189,17 +140,187 @@ class Groups:
                 "multilabel stratification needs a category_ids column in the universe "
                 "(enumerate with labels, or choose another strategy)"
             )
-        labels: list[dict[int, int]] = [{} for _ in self.names]
-        weights = np.bincount(self.of_row, minlength=len(self.names)).tolist()
+        labels: list[dict[int, int]] = [{} for _ in self.all_names]
+        weights = np.bincount(self.of_row, minlength=len(self.all_names)).tolist()
         for row, ids in enumerate(self.uni.category_ids):
             lab = labels[int(self.of_row[row])]
             for cid in set(ids):
                 if cid != 0:
                     lab[cid] = lab.get(cid, 0) + 1
-        return labels, weights
+        if self.ids is None:
+            return labels, weights
+        view = self.ids.tolist()
+        return [labels[g] for g in view], [weights[g] for g in view]
 
 
-def _slice(order: Sequence[int], ratios: tuple[float, float]) -> npt.NDArray[np.int8]:
+def _hash01(seed: int, key: str, salt: str = "") -> float:
+    digest = hashlib.sha256(f"dvc-cuvis/{salt}{seed}/{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+# -- strategies: one splitter each, behind one protocol ------------------------------------
+
+
+class Splitter(Protocol):
+    """A bake strategy, scikit-learn style: its parameters at construction, then hooks.
+
+    :meth:`assign` gives every group of a view a stage code (``TRAIN``, ``VAL`` or
+    ``TEST``); :meth:`deal` gives each a validation fold ``0..k-1``, which is all
+    :class:`Folds` asks of a strategy.  A splitter sees groups only: never rows, never
+    selectors; turning its codes into stages and files is the bake's business.
+    """
+
+    def assign(self, groups: Groups) -> StageCodes:
+        """A stage code per group of ``groups``."""
+        ...
+
+    def deal(self, groups: Groups, k: int) -> npt.NDArray[np.int64]:
+        """A fold ``0..k-1`` per group of ``groups``."""
+        ...
+
+
+@dataclass
+class _Ratios:
+    """What every splitter is parametrized by: a seed and the val/test shares of groups."""
+
+    seed: int = 0
+    val_ratio: float = 0.2
+    test_ratio: float = 0.2
+
+
+@dataclass
+class HashSplitter(_Ratios):
+    """``hash``: each group by a seeded sha256 of its id against the ratio thresholds.
+
+    A group's stage depends on nothing else, so adding data never moves existing samples;
+    a stage left empty borrows one group (:func:`_lend`), listed in ``lent_`` after
+    :meth:`assign`.  Folds deal the groups round-robin in seeded-hash order (balanced).
+    """
+
+    lent_: list[str] = field(default_factory=list, init=False)
+
+    def assign(self, groups: Groups) -> StageCodes:
+        """Stage codes by hash, then a loan to each stage that stayed empty."""
+        names = groups.names
+        u = np.fromiter((_hash01(self.seed, n) for n in names), float, len(names))
+        out = np.full(len(names), TRAIN, dtype=np.int8)
+        out[u < self.test_ratio + self.val_ratio] = VAL
+        out[u < self.test_ratio] = TEST
+        self.lent_ = _lend(out, u, names, self.val_ratio, self.test_ratio)
+        return out
+
+    def deal(self, groups: Groups, k: int) -> npt.NDArray[np.int64]:
+        """Round-robin over the groups ordered by a second seeded hash."""
+        u = np.fromiter((_hash01(self.seed, n, "fold/") for n in groups.names), float,
+                        len(groups))
+        fold = np.empty(len(groups), dtype=np.int64)
+        fold[np.argsort(u, kind="stable")] = np.arange(len(groups)) % k
+        return fold
+
+
+@dataclass
+class RandomSplitter(_Ratios):
+    """``random``: resolve-splits' own: a ``random.Random(seed)`` shuffle of the groups in
+    canonical first-appearance order, ``round()`` counts, test then val then train."""
+
+    def assign(self, groups: Groups) -> StageCodes:
+        """Upstream's shuffle and slices."""
+        order = list(range(len(groups)))
+        random.Random(self.seed).shuffle(order)  # upstream: stdlib shuffle of the group list
+        return _slice(order, (self.val_ratio, self.test_ratio))
+
+    def deal(self, groups: Groups, k: int) -> npt.NDArray[np.int64]:
+        """Round-robin over the shuffled groups."""
+        return _deal_shuffled([np.arange(len(groups))], len(groups), self.seed, k)
+
+
+@dataclass
+class StratifiedSplitter(_Ratios):
+    """``stratified``: resolve-splits' own: :class:`RandomSplitter` within the normal and
+    then the anomalous groups (``rule``; see :func:`anomaly_rule`), each re-seeded."""
+
+    rule: AnomalyRule = ANOMALOUS_FOR_PARITY
+
+    def assign(self, groups: Groups) -> StageCodes:
+        """Upstream's shuffle and slices per stratum."""
+        out = np.full(len(groups), TRAIN, dtype=np.int8)
+        flags = groups.anomalous(self.rule)
+        for stratum in (np.flatnonzero(~flags), np.flatnonzero(flags)):
+            order = list(range(len(stratum)))
+            random.Random(self.seed).shuffle(order)  # re-seeded per stratum, as upstream
+            out[stratum] = _slice(order, (self.val_ratio, self.test_ratio))
+        return out
+
+    def deal(self, groups: Groups, k: int) -> npt.NDArray[np.int64]:
+        """Round-robin over each shuffled stratum."""
+        flags = groups.anomalous(self.rule)
+        every = np.arange(len(groups))
+        return _deal_shuffled([every[~flags], every[flags]], len(groups), self.seed, k)
+
+
+@dataclass
+class MultilabelSplitter(_Ratios):
+    """``multilabel``: iterative stratification (Sechidis et al., 2011) of groups over their
+    COCO category ids, weighted by sample counts."""
+
+    def assign(self, groups: Groups) -> StageCodes:
+        """Train/val/test shares by :func:`iterative_stratify`."""
+        labels, weights = groups.labels()
+        ratios = [1 - self.val_ratio - self.test_ratio, self.val_ratio, self.test_ratio]
+        return iterative_stratify(labels, weights, ratios, self.seed).astype(np.int8)
+
+    def deal(self, groups: Groups, k: int) -> npt.NDArray[np.int64]:
+        """K equal shares by :func:`iterative_stratify`."""
+        labels, weights = groups.labels()
+        return iterative_stratify(labels, weights, [1.0 / k] * k, self.seed)
+
+
+#: Every strategy by name: the one list (``--strategy`` choices, params validation).
+SPLITTERS: dict[str, type[HashSplitter | RandomSplitter | StratifiedSplitter
+                          | MultilabelSplitter]] = {
+    "hash": HashSplitter, "random": RandomSplitter, "stratified": StratifiedSplitter,
+    "multilabel": MultilabelSplitter,
+}
+STRATEGIES: tuple[str, ...] = tuple(SPLITTERS)
+#: The drop-in strategies that reproduce cuvis-ai-dataloader's ``resolve-splits``.
+PARITY_STRATEGIES: tuple[str, ...] = ("random", "stratified")
+
+
+@dataclass
+class Folds:
+    """K folds around a splitter: its test holdout first, then K validation folds.
+
+    ``holdout`` is the strategy with ``val_ratio`` 0: its :meth:`~Splitter.assign` places
+    the test groups, its :meth:`~Splitter.deal` the others into ``k`` folds; fold ``j``
+    validates on the groups dealt ``j`` and trains on the rest.
+    """
+
+    holdout: Splitter
+    k: int
+
+    def split(self, groups: Groups) -> list[StageCodes]:
+        """One array of stage codes per group for each fold."""
+        per_group = self.holdout.assign(groups)
+        rest = np.flatnonzero(per_group != TEST)
+        fold_of = np.full(len(groups), -1, dtype=np.int64)
+        fold_of[rest] = self.holdout.deal(groups.take(rest), self.k)
+        return [np.where(per_group == TEST, TEST, np.where(fold_of == j, VAL, TRAIN))
+                .astype(np.int8) for j in range(self.k)]
+
+
+def _deal_shuffled(strata: list[npt.NDArray[np.int64]], n: int, seed: int,
+                   k: int) -> npt.NDArray[np.int64]:
+    """Folds round-robin over each stratum shuffled by ``random.Random(seed)``."""
+    fold = np.full(n, -1, dtype=np.int64)
+    for stratum in strata:
+        order = stratum.tolist()
+        random.Random(seed).shuffle(order)
+        for j, g in enumerate(order):
+            fold[g] = j % k
+    return fold
+
+
+def _slice(order: Sequence[int], ratios: tuple[float, float]) -> StageCodes:
     """Upstream slicing of a shuffled order: test first, then val, then train."""
     n = len(order)
     n_test, n_val = round(n * ratios[1]), round(n * ratios[0])  # round-half-even, as upstream
@@ -210,7 +331,8 @@ def _slice(order: Sequence[int], ratios: tuple[float, float]) -> npt.NDArray[np.
 
 
 def _lend(
-    out: npt.NDArray[np.int8], u: npt.NDArray[np.float64], names: list[str], opts: BakeOptions
+    out: StageCodes, u: npt.NDArray[np.float64], names: list[str], val_ratio: float,
+    test_ratio: float,
 ) -> list[str]:
     """Fill every empty stage that has a non-zero ratio by lending it one group (hash, in place).
 
@@ -227,9 +349,9 @@ def _lend(
     group where it is under growth (its stages can only gain groups, so none is lent after);
     a split that did lend may give a group back to its own stage, or lend another one.
     """
-    lo_hi = {TEST: (0.0, opts.test_ratio),
-             VAL: (opts.test_ratio, opts.test_ratio + opts.val_ratio),
-             TRAIN: (opts.test_ratio + opts.val_ratio, 1.0)}
+    lo_hi = {TEST: (0.0, test_ratio),
+             VAL: (test_ratio, test_ratio + val_ratio),
+             TRAIN: (test_ratio + val_ratio, 1.0)}
     lent: list[str] = []
     for stage in (TEST, VAL, TRAIN):
         lo, hi = lo_hi[stage]
@@ -245,44 +367,6 @@ def _lend(
         lent.append(names[g])
     return lent
 
-
-def assign(
-    groups: Groups, subset: npt.NDArray[np.int64], opts: BakeOptions,
-    rule: AnomalyRule | None = None, lent: list[str] | None = None,
-) -> npt.NDArray[np.int8]:
-    """Stage code for each group in ``subset`` (group numbers) by ``opts.strategy``.
-
-    ``rule``: the strata's notion of anomalous (default :func:`anomaly_rule` of ``opts``);
-    ``lent``: collects the groups the hash strategy lent to otherwise empty stages.
-    """
-    names = [groups.names[g] for g in subset.tolist()]
-    ratios = (opts.val_ratio, opts.test_ratio)
-    if opts.strategy == "hash":
-        u = np.fromiter((_hash01(opts.seed, n) for n in names), float, len(names))
-        out = np.full(len(names), TRAIN, dtype=np.int8)
-        out[u < opts.test_ratio + opts.val_ratio] = VAL
-        out[u < opts.test_ratio] = TEST
-        moved = _lend(out, u, names, opts)
-        if lent is not None:
-            lent.extend(moved)
-        return out
-    if opts.strategy == "random":
-        order = list(range(len(subset)))
-        random.Random(opts.seed).shuffle(order)  # upstream: stdlib shuffle of the group list
-        return _slice(order, ratios)
-    if opts.strategy == "stratified":
-        out = np.full(len(subset), TRAIN, dtype=np.int8)
-        flags = groups.anomalous(rule or anomaly_rule(opts))[subset]
-        for stratum in (np.flatnonzero(~flags), np.flatnonzero(flags)):
-            order = list(range(len(stratum)))
-            random.Random(opts.seed).shuffle(order)  # re-seeded per stratum, as upstream
-            out[stratum] = _slice(order, ratios)
-        return out
-    labels, weights = groups.labels()
-    fold = iterative_stratify([labels[g] for g in subset.tolist()],
-                              [weights[g] for g in subset.tolist()],
-                              [1 - opts.val_ratio - opts.test_ratio, *ratios], opts.seed)
-    return fold.astype(np.int8)
 
 
 def iterative_stratify(
@@ -331,7 +415,124 @@ def iterative_stratify(
     return fold
 
 
-def _stages_from_rows(row_stage: npt.NDArray[np.int8]) -> dict[str, Positions]:
+
+@dataclass
+class BakeOptions:
+    """Every knob of a bake (also the ``bake:`` section of params.yaml)."""
+
+    strategy: str = "hash"
+    seed: int = 0
+    val_ratio: float = 0.2
+    test_ratio: float = 0.2
+    group_by: str = "auto"
+    ad_aware: bool = False
+    folds: int = 0
+    predict: str = "all"
+    ranges: bool = True
+    constraints: list[Constraint] | None = None
+    allow_removed: bool = False
+    allow_empty: bool = False
+
+    def check(self) -> None:
+        """Refuse impossible combinations with a message naming the option."""
+        if self.strategy not in STRATEGIES:
+            raise DvcCuvisError(
+                f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}"
+            )
+        if self.group_by not in GROUP_BY:
+            raise DvcCuvisError(
+                f"unknown group-by {self.group_by!r}; choose one of {', '.join(GROUP_BY)}"
+            )
+        for name in ("val_ratio", "test_ratio"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1:
+                flag = name.replace("_", "-")
+                raise DvcCuvisError(f"{flag} must be a number in [0, 1), got {v!r}")
+        if self.val_ratio + self.test_ratio >= 1:
+            raise DvcCuvisError(
+                f"val-ratio + test-ratio must be below 1 (got {self.val_ratio} + "
+                f"{self.test_ratio}); train would be empty"
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise DvcCuvisError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.folds < 0 or self.folds == 1:
+            raise DvcCuvisError(f"folds must be 0 (off) or at least 2, got {self.folds}")
+        if self.predict not in PREDICT:
+            raise DvcCuvisError(f"predict must be 'all' (empty = whole universe) or 'test', "
+                                f"got {self.predict!r}")
+
+
+@dataclass
+class Baked:
+    """One baked split: per-stage positions, the config to write, its metrics and verdicts.
+
+    Everything a caller acts on is typed: ``results`` (the constraint outcomes, our
+    ``non_empty_stages`` check included), ``empty_stages`` (left empty under
+    ``allow_empty``), ``warnings`` (what a user should hear: failed constraints, base
+    samples dropped), ``fold`` and ``source``; ``metrics`` is the JSON that DVC shows.
+    """
+
+    stages: dict[str, Positions]
+    config: DataSplitConfig
+    metrics: dict[str, Any] = field(default_factory=dict)
+    results: list[ConstraintResult] = field(default_factory=list)
+    stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    empty_stages: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
+    fold: int | None = None
+    source: str = ""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Samples per exclusive stage (train, val, test), as the metrics count them."""
+        return {s: int(self.stats[s]["samples"]) for s in EXCLUSIVE_STAGES}
+
+    def counts_text(self) -> str:
+        """``train=N val=N test=N``."""
+        return " ".join(f"{s}={n}" for s, n in self.counts.items())
+
+    @property
+    def prefix(self) -> str:
+        """``"fold k: "`` for one fold of several, else ``""`` (for messages)."""
+        return f"fold {self.fold}: " if self.fold is not None else ""
+
+    def empty_warning(self) -> str | None:
+        """The warning for stages left empty under ``allow_empty`` (None when there are none)."""
+        if not self.empty_stages:
+            return None
+        return (f"{self.prefix}stage(s) {', '.join(self.empty_stages)} received no sample "
+                f"({self.counts_text()})")
+
+
+def anomaly_rule(opts: BakeOptions) -> AnomalyRule:
+    """The notion of "anomalous" a bake uses (its strata and ``--ad-aware``).
+
+    :data:`~dvc_cuvis.universe.ANOMALOUS` (ids ``!= 0``), except for the resolve-splits
+    drop-ins (``random``/``stratified`` without folds), which keep
+    :data:`~dvc_cuvis.universe.ANOMALOUS_FOR_PARITY` (any id) so that their membership
+    stays resolve-splits' own.  Folds exist only here: they use the rule.
+    """
+    if opts.strategy in PARITY_STRATEGIES and not opts.folds:
+        return ANOMALOUS_FOR_PARITY
+    return ANOMALOUS
+
+
+def splitter(opts: BakeOptions, *, val_ratio: float | None = None) -> Splitter:
+    """The splitter of ``opts.strategy`` with the options' seed and ratios (``val_ratio``
+    overrides the options', as a fold holdout has none)."""
+    val = opts.val_ratio if val_ratio is None else val_ratio
+    if opts.strategy == "stratified":
+        return StratifiedSplitter(opts.seed, val, opts.test_ratio, rule=anomaly_rule(opts))
+    return SPLITTERS[opts.strategy](opts.seed, val, opts.test_ratio)
+
+
+def _lent(split: Splitter | Folds) -> list[str]:
+    """The groups a hash splitter lent to otherwise empty stages (none for the others)."""
+    inner = split.holdout if isinstance(split, Folds) else split
+    return list(inner.lent_) if isinstance(inner, HashSplitter) else []
+
+
+def _stages_from_rows(row_stage: StageCodes) -> dict[str, Positions]:
     return {s: np.flatnonzero(row_stage == code) for code, s in enumerate(EXCLUSIVE_STAGES)}
 
 
@@ -345,12 +546,16 @@ def _apply_ad_aware(uni: Universe, stages: dict[str, Positions], opts: BakeOptio
                        "small to stratify); evaluation has no anomaly coverage")
 
 
+
 def split_universe(
     uni: Universe, opts: BakeOptions, lent: list[str] | None = None
 ) -> dict[str, Positions]:
     """Per-stage positions for ``uni`` by strategy and grouping."""
     groups = Groups.of(uni, opts.group_by)
-    per_group = assign(groups, np.arange(len(groups.names)), opts, lent=lent)
+    split = splitter(opts)
+    per_group = split.assign(groups)
+    if lent is not None:
+        lent.extend(_lent(split))
     stages = _stages_from_rows(per_group[groups.of_row])
     _apply_ad_aware(uni, stages, opts)
     return stages
@@ -361,38 +566,14 @@ def fold_splits(
 ) -> list[dict[str, Positions]]:
     """K folds: a test holdout by strategy, then K validation folds over the remaining groups."""
     groups = Groups.of(uni, opts.group_by)
-    everything = np.arange(len(groups.names))
-    holdout = BakeOptions(**{**opts.__dict__, "val_ratio": 0.0, "folds": 0})
-    per_group = assign(groups, everything, holdout, anomaly_rule(opts), lent)
-    rest = np.flatnonzero(per_group != TEST)
-    k = opts.folds
-    fold_of = np.full(len(groups.names), -1, dtype=np.int64)
-    if opts.strategy == "hash":
-        # Balanced folds: order the groups by a seeded hash and deal them round-robin.
-        u = np.fromiter((_hash01(opts.seed, groups.names[g], "fold/") for g in rest.tolist()),
-                        float, len(rest))
-        fold_of[rest[np.argsort(u, kind="stable")]] = np.arange(len(rest)) % k
-    elif opts.strategy == "multilabel":
-        labels, weights = groups.labels()
-        fold_of[rest] = iterative_stratify([labels[g] for g in rest.tolist()],
-                                           [weights[g] for g in rest.tolist()],
-                                           [1.0 / k] * k, opts.seed)
-    else:
-        strata = [rest]
-        if opts.strategy == "stratified":
-            flags = groups.anomalous(anomaly_rule(opts))
-            strata = [rest[~flags[rest]], rest[flags[rest]]]
-        for stratum in strata:
-            order = stratum.tolist()
-            random.Random(opts.seed).shuffle(order)
-            for j, g in enumerate(order):
-                fold_of[g] = j % k
+    folds = Folds(splitter(opts, val_ratio=0.0), opts.folds)
     out = []
-    for j in range(k):
-        per = np.where(per_group == TEST, TEST, np.where(fold_of == j, VAL, TRAIN))
-        stages = _stages_from_rows(per.astype(np.int8)[groups.of_row])
+    for per_group in folds.split(groups):
+        stages = _stages_from_rows(per_group[groups.of_row])
         _apply_ad_aware(uni, stages, opts)
         out.append(stages)
+    if lent is not None:
+        lent.extend(_lent(folds))
     return out
 
 
@@ -452,12 +633,12 @@ def stages_from_base(
             "re-enumerate if this is unexpected, or pass --allow-removed to drop them"
         )
     groups = Groups.of(uni, opts.group_by)
-    per_group = np.full(len(groups.names), UNASSIGNED, dtype=np.int8)
+    per_group = np.full(len(groups), UNASSIGNED, dtype=np.int8)
     known = row_stage != UNASSIGNED
     per_group[groups.of_row[known]] = row_stage[known]  # a group keeps its previous stage
     new_groups = np.flatnonzero(per_group == UNASSIGNED)
     if len(new_groups):
-        per_group[new_groups] = assign(groups, new_groups, opts)
+        per_group[new_groups] = splitter(opts).assign(groups.take(new_groups))
     fresh = ~known
     row_stage[fresh] = per_group[groups.of_row[fresh]]
     info = {"kept": int(known.sum()), "added": int(fresh.sum()), "removed": len(removed),
@@ -511,6 +692,23 @@ def compact_ids(indices: Sequence[int], *, ranges: bool = True) -> list[int | st
 SINGLE_SAMPLE_FORMATS = (b"npz", b"tiff")
 
 
+def whole_file_rows(uni: Universe, positions: Positions) -> npt.NDArray[np.bool_]:
+    """Which of ``positions`` a baked stage names by their file (one ``files`` selector).
+
+    A whole-file sample (no index), or the one row of a source whose format is a single
+    sample per file (npz frames, TIFF cubes); every other row is named by ``file_indices``.
+    """
+    fmt = uni.raw_column("format")
+    if fmt is None:
+        whole = np.zeros(len(positions), dtype=bool)
+    else:
+        sizes = np.diff(uni.offsets)[uni.codes[positions]]
+        whole = (sizes == 1) & np.isin(fmt[positions], SINGLE_SAMPLE_FORMATS)
+    if uni.indexless is not None:
+        whole |= uni.indexless[positions]
+    return whole
+
+
 def stage_selectors(uni: Universe, positions: Positions, *, ranges: bool = True) -> list[Selector]:
     """Concrete selectors for a set of positions: sources canonical, ids sorted.
 
@@ -519,27 +717,30 @@ def stage_selectors(uni: Universe, positions: Positions, *, ranges: bool = True)
     keeps splits.json small and fast to validate; every other source gets ``file_indices``.
     """
     pos = np.unique(positions)
-    fmt = uni.raw_column("format")
     out: list[Selector] = []
     if len(pos) == 0:
         return out
-    codes = uni.codes[pos]
-    bounds = np.flatnonzero(np.diff(codes)) + 1
-    off = uni.offsets
-    whole_files: list[str] = []
-    for chunk in np.split(pos, bounds):
-        code = int(uni.codes[chunk[0]])
-        source = uni.source_names[code]
-        single = off[code + 1] - off[code] == 1 and len(chunk) == 1
-        whole = uni.indexless is not None and bool(uni.indexless[chunk[0]])
-        if whole or (single and fmt is not None and fmt[chunk[0]] in SINGLE_SAMPLE_FORMATS):
-            whole_files.append(source)
-        else:
+    whole = whole_file_rows(uni, pos)
+    names = uni.source_names
+    if whole.any():
+        out.append(Selector(kind="files",
+                            paths=[names[c] for c in uni.codes[pos[whole]].tolist()]))
+    rest = pos[~whole]
+    if len(rest):
+        bounds = np.flatnonzero(np.diff(uni.codes[rest])) + 1
+        for chunk in np.split(rest, bounds):
             ids = compact_ids(uni.indices[chunk].tolist(), ranges=ranges)
-            out.append(Selector(kind="file_indices", source=source, ids=ids))
-    if whole_files:
-        out.insert(0, Selector(kind="files", paths=whole_files))
+            out.append(Selector(kind="file_indices", source=names[int(uni.codes[chunk[0]])],
+                                ids=ids))
     return out
+
+
+def _predict(stages: dict[str, Positions], opts: BakeOptions) -> Positions:
+    """The predict stage a bake writes: its own, else test's with ``predict: test``."""
+    predict = stages.get("predict", np.zeros(0, dtype=np.int64))
+    if opts.predict == "test" and len(predict) == 0:
+        predict = stages["test"]
+    return predict
 
 
 def to_config(
@@ -549,9 +750,6 @@ def to_config(
     constraints: list[Constraint] | None = None,
 ) -> DataSplitConfig:
     """The baked ``DataSplitConfig`` for ``stages`` (hash pinned, constraints seeded)."""
-    predict = stages.get("predict", np.zeros(0, dtype=np.int64))
-    if opts.predict == "test" and len(predict) == 0:
-        predict = stages["test"]
     if constraints is None:
         constraints = opts.constraints if opts.constraints is not None else default_constraints()
     return DataSplitConfig(
@@ -559,39 +757,92 @@ def to_config(
         train=stage_selectors(uni, stages["train"], ranges=opts.ranges),
         val=stage_selectors(uni, stages["val"], ranges=opts.ranges),
         test=stage_selectors(uni, stages["test"], ranges=opts.ranges),
-        predict=stage_selectors(uni, predict, ranges=opts.ranges),
+        predict=stage_selectors(uni, _predict(stages, opts), ranges=opts.ranges),
         constraints=constraints,
     )
 
 
-def split_metrics(
-    uni: Universe, cfg: DataSplitConfig, opts: BakeOptions, extra: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Per-stage counts, constraint status and the parameters of a baked split."""
-    res = resolve(cfg, uni)
+def baked_resolution(
+    uni: Universe, stages: dict[str, Positions], opts: BakeOptions, cfg: DataSplitConfig
+) -> Resolution:
+    """What ``cfg``, baked from ``stages``, resolves to -- taken from the positions.
+
+    Each stage in the order its selectors list it (the whole files first, then each
+    source's ids, sources canonical), an empty predict as the whole universe: what
+    :func:`~dvc_cuvis.splits.resolve` gives back, without resolving a selector.  Only when
+    two sources of the universe are one path once normalized (a ``files`` selector naming
+    one then matches both) is ``cfg`` resolved, since the file means what resolving it
+    gives.
+    """
+    names = uni.source_names
+    if len(set(norm_sources(names))) < len(names):
+        return resolve(cfg, uni)
+    out: dict[str, Positions] = {}
+    for stage in EXCLUSIVE_STAGES:
+        out[stage] = _listed(uni, stages[stage])
+    predict = _predict(stages, opts)
+    out["predict"] = (_listed(uni, predict) if len(predict)
+                      else np.arange(len(uni), dtype=np.int64))
+    return Resolution(uni, out, predict_is_all=not len(predict))
+
+
+def _listed(uni: Universe, positions: Positions) -> Positions:
+    """``positions`` in the order :func:`stage_selectors` lists them."""
+    pos = np.unique(positions)
+    whole = whole_file_rows(uni, pos)
+    return np.concatenate([pos[whole], pos[~whole]]) if whole.any() else pos
+
+
+def _baked(
+    uni: Universe, stages: dict[str, Positions], opts: BakeOptions, *, source: str,
+    constraints: list[Constraint] | None = None, extra: dict[str, Any] | None = None,
+    fold: int | None = None, strategy: bool = False, removed: int = 0,
+) -> Baked:
+    """Config, metrics and verdicts of one split, all from its positions.
+
+    ``strategy``: a strategy bake, which also gets our ``non_empty_stages`` check (an
+    :class:`~dvc_cuvis.errors.EmptyStageError` unless ``allow_empty``).
+    """
+    cfg = to_config(uni, stages, opts, constraints)
+    res = baked_resolution(uni, stages, opts, cfg)
     results = evaluate_constraints(res, cfg.constraints)
+    stats = stage_stats(res)
+    assigned = int(np.unique(np.concatenate([res.stages[s] for s in EXCLUSIVE_STAGES])).size)
+    ok = not any(r.failed for r in results)
     metrics: dict[str, Any] = {
         "universe_hash": uni.hash,
         "strategy": opts.strategy,
         "seed": opts.seed,
-        "stages": stage_stats(res),
-        "assigned": int(np.unique(np.concatenate([res.stages[s] for s in EXCLUSIVE_STAGES])).size),
-        "unassigned": 0,
+        "stages": stats,
+        "assigned": assigned,
+        "unassigned": len(uni) - assigned,
         "constraints": [r.to_dict() for r in results],
-        "constraints_ok": not any(r.failed for r in results),
+        "constraints_ok": ok,
     }
-    metrics["unassigned"] = len(uni) - metrics["assigned"]
     if extra:
         metrics.update(extra)
-    return metrics
+    baked = Baked(stages, cfg, metrics, results, stats, fold=fold, source=source)
+    if strategy:
+        checked = _non_empty(baked, opts)
+        results.append(checked)
+        metrics["constraints"].append(checked.to_dict())
+        if checked.status == "violated":
+            baked.empty_stages = checked.offending
+    if removed:
+        baked.warnings.append(f"{removed} sample(s) of the base split left the universe and "
+                              "were dropped")
+    if not ok:
+        bad = [r.kind for r in results if r.severity == "error" and r.status != "satisfied"]
+        baked.warnings.append(f"{baked.prefix}the baked split fails constraint(s) "
+                              f"{', '.join(bad)}; see the split metrics")
+    return baked
 
 
 def plot_data(
-    metrics: dict[str, Any], uni: Universe, stages: dict[str, Positions],
-    categories: dict[str, int] | None = None, top_groups: int = 50,
+    baked: Baked, uni: Universe, categories: dict[str, int] | None = None, top_groups: int = 50,
 ) -> dict[str, list[dict[str, Any]]]:
     """Rows for DVC plots: per-stage sizes, per-category-and-stage counts, largest groups."""
-    st = metrics["stages"]
+    st = baked.stats
     out: dict[str, list[dict[str, Any]]] = {
         "stages.json": [{"stage": s, "samples": st[s]["samples"], "sources": st[s]["sources"],
                          "groups": st[s]["groups"]} for s in EXCLUSIVE_STAGES],
@@ -605,7 +856,7 @@ def plot_data(
     names, codes = uni.groups()
     assigned = np.zeros(len(uni), dtype=bool)
     for s in EXCLUSIVE_STAGES:
-        assigned[stages[s]] = True
+        assigned[baked.stages[s]] = True
     sizes = np.bincount(codes[assigned], minlength=len(names))
     order = np.argsort(-sizes, kind="stable")[:top_groups]
     out["groups.json"] = [{"group": names[g], "samples": int(sizes[g])}
@@ -619,11 +870,12 @@ def bake_imported(
     """Baked splits (one per fold) from stage positions produced elsewhere (an import)."""
     out = []
     for j, stages in enumerate(splits):
-        cfg = to_config(uni, stages, opts)
         extra: dict[str, Any] = {"source": source}
-        if len(splits) > 1:
+        several = len(splits) > 1
+        if several:
             extra.update({"fold": j, "folds": len(splits)})
-        out.append(Baked(stages, cfg, split_metrics(uni, cfg, opts, extra)))
+        out.append(_baked(uni, stages, opts, source=source, extra=extra,
+                          fold=j if several else None))
     return out
 
 
@@ -671,7 +923,9 @@ def bake(
     list of Baked
         One entry, or one per fold with ``opts.folds``.  Each carries ``stages`` (per
         stage universe positions), ``config`` (the ``DataSplitConfig`` to save, hash
-        pinned) and ``metrics`` (counts, constraint results, parameters).
+        pinned), ``metrics`` (counts, constraint results, parameters: the JSON DVC
+        shows) and, typed, ``results`` (constraint outcomes), ``empty_stages``,
+        ``warnings``, ``fold`` and ``source``.
 
     Raises
     ------
@@ -745,6 +999,7 @@ def bake(
             raise DvcCuvisError(
                 "--folds combines with a strategy, not with --from-csv/--rule/--base"
             )
+        removed = 0
         if from_csv:
             stages = stages_from_csv(uni)
             extra["source"] = "csv"
@@ -761,42 +1016,43 @@ def bake(
             constraints = list(base.constraints) if opts.constraints is None else None
             extra["source"] = "base"
             extra["base"] = info
-        cfg = to_config(uni, stages, opts, constraints)
-        return [Baked(stages, cfg, split_metrics(uni, cfg, opts, extra))]
+            removed = info["removed"]
+        return [_baked(uni, stages, opts, source=extra["source"], constraints=constraints,
+                       extra=extra, removed=removed)]
     lent: list[str] = []
     if opts.folds:
+        folds = fold_splits(uni, opts, lent)
         out = []
-        for j, stages in enumerate(fold_splits(uni, opts, lent)):
-            cfg = to_config(uni, stages, opts)
+        for j, stages in enumerate(folds):
             fold_info: dict[str, Any] = {"fold": j, "folds": opts.folds}
             if lent:
                 fold_info["lent_groups"] = lent
-            out.append(Baked(stages, cfg, _non_empty(split_metrics(uni, cfg, opts, fold_info),
-                                                     opts)))
+            out.append(_baked(uni, stages, opts, source=opts.strategy, extra=fold_info, fold=j,
+                              strategy=True))
         return out
     stages = split_universe(uni, opts, lent)
-    cfg = to_config(uni, stages, opts)
-    return [Baked(stages, cfg, _non_empty(split_metrics(
-        uni, cfg, opts, {"lent_groups": lent} if lent else None), opts))]
+    return [_baked(uni, stages, opts, source=opts.strategy,
+                   extra={"lent_groups": lent} if lent else None, strategy=True)]
 
 
 #: Our own check of a strategy bake (never written into splits.json, which the schema owns).
 NON_EMPTY_STAGES = "non_empty_stages"
 
 
-def _non_empty(metrics: dict[str, Any], opts: BakeOptions) -> dict[str, Any]:
-    """Add the ``non_empty_stages`` result: a stage with a non-zero share got no sample.
+def _non_empty(baked: Baked, opts: BakeOptions) -> ConstraintResult:
+    """The ``non_empty_stages`` result: a stage with a non-zero share got no sample.
 
     An :class:`~dvc_cuvis.errors.EmptyStageError` by default (``allow_empty`` records it as a
-    warning in the metrics instead): a split whose test stage is silently empty would train
-    and report nothing on it.
+    warning instead): a split whose test stage is silently empty would train and report
+    nothing on it.
     """
     wanted = ["train"]
     if opts.val_ratio > 0 or opts.folds:
         wanted.append("val")
     if opts.test_ratio > 0:
         wanted.append("test")
-    empty = [s for s in wanted if metrics["stages"][s]["samples"] == 0]
+    counts = baked.counts
+    empty = [s for s in wanted if counts[s] == 0]
     severity = "warn" if opts.allow_empty else "error"
     reason = ("a stage with a non-zero ratio received no sample: add data, lower the number "
               "of groups needed (group-by), change the ratios or seed, or allow it with "
@@ -805,22 +1061,27 @@ def _non_empty(metrics: dict[str, Any], opts: BakeOptions) -> dict[str, Any]:
                               "violated" if empty else "satisfied", len(empty), tuple(empty),
                               reason)
     if result.failed:
-        counts = " ".join(f"{s}={metrics['stages'][s]['samples']}" for s in EXCLUSIVE_STAGES)
-        fold = f"fold {metrics['fold']}: " if "fold" in metrics else ""
-        raise EmptyStageError(f"{fold}stage(s) {', '.join(empty)} received no sample "
-                              f"({counts}); {reason}")
-    metrics["constraints"].append(result.to_dict())
-    return metrics
+        raise EmptyStageError(f"{baked.prefix}stage(s) {', '.join(empty)} received no sample "
+                              f"({baked.counts_text()}); {reason}")
+    return result
 
 
 __all__ = [
+    "SPLITTERS",
     "STRATEGIES",
     "BakeOptions",
     "Baked",
+    "Folds",
+    "HashSplitter",
+    "MultilabelSplitter",
+    "RandomSplitter",
+    "Splitter",
+    "StratifiedSplitter",
     "bake",
     "compact_ids",
     "iterative_stratify",
     "split_universe",
+    "splitter",
     "stage_selectors",
     "to_config",
 ]

@@ -322,3 +322,93 @@ def test_drop_in_strategies_keep_resolve_splits_notion_for_parity(strategy, seed
     background = {uni.uid(p) for p in range(len(uni)) if uni.category_ids[p]
                   and not any(uni.category_ids[p])}
     assert background and not background & upstream_members["train"]  # "any id"
+
+
+# -- splitters behind one protocol; metrics from positions; typed verdicts ------------------
+
+
+@pytest.mark.parametrize("strategy", ["hash", "random", "stratified", "multilabel"])
+def test_each_strategy_is_a_splitter_and_folds_wrap_any_of_them(strategy: str) -> None:
+    from dvc_cuvis.bake import SPLITTERS, STRATEGIES, Folds, Groups, splitter
+
+    uni = make_universe(11, n_sources=30, groups=0)
+    uni = Universe.from_records([{**r.extra, "source": r.source, "index": r.index,
+                                  "category_ids": r.extra["category_ids"] or "1"}
+                                 for r in uni]) if strategy == "multilabel" else uni
+    opts = BakeOptions(strategy=strategy, seed=5)
+    split = splitter(opts)
+    assert type(split) is SPLITTERS[strategy] and tuple(SPLITTERS) == STRATEGIES
+    groups = Groups.of(uni, "source")
+    codes = split.assign(groups)
+    assert codes.dtype == np.int8 and set(codes.tolist()) <= {0, 1, 2}
+    # the bake is exactly the splitter's codes, row by row
+    (baked,) = bake(uni, opts)
+    for code, stage in enumerate(STAGES3):
+        assert baked.stages[stage].tolist() == np.flatnonzero(codes[groups.of_row] == code).tolist()
+    # a view of some groups is assigned as its own group list (what --base uses)
+    some = np.arange(0, len(groups), 3)
+    view = groups.take(some)
+    assert view.names == [groups.names[g] for g in some.tolist()] and len(view) == len(some)
+    assert len(split.assign(view)) == len(some)
+    # folds: one holdout, every other group validated exactly once
+    k = 3
+    folds = Folds(splitter(BakeOptions(strategy=strategy, seed=5, folds=k), val_ratio=0.0), k)
+    per_fold = folds.split(groups)
+    test = per_fold[0] == 2
+    assert all(((f == 2) == test).all() for f in per_fold)
+    val_count = sum((f == 1).astype(int) for f in per_fold)
+    assert (val_count[~test] == 1).all() and (val_count[test] == 0).all()
+    baked_folds = bake(uni, BakeOptions(strategy=strategy, seed=5, folds=k))
+    for f, b in zip(per_fold, baked_folds, strict=True):
+        assert b.stages["val"].tolist() == np.flatnonzero(f[groups.of_row] == 1).tolist()
+        assert b.fold is not None and b.prefix == f"fold {b.fold}: "
+
+
+def test_metrics_come_from_the_positions_not_from_resolving_the_config(monkeypatch) -> None:
+    import dvc_cuvis.bake as bake_mod
+
+    uni = make_universe(3)
+    want = [json.dumps(b.metrics) for b in bake(uni, BakeOptions(seed=2, predict="test"))]
+    calls: list[int] = []
+    real = bake_mod.resolve
+    monkeypatch.setattr(bake_mod, "resolve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    (baked,) = bake(uni, BakeOptions(seed=2, predict="test"))
+    assert calls == [] and [json.dumps(baked.metrics)] == want
+    # and they are what resolving the written config gives
+    res = real(baked.config, uni)
+    assert baked.metrics["stages"] == bake_mod.stage_stats(res)
+    assert baked.metrics["constraints"][:-1] == [
+        r.to_dict() for r in bake_mod.evaluate_constraints(res, baked.config.constraints)]
+    # two sources that are one path once normalized: the file means what resolving it gives
+    twins = Universe.from_records([{"source": "a/b.npz", "index": 0, "format": "npz"},
+                                   {"source": "a//b.npz", "index": 0, "format": "npz"},
+                                   {"source": "c.npz", "index": 0, "format": "npz"}])
+    (b2,) = bake(twins, BakeOptions(group_by="sample", allow_empty=True))
+    assert calls == [1]
+    assert b2.metrics["stages"] == bake_mod.stage_stats(real(b2.config, twins))
+
+
+def test_baked_carries_typed_verdicts_and_the_cli_prints_them(tmp_path: Path, cli) -> None:
+    uni = Universe.from_records([{"source": f"s{k}.cu3s", "index": 0} for k in range(2)])
+    (b,) = bake(uni, BakeOptions(allow_empty=True))
+    assert b.empty_stages and set(b.empty_stages) <= {"val", "test"}
+    assert b.empty_warning() == (f"stage(s) {', '.join(b.empty_stages)} received no sample "
+                                 f"({b.counts_text()})")
+    assert b.counts == {s: b.metrics["stages"][s]["samples"] for s in STAGES3}
+    assert b.source == "hash" and b.fold is None and b.warnings == []
+    checked = b.results[-1]
+    assert checked.kind == "non_empty_stages" and checked.status == "violated"
+    assert b.metrics["constraints"][-1] == checked.to_dict()
+    # a failed constraint is a typed warning (a group across stages)
+    grouped = Universe.from_records([{"source": f"s{k}.cu3s", "index": 0, "group": "one"}
+                                     for k in range(6)])
+    (g,) = bake(grouped, BakeOptions(group_by="source"))
+    assert g.metrics["constraints_ok"] is False
+    assert g.warnings == ["the baked split fails constraint(s) group_leakage; see the split "
+                          "metrics"]
+    (tmp_path / "u.csv").write_text("source,index,group\n" + "".join(
+        f"s{k}.cu3s,0,one\n" for k in range(6)), encoding="utf-8")
+    r = cli("bake", "--no-params", "--universe", tmp_path / "u.csv", "--out",
+            tmp_path / "s.json", "--group-by", "source")
+    assert r.code == 0, r.err
+    assert f"dvc-cuvis: warning: {g.warnings[0]}" in r.err

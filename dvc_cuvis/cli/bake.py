@@ -150,13 +150,16 @@ def run(args: argparse.Namespace) -> int:
             name_to_id=category_map(s),
             where=str(rule_path or base_path or ""),
         )
-    _empty_stages(baked)
+    for b in baked:  # stages left empty under --allow-empty (without it, bake raised)
+        empty = b.empty_warning()
+        if empty:
+            print(f"dvc-cuvis: warning: {empty}", file=sys.stderr)
     if opts.folds:
         save_folds([b.config for b in baked], out_dir)
         if metrics:
             write_json(metrics, {"folds": [b.metrics for b in baked]})
         print(f"baked {len(baked)} folds ({opts.strategy}) -> {out_dir}/fold-*.json")
-        return _verdict(baked, s)
+        return _verdict(baked)
     (result,) = baked
     save_splits(result.config, out)
     if metrics:
@@ -164,40 +167,16 @@ def run(args: argparse.Namespace) -> int:
     plots = s.get("plots")
     if plots:
         names = category_map(s)
-        for name, rows in plot_data(result.metrics, uni, result.stages, names).items():
+        for name, rows in plot_data(result, uni, names).items():
             write_json(Path(plots) / name, rows)
-    st = result.metrics["stages"]
-    counts = " ".join(f"{x}={st[x]['samples']}" for x in ("train", "val", "test"))
-    print(f"baked {counts} ({result.metrics.get('source', opts.strategy)}) -> {out}; "
-          f"universe_hash {uni.hash[:12]}")
-    base_info = result.metrics.get("base")
-    if base_info and base_info["removed"]:
-        print(f"dvc-cuvis: warning: {base_info['removed']} sample(s) of the base split left the "
-              "universe and were dropped", file=sys.stderr)
-    return _verdict(baked, s)
+    counts = " ".join(f"{x}={n}" for x, n in result.counts.items())
+    print(f"baked {counts} ({result.source}) -> {out}; universe_hash {uni.hash[:12]}")
+    return _verdict(baked)
 
 
-def _empty_stages(baked: list[Any]) -> None:
-    """Warn about a stage left empty under ``--allow-empty`` (without it, bake raised)."""
-    from dvc_cuvis.bake import NON_EMPTY_STAGES
-
+def _verdict(baked: list[Any]) -> int:
+    """Print every warning of the baked split(s): failed constraints, dropped base samples."""
     for b in baked:
-        for c in b.metrics["constraints"]:
-            if c["kind"] == NON_EMPTY_STAGES and c["status"] == "violated":
-                counts = " ".join(f"{x}={b.metrics['stages'][x]['samples']}"
-                                  for x in ("train", "val", "test"))
-                fold = f"fold {b.metrics['fold']}: " if "fold" in b.metrics else ""
-                print(f"dvc-cuvis: warning: {fold}stage(s) {', '.join(c['offending'])} "
-                      f"received no sample ({counts})", file=sys.stderr)
-
-
-def _verdict(baked: list[Any], s: Settings) -> int:
-    """Warn about every failed constraint of the baked split(s)."""
-    for b in baked:
-        if not b.metrics["constraints_ok"]:
-            bad = [c["kind"] for c in b.metrics["constraints"]
-                   if c["severity"] == "error" and c["status"] != "satisfied"]
-            fold = f"fold {b.metrics['fold']}: " if "fold" in b.metrics else ""
-            print(f"dvc-cuvis: warning: {fold}the baked split fails constraint(s) "
-                  f"{', '.join(bad)}; see the split metrics", file=sys.stderr)
+        for warning in b.warnings:
+            print(f"dvc-cuvis: warning: {warning}", file=sys.stderr)
     return EXIT_OK
