@@ -48,4 +48,5 @@ export CI="${CI:-true}"
 .venv/bin/pytest -n 2 -q "$@"
 .venv/bin/python benchmarks/bench_core.py --quick >/dev/null
 .venv/bin/python benchmarks/bench_check.py --quick --device cpu >/dev/null
+.venv/bin/python benchmarks/bench_plugin.py --quick >/dev/null
 echo "benchmarks: quick smoke run ok"
