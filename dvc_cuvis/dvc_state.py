@@ -120,7 +120,11 @@ def site_dir(root: str) -> str | None:
         return None
     token = hashlib.md5(str((root, None, btime, user, version_tuple[0], 0)).encode(),
                         usedforsecurity=False).hexdigest()
-    return os.path.join(site_cache_dir(configured), "repo", token)
+    try:
+        base = site_cache_dir(configured)
+    except TypeError:  # DVC 3.50: no argument; Repo takes the configured folder first
+        base = configured or site_cache_dir()
+    return os.path.join(base, "repo", token)
 
 
 def _mentions(path: str, word: bytes) -> bool:

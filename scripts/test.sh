@@ -46,6 +46,17 @@ export CI="${CI:-true}"
 .venv/bin/mypy
 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 .venv/bin/pytest -n 2 -q "$@"
+# The conformance suite (dvc status, DVC's tree, dvc.yaml resolution) again on the lowest
+# supported DVC (pyproject: dvc>=3.50,<4), in a second environment inside .venv/. (DVC 3.50
+# needs pathspec<0.13; its dvc-data 3.15 has no State.get_many, which the state tests use.)
+LOW=.venv/dvc-low
+[ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"
+"$LOW/bin/python" -m pip install -q --disable-pip-version-check "dvc==3.50.0" "pathspec<0.13" \
+    "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" "numpy>=2.0" gitpython pyyaml \
+    "matplotlib>=3.8" "tifffile>=2024.1" "pillow>=10" pytest pytest-xdist hypothesis
+"$LOW/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
+"$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.50."), dvc.__version__'
+"$LOW/bin/pytest" -n 2 -q -p no:cacheprovider tests/test_dvc_conformance.py
 .venv/bin/python benchmarks/bench_core.py --quick >/dev/null
 .venv/bin/python benchmarks/bench_check.py --quick --device cpu >/dev/null
 .venv/bin/python benchmarks/bench_plugin.py --quick >/dev/null
