@@ -248,8 +248,8 @@ def _compare_with_disk(uni: Universe, current: Universe, details: dict[str, Any]
     if added or removed:
         problems.append(f"the data on disk differs from universe.csv: {len(added)} sample(s) "
                         f"added, {len(removed)} removed")
-        details["added_sources"] = sorted({u.rsplit("#", 1)[0] for u in added})
-        details["removed_sources"] = sorted({u.rsplit("#", 1)[0] for u in removed})
+        details["added_sources"] = _sources(current, added)
+        details["removed_sources"] = _sources(uni, removed)
         details["renamed"] = [f"{a} -> {b}" for a, b in _renames(uni, current, added, removed)]
         details["added_samples"] = len(added)
         details["removed_samples"] = len(removed)
@@ -257,15 +257,21 @@ def _compare_with_disk(uni: Universe, current: Universe, details: dict[str, Any]
     if changed:
         problems.append(f"{len(changed)} sample(s) on disk no longer have the md5 that "
                         "universe.csv records")
-        details["redigested_sources"] = sorted({u.rsplit("#", 1)[0] for u in changed})
+        details["redigested_sources"] = _sources(current, changed)
         details["redigested_samples"] = len(changed)
     return problems
 
 
+def _sources(uni: Universe, uids: Iterable[str]) -> list[str]:
+    """The sources of ``uids``, as the universe records them (never parsed out of a uid:
+    a source may hold a ``#``)."""
+    wanted = set(uids)
+    return sorted({s for u, s in zip(uni.uids(), uni.column("source"), strict=True)
+                   if u in wanted})
+
+
 def _redigested(old: Universe, new: Universe) -> list[str]:
     """uids in both whose recorded md5 differs (only where both carry a digest)."""
-    if not (old.has_column("md5") and new.has_column("md5")):
-        return []
     was = dict(zip(old.uids(), old.column("md5"), strict=True))
     return sorted(u for u, d in zip(new.uids(), new.column("md5"), strict=True)
                   if d and was.get(u) and was[u] != d)
@@ -275,14 +281,14 @@ def _renames(
     old: Universe, new: Universe, added: list[str], removed: list[str]
 ) -> list[tuple[str, str]]:
     """Removed/added source pairs with identical content digests (a rename or move)."""
-    if not (added and removed and old.has_column("md5") and new.has_column("md5")):
+    if not (added and removed):
         return []
 
     def by_source(uni: Universe, uids: set[str]) -> dict[str, tuple[str, ...]]:
         out: dict[str, list[str]] = {}
-        for p in range(len(uni)):
-            if uni.uid(p) in uids:
-                out.setdefault(uni.source(p), []).append(uni.value("md5", p))
+        for u, s, d in zip(uni.uids(), uni.column("source"), uni.column("md5"), strict=True):
+            if u in uids:
+                out.setdefault(s, []).append(d)
         return {s: tuple(sorted(v)) for s, v in out.items() if all(v)}  # no digest: no pair
 
     gone = by_source(old, set(removed))

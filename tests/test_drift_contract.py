@@ -105,7 +105,8 @@ def test_a_clean_pipeline_says_ok_and_exits_0(repo: Path, cli, monkeypatch) -> N
     assert statuses(checks) == ALL_OK
     assert verdict(text.out) == "OK"
     assert "[FAIL]" not in text.out and "[DRIFT]" not in text.out
-    assert checks["staleness"]["summary"] == "matches dvc.lock (stages bake, enumerate, materialize)"
+    assert checks["staleness"]["summary"] == (
+        "matches dvc.lock (stages bake, enumerate, materialize)")
     assert checks["content"]["summary"].startswith("24 files match their recorded md5")
 
 
@@ -135,7 +136,13 @@ def test_report_verdict_words_and_marks() -> None:
                             "         fix: repair\n")
     assert bad.to_dict()["ok"] is False and bad.to_dict()["checks"]["staleness"] == {
         "status": "violation", "summary": "unreadable", "fix": "repair", "details": {}}
+    pull = DriftReport("s", "u", [Finding("content", "not-pulled", "3 frames not pulled")])
+    assert pull.render() == "check s against u: FAILED\n  [PULL] content: 3 frames not pulled\n"
+    assert not pull.ok and pull.exit_code == 1
+    odd = DriftReport("s", "u", [Finding("content", "odd", "?")])
+    assert odd.ok and odd.render().splitlines()[1] == "  [odd] content: ?"
     many = DriftReport("s", "u", [Finding("content", "drift", "x",
+
                                           {"missing": [f"f{k}" for k in range(11)]})])
     assert "missing: f0, f1, f2, f3, f4, f5, f6, f7 (+3 more)" in many.render()
     assert DriftReport("s", "u", [Finding("universe", "ok", "fine")],
@@ -289,7 +296,7 @@ def _cu3s_like(root: Path, *, annotations: bool = False) -> tuple[Path, Path]:
 
 def test_a_universe_without_materialized_path_has_its_sources_content_checked(
         tmp_path: Path, cli, monkeypatch) -> None:
-    sp, csv = _cu3s_like(tmp_path)
+    _cu3s_like(tmp_path)
     monkeypatch.chdir(tmp_path)
     args = ("check", "--no-params", "--universe", "universe.csv", "--splits", "splits.json",
             "--stat-cache", "none", "--no-lock")
@@ -469,7 +476,8 @@ def test_a_split_with_no_constraints_says_so(tmp_path: Path) -> None:
 
 def test_ensure_strict_warn_off(caplog: pytest.LogCaptureFixture) -> None:
     bad = DriftReport("s.json", "u.csv", [Finding("universe", "drift", "grew", {}, "rebake"),
-                                          Finding("content", "ok", "fine")])
+                                          Finding("content", "ok", "fine"),
+                                          Finding("selection", "violation", "100% partial")])
     good = DriftReport("s.json", "u.csv", [Finding("universe", "ok", "fine")])
     with caplog.at_level(logging.DEBUG, logger="dvc_cuvis.drift"):
         for mode in ("strict", "warn", "off"):
@@ -489,7 +497,9 @@ def test_ensure_strict_warn_off(caplog: pytest.LogCaptureFixture) -> None:
             ensure(bad, "strict")
         assert caplog.records == []
     assert info.value.report is bad and info.value.exit_code == 1
-    assert str(info.value) == "s.json does not match the data: universe (grew)"
+    assert str(info.value) == ("s.json does not match the data: universe (grew), "
+                               "selection (100% partial)")
+
     with pytest.raises(DvcCuvisError, match="verify must be strict, warn or off, got 'loud'"):
         ensure(good, "loud")
 
@@ -503,19 +513,48 @@ def _sha(uids: list[str]) -> str:
 
 def test_tokenized_hash_by_first_principles() -> None:
     uni = Universe.from_records(
-        [{"source": "data/x.cu3s", "index": 1}, {"source": "data/x.cu3s", "index": 0},
-         {"source": "e/a.cu3s", "index": 0}, {"source": "datax/b.cu3s", "index": 2},
-         {"source": "data/whole.tif", "index": None}])
+        [{"source": "dataX/x.cu3s", "index": 1}, {"source": "dataX/x.cu3s", "index": 0},
+         {"source": "e/a.cu3s", "index": 0}, {"source": "dataXx/b.cu3s", "index": 2},
+         {"source": "data/c.cu3s", "index": 0}, {"source": "dataX/whole.tif", "index": None}])
     want = _sha(sorted(["{DATA_DIR}/x.cu3s#0", "{DATA_DIR}/x.cu3s#1", "e/a.cu3s#0",
-                        "datax/b.cu3s#2", "{DATA_DIR}/whole.tif"]))
-    assert tokenized_hash(uni, "data") == want
-    assert tokenized_hash(uni, "data/") == want
-    # untokenized, the canonical order differs ("data/..." < "e/..." < "{DATA_DIR}/...")
-    assert uni.hash == _sha(sorted(["data/x.cu3s#0", "data/x.cu3s#1", "e/a.cu3s#0",
-                                    "datax/b.cu3s#2", "data/whole.tif"]))
+                        "dataXx/b.cu3s#2", "data/c.cu3s#0", "{DATA_DIR}/whole.tif"]))
+    assert tokenized_hash(uni, "dataX") == want
+    assert tokenized_hash(uni, "dataX/") == want
+    # untokenized, the canonical order differs ("dataX/..." < "e/..." < "{DATA_DIR}/...")
+    assert uni.hash == _sha(sorted(["dataX/x.cu3s#0", "dataX/x.cu3s#1", "e/a.cu3s#0",
+                                    "dataXx/b.cu3s#2", "data/c.cu3s#0", "dataX/whole.tif"]))
     assert tokenized_hash(uni, "elsewhere") == uni.hash  # no source under it: unchanged
-    plain = Universe.from_records([{"source": "data/x.cu3s", "index": k} for k in (2, 0, 1)])
-    assert tokenized_hash(plain, "data") == _sha([f"{{DATA_DIR}}/x.cu3s#{k}" for k in (0, 1, 2)])
+    plain = Universe.from_records([{"source": "d/x.cu3s", "index": k} for k in (2, 0, 1)])
+    assert tokenized_hash(plain, "d") == _sha([f"{{DATA_DIR}}/x.cu3s#{k}" for k in (0, 1, 2)])
+
+
+def test_detokenize_and_what_counts_as_tokenized() -> None:
+    from dvc_cuvis.drift import detokenize, is_tokenized
+
+    by_source = DataSplitConfig(train=[Selector(kind="file_indices", source="{DATA_DIR}/a.cu3s",
+                                                ids=[0])])
+    by_path = DataSplitConfig(train=[Selector(kind="files", paths=["x.npz", "{DATA_DIR}/b"])])
+    by_pattern = DataSplitConfig(train=[Selector(kind="glob", pattern="{DATA_DIR}/*.cu3s")])
+    nested = DataSplitConfig(train=[Selector(kind="union", of=[
+        Selector(kind="all"), Selector(kind="files", paths=["{DATA_DIR}/c"])])])
+    plain = DataSplitConfig(train=[Selector(kind="file_indices", source="/d/a.cu3s", ids=[0]),
+                                   Selector(kind="glob", pattern="*.cu3s")])
+    assert [is_tokenized(c) for c in (by_source, by_path, by_pattern, nested, plain)] == [
+        True, True, True, True, False]
+    for data_dir in ("/d", "/d/", "/d//"):
+        assert detokenize(by_source, data_dir).train[0].source == "/d/a.cu3s"
+        assert detokenize(by_path, data_dir).train[0].paths == ["x.npz", "/d/b"]
+        assert detokenize(by_pattern, data_dir).train[0].pattern == "/d/*.cu3s"
+    assert detokenize(plain, "/e") == plain
+
+
+def test_infer_data_dir() -> None:
+    def uni(*sources: str) -> Universe:
+        return Universe.from_records([{"source": s, "index": 0} for s in sources])
+
+    assert infer_data_dir(uni("/d/day1/a.cu3s", "/d/day2/b.cu3s")) == "/d"
+    assert infer_data_dir(uni("/d/day1/a.cu3s")) == "/d/day1"  # one file: its folder
+    assert infer_data_dir(Universe.from_records([])) == ""
 
 
 def test_a_gui_split_over_sources_in_and_outside_the_data_dir(tmp_path: Path, cli,
@@ -627,3 +666,38 @@ def test_an_unpinned_split_fails_unless_allowed(tmp_path: Path, cli, monkeypatch
     assert text.code == 0 and verdict(text.out) == "OK"
     assert checks["universe"]["summary"].endswith("; unpinned split (allowed)")
     assert "pins no universe_hash" in checks["universe"]["details"]["note"]
+
+
+def test_sources_holding_a_hash_sign_are_named_whole() -> None:
+    cfg = DataSplitConfig(train=[Selector(kind="all")])
+    old = Universe.from_records([{"source": "cam#1/a.cu3s", "index": 0, "md5": "1" * 32},
+                                 {"source": "cam#1/a.cu3s", "index": 1, "md5": "1" * 32},
+                                 {"source": "w#2.tif", "index": None, "md5": "2" * 32},
+                                 {"source": "keep.cu3s", "index": 0, "md5": "3" * 32}])
+    new = Universe.from_records([{"source": "cam#1/a.cu3s", "index": 0, "md5": "9" * 32},
+                                 {"source": "cam#1/a.cu3s", "index": 1, "md5": "9" * 32},
+                                 {"source": "cam#1/b.cu3s", "index": 4, "md5": "4" * 32},
+                                 {"source": "keep.cu3s", "index": 0, "md5": "3" * 32}])
+    u = verify(cfg, old, current=new, lock=None, allow_unpinned=True).finding("universe")
+    assert u.status == "drift"
+    assert u.details["added_sources"] == ["cam#1/b.cu3s"]
+    assert u.details["removed_sources"] == ["w#2.tif"]
+    assert u.details["redigested_sources"] == ["cam#1/a.cu3s"]
+    assert u.details["redigested_samples"] == 2
+    assert u.details["renamed"] == []
+
+
+def test_a_digest_missing_on_either_side_is_no_redigest() -> None:
+    cfg = DataSplitConfig(train=[Selector(kind="all")])
+    old = Universe.from_records([{"source": "a.cu3s", "index": 0, "md5": "1" * 32},
+                                 {"source": "b.cu3s", "index": 0, "md5": ""}])
+    new = Universe.from_records([{"source": "a.cu3s", "index": 0, "md5": ""},
+                                 {"source": "b.cu3s", "index": 0, "md5": "2" * 32}])
+    u = verify(cfg, old, current=new, lock=None, allow_unpinned=True).finding("universe")
+    assert u.status == "ok" and "redigested_samples" not in u.details
+    bare = Universe.from_records([{"source": "a.cu3s", "index": 0},
+                                  {"source": "b.cu3s", "index": 0}])
+    assert verify(cfg, old, current=bare, lock=None,
+                  allow_unpinned=True).finding("universe").status == "ok"
+    assert verify(cfg, bare, current=new, lock=None,
+                  allow_unpinned=True).finding("universe").status == "ok"
