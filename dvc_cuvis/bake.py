@@ -52,12 +52,14 @@ from cuvis_ai_schemas.training.data import (
 
 from dvc_cuvis.errors import DvcCuvisError, EmptyStageError, SelectorError
 from dvc_cuvis.selectors import Positions, Resolver, norm_sources
+from dvc_cuvis.specs import BAKE, GROUP_BY, PREDICT, STRATEGIES
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     STAGES,
     ConstraintResult,
     Resolution,
     evaluate_constraints,
+    parse_constraints,
     resolve,
     stage_stats,
 )
@@ -65,8 +67,6 @@ from dvc_cuvis.universe import ANOMALOUS, ANOMALOUS_FOR_PARITY, Universe
 
 logger = logging.getLogger(__name__)
 
-GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample")
-PREDICT: tuple[str, ...] = ("all", "test")
 TRAIN, VAL, TEST, UNASSIGNED = 0, 1, 2, -1
 #: A notion of "anomalous" over a sample's category ids (see :mod:`dvc_cuvis.universe`).
 AnomalyRule = Callable[[Sequence[int]], bool]
@@ -275,13 +275,12 @@ class MultilabelSplitter(_Ratios):
         return iterative_stratify(labels, weights, [1.0 / k] * k, self.seed)
 
 
-#: Every strategy by name: the one list (``--strategy`` choices, params validation).
+#: The splitter of every strategy named in :data:`~dvc_cuvis.specs.STRATEGIES` (the one
+#: list of names: ``--strategy`` choices, params validation), in its order.
 SPLITTERS: dict[str, type[HashSplitter | RandomSplitter | StratifiedSplitter
-                          | MultilabelSplitter]] = {
-    "hash": HashSplitter, "random": RandomSplitter, "stratified": StratifiedSplitter,
-    "multilabel": MultilabelSplitter,
-}
-STRATEGIES: tuple[str, ...] = tuple(SPLITTERS)
+                          | MultilabelSplitter]] = dict(zip(STRATEGIES, (
+                              HashSplitter, RandomSplitter, StratifiedSplitter,
+                              MultilabelSplitter), strict=True))
 #: The drop-in strategies that reproduce cuvis-ai-dataloader's ``resolve-splits``.
 PARITY_STRATEGIES: tuple[str, ...] = ("random", "stratified")
 
@@ -418,20 +417,47 @@ def iterative_stratify(
 
 @dataclass
 class BakeOptions:
-    """Every knob of a bake (also the ``bake:`` section of params.yaml)."""
+    """Every knob of a bake (also the ``bake:`` section of params.yaml).
 
-    strategy: str = "hash"
-    seed: int = 0
-    val_ratio: float = 0.2
-    test_ratio: float = 0.2
-    group_by: str = "auto"
-    ad_aware: bool = False
-    folds: int = 0
-    predict: str = "all"
-    ranges: bool = True
+    The defaults are those of the one spec, :data:`~dvc_cuvis.specs.BAKE` (which also gives
+    the CLI its flags and ``init`` its params template).
+    """
+
+    strategy: str = BAKE.default("strategy")
+    seed: int = BAKE.default("seed")
+    val_ratio: float = BAKE.default("val_ratio")
+    test_ratio: float = BAKE.default("test_ratio")
+    group_by: str = BAKE.default("group_by")
+    ad_aware: bool = BAKE.default("ad_aware")
+    folds: int = BAKE.default("folds")
+    predict: str = BAKE.default("predict")
+    ranges: bool = not BAKE.default("no_ranges")
     constraints: list[Constraint] | None = None
-    allow_removed: bool = False
-    allow_empty: bool = False
+    allow_removed: bool = BAKE.default("allow_removed")
+    allow_empty: bool = BAKE.default("allow_empty")
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any], *, where: str = "params.yaml") -> BakeOptions:
+        """Checked options from the :data:`~dvc_cuvis.specs.BAKE` values (``BAKE.values``
+        of a verb's settings, or ``BAKE.from_section`` of a params section)."""
+        raw = values.get("constraints")
+        opts = cls(
+            strategy=values["strategy"], seed=values["seed"], val_ratio=values["val_ratio"],
+            test_ratio=values["test_ratio"], group_by=values["group_by"],
+            ad_aware=bool(values["ad_aware"]), folds=values["folds"],
+            predict=values["predict"], ranges=not values["no_ranges"],
+            constraints=(None if raw is None
+                         else parse_constraints(raw, where=f"{where}: bake.constraints")),
+            allow_removed=bool(values["allow_removed"]),
+            allow_empty=bool(values["allow_empty"]),
+        )
+        opts.check()
+        return opts
+
+    @classmethod
+    def from_section(cls, section: dict[str, Any], where: str = "params.yaml") -> BakeOptions:
+        """Checked options from a params file's ``bake`` section (unknown keys refused)."""
+        return cls.from_values(BAKE.from_section(section, where=where), where=where)
 
     def check(self) -> None:
         """Refuse impossible combinations with a message naming the option."""

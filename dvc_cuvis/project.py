@@ -115,12 +115,7 @@ enumerate:
   out: splits.json
   metrics: metrics/splits.json
   plots: plots
-{categories}  strategy: hash
-  seed: 0
-  val_ratio: 0.2
-  test_ratio: 0.2
-  group_by: auto
-materialize:
+{categories}{bake_knobs}materialize:
   universe: universe.csv
   splits: splits.json
   out_dir: materialized
@@ -136,6 +131,17 @@ check:
   universe: universe.csv
   splits: splits.json
 """
+
+
+#: The bake knobs ``init`` writes out, with the defaults of the one spec (``specs.BAKE``).
+BAKE_KNOBS: tuple[str, ...] = ("strategy", "seed", "val_ratio", "test_ratio", "group_by")
+
+
+def _bake_knobs() -> str:
+    """The ``bake`` section's knob lines of the params template, from ``specs.BAKE``."""
+    from dvc_cuvis.specs import BAKE
+
+    return "".join(f"  {k}: {v}\n" for k, v in BAKE.template(list(BAKE_KNOBS)).items())
 
 
 @dataclass
@@ -209,7 +215,7 @@ def init_project(
     files = {
         repo / "dvc.yaml": DVC_YAML.format(root=root),
         repo / "params.yaml": PARAMS_YAML.format(
-            fmt=fmt, root=root, categories=categories,
+            fmt=fmt, root=root, categories=categories, bake_knobs=_bake_knobs(),
             enum_categories=f"  categories: {names_file}\n" if names_file else ""),
     }
     existing = [p for p in files if p.exists()]

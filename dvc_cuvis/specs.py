@@ -79,3 +79,54 @@ MATERIALIZE = OptionSet(
     Option("progress", "progress bar on stderr", None, bool, negatable=True,
            shown="when stderr is a terminal"),
 )
+
+
+#: Bake strategies, by name (``dvc_cuvis.bake.SPLITTERS`` holds the splitter of each).
+STRATEGIES: tuple[str, ...] = ("hash", "random", "stratified", "multilabel")
+#: What a bake keeps together: ``auto`` = the ``group`` column if present, else the source.
+GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample")
+#: The predict stage: ``all`` (written empty = the whole universe) or a copy of test.
+PREDICT: tuple[str, ...] = ("all", "test")
+
+#: The ``bake`` verb's options: flags, params keys, defaults, help (one spec); the defaults of
+#: :class:`~dvc_cuvis.bake.BakeOptions` and ``init``'s bake section come from it.
+BAKE = OptionSet(
+    "bake",
+    Option("universe", "universe.csv", "universe.csv", metavar="PATH", path=True),
+    Option("out", "splits.json to write", "splits.json", metavar="PATH", path=True),
+    Option("out_dir", "folder for fold-<k>.json with --folds", metavar="DIR", path=True),
+    Option("metrics", "split metrics json to write", metavar="PATH", path=True),
+    Option("plots", "folder for DVC plot data: stages, categories, groups", metavar="DIR",
+           path=True),
+    Option("strategy", "hash: stable under growth; random/stratified: as cuvis-ai-dataloader "
+           "resolve-splits; multilabel: balances category ids", "hash", choices=STRATEGIES),
+    Option("seed", "seed of the assignment", 0, int),
+    Option("val_ratio", "share of groups in val", 0.2, float),
+    Option("test_ratio", "share of groups in test", 0.2, float),
+    Option("group_by", "unit kept together; auto = the group column if present, else the "
+           "source", "auto", choices=GROUP_BY),
+    Option("ad_aware", "train on normal samples only: anomalous ones stay out of train", False,
+           bool),
+    Option("folds", "K-fold: a test holdout + K validation folds", 0, int,
+           shown="0, no folds"),
+    Option("predict", "predict stage: all (empty = whole universe) or a copy of test", "all",
+           choices=PREDICT),
+    Option("no_ranges", "write ids as plain integers instead of 'a-b' ranges", False, bool,
+           shown="ranges"),
+    Option("from_csv", "take the universe's 'split' column", False, bool),
+    Option("rule", "rule-form splits.json to resolve and bake", metavar="PATH", path=True),
+    Option("base", "previous baked splits.json: keep it and place new samples",
+           metavar="PATH", path=True),
+    Option("allow_removed", "with --base: drop samples that left the universe instead of "
+           "failing", False, bool, shown="fail"),
+    Option("allow_empty", "accept a stage with a non-zero ratio that receives no sample",
+           False, bool, shown="an error"),
+    Option("categories", "category name->id map for 'categories' selectors", metavar="PATH",
+           path=True),
+    Option("from_glovita", "import a GloViTa splits.json", metavar="PATH", path=True),
+    Option("from_soma", "import a soma splits.csv", metavar="PATH", path=True),
+    Option("from_indices", "import an indices.npz", metavar="PATH", path=True),
+    Option("id_column", "universe column the imported ids name", "uid"),
+    Option("constraints", "the split's constraints (a list; default: the schema's)",
+           kinds=(list,), params_only=True),
+)

@@ -412,3 +412,37 @@ def test_baked_carries_typed_verdicts_and_the_cli_prints_them(tmp_path: Path, cl
             tmp_path / "s.json", "--group-by", "source")
     assert r.code == 0, r.err
     assert f"dvc-cuvis: warning: {g.warnings[0]}" in r.err
+
+
+def test_bake_defaults_have_one_home(tmp_path: Path) -> None:
+    """BakeOptions, the CLI's --help and init's params template all take the spec's defaults."""
+    import argparse
+    import dataclasses
+
+    import yaml
+
+    from dvc_cuvis.bake import SPLITTERS
+    from dvc_cuvis.cli.bake import add_parser
+    from dvc_cuvis.errors import ParamsError
+    from dvc_cuvis.project import init_project
+    from dvc_cuvis.specs import BAKE, STRATEGIES
+
+    assert tuple(SPLITTERS) == STRATEGIES == BAKE["strategy"].choices
+    defaults = BakeOptions()
+    for f in dataclasses.fields(BakeOptions):
+        if f.name in BAKE.options:
+            assert getattr(defaults, f.name) == BAKE.default(f.name), f.name
+    assert defaults.ranges is not BAKE.default("no_ranges")
+    init_project(tmp_path, fmt="npz", root="data", force=False, track=False)
+    section = yaml.safe_load((tmp_path / "params.yaml").read_text())["bake"]
+    knobs = {k: section[k] for k in ("strategy", "seed", "val_ratio", "test_ratio", "group_by")}
+    assert knobs == {k: getattr(defaults, k) for k in knobs}
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_parser(sub)
+    text = sub.choices["bake"].format_help()
+    assert "(default: hash)" in text and "(default: 0.2)" in text
+    # the library builds the options from a params section, as the CLI does
+    opts = BakeOptions.from_section({**section, "folds": 3, "ad_aware": True})
+    assert (opts.strategy, opts.folds, opts.ad_aware) == ("hash", 3, True)
+    with pytest.raises(ParamsError, match="did you mean 'val_ratio'"):
+        BakeOptions.from_section({"val_ration": 0.1})
