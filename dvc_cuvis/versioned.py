@@ -25,7 +25,7 @@ from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError
 
-__all__ = ["StageFrames", "resolve_commit", "stage_frames"]
+__all__ = ["StageFrames", "Version", "open_version", "resolve_commit", "stage_frames"]
 
 
 @dataclass
@@ -126,7 +126,7 @@ def stage_frames(
     rev: str, stage: str, *, repo: str | os.PathLike[str] = ".",
     splits_path: str = "splits.json", universe_csv: str = "universe.csv",
     cache_dir: str | os.PathLike[str] | None = None, remote: str | None = None,
-    name_to_id: dict[str, int] | None = None, jobs: int | None = None,
+    name_to_id: dict[str, int] | None = None, jobs: int | None = None, splits: Any = None,
 ) -> StageFrames:
     """Fetch and verify the frames of ``stage`` of the dataset at ``rev``.
 
@@ -150,6 +150,8 @@ def stage_frames(
         Category name to id for ``categories`` selectors.
     jobs : int, optional
         Parallel downloads.
+    splits : DataSplitConfig, optional
+        An inline split to use instead of reading ``splits_path``.
 
     Returns
     -------
@@ -174,8 +176,11 @@ def stage_frames(
     where = f"{repo_s}@{rev}"
     dvc_repo = _open(repo_s, commit, cache_dir)
     try:
-        text = _read(dvc_repo, splits_path, where)
-        cfg = parse_splits(text.decode("utf-8-sig"), path=f"{where}:{splits_path}")
+        if splits is not None:
+            cfg = splits
+        else:
+            text = _read(dvc_repo, splits_path, where)
+            cfg = parse_splits(text.decode("utf-8-sig"), path=f"{where}:{splits_path}")
         uni = parse_universe_bytes(_read(dvc_repo, universe_csv, where),
                                    path=Path(f"{rev}:{universe_csv}"))
         res = resolve(cfg, uni, name_to_id=name_to_id, where=f"{where}:{splits_path}")
@@ -212,6 +217,10 @@ def stage_frames(
             if not oid:
                 raise DvcCuvisError(f"{where}: {path} is not DVC-tracked at that revision")
             obj = Path(odb.oid_to_path(oid))
+            if not obj.is_file():  # a granular fetch can skip an entry of a cached .dir
+                with quiet_dvc(), contextlib.suppress(Exception), \
+                        dvc_repo.dvcfs.open(path, "rb", cache=True):
+                    fetched += 1
             try:
                 actual = file_md5(obj)
             except OSError:
@@ -232,3 +241,175 @@ def stage_frames(
     stage_uni = uni.take(positions)
     return StageFrames(repo_s, rev, commit, stage, uni.uids(positions), files,
                        [local[f] for f in files], stage_uni, fetched)
+
+
+# -- a version as a local view: what the plugin's DataModules load ----------------------
+
+
+@dataclass
+class Version:
+    """A dataset version opened for a DataModule: the split and universe as they are at
+    ``rev``, written byte for byte into ``folder`` (under the same repository paths), and
+    each fetched stage's frames linked beside them from the DVC cache."""
+
+    repo: str
+    rev: str
+    commit: str
+    folder: Path
+    splits_path: str | None
+    universe_csv: str
+    cache_dir: str | None
+    fetched: dict[str, StageFrames]
+
+    @property
+    def universe_file(self) -> Path:
+        """The version's universe.csv in the local view."""
+        return self.folder / self.universe_csv
+
+    @property
+    def splits_file(self) -> Path | None:
+        """The version's splits file in the local view (None for an inline split)."""
+        return self.folder / self.splits_path if self.splits_path else None
+
+    def fetch(self, stage: str, *, splits: Any = None) -> StageFrames:
+        """Fetch, verify and link the frames of ``stage`` (once per stage)."""
+        if stage in self.fetched:
+            return self.fetched[stage]
+        got = stage_frames(self.commit, stage, repo=self.repo,
+                           splits_path=self.splits_path or "", universe_csv=self.universe_csv,
+                           cache_dir=self.cache_dir, splits=splits)
+        got.rev = self.rev
+        for rel, src in zip(got.files, got.paths, strict=True):
+            _link(src, self.folder / rel)
+        self.fetched[stage] = got
+        return got
+
+    def describe(self) -> str:
+        """The revision and its commit, for a setup log."""
+        return f"{self.repo}@{self.rev} (commit {self.commit})"
+
+
+def _link(src: Path, dest: Path) -> None:
+    """``dest`` holds ``src``'s bytes: a hard link to the cache object, a copy across devices."""
+    import shutil
+
+    if dest.exists():
+        if os.path.samefile(src, dest):
+            return
+        dest.unlink()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+
+
+def _view_folder(repo: str, commit: str, cache_dir: str | None) -> Path:
+    """Where a version's view lives: under ``cache_dir``, the local repository's
+    ``.dvc/tmp``, or a fresh temporary folder for a URL."""
+    import tempfile
+
+    if cache_dir:
+        return Path(cache_dir).resolve() / "dvc-cuvis-versions" / commit
+    if _is_local(repo):
+        return Path(repo).resolve() / ".dvc" / "tmp" / "dvc-cuvis" / "versions" / commit
+    return Path(tempfile.mkdtemp(prefix=f"dvc-cuvis-{commit[:12]}-"))
+
+
+def open_version(
+    rev: str, *, repo: str | os.PathLike[str] = ".", splits_path: str | None,
+    universe_csv: str, cache_dir: str | os.PathLike[str] | None = None,
+) -> Version:
+    """Read ``splits_path`` and ``universe_csv`` at ``rev`` into a local view (no frames yet).
+
+    Both name files inside the dataset repository (git- or DVC-tracked); nothing is
+    checked out.  :meth:`Version.fetch` then brings each stage's frames.
+    """
+    from dvc_cuvis._io import atomic_write_bytes
+
+    repo_s = os.fspath(repo)
+    commit = resolve_commit(repo_s, rev)
+    cache = os.fspath(Path(cache_dir).resolve()) if cache_dir else None
+    folder = _view_folder(repo_s, commit, cache)
+    dvc_repo = _open(repo_s, commit, cache)
+    try:
+        for name in (splits_path, universe_csv):
+            if name:
+                _inside("", name, f"{repo_s}@{rev}")
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(folder / name, _read(dvc_repo, name, f"{repo_s}@{rev}"))
+    finally:
+        dvc_repo.close()
+    return Version(repo_s, rev, commit, folder, splits_path, universe_csv, cache, {})
+
+
+# -- the plugin's DataModules (dvc_cuvis.plugin): ``rev``, ``repo``, ``cache_dir`` -------
+
+#: The stages a DataModule's ``setup(stage)`` reads.
+SETUP_STAGES: dict[str | None, tuple[str, ...]] = {
+    "fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",),
+    None: ("train", "val", "test"),
+}
+
+
+def plugin_pin(module: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Upstream kwargs for a module whose ``guard_settings`` name a ``rev``: ``splits``
+    (its ``splits_path``) and ``universe_csv`` are read at that revision into a local view,
+    which the upstream module then loads; ``module.version`` keeps it for ``setup``."""
+    import logging
+
+    from dvc_cuvis.splits import load_splits
+
+    settings = module.guard_settings
+    rev = settings.get("rev")
+    module.version = None
+    if not rev:
+        extra = [k for k in ("repo", "cache_dir") if settings.get(k)]
+        if extra:
+            raise DvcCuvisError(f"{module.DATA_MODULE_NAME}: {' and '.join(extra)} given "
+                                "without rev: name the dataset version to train on (rev: v1)")
+        return kwargs
+    splits = kwargs.get("splits")
+    if isinstance(splits, str | os.PathLike):
+        splits_path: str | None = os.fspath(splits)
+    elif isinstance(splits, dict):
+        splits_path = splits.get("splits_path")
+    else:
+        splits_path = getattr(splits, "splits_path", None)
+    universe_csv = kwargs.get("universe_csv")
+    if not universe_csv:
+        raise DvcCuvisError(f"{module.DATA_MODULE_NAME}: rev {rev!r} needs universe_csv (its "
+                            "path inside the dataset repository)")
+    version = open_version(rev, repo=settings.get("repo") or ".", splits_path=splits_path,
+                           universe_csv=os.fspath(universe_csv),
+                           cache_dir=settings.get("cache_dir"))
+    kwargs = {**kwargs, "universe_csv": str(version.universe_file)}
+    if version.splits_file is not None:
+        kwargs["splits"] = load_splits(version.splits_file)
+    module.version = version
+    module.version_splits = None if splits_path else splits
+    if settings.get("lock") == "auto":  # the working tree's dvc.lock is another version's
+        settings["lock"] = None
+    from dvc_cuvis.drift import CHECKS
+
+    # Content: every frame served is md5-verified against this universe when its stage is
+    # fetched (Version.fetch); the other stages' frames are deliberately not downloaded.
+    module.version_checks = tuple(c for c in CHECKS if c != "content")
+    logging.getLogger(__name__).info("dataset version %s", version.describe())
+    return kwargs
+
+
+def plugin_fetch(module: Any, stage: str | None) -> None:
+    """``setup(stage)``'s pre-step: fetch, verify and link the frames the stage reads."""
+    import logging
+
+    version: Version | None = getattr(module, "version", None)
+    if version is None:
+        return
+    log = logging.getLogger(__name__)
+    for name in SETUP_STAGES.get(stage, SETUP_STAGES[None]):
+        got = version.fetch(name, splits=getattr(module, "version_splits", None))
+        log.info("dataset %s: stage %s, %d samples (%d files fetched into the DVC cache)",
+                 version.describe(), name, len(got.uids), got.fetched)

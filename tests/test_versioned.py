@@ -112,3 +112,58 @@ def test_a_frame_corrupted_in_the_remote_is_refused(registry: dict[str, object],
     # the bad object left the cache: with the remote repaired, a retry serves the frame
     again = stage_frames("v1", "test", repo=trainer, cache_dir=tmp_path / "cache")
     assert len(again.paths) == len(expected["v1"]["test"])
+
+
+# -- the plugin's dvc_npz_multi at a pinned version --------------------------------------
+
+TRAINRUN_DATA = """\
+data_module: dvc_npz_multi
+splits:
+  splits_path: materialized/splits.json
+batch_size: 2
+params:
+  universe_csv: materialized/universe.csv
+  rev: {rev}
+  repo: {repo}
+  cache_dir: {cache}
+"""
+
+
+def test_dvc_npz_multi_trains_on_each_pinned_version(
+        registry: dict[str, object], sshd: Sshd, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("pytorch_lightning")
+    import yaml
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.plugin import DvcNpzMultiDataModule
+
+    expected = registry["expected"]
+    assert isinstance(expected, dict)
+    trainer = clone(registry["repo"], tmp_path / "gpu-box", sshd)  # type: ignore[arg-type]
+    caplog.set_level("INFO", logger="dvc_cuvis")
+    seen = {}
+    for tag in ("v1", "v2"):
+        data = yaml.safe_load(TRAINRUN_DATA.format(rev=tag, repo=trainer,
+                                                   cache=tmp_path / "cache"))
+        data["splits"] = DataSplitConfig(**data["splits"])
+        dm = DvcNpzMultiDataModule(**data)
+        dm.setup("fit")
+        assert dm.train_ds is not None and dm.val_ds is not None
+        seen[tag] = (len(dm.train_ds), len(dm.val_ds))
+        assert seen[tag] == (len(expected[tag]["train"]), len(expected[tag]["val"]))
+        batch = next(iter(dm.train_dataloader()))
+        assert batch["cube"].shape[0] == min(2, seen[tag][0])
+        dm.setup("test")
+        assert dm.test_ds is not None and len(dm.test_ds) == len(expected[tag]["test"])
+        commit = sh("git", "rev-parse", f"{tag}^{{commit}}", cwd=trainer).strip()
+        logged = [r.getMessage() for r in caplog.records if commit in r.getMessage()]
+        assert any(f"@{tag} (commit {commit})" in m and "stage train" in m for m in logged)
+    assert seen["v2"][0] + seen["v2"][1] > seen["v1"][0] + seen["v1"][1]
+    assert not (trainer / "materialized").exists()  # no checkout in the working tree
+    assert sh("git", "status", "--porcelain", cwd=trainer).strip() == ""
+    with pytest.raises(Exception, match="unknown revision 'v7'"):
+        data = yaml.safe_load(TRAINRUN_DATA.format(rev="v7", repo=trainer, cache=tmp_path))
+        data["splits"] = DataSplitConfig(**data["splits"])
+        DvcNpzMultiDataModule(**data)
