@@ -107,11 +107,38 @@ def test_a_clean_pipeline_says_ok_and_exits_0(repo: Path, cli, monkeypatch) -> N
     assert "[FAIL]" not in text.out and "[DRIFT]" not in text.out
     assert checks["staleness"]["summary"] == (
         "matches dvc.lock (stages bake, enumerate, materialize)")
-    assert checks["content"]["summary"].startswith("24 files match their recorded md5")
+    assert checks["content"]["summary"] == (
+        "24 files match their recorded md5 (24 through dvc.lock's input hashes)")
+    assert checks["universe"]["summary"] == (
+        f"24 samples, hash {checks['universe']['summary'].split()[3]} matches the pin; "
+        "dvc.lock vouches that the data is what it was enumerated from")
+    assert checks["selection"]["summary"] == (
+        "every selector resolves fully: train=15 val=6 test=3 predict=24")
+    assert checks["constraints"]["summary"] == (
+        "no_split_overlap satisfied, no_train_anomalous violated (warn), group_leakage satisfied")
+
+
+def test_edited_data_and_params_are_stale(repo: Path, cli, monkeypatch) -> None:
+    params = repo / "params.yaml"
+    params.write_text(params.read_text().replace("seed: 0", "seed: 5"))
+    with (repo / "data/npz/day1_line-a_s01/frame_0000.npz").open("ab") as fh:
+        fh.write(b"x")
+    text, code, checks = check(cli, repo, monkeypatch, "--no-enumerate")
+    assert code == 1 and verdict(text.out) == "FAILED"
+    st = checks["staleness"]
+    assert st["status"] == "drift" and st["fix"] == "run `dvc repro`"
+    assert st["summary"] == "the workspace differs from dvc.lock: 2 file(s), 1 param(s)"
+    assert st["details"] == {"stages": ["bake", "enumerate", "materialize"],
+                             "changed": ["data/npz (stage enumerate)",
+                                         "data/npz (stage materialize)"],
+                             "params_changed": ["params.yaml:bake.seed (stage bake)"]}
+    assert checks["content"]["details"]["modified"] == [
+        "data/npz/day1_line-a_s01/frame_0000.npz"]  # not vouched: the stage changed
+    assert "[DRIFT] staleness: the workspace differs from dvc.lock" in text.out
 
 
 def test_report_verdict_words_and_marks() -> None:
-    ok = DriftReport("s.json", "u.csv", [Finding("universe", "ok", "fine"),
+    ok = DriftReport("s.json", "u.csv", [Finding("universe", "ok", "fine", {}, "no fix shown"),
                                          Finding("content", "skipped", "no md5")])
     assert ok.ok and ok.exit_code == 0
     assert ok.render() == ("check s.json against u.csv: OK\n"
@@ -121,30 +148,44 @@ def test_report_verdict_words_and_marks() -> None:
         Finding("universe", "ok", "fine"),
         Finding("content", "drift", "1 file(s) modified", {"modified": ["a", "b"], "n": 3,
                                                             "empty": [], "none": None,
-                                                            "stages": {"train": 1}},
+                                                            "blank": "", "nothing": {},
+                                                            "stages": {"train": 1, "val": 2}},
                 "restore"),
-        Finding("staleness", "violation", "unreadable", {}, "repair")])
+        Finding("staleness", "violation", "unreadable", {}, "repair"),
+        Finding("selection", "violation", "no fix known")])
     assert not bad.ok and bad.exit_code == 1
     assert bad.render() == ("check s.json against u.csv: FAILED\n"
                             "  [ok  ] universe: fine\n"
                             "  [DRIFT] content: 1 file(s) modified\n"
                             "         modified: a, b\n"
                             "         n: 3\n"
-                            "         stages: train=1\n"
+                            "         stages: train=1, val=2\n"
                             "         fix: restore\n"
                             "  [FAIL] staleness: unreadable\n"
-                            "         fix: repair\n")
-    assert bad.to_dict()["ok"] is False and bad.to_dict()["checks"]["staleness"] == {
+                            "         fix: repair\n"
+                            "  [FAIL] selection: no fix known\n")
+    assert bad.to_dict() == {
+        "ok": False, "reused_verdict": False, "splits": "s.json", "universe": "u.csv",
+        "checks": {f.check: {"status": f.status, "summary": f.summary, "fix": f.fix,
+                             "details": f.details} for f in bad.findings}}
+    assert bad.to_dict()["checks"]["staleness"] == {
         "status": "violation", "summary": "unreadable", "fix": "repair", "details": {}}
+    assert bad.finding("staleness") is bad.findings[2]
+    assert [f.failed for f in bad.findings] == [False, True, True, True]
+    assert bad.findings[1].record() == {"check": "content", "status": "drift",
+                                        "summary": "1 file(s) modified",
+                                        "details": bad.findings[1].details, "fix": "restore"}
     pull = DriftReport("s", "u", [Finding("content", "not-pulled", "3 frames not pulled")])
     assert pull.render() == "check s against u: FAILED\n  [PULL] content: 3 frames not pulled\n"
     assert not pull.ok and pull.exit_code == 1
     odd = DriftReport("s", "u", [Finding("content", "odd", "?")])
     assert odd.ok and odd.render().splitlines()[1] == "  [odd] content: ?"
+    eight = DriftReport("s", "u", [Finding("content", "drift", "x",
+                                           {"missing": [f"f{k}" for k in range(8)]})])
+    assert "         missing: f0, f1, f2, f3, f4, f5, f6, f7\n" in eight.render()
     many = DriftReport("s", "u", [Finding("content", "drift", "x",
-
                                           {"missing": [f"f{k}" for k in range(11)]})])
-    assert "missing: f0, f1, f2, f3, f4, f5, f6, f7 (+3 more)" in many.render()
+    assert "         missing: f0, f1, f2, f3, f4, f5, f6, f7 (+3 more)\n" in many.render()
     assert DriftReport("s", "u", [Finding("universe", "ok", "fine")],
                        reused_verdict=True).render().splitlines()[0] == (
         "check s against u: OK (the last clean verdict: no file it rests on has changed)")
@@ -388,21 +429,22 @@ def test_allow_partial_passes_and_still_names_the_selector(tmp_path: Path, cli,
                                                            monkeypatch) -> None:
     _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]},
                                 {"kind": "files", "paths": ["s1.cu3s"]}],
-                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
+                      "val": [{"kind": "files", "paths": ["s2.cu3s", "gone.cu3s", "no.cu3s"]}]})
     text, checks = _run_small(cli, tmp_path, monkeypatch)
     assert text.code == 1 and verdict(text.out) == "FAILED"
     sel = checks["selection"]
     assert sel["status"] == "violation"
-    assert sel["summary"] == "1 selector(s) match only partly (1 requested sample(s) absent)"
+    assert sel["summary"] == "2 selector(s) match only partly (3 requested sample(s) absent)"
     assert "7" in sel["details"]["partial"][0] and "s0.cu3s" in sel["details"]["partial"][0]
-    assert "[FAIL] selection: 1 selector(s) match only partly" in text.out
+    assert "[FAIL] selection: 2 selector(s) match only partly" in text.out
+
     assert "bake --base" in sel["fix"]
     text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-partial")
     assert text.code == 0 and verdict(text.out) == "OK", text.out + text.err
     sel = checks["selection"]
     assert sel["status"] == "ok" and sel["summary"].endswith("; allowed (--allow-partial)")
     assert sel["details"]["partial"] and "s0.cu3s" in sel["details"]["partial"][0]
-    assert "[ok  ] selection: 1 selector(s) match only partly" in text.out
+    assert "[ok  ] selection: 2 selector(s) match only partly" in text.out
     assert f"partial: {sel['details']['partial'][0]}" in text.out
 
 
@@ -701,3 +743,114 @@ def test_a_digest_missing_on_either_side_is_no_redigest() -> None:
                   allow_unpinned=True).finding("universe").status == "ok"
     assert verify(cfg, bare, current=new, lock=None,
                   allow_unpinned=True).finding("universe").status == "ok"
+
+
+# -- the remembered verdict is keyed by every option that can change it --------------------
+
+
+def test_a_remembered_verdict_never_answers_for_other_options(tmp_path: Path) -> None:
+    from dvc_cuvis.digests import StatCache
+
+    _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]},
+                                {"kind": "categories", "any_of": ["dent"]}],
+                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]}, categories=True)
+    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
+    cats = {"scratch": 1, "dent": 2}
+
+    def run(**kw):
+        kw = {"name_to_id": cats, "allow_partial": True, **kw}
+        return verify(sp, csv, lock=None, cache=StatCache(tmp_path / "c.bin"), **kw)
+
+    assert run().ok and run().reused_verdict  # clean, then remembered
+    strict = run(allow_partial=False)
+    assert not strict.ok and not strict.reused_verdict
+    assert strict.finding("selection").status == "violation"
+    other = run(name_to_id={"dent": 2})  # 'scratch' is not needed by this split: still clean
+    assert other.ok and not other.reused_verdict
+    missing = run(name_to_id={"scratch": 1})
+    assert not missing.ok and not missing.reused_verdict
+    first_universe_only = run(checks=["universe"])
+    assert first_universe_only.ok and not first_universe_only.reused_verdict
+
+    only = run(checks=["universe"])
+    assert only.reused_verdict and [f.check for f in only.findings] == ["universe"]
+    doc = json.loads(sp.read_text())
+    doc["universe_hash"] = None
+    sp.write_text(json.dumps(doc))
+    assert run(allow_unpinned=True).ok
+    assert run(allow_unpinned=True).reused_verdict
+    assert not run().ok and not run().reused_verdict
+    # a universe given in memory, or the data on disk given: checked, never remembered
+    uni = Universe.from_records([{"source": f"s{k}.cu3s", "index": 0,
+                                  "category_ids": str(1 + k % 2)} for k in range(6)])
+    assert not run(allow_unpinned=True, current=uni).reused_verdict
+    grown = Universe.from_records([*_records(uni), {"source": "s9.cu3s", "index": 0}])
+    now = run(allow_unpinned=True, current=grown)
+    assert not now.ok and now.finding("universe").details["added_sources"] == ["s9.cu3s"]
+    mem = verify(sp, uni, lock=None, cache=StatCache(tmp_path / "c.bin"), name_to_id=cats,
+                 allow_partial=True, allow_unpinned=True)
+    assert mem.ok and not mem.reused_verdict and mem.universe == "universe"
+    assert not verify(sp, uni, lock=None, cache=StatCache(tmp_path / "c.bin"), name_to_id=cats,
+                      allow_partial=True, allow_unpinned=True).reused_verdict
+
+
+def test_a_tokenized_split_remembers_its_data_dir(tmp_path: Path) -> None:
+    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.universe import write_universe
+
+    data = tmp_path.resolve().as_posix() + "/d"
+    uni = Universe.from_records([{"source": f"{data}/{k}.cu3s", "index": 0} for k in "abc"])
+    write_universe(uni, tmp_path / "universe.csv")
+    pin = _sha(sorted(f"{{DATA_DIR}}/{k}.cu3s#0" for k in "abc"))
+    (tmp_path / "splits.json").write_text(json.dumps({
+        "universe_hash": pin, "train": [{"kind": "files", "paths": ["{DATA_DIR}/a.cu3s"]}],
+        "val": [{"kind": "files", "paths": ["{DATA_DIR}/b.cu3s", "{DATA_DIR}/c.cu3s"]}]}))
+
+    def run(data_dir):
+        return verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
+                      data_dir=data_dir, cache=StatCache(tmp_path / "c.bin"))
+
+    first = run(data + "/")
+    assert first.ok and first.finding("universe").details["data_dir"] == data
+    assert run(data + "/").reused_verdict
+    assert run(None).ok  # inferred: the sources' common folder
+    wrong = run(tmp_path.resolve().as_posix())
+    assert not wrong.ok and not wrong.reused_verdict
+    assert wrong.finding("universe").status == "drift"
+
+
+def test_the_data_on_disk_given_as_a_function(repo: Path) -> None:
+    uni = read_universe(repo / "universe.csv")
+    calls: list[int] = []
+
+    def now() -> Universe:
+        calls.append(1)
+        return Universe.from_records(_records(uni)[1:])
+
+    r = verify(repo / "splits.json", repo / "universe.csv", current=now, lock=None)
+    assert calls == [1] and not r.ok
+    assert r.finding("universe").details["removed_sources"] == [uni.source(0)]
+    vouched = verify(repo / "splits.json", repo / "universe.csv", current=now)
+    assert calls == [1] and vouched.ok  # dvc.lock vouches for the data: not called
+    assert "dvc.lock vouches" in vouched.finding("universe").summary
+
+
+def test_rows_without_a_digest_or_a_path_are_not_content_checked(tmp_path: Path) -> None:
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f/a.npz").write_bytes(b"a" * 10)
+    (tmp_path / "f/src.tif").write_bytes(b"t" * 10)
+    rows = [("a.cu3s", "0", "f/a.npz", md5(tmp_path / "f/a.npz")),
+            ("f/src.tif", "0", "", md5(tmp_path / "f/src.tif")),  # no path: the source is it
+            ("gone.cu3s", "0", "f/gone.npz", ""),  # no digest recorded: nothing to compare
+            ("gone2.cu3s", "0", "", "")]
+    (tmp_path / "universe.csv").write_text(
+        "source,index,materialized_path,md5\n" + "".join(",".join(r) + "\n" for r in rows))
+    cfg = DataSplitConfig(train=[Selector(kind="all")])
+    r = verify(cfg, tmp_path / "universe.csv", lock=None, allow_unpinned=True)
+    assert r.ok, r.render()
+    assert r.finding("content").summary == "2 files match their recorded md5"
+    (tmp_path / "f/src.tif").unlink()
+    f = verify(cfg, tmp_path / "universe.csv", lock=None,
+               allow_unpinned=True).finding("content")
+    assert f.status == "drift" and f.details["missing"] == ["f/src.tif"]
+    assert f.details["affected_stages"] == {"train": 1}
