@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis.digests import StatCache, open_stat_cache
-from dvc_cuvis.drift import DriftReport, ensure, verify
+from dvc_cuvis.drift import DriftReport, check_verify_mode, ensure, verify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.frames import read_npz
 from dvc_cuvis.paths import PathGuard
@@ -199,8 +199,7 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
     ) -> None:
         """Configure; nothing is read until ``setup()``."""
         super().__init__()
-        if verify not in ("strict", "warn", "off"):
-            raise DvcCuvisError(f"verify must be strict, warn or off, got {verify!r}")
+        check_verify_mode(verify)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise DvcCuvisError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
@@ -399,8 +398,7 @@ def guard(
             f"guard({type(datamodule).__name__}): pass splits= and universe= (the module "
             "carries no splits config or universe_csv to check)"
         )
-    if verify_mode not in ("strict", "warn", "off"):
-        raise DvcCuvisError(f"verify must be strict, warn or off, got {verify_mode!r}")
+    check_verify_mode(verify_mode)
 
     stat_cache = open_stat_cache(
         cache, universe.path if isinstance(universe, Universe) else universe)

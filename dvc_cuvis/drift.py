@@ -59,8 +59,9 @@ from dvc_cuvis.verdicts import VerdictMemo
 if TYPE_CHECKING:
     from dvc_cuvis.sources import EnumerateOptions
 
-__all__ = ["CHECKS", "TOKEN", "DriftError", "DriftReport", "Finding", "detokenize", "ensure",
-           "find_lock", "infer_data_dir", "is_tokenized", "tokenized_hash", "verify"]
+__all__ = ["CHECKS", "TOKEN", "VERIFY_MODES", "DriftError", "DriftReport", "Finding",
+           "check_verify_mode", "detokenize", "ensure", "find_lock", "infer_data_dir",
+           "is_tokenized", "tokenized_hash", "verify"]
 
 CHECKS: tuple[str, ...] = ("universe", "content", "selection", "constraints", "staleness")
 TOKEN = "{DATA_DIR}"
@@ -732,6 +733,17 @@ def verify(
     return DriftReport(where, str(uni.path or "universe"), findings)
 
 
+#: What a failed check does before training: raise, log, or nothing (:func:`ensure`).
+VERIFY_MODES: tuple[str, ...] = ("strict", "warn", "off")
+
+
+def check_verify_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`VERIFY_MODES`, else a :class:`DvcCuvisError`."""
+    if mode not in VERIFY_MODES:
+        raise DvcCuvisError(f"verify must be strict, warn or off, got {mode!r}")
+    return mode
+
+
 def ensure(report: DriftReport, mode: str = "strict") -> DriftReport:
     """Act on a report: ``strict`` raises :class:`DriftError`, ``warn`` logs, ``off`` nothing.
 
@@ -783,8 +795,7 @@ def ensure(report: DriftReport, mode: str = "strict") -> DriftReport:
     ...     print(err.exit_code, [f.check for f in err.report.findings if f.failed])
     1 ['universe', 'selection']
     """
-    if mode not in ("strict", "warn", "off"):
-        raise DvcCuvisError(f"verify must be strict, warn or off, got {mode!r}")
+    check_verify_mode(mode)
     if report.ok or mode == "off":
         return report
     if mode == "strict":

@@ -35,7 +35,15 @@ from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
 from cuvis_ai_dataloader.data.datamodule_tiff_paired import TiffPairedDataModule
 
 from dvc_cuvis.digests import StatCache, open_stat_cache
-from dvc_cuvis.drift import CHECKS, DriftError, DriftReport, ensure, find_lock, verify
+from dvc_cuvis.drift import (
+    CHECKS,
+    VERIFY_MODES,
+    DriftError,
+    DriftReport,
+    ensure,
+    find_lock,
+    verify,
+)
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.modules import check_module_rules
 from dvc_cuvis.universe import Universe, read_universe
@@ -44,8 +52,6 @@ __all__ = ["GUARD_PARAMS", "DvcCu3sMultiDataModule", "DvcNpzMultiDataModule",
            "DvcTiffPairedDataModule", "GuardParam", "TrainingDriftError"]
 
 logger = logging.getLogger(__name__)
-
-VERIFY_MODES: tuple[str, ...] = ("strict", "warn", "off")
 
 
 class GuardParam:

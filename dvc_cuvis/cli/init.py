@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._settings import EXIT_OK, register, verb_parser
+from dvc_cuvis.specs import FORMATS
 
 
 def add_parser(sub: Any) -> None:
@@ -14,7 +15,7 @@ def add_parser(sub: Any) -> None:
     p = verb_parser(sub, "init", "write the split pipeline (dvc.yaml, params.yaml) into a repo",
                     section=False)
     p.add_argument("--dir", default=".", help="repository folder (default: .)")
-    p.add_argument("--format", default="cu3s", choices=["cu3s", "tiff", "npz", "universe"],
+    p.add_argument("--format", default="cu3s", choices=list(FORMATS),
                    help="what the data is (default: cu3s)")
     p.add_argument("--root", default="data", help="dataset root inside the repository "
                    "(default: data)")
