@@ -63,6 +63,10 @@ class GitTree:
             ) from None
         self.root = Path(self.repo.working_tree_dir or ".")
         self._git = git
+        #: Read git alone: a DVC-tracked path is an error instead of a data read (``--repo``).
+        self.git_only = False
+        #: How the repository was named (a path or URL), for messages.
+        self.name = str(path)
 
     def rel(self, path: Path | str) -> str:
         """``path`` (relative to the cwd or absolute) as a repository-relative posix path."""
@@ -114,6 +118,10 @@ class GitTree:
         where = f"{rev} ({commit.hexsha[:8]})"
         if not _dvc_declares(commit, path):
             raise DvcCuvisError(f"{path} does not exist at revision {where}")
+        if self.git_only:
+            raise DvcCuvisError(f"{self.name}: {path} is tracked by DVC at revision {where}, "
+                                "not by git; --repo reads git alone (no data is pulled): "
+                                "name a git-tracked file")
         try:
             import dvc.api
             from dvc.exceptions import PathMissingError
@@ -132,6 +140,43 @@ class GitTree:
                 f"{path} is tracked by DVC at revision {where} but cannot be read ({reason}); "
                 f"fetch its data (`dvc fetch --rev {rev}` or `dvc pull`) or check the DVC remote"
             ) from None
+
+
+def open_tree(repo: str | os.PathLike[str] | None = None) -> GitTree:
+    """The repository whose history ``diff``/``log``/``report --base`` read.
+
+    None: the one holding the current folder.  A local path: that repository, read in place.
+    Anything else is a git URL: a bare mirror of it (git history only, no working tree and
+    no data) is kept under the user's cache folder and refreshed with ``git fetch``.  Both
+    read git alone (:attr:`GitTree.git_only`).
+    """
+    if repo is None:
+        return GitTree(".")
+    name = os.fspath(repo)
+    tree = GitTree(name) if os.path.isdir(name) else GitTree(_mirror(name))
+    tree.git_only, tree.name = True, name
+    return tree
+
+
+def _mirror(url: str) -> Path:
+    """A bare mirror of ``url`` in the user cache (cloned once, then fetched)."""
+    import subprocess
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "dvc-cuvis" / "git" / (hashlib.sha256(url.encode()).hexdigest()[:16]
+                                          + ".git")
+    if (folder / "HEAD").is_file():
+        cmd = ["git", "--git-dir", str(folder), "fetch", "--quiet", "--prune", "--tags",
+               "--force", url, "+refs/heads/*:refs/heads/*"]
+    else:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        cmd = ["git", "clone", "--quiet", "--bare", "--", url, str(folder)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                          env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or [f"git exited with {proc.returncode}"])[-1]
+        raise DvcCuvisError(f"--repo {url}: cannot read its git history ({why})")
+    return folder
 
 
 def _dvc_declares(commit: Any, path: str) -> bool:
@@ -247,4 +292,4 @@ from dvc_cuvis.history_render import render_markdown, render_text  # noqa: E402
 
 __all__ = ["ALL_NAMES", "NEW", "REMOVED", "STATE_NAMES", "TRACKED_PARAMS", "WORKSPACE",
            "GitTree", "LogEntry", "SplitDiff", "Version", "diff_versions", "load_pair",
-           "load_version", "render_markdown", "render_text", "split_log"]
+           "load_version", "open_tree", "render_markdown", "render_text", "split_log"]

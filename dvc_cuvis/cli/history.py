@@ -22,6 +22,10 @@ def _paths_flags(p: Any, what: str) -> None:
     p.add_argument("--folds-dir", dest="folds_dir", metavar="DIR",
                    help="folder of fold-<k>.json files (default: the params file's "
                    "bake.out_dir, else splits)")
+    p.add_argument("--repo", metavar="URL|PATH",
+                   help="read the history of this repository (a path or git URL) instead of "
+                   "the current one, from git alone (no data pulled); --splits/--universe are "
+                   "then paths inside it (default: splits.json, universe.csv)")
 
 
 def add_parser(sub: Any) -> None:
@@ -54,6 +58,12 @@ def add_parser(sub: Any) -> None:
 
 def repo_paths(s: Settings, tree: Any) -> tuple[str, str, str | None]:
     """Repository-relative splits, universe and params paths of a split's history."""
+    if getattr(s.args, "repo", None):  # another repository: paths inside it, as given
+        universe = Path(s.args.universe or "universe.csv")
+        splits = Path(s.args.splits or "splits.json")
+        if s.args.fold is not None:
+            splits = Path(s.args.folds_dir or "splits") / f"fold-{s.args.fold}.json"
+        return splits.as_posix(), universe.as_posix(), "params.yaml"
     universe, splits = split_paths(s)
     fold = s.get("fold")
     if fold is not None:
@@ -66,16 +76,19 @@ def repo_paths(s: Settings, tree: Any) -> tuple[str, str, str | None]:
 
 def run_diff(args: argparse.Namespace) -> int:
     """Per-sample difference of a split between two revisions (default HEAD vs workspace)."""
-    from dvc_cuvis.history import GitTree, diff_versions, load_pair, render_markdown, render_text
+    from dvc_cuvis.history import diff_versions, load_pair, open_tree, render_markdown, render_text
 
     s = Settings(args)
-    tree = GitTree(".")
+    tree = open_tree(args.repo)
     splits, universe, params = repo_paths(s, tree)
     revs = list(args.revs)
     if len(revs) > 2:
         raise DvcCuvisError("diff takes at most two revisions: [REV_A [REV_B]]")
+    if args.repo and not revs:
+        raise DvcCuvisError(f"diff --repo {args.repo} needs REV_A [REV_B] (REV_B defaults to "
+                            "HEAD; another repository has no workspace to compare with)")
     rev_a = revs[0] if revs else "HEAD"
-    rev_b = revs[1] if len(revs) == 2 else None
+    rev_b = revs[1] if len(revs) == 2 else ("HEAD" if args.repo else None)
     d = diff_versions(*load_pair(tree, rev_a, rev_b, splits, universe, params))
     every = s.flag("all")
     if args.json:
@@ -90,10 +103,10 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def run_log(args: argparse.Namespace) -> int:
     """Commits that changed the split, with per-stage counts and samples moved."""
-    from dvc_cuvis.history import GitTree, split_log
+    from dvc_cuvis.history import open_tree, split_log
 
     s = Settings(args)
-    tree = GitTree(".")
+    tree = open_tree(args.repo)
     splits, universe, _ = repo_paths(s, tree)
     entries = list(split_log(tree, splits, universe, rev=args.rev,
                              max_count=s.get("max_count")))

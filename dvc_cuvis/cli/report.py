@@ -22,6 +22,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--base", metavar="REV",
                    help="git revision to compare against: adds the transition heat map "
                    "(default: none)")
+    p.add_argument("--repo", metavar="URL|PATH",
+                   help="with --base: read REV from this repository (a path or git URL), git "
+                   "alone, at the split's and universe's paths (default: this repository)")
     p.add_argument("--categories", metavar="PATH",
                    help="category name->id map: COCO json or enumerate metrics (default: none)")
     p.add_argument("--title", help="page title (default: 'Split report: <splits>')")
@@ -54,12 +57,23 @@ def run(args: argparse.Namespace) -> int:
                        allow_unpinned=s.flag("allow_unpinned"))
     diff = None
     base = s.get("base")
-    if base:
-        from dvc_cuvis.history import GitTree, diff_versions, load_pair
+    repo = s.get("repo")
+    if repo and not base:
+        from dvc_cuvis.errors import DvcCuvisError
 
-        tree = GitTree(".")
-        diff = diff_versions(*load_pair(tree, base, None, str(tree.rel(inp.splits_path)),
-                                        str(tree.rel(inp.universe_path))))
+        raise DvcCuvisError("--repo names where --base REV is read: give --base too")
+    if base:
+        from dvc_cuvis.history import GitTree, diff_versions, load_pair, load_version, open_tree
+
+        if not repo:
+            tree = GitTree(".")
+            diff = diff_versions(*load_pair(tree, base, None, str(tree.rel(inp.splits_path)),
+                                            str(tree.rel(inp.universe_path))))
+        else:  # the base from another repository, the split as it is here
+            here = GitTree(".")
+            splits_rel, uni_rel = str(here.rel(inp.splits_path)), str(here.rel(inp.universe_path))
+            old = load_version(open_tree(repo), base, splits_rel, uni_rel, None)
+            diff = diff_versions(old, load_version(here, None, splits_rel, uni_rel, None))
     title = s.get("title") or f"Split report: {inp.splits_path}"
     text = render(ReportInput(title, res, constraints, drift, inp.name_to_id, diff,
                               inp.cfg.universe_hash))
