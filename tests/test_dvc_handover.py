@@ -137,3 +137,25 @@ def test_an_unknown_state_schema_falls_back_to_dvcs_repo(repo: Path, monkeypatch
     assert known.md5_many(items) == want  # answered by DVC's Repo instead
     assert list(known._dbs.values()) == [None]
     known.close()
+
+
+def test_the_fallback_reason_shows_under_verbose(repo: Path, monkeypatch, capsys) -> None:
+    from dvc_data.hashfile.state import State
+
+    from dvc_cuvis.cli import main
+
+    def changed(*args: object, **kwargs: object) -> None:
+        raise TypeError("save_many() got an unexpected keyword argument")
+
+    monkeypatch.setattr(State, "save_many", changed)
+    monkeypatch.chdir(repo)
+    assert main(["materialize"]) == 0
+    quiet = capsys.readouterr().err
+    assert "DVC will hash" not in quiet and "info:" not in quiet  # silent by default
+    assert main(["-v", "materialize"]) == 0
+    err = capsys.readouterr().err
+    assert "dvc-cuvis: info: DVC's state was not given" in err, err
+    assert "TypeError: save_many() got an unexpected keyword argument" in err
+    assert logging.getLogger("dvc_cuvis").level == logging.NOTSET  # -v ends with the verb
+    assert main(["--verbose", "materialize"]) == 0
+    assert "DVC will hash those files itself" in capsys.readouterr().err

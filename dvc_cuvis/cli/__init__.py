@@ -48,6 +48,9 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
         epilog=EXIT_CODES + "\n`dvc-cuvis VERB --help` shows a verb's flags and defaults.",
     )
     parser.add_argument("--version", action="version", version=f"dvc-cuvis {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="also show info messages (e.g. why DVC re-hashes a file); "
+                             "before the verb")
     sub = parser.add_subparsers(dest="command", metavar="VERB", parser_class=Parser)
     sub.required = True
     for verb in VERBS:
@@ -67,6 +70,14 @@ class _Stderr(logging.StreamHandler):
         pass
 
 
+class _Prefix(logging.Formatter):
+    """``dvc-cuvis: warning:`` before a record, ``dvc-cuvis: info:`` before an INFO one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        kind = "warning" if record.levelno >= logging.WARNING else "info"
+        return f"dvc-cuvis: {kind}: {super().format(record)}"
+
+
 def _log_once() -> None:
     """Library warnings as one ``dvc-cuvis: warning:`` line each, none repeated.
 
@@ -79,7 +90,7 @@ def _log_once() -> None:
     if any(isinstance(h, _Stderr) for h in log.handlers):
         return
     handler = _Stderr()
-    handler.setFormatter(logging.Formatter("dvc-cuvis: warning: %(message)s"))
+    handler.setFormatter(_Prefix("%(message)s"))
     handler.addFilter(lambda record: record.name != "dvc_cuvis.selectors")
     log.addHandler(handler)
 
@@ -92,6 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extras:
         verbs[args.command].unknown(extras)
     func: Callable[[argparse.Namespace], int] = args.func
+    log = logging.getLogger("dvc_cuvis")
+    level = log.level
+    if args.verbose:  # INFO records too (the level is restored after the verb)
+        log.setLevel(logging.INFO)
     try:
         return func(args)
     except DvcCuvisError as exc:
@@ -111,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dvc-cuvis: internal error: {type(exc).__name__}: {exc} "
               "(please report it; set DVC_CUVIS_DEBUG=1 for a traceback)", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        log.setLevel(level)
 
 
 __all__ = ["build_parser", "main"]
