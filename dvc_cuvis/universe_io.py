@@ -32,6 +32,7 @@ from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.errors import MissingUniverseError, SelectorError, UniverseError
 from dvc_cuvis.selectors import MAX_RANGE_IDS, parse_id_range
 from dvc_cuvis.universe import (
+    _INT_RE,
     OPTIONAL_COLUMNS,
     PATH_COLUMNS,
     REQUIRED_COLUMNS,
@@ -43,7 +44,6 @@ from dvc_cuvis.universe import (
 __all__ = ["format_universe", "parse_universe_bytes", "read_universe", "write_universe"]
 
 _CHUNK_BYTES = 4 << 20
-_INT_RE = re.compile(r"^[0-9]+$")
 #: A read position must fit in int64 with room to spare.
 _MAX_INDEX = 10**18
 
