@@ -112,7 +112,7 @@ GOLDEN: dict[str, str] = {
     "out/splits.json":
         "03828312fdc98d5ffa8c1d71d4773a9aff5bda58f3026eba5ec05fd97d10d23e",
     "out/universe.csv":
-        "a88bd31745951821a6185f67aaa4bc6717ccff9396b6090d9b8a368fd20add61",
+        "6c831efd225ad65407e0772b6065503fc5fe4053034ce28470cb4118b5bf4119",
     "splits.json":
         "03828312fdc98d5ffa8c1d71d4773a9aff5bda58f3026eba5ec05fd97d10d23e",
     "universe.csv":

@@ -295,6 +295,12 @@ def test_export_writes_a_cuvis_ai_data_group(cli, materialized: Path, tmp_path: 
     r = cli("export", "--no-params", "--to", "cuvis-ai", "--universe", bad, "--splits",
             materialized / "splits.json", "--out", out)
     assert r.code == 2 and "npz_multi needs a 'materialized_path'" in r.err
+    # the data group's flags are never silently ignored by the folder-writing conventions
+    r = cli("export", "--no-params", "--to", "glovita", "--universe",
+            materialized / "universe.csv", "--splits", materialized / "splits.json",
+            "--out", tmp_path / "g.json", "--out-dir", tmp_path / "gv")
+    assert r.code == 2 and "--out is for --to cuvis-ai" in r.err and "--out-dir?" in r.err
+    assert not (tmp_path / "g.json").exists() and not (tmp_path / "gv").exists()
 
 
 def test_docstring_examples_of_the_plugin_modules() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file, split_paths
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
+from dvc_cuvis.errors import DvcCuvisError
 
 #: ``--to`` value of the cuvis-ai data group (not a split convention of dvc_cuvis.interop).
 CUVIS_AI = "cuvis-ai"
@@ -56,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
     universe_path, splits_path = split_paths(s)
     if fmt == CUVIS_AI:
         return _cuvis_ai(s, universe_path, splits_path)
+    for name, flag in (("out", "--out"), ("batch_size", "--batch-size")):
+        if s.get(name) is not None:  # the data group's settings: never silently ignored
+            hint = "; did you mean --out-dir?" if name == "out" else ""
+            raise DvcCuvisError(f"{flag} is for --to {CUVIS_AI} (one data-group file); "
+                                f"--to {fmt} writes a folder{hint}")
     folds_dir = s.get("folds_dir")
     files = fold_files(folds_dir) if folds_dir else [splits_path]
     for f in files:
