@@ -366,3 +366,28 @@ def test_dvc_tiff_paired_checks_its_own_listing(tmp_path: Path,
         with pytest.raises(DriftError, match="universe"):
             create_data_module(registry, config(**params)).setup("fit")
     assert built == []
+
+
+def test_dvc_lock_staleness_in_a_dvc_repository(proj: Path, reads: list[int]) -> None:
+    """In a DVC repository the run also stops when dvc.lock no longer describes the data."""
+    def sh(*args: str) -> None:
+        subprocess.run(args, cwd=proj, check=True, capture_output=True, text=True,
+                       env={**os.environ, "DVC_NO_ANALYTICS": "1"})
+
+    dvc = str(Path(sys.executable).parent / "dvc")
+    sh("git", "init", "-q")
+    sh(dvc, "init", "-q")
+    sh(dvc, "stage", "add", "-n", "materialize", "-d", "example/universe.csv",
+       "-o", "example/materialized", "true")
+    sh(dvc, "commit", "-f", "-q", "materialize")
+    assert (proj / "dvc.lock").is_file()
+    train(proj)
+    assert reads  # dvc.lock matches: trains
+    reads.clear()
+    nodes.FRAMES.clear()
+    with open(proj / "example/universe.csv", "a") as fh:  # the stage's input changed
+        fh.write("new/frame.npz,0,new/frame.npz,npz,,,normal,\n")
+    with pytest.raises(DriftError) as err:
+        train(proj)
+    assert "staleness" in str(err.value) and "dvc repro" in str(err.value)
+    assert reads == [] and nodes.FRAMES == []
