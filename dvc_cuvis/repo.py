@@ -48,13 +48,24 @@ def dvc_root(start: Path | str, memo: dict[str, str | None] | None = None) -> Pa
     folder is asked once; without it nothing is remembered (a repository created meanwhile is
     always found).
     """
+    found = dvc_root_of(os.path.abspath(start), memo)
+    return Path(found) if found is not None else None
+
+
+_UNSET = ""  # not a folder: what a memo answers for a folder it has not seen
+
+
+def dvc_root_of(folder: str, memo: dict[str, str | None] | None = None) -> str | None:
+    """:func:`dvc_root` of an absolute, normalized folder given as a string (no ``Path`` is
+    built: the form for a walk over many files, with the caller's ``memo``)."""
     seen: list[str] = []
-    folder = os.path.abspath(start)
     found: str | None = None
     while True:
-        if memo is not None and folder in memo:
-            found = memo[folder]
-            break
+        if memo is not None:
+            known = memo.get(folder, _UNSET)
+            if known != _UNSET:
+                found = known
+                break
         seen.append(folder)
         if os.path.isdir(os.path.join(folder, ".dvc")):
             found = folder
@@ -64,8 +75,9 @@ def dvc_root(start: Path | str, memo: dict[str, str | None] | None = None) -> Pa
             break
         folder = parent
     if memo is not None:
-        memo.update(dict.fromkeys(seen, found))
-    return Path(found) if found is not None else None
+        for s in seen:
+            memo[s] = found
+    return found
 
 
 def find_lock(start: Path | str) -> Path | None:

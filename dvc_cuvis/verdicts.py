@@ -4,8 +4,11 @@
 split, the options and every content file's stamp are what they were at the last clean
 check, its findings stand without re-reading anything: the cost is one ``stat`` per file
 and one folder listing per folder of folders.  Kept in the stat cache, under
-universe.csv's own entry (a few slots: one per split); a failed check is never
-remembered (it is re-run in full, so its details are current).
+universe.csv's own entry (a few slots: one per split), with a key of its own
+(:func:`~dvc_cuvis.stat_cache.stamp_key`: it holds for that file at that stamp only, and
+the content memo, which shares values between files with the same md5, never sees it: a
+verdict rests on other files than universe.csv); a failed check is never remembered (it is
+re-run in full, so its details are current).
 
 Findings are stored and returned as plain records (``check, status, summary, details,
 fix``); :mod:`dvc_cuvis.drift` owns what they mean.
@@ -25,7 +28,8 @@ from typing import Any
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis import __version__
-from dvc_cuvis.digests import Stamp, StatCache, stamp_of
+from dvc_cuvis.hashing import Stamp, stamp_of
+from dvc_cuvis.stat_cache import StatCache, stamp_key
 from dvc_cuvis.universe import Universe
 
 #: One remembered finding: ``{"check", "status", "summary", "details", "fix"}``.
@@ -54,7 +58,7 @@ class VerdictMemo:
     so a reused verdict never covers a path the full check would refuse.
     """
 
-    KEY = "verdict"
+    KEY = stamp_key("verdict")  # its own name, never a content key (no memo by md5)
     SLOTS = 4  # a universe checked against a few splits (a path, an in-memory config, folds)
 
     def __init__(self, cache: StatCache, uni_abs: str, stamp: Stamp, split_id: str,

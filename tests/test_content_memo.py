@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import dvc_cuvis.sources.npz as npz_source
-from dvc_cuvis import digests
-from dvc_cuvis.digests import DvcKnownHashes, StatCache, _read, content_key
+from dvc_cuvis import stat_cache
+from dvc_cuvis.dvc_hashes import DvcKnownHashes
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.stat_cache import StatCache, _read, content_key
 from dvc_cuvis.universe import format_universe
 from tests.test_dvc_hashes import _site_cache, env, fresh_clone, origin, sh  # noqa: F401
 
@@ -179,7 +180,7 @@ def test_memo_survives_replacement_is_bounded_and_a_damaged_section_is_a_miss(
     key = content_key("test-kind", 1)
     f = tmp_path / "f"
     path = tmp_path / "sc.bin"
-    monkeypatch.setattr(digests, "MEMO_MIN_KEEP", 3)
+    monkeypatch.setattr(stat_cache, "MEMO_MIN_KEEP", 3)
     md5s = []
     for i in range(6):  # six contents, one after the other, at the same path
         f.write_bytes(b"content %d" % i)

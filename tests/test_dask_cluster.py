@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from dvc_cuvis.digests import StatCache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import format_universe
 
 from .dask_cluster import START_S, Cluster, cluster

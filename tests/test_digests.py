@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dvc_cuvis.digests import MAGIC, StatCache, dir_hash, dir_md5, file_md5, list_tree
+from dvc_cuvis.hashing import dir_hash, dir_md5, file_md5, list_tree
 from dvc_cuvis.selectors import norm_source, norm_sources
+from dvc_cuvis.stat_cache import MAGIC, StatCache
 
 
 def _bump(path: Path, data: bytes) -> None:
@@ -67,7 +68,7 @@ def test_unreadable_or_foreign_cache_files_are_only_a_slower_run(tmp_path: Path)
 
 
 def test_the_old_json_cache_in_the_default_place_is_removed(tmp_path: Path) -> None:
-    from dvc_cuvis.digests import open_stat_cache
+    from dvc_cuvis.stat_cache import open_stat_cache
 
     (tmp_path / ".dvc").mkdir()
     old = tmp_path / ".dvc/tmp/dvc-cuvis/stat-cache.json"
@@ -174,21 +175,21 @@ def test_a_damaged_value_list_is_a_miss_not_a_crash(tmp_path: Path) -> None:
 
 
 def test_a_file_that_changes_while_hashed_is_not_cached(tmp_path: Path, monkeypatch) -> None:
-    import dvc_cuvis.digests as digests
+    import dvc_cuvis.hashing as hashing
 
     f = tmp_path / "f"
     f.write_bytes(b"one")
-    real = digests._read_md5
+    real = hashing.hash_file
 
     def racing(path):
         value, _, n = real(path)
-        return value, None, n  # what _read_md5 reports when the stamps before/after differ
+        return value, None, n  # what hash_file reports when the stamps before/after differ
 
-    monkeypatch.setattr(digests, "_read_md5", racing)
+    monkeypatch.setattr(hashing, "hash_file", racing)
     cache = StatCache(tmp_path / "c.bin")
     cache.md5(f)
-    monkeypatch.setattr(digests, "_read_md5", real)
-    assert cache.lookup(str(f), "md5", digests.stamp_of(f.stat())) == (False, None)
+    monkeypatch.setattr(hashing, "hash_file", real)
+    assert cache.lookup(str(f), "md5", hashing.stamp_of(f.stat())) == (False, None)
 
 
 @pytest.mark.parametrize("value", [
@@ -201,7 +202,7 @@ def test_a_file_that_changes_while_hashed_is_not_cached(tmp_path: Path, monkeypa
 def test_content_values_round_trip_through_the_cache_file(tmp_path: Path, value: dict) -> None:
     """Content values and their memo are written with orjson where it can (fast), else with
     json; either way the next run reads back exactly the value that was stored."""
-    from dvc_cuvis.digests import content_key
+    from dvc_cuvis.stat_cache import content_key
 
     key = content_key("test-roundtrip", 1)
     f = tmp_path / "f.bin"
@@ -218,3 +219,39 @@ def test_content_values_round_trip_through_the_cache_file(tmp_path: Path, value:
     again.dvc = None
     assert again.md5(copy) == file_md5(f)
     assert again.get(copy, key, boom) == value
+
+
+def test_stamp_keys_and_content_keys_never_share_a_name(tmp_path: Path) -> None:
+    """The verdict memo has a key of its own (a stamp key): it never enters the content memo,
+    which shares values between files with the same md5; a content value does."""
+    from dvc_cuvis import stat_cache
+    from dvc_cuvis.hashing import stamp_of
+    from dvc_cuvis.sources.npz import FRAME_INFO
+    from dvc_cuvis.verdicts import VerdictMemo
+
+    verdict = VerdictMemo.KEY
+    assert verdict in stat_cache.STAMP_KEYS and verdict not in stat_cache.CONTENT_KEYS
+    for bad in (lambda: stat_cache.content_key(verdict, 1),
+                lambda: stat_cache.content_key("md5", 1),
+                lambda: stat_cache.stamp_key(FRAME_INFO.rpartition("/v")[0]),
+                lambda: stat_cache.stamp_key("other/v1")):
+        with pytest.raises(ValueError):
+            bad()
+    key = stat_cache.content_key("test-kinds", 1)
+    a, b = tmp_path / "a.bin", tmp_path / "b.bin"
+    a.write_bytes(b"same bytes")
+    b.write_bytes(b"same bytes")
+    path = tmp_path / "c.bin"
+    cache = StatCache(path)
+    cache.md5(a)
+    cache.md5(b)
+    assert cache.get(a, key, lambda p: [1, 2]) == [1, 2]
+    cache.record(str(a), verdict, stamp_of(a.stat()), {"slots": []})
+    cache.save()
+    data = path.read_bytes()
+    assert f"memo:{key}".encode() in data and f"memo:{verdict}".encode() not in data
+    again = StatCache(path)
+    boom = lambda p: (_ for _ in ()).throw(AssertionError("recomputed"))  # noqa: E731
+    assert again.get(b, key, boom) == [1, 2]  # same md5 elsewhere: taken from the memo
+    assert again.lookup(str(a), verdict, stamp_of(a.stat()))[0]
+    assert again.lookup(str(b), verdict, stamp_of(b.stat())) == (False, None)

@@ -155,7 +155,7 @@ def test_gui_authored_split_is_verified_after_retokenizing(tmp_path: Path) -> No
 
 
 def test_deep_rehashes_despite_a_warm_cache(repo: Path, tmp_path: Path) -> None:
-    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.stat_cache import StatCache
 
     cache_path = tmp_path / "c.json"
     uni = read_universe(repo / "universe.csv")
@@ -213,8 +213,8 @@ def _flip_byte(path: Path) -> bytes:
 
 
 def test_a_clean_verdict_is_reused_until_a_file_it_rests_on_changes(repo: Path) -> None:
-    from dvc_cuvis.digests import StatCache
     from dvc_cuvis.splits import load_splits
+    from dvc_cuvis.stat_cache import StatCache
 
     cache_path = repo / "cache.bin"
     sp, csv = repo / "splits.json", repo / "universe.csv"
@@ -329,8 +329,8 @@ def test_a_data_folder_swapped_for_an_outside_symlink_is_refused(repo: Path,
                                                                  tmp_path: Path) -> None:
     """Neither a remembered verdict nor dvc.lock's vouching may cover a path the guard refuses
     (the files keep their inodes: a move on the same filesystem)."""
-    from dvc_cuvis.digests import StatCache
     from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.stat_cache import StatCache
 
     for lock in (None, "auto"):
         work = tmp_path / f"w-{lock}"
@@ -351,8 +351,9 @@ def test_a_data_folder_swapped_for_an_outside_symlink_is_refused(repo: Path,
 
 
 def test_only_the_universe_writing_stage_own_hashes_vouch(repo: Path) -> None:
-    from dvc_cuvis.digests import StatCache, dir_md5
     from dvc_cuvis.drift import _check_staleness
+    from dvc_cuvis.hashing import dir_md5
+    from dvc_cuvis.stat_cache import StatCache
 
     lock = yaml.safe_load((repo / "dvc.lock").read_text())
     folder = dir_md5(repo / "data/npz", StatCache(None))
@@ -380,7 +381,7 @@ def test_a_split_swapped_while_it_is_checked_is_not_remembered(repo: Path, monke
     import os
 
     import dvc_cuvis.drift as drift
-    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.stat_cache import StatCache
 
     sp, csv = repo / "splits.json", repo / "universe.csv"
     good = sp.read_text()
@@ -407,7 +408,7 @@ def test_a_split_swapped_while_it_is_checked_is_not_remembered(repo: Path, monke
 
 def test_other_checking_code_does_not_reuse_a_verdict(repo: Path, monkeypatch) -> None:
     import dvc_cuvis.verdicts as verdicts
-    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.stat_cache import StatCache
 
     def run():
         return verify(repo / "splits.json", repo / "universe.csv", lock=None,
@@ -448,9 +449,9 @@ def test_deep_reaches_every_digest_and_hashes_each_file_once(repo: Path, monkeyp
     triple is seen by the universe part (re-digested) and the content part, and no file is
     hashed twice in the call (dvc.lock's folder hash, the re-scan and the content check
     share the digests)."""
-    import dvc_cuvis.digests as digests
-    from dvc_cuvis.digests import StatCache
+    import dvc_cuvis.hashing as hashing
     from dvc_cuvis.sources import EnumerateOptions
+    from dvc_cuvis.stat_cache import StatCache
 
     monkeypatch.chdir(repo)
     cache_path = repo / "c.bin"
@@ -468,14 +469,14 @@ def test_deep_reaches_every_digest_and_hashes_each_file_once(repo: Path, monkeyp
     plain = run(lock=None)
     assert plain.ok  # documented: a stat cache cannot see an edit that keeps the stamp
 
-    real = digests._read_md5
+    real = hashing.hash_file
     hashed: list[str] = []
 
     def counting(path, *a, **k):
         hashed.append(str(path))
         return real(path, *a, **k)
 
-    monkeypatch.setattr(digests, "_read_md5", counting)
+    monkeypatch.setattr(hashing, "hash_file", counting)
     deep = run(deep=True)  # with dvc.lock: its folder hash reads every data file too
     assert deep.finding("universe").status == "drift"
     assert deep.finding("universe").details["redigested_samples"] == 1
@@ -493,7 +494,7 @@ def test_deep_reaches_every_digest_and_hashes_each_file_once(repo: Path, monkeyp
 
 
 def test_universe_check_reports_redigested_samples_from_the_rescan(repo: Path) -> None:
-    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.stat_cache import StatCache
 
     uni = read_universe(repo / "universe.csv")
     recs = [{"source": s.source, "index": s.index, **s.extra}

@@ -30,8 +30,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dvc_cuvis.digests import StatCache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.stat_cache import StatCache
 
 BIN = str(Path(sys.executable).parent)
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis import dvc_state
-from dvc_cuvis.digests import DvcKnownHashes, StatCache, dir_md5, list_tree
+from dvc_cuvis.dvc_hashes import DvcKnownHashes
+from dvc_cuvis.hashing import dir_md5, list_tree
+from dvc_cuvis.stat_cache import StatCache
 
 from .test_dvc_conformance import ENV, built, sh  # noqa: F401  (the module's repository)
 

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis import dvc_state
-from dvc_cuvis.digests import DvcKnownHashes, StatCache, open_stat_cache, stamp_of
+from dvc_cuvis.dvc_hashes import DvcKnownHashes
+from dvc_cuvis.hashing import stamp_of
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.universe import Universe, format_universe
 from examples.generate import generate
 
@@ -215,7 +217,7 @@ def test_check_and_materialize_on_a_fresh_clone_hash_no_input_byte(
 STAGE_SCRIPT = """\
 import json, sys
 from pathlib import Path
-from dvc_cuvis.digests import open_stat_cache
+from dvc_cuvis.stat_cache import open_stat_cache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 cache = open_stat_cache("auto")
 uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=Path("data/npz"),

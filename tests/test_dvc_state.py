@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dvc_cuvis import dvc_state
-from dvc_cuvis.digests import DvcKnownHashes, stamp_of
+from dvc_cuvis.dvc_hashes import DvcKnownHashes
+from dvc_cuvis.hashing import stamp_of
 from tests.test_dvc_hashes import env, fresh_clone, origin, sh  # noqa: F401  (fixtures)
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvc_cuvis.digests import StatCache, file_md5
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.hashing import file_md5
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import read_universe
 from examples.generate import generate
 

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dvc_cuvis import materialize as mat
-from dvc_cuvis.digests import StatCache
 from dvc_cuvis.frames import (
     Compression,
     apply_crop,
@@ -35,6 +34,7 @@ from dvc_cuvis.materialize import (
     materialize,
     parse_frame_name,
 )
+from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import Universe, read_universe, write_universe
 
 from .test_enumerate import SDK_DOUBLE, write_session

@@ -304,7 +304,7 @@ def _set_state(root: Path, state: dict[str, bytes]) -> None:
 
 def _cache_entries(root: Path) -> int | None:
     """Entries in the stat cache file (None: no file).  A corrupt file fails the test."""
-    from dvc_cuvis.digests import _read
+    from dvc_cuvis.stat_cache import _read
 
     path = root / "cache/sc.bin"
     if not path.exists():
@@ -553,7 +553,7 @@ def test_concurrent_stat_cache_writers_leave_a_readable_cache(dataset: Path, tmp
                                                               cli, monkeypatch) -> None:
     """enumerate and check save one shared stat cache at the same moment: the file loads
     (with entries) afterwards, and a next run is served from it."""
-    from dvc_cuvis.digests import StatCache, _read
+    from dvc_cuvis.stat_cache import StatCache, _read
 
     work = _work(dataset, tmp_path, "w", cli, monkeypatch)
     shared = tmp_path / "shared-cache.bin"

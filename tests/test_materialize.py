@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from dvc_cuvis.bake import BakeOptions, bake
-from dvc_cuvis.digests import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.frames import Compression, npz_bytes
 from dvc_cuvis.materialize import (
@@ -27,6 +26,7 @@ from dvc_cuvis.materialize import (
 )
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from dvc_cuvis.splits import load_splits, resolve
+from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import read_universe, write_universe
 from examples.generate import generate
 
@@ -328,12 +328,12 @@ def test_a_shard_universe_selects_its_part_of_a_whole_split(project: Path) -> No
 
 
 def test_first_rerun_does_not_rehash_outputs(project: Path, monkeypatch) -> None:
-    import dvc_cuvis.digests as digests
+    import dvc_cuvis.hashing as hashing
 
     run(project, cache=StatCache(project / "c.json"))
     hashed: list[str] = []
-    real = digests.file_md5
-    monkeypatch.setattr(digests, "file_md5", lambda p: hashed.append(str(p)) or real(p))
+    real = hashing.hash_file  # every md5 the stat cache reads a file for
+    monkeypatch.setattr(hashing, "hash_file", lambda p: hashed.append(str(p)) or real(p))
     again = run(project, cache=StatCache(project / "c.json"))
     assert again.written == 0 and hashed == []
 

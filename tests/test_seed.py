@@ -18,8 +18,8 @@ import pytest
 
 from dvc_cuvis import seed
 from dvc_cuvis.cli import main
-from dvc_cuvis.digests import StatCache
 from dvc_cuvis.sources.npz import frame_info, frame_info_from_row
+from dvc_cuvis.stat_cache import StatCache
 from examples.generate import generate
 from tests.test_content_memo import plain, reads  # noqa: F401
 from tests.test_dvc_hashes import _site_cache, env, sh  # noqa: F401
