@@ -314,6 +314,10 @@ def test_dvc_cu3s_multi_with_the_sdk_double(sdk: Any, tmp_path: Path,
     with pytest.raises(DriftError, match=r"content \(1 file\(s\) modified"):
         create_data_module(registry, cfg).setup("fit")
     assert built == []
+    # a module-owned split (no splits.json) has no pin to check: said, not skipped in silence
+    with pytest.raises(ValueError, match="no splits given; the drift check needs the split"):
+        create_data_module(registry, cfg.model_copy(update={"splits": None})).setup("fit")
+    assert built == []
     with pytest.raises(ValueError, match="did you mean 'stat_cache'"):
         create_data_module(registry, cfg.model_copy(update={"params": {
             **cfg.params, "stat_cashe": None}}))
