@@ -82,11 +82,11 @@ from _common import Row, median, profile_top, timed
 from bench_pipeline import SlowdownRow, brief, child_env, count, make_frames, run_cmd
 
 from dvc_cuvis.bake import BakeOptions, bake
-from dvc_cuvis.digests import StatCache
 from dvc_cuvis.drift import CHECKS, verify
 from dvc_cuvis.materialize import ReaderParams, materialize
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from dvc_cuvis.splits import load_splits
+from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import read_universe, write_universe
 
 Log = Callable[[str], None]
@@ -153,7 +153,7 @@ def check_inprocess(repo: Path, argv: list[str]) -> float:
 def check_phases(repo: Path) -> dict[str, float]:
     """The warm check in-process, phase by phase (no profiler), as ``cmd_check`` runs it:
     one StatCache for all phases (all hits), a fresh Universe object per phase."""
-    from dvc_cuvis.digests import default_cache_path
+    from dvc_cuvis.stat_cache import default_cache_path
 
     ph: dict[str, float] = {}
     with chdir(repo):

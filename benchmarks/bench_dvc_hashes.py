@@ -26,7 +26,7 @@ Every measurement is one fresh process doing what ``dvc-cuvis enumerate --format
 --root data`` does (open the default stat cache, take the seed DVC vouches for -- HEAD's
 universe.csv, see ``dvc_cuvis.seed`` --, enumerate, write universe.csv and the metrics), so
 interpreter start-up, imports and opening DVC's repository are included; it
-reports the stat cache's :meth:`~dvc_cuvis.digests.StatCache.stats` (files and bytes
+reports the stat cache's :meth:`~dvc_cuvis.stat_cache.StatCache.stats` (files and bytes
 hashed, md5s taken from DVC, frames parsed vs taken from the content memo).  "cold" = no
 stat cache file of ours (as on a fresh clone); "warm" = the cache the previous run wrote,
 nothing changed.  The page cache is warm for
@@ -71,7 +71,7 @@ import json, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 from dvc_cuvis._io import atomic_write_text, write_json
-from dvc_cuvis.digests import open_stat_cache
+from dvc_cuvis.stat_cache import open_stat_cache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from dvc_cuvis.universe import format_universe
 cache = open_stat_cache("auto")

@@ -94,7 +94,6 @@ import numpy as np
 from _common import Row, median, profile_top, timed
 
 from dvc_cuvis._io import atomic_write_bytes
-from dvc_cuvis.digests import StatCache
 from dvc_cuvis.frames import Compression, frame_arrays, npz_bytes
 from dvc_cuvis.materialize import (
     MaterializeResult,
@@ -102,6 +101,7 @@ from dvc_cuvis.materialize import (
     frame_name,
     materialize,
 )
+from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import Universe, read_universe, write_universe
 
 MODES = ("none", "deflate:1", "deflate:6", "masks:6")

@@ -21,9 +21,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dvc_cuvis.digests import DvcKnownHashes, StatCache
+from dvc_cuvis.dvc_hashes import DvcKnownHashes
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.progress import progress
+from dvc_cuvis.stat_cache import StatCache
 
 _CLUSTER_LOGGERS = ("distributed", "tornado", "bokeh")
 
@@ -163,7 +164,8 @@ def _known_md5s(cache: StatCache, chunk: list[Any]) -> dict[str, tuple[Any, str]
     nor this machine's DVC state, and would hash what is known.  Items that are files of
     a scan (:class:`~dvc_cuvis.sources.Located`: ``abs`` and ``st``) are looked up.
     """
-    from dvc_cuvis.digests import CacheMiss, stamp_of
+    from dvc_cuvis.hashing import stamp_of
+    from dvc_cuvis.stat_cache import CacheMiss
 
     known = {}
     for item in chunk:

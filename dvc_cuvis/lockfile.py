@@ -20,10 +20,11 @@ from typing import Any
 
 import yaml
 
-from dvc_cuvis.digests import StatCache, dir_hash
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.hashing import dir_hash
 from dvc_cuvis.params import diff_params
 from dvc_cuvis.paths import PathGuard, is_within
+from dvc_cuvis.stat_cache import StatCache
 
 #: Stages whose own record is not the pipeline's state (a previous check or report).
 REPORTING_COMMANDS: tuple[str, ...] = ("dvc-cuvis check", "dvc-cuvis report")

@@ -65,7 +65,6 @@ import numpy as np
 
 from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis._testpoints import testpoint
-from dvc_cuvis.digests import StatCache, list_tree
 from dvc_cuvis.dvcignore import repo_root
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.frames import (
@@ -75,12 +74,14 @@ from dvc_cuvis.frames import (
     frame_arrays,
     open_npz_input,
 )
+from dvc_cuvis.hashing import list_tree
 from dvc_cuvis.modules import MODULE_COLUMN
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
 from dvc_cuvis.selectors import Resolver
 from dvc_cuvis.specs import MATERIALIZE
 from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
+from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import Universe, format_universe
 
 FORMAT_VERSION = 2  # 2: frames/<source>.<index>.npz (1: frames/<source>/<index>.npz)

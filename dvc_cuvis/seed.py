@@ -14,7 +14,7 @@ DVC vouches for it, all of these at ``HEAD`` (read from git, never from the work
 2. the committed universe.csv and metrics file have exactly the md5s that stage recorded
    (a row edited after the run changes the file's md5);
 3. the metrics say ``format: npz`` and, under ``derived``, the same version of each content
-   key (:func:`~dvc_cuvis.digests.content_key`) as the running code;
+   key (:func:`~dvc_cuvis.stat_cache.content_key`) as the running code;
 4. that run's group setting (its command's ``--group``, else the params it recorded) was one
    under which the ``group`` column is the frame's ``source`` member.
 
@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dvc_cuvis.digests import StatCache
 from dvc_cuvis.lockfile import LockFile, Stage
+from dvc_cuvis.stat_cache import StatCache
 
 #: the command prefix of the stage whose outputs may seed the memo
 COMMAND = ("dvc-cuvis", "enumerate")
@@ -123,8 +123,9 @@ def _row_values(data: bytes, path: str) -> dict[str, dict[str, Any]]:
     from dvc_cuvis.sources.npz import FRAME_INFO, frame_info_from_row
     from dvc_cuvis.universe_io import parse_universe_bytes
 
-    uni = parse_universe_bytes(data, path=Path(path), unique_materialized_path=False)
     names = ("group", "tags", "category_ids")
+    uni = parse_universe_bytes(data, path=Path(path), unique_materialized_path=False,
+                               columns=("md5", "format", *names))
     got = [uni.raw_column(c) for c in ("md5", *names)]
     if any(c is None for c in got):
         return {}

@@ -101,8 +101,8 @@ def rescan_options(s: Settings, universe_path: Path, cache: Any) -> tuple[Any, s
 
 
 def _check(s: Settings) -> int:
-    from dvc_cuvis.digests import open_stat_cache
     from dvc_cuvis.drift import CHECKS, verify
+    from dvc_cuvis.stat_cache import open_stat_cache
 
     universe_path, splits_path = split_paths(s)
     require_file(splits_path, "splits", s)

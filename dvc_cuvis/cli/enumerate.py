@@ -23,8 +23,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Scan a dataset into a canonical universe.csv plus universe metrics."""
     from dvc_cuvis._io import atomic_write_text, write_json
-    from dvc_cuvis.digests import hashing_line
     from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+    from dvc_cuvis.stat_cache import hashing_line
     from dvc_cuvis.universe import format_universe
 
     s = Settings(args)

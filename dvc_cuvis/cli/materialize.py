@@ -22,9 +22,9 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write one deterministic npz per selected frame, incrementally."""
-    from dvc_cuvis.digests import hashing_line, open_stat_cache
     from dvc_cuvis.materialize import materialize, reader_params
     from dvc_cuvis.splits import load_splits
+    from dvc_cuvis.stat_cache import hashing_line, open_stat_cache
     from dvc_cuvis.universe import read_universe
 
     s = Settings(args)

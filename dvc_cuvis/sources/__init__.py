@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.digests import content_fingerprint
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.hashing import content_fingerprint
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Located,

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis import dvcignore
-from dvc_cuvis.digests import CacheMiss, StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.paths import PathGuard, is_within
 from dvc_cuvis.progress import progress
 from dvc_cuvis.specs import ENUMERATE
+from dvc_cuvis.stat_cache import CacheMiss, StatCache
 
 
 @dataclass
@@ -55,7 +55,7 @@ class EnumerateOptions:
         """
         import sys
 
-        from dvc_cuvis.digests import open_stat_cache
+        from dvc_cuvis.stat_cache import open_stat_cache
 
         if values.get("format") is None or values.get("root") is None:
             raise DvcCuvisError("enumerate needs --format and --root (or an 'enumerate' "
@@ -201,7 +201,7 @@ def scan_rows(
 ) -> list[Any]:
     """``[one(x) for x in items]``: cache hits served serially, only misses on the pool.
 
-    ``one(item, cached_only)`` must raise :class:`~dvc_cuvis.digests.CacheMiss` when it
+    ``one(item, cached_only)`` must raise :class:`~dvc_cuvis.stat_cache.CacheMiss` when it
     would have to read file contents while ``cached_only`` is true.
     """
     rows: list[Any] = [None] * len(items)

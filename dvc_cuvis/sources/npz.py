@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from dvc_cuvis.digests import content_key, stamp_of
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.hashing import stamp_of
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Located,
@@ -34,6 +34,7 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     scan_rows,
 )
+from dvc_cuvis.stat_cache import content_key
 
 # the cache key of frame_info's value; bump the version when frame_info's result changes
 FRAME_INFO = content_key("npz-frame", 1)
