@@ -21,7 +21,7 @@ import itertools
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,14 +157,20 @@ def read_universe(path: Path | str, *, unique_materialized_path: bool | None = N
 
 
 def parse_universe_bytes(
-    data: bytes, *, path: Path | None = None, unique_materialized_path: bool | None = None
+    data: bytes, *, path: Path | None = None, unique_materialized_path: bool | None = None,
+    columns: Collection[str] | None = None,
 ) -> Universe:
-    """Parse universe.csv content (UTF-8 with or without BOM; LF or CRLF)."""
-    return _parse_stream(io.BytesIO(data), path, unique_materialized_path)
+    """Parse universe.csv content (UTF-8 with or without BOM; LF or CRLF).
+
+    ``columns``: the optional columns to keep (default: all); every row is still read and
+    checked, but the cells of the other columns are not kept.
+    """
+    return _parse_stream(io.BytesIO(data), path, unique_materialized_path, columns)
 
 
 def _parse_stream(
-    fh: io.BufferedIOBase | io.BytesIO | Any, path: Path | None, unique: bool | None
+    fh: io.BufferedIOBase | io.BytesIO | Any, path: Path | None, unique: bool | None,
+    columns: Collection[str] | None = None,
 ) -> Universe:
     builder: _Builder | None = None
     line = 1
@@ -172,7 +178,7 @@ def _parse_stream(
         if builder is None:
             nl = chunk.find(b"\n")
             header_raw, chunk = (chunk, b"") if nl < 0 else (chunk[:nl], chunk[nl + 1:])
-            builder = _Builder(_parse_header(header_raw, path), path, _size_of(fh))
+            builder = _Builder(_parse_header(header_raw, path), path, _size_of(fh), columns)
             line = 2
         if chunk:
             line = _parse_chunk(chunk, line, builder)
@@ -327,15 +333,22 @@ def _slow_rows(
         yield line, [c.encode("utf-8") for c in row]
 
 
+#: The place of a column whose cells are not kept (``columns=``).
+_UNUSED: npt.NDArray[np.bytes_] = np.zeros(0, dtype="S1")
+
+
 class _Builder:
     """Accumulates parsed chunks into a validated, canonical :class:`Universe`."""
 
-    def __init__(self, header: list[str], path: Path | None, size_hint: int = 0) -> None:
+    def __init__(self, header: list[str], path: Path | None, size_hint: int = 0,
+                 columns: Collection[str] | None = None) -> None:
         self.header = header
         self.path = path
         self.src_j = header.index("source")
         self.idx_j = header.index("index")
-        self.other = [(j, n) for j, n in enumerate(header) if n not in REQUIRED_COLUMNS]
+        self.other = [(j, n) for j, n in enumerate(header) if n not in REQUIRED_COLUMNS
+                      and (columns is None or n in columns)]
+        self.used = {self.src_j, self.idx_j, *(j for j, _ in self.other)}
         self.size_hint = size_hint
         self.seen_bytes = 0
         self.rank: dict[str, int] = {}
@@ -358,9 +371,11 @@ class _Builder:
         nbytes: int = 0, backslash: bool = True,
     ) -> None:
         """Add one chunk given as per-column lists of raw cells."""
-        arrays = [np.array(c, dtype=np.bytes_) for c in cols]
+        used = self.used
+        arrays = [np.array(c, dtype=np.bytes_) if j in used else _UNUSED
+                  for j, c in enumerate(cols)]
         if strip:
-            arrays = [np.strings.strip(a) for a in arrays]
+            arrays = [np.strings.strip(a) if j in used else a for j, a in enumerate(arrays)]
         src = arrays[self.src_j]
         if backslash:
             src = np.strings.replace(src, b"\\", b"/")
@@ -373,7 +388,7 @@ class _Builder:
         if repeat is not None:
             codes = np.repeat(codes, repeat)
             lines = np.repeat(lines, repeat)
-            arrays = [np.repeat(a, repeat) for a in arrays]
+            arrays = [np.repeat(a, repeat) if j in used else a for j, a in enumerate(arrays)]
         self.seen_bytes += nbytes
         parts: dict[str, npt.NDArray[Any]] = {"\0codes": codes, "\0index": idx, "\0lines": lines}
         for j, name in self.other:

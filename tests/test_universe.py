@@ -396,3 +396,16 @@ def test_the_model_does_not_import_its_file_format() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = mod.nope
+
+
+def test_columns_keeps_only_the_named_optional_columns_and_still_checks_every_row() -> None:
+    text = "source,index,materialized_path,md5,group\nb,0,f/b.cu3s,x,g\na,0-1,f/a.cu3s,y,h\n"
+    full = parse(text)
+    some = parse(text, columns=("md5",))
+    assert some.columns == ["source", "index", "md5"] and some.uids() == full.uids()
+    assert some.column("md5") == full.column("md5") and some.line_of(0) == full.line_of(0)
+    assert some.hash == full.hash
+    with pytest.raises(UniverseError, match=r"u\.csv:3: expected 5 fields"):
+        parse(text.replace("h\n", "h,extra\n"), columns=("md5",))
+    with pytest.raises(UniverseError, match="duplicate identity"):
+        parse(text + "b,0,f/c.cu3s,z,g\n", columns=())
