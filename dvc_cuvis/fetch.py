@@ -97,6 +97,44 @@ def quiet_dvc() -> Iterator[_DvcLog]:
             log.handlers, log.propagate = handlers, propagate
 
 
+@contextlib.contextmanager
+def granular_targets(repo: Any) -> Iterator[None]:
+    """Resolve each target inside a tracked folder once, from DVC's own output index.
+
+    DVC resolves every granular target separately (``collect_granular``: it re-parses
+    dvc.yaml, dvc.lock and the .dvc files for each, about 0.5 s a path here), so a stage of
+    a few hundred frames would spend minutes before any byte moves.  A path strictly
+    inside one output resolves to what DVC itself returns for it — ``(output's stage,
+    the path)`` via ``find_outs_by_path`` — so for such paths we answer from the index
+    built once; anything else (a .dvc file, a stage name, a whole output) goes to DVC.
+    """
+    from dvc.exceptions import OutputNotFoundError
+    from dvc.repo.stage import StageInfo
+
+    stage_loader = repo.stage
+    original = stage_loader.collect_granular
+
+    def collect(target: str | None = None, with_deps: bool = False,
+                recursive: bool = False, graph: Any = None) -> Any:
+        if target and not with_deps and not recursive and not target.endswith(".dvc") \
+                and os.path.basename(target) not in ("dvc.yaml", "dvc.lock") \
+                and ":" not in target:
+            path = stage_loader.fs.abspath(target)
+            try:
+                (out,) = repo.find_outs_by_path(path, strict=False)
+            except (OutputNotFoundError, ValueError):
+                out = None
+            if out is not None and out.fs_path != path:
+                return [StageInfo(out.stage, path)]
+        return original(target, with_deps=with_deps, recursive=recursive, graph=graph)
+
+    stage_loader.collect_granular = collect
+    try:
+        yield
+    finally:
+        stage_loader.collect_granular = original
+
+
 def dvc_error(exc: Exception, what: str, log: _DvcLog | None = None) -> DvcCuvisError:
     """One clear line for a DVC failure (no remote, object missing there, unreachable)."""
     name = type(exc).__name__
@@ -279,7 +317,7 @@ def fetch(plan: FetchPlan, *, jobs: int | None = None, remote: str | None = None
     if todo:
         repo = _open_repo(plan.root)
         batches = [todo[k:k + chunk] for k in range(0, len(todo), chunk)]
-        with quiet_dvc() as log:
+        with quiet_dvc() as log, granular_targets(repo):
             try:
                 for batch in bar(batches, total=len(batches), desc="dvc pull",
                                  enabled=progress):

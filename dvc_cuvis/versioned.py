@@ -165,7 +165,7 @@ def stage_frames(
         cannot fetch, or a fetched file whose md5 differs from the universe's record.
     """
     from dvc_cuvis.digests import file_md5
-    from dvc_cuvis.fetch import dvc_error, quiet_dvc
+    from dvc_cuvis.fetch import dvc_error, granular_targets, quiet_dvc
     from dvc_cuvis.splits import STAGES, parse_splits, resolve
     from dvc_cuvis.universe import parse_universe_bytes
 
@@ -200,7 +200,7 @@ def stage_frames(
                                     "with hashing)")
             recorded[path] = md5s[p]
         wanted = sorted(set(files))
-        with quiet_dvc() as log:
+        with quiet_dvc() as log, granular_targets(dvc_repo):
             try:
                 fetched = int(dvc_repo.fetch(targets=wanted, remote=remote, jobs=jobs) or 0)
             except Exception as exc:

@@ -1,0 +1,117 @@
+"""Benchmark: ``dvc-cuvis fetch --stage test`` against a full ``dvc pull``, over a real SSH remote.
+
+Run: ``.venv/bin/python benchmarks/bench_fetch.py [--quick] [--json out.json] [--strict]``
+
+A dataset repository (npz frames, tracked by DVC, pipeline run) is pushed to an SSH remote
+served by Debian's ``sshd`` on 127.0.0.1 (as in the tests).  Each round makes two fresh
+clones with empty caches and times, as whole CLI processes:
+
+* ours: ``dvc-cuvis fetch --stage test`` — the test stage's raw frames (about 10 % of them)
+  through DVC's granular pull, then md5-verified;
+* baseline: ``dvc pull data/npz.dvc`` — every raw frame, the same kind of data (the
+  materialized copies are left out of both).
+
+Target: the stage costs <= 15 % of the full pull (baseline / ours >= 6.7).  A plain
+``dvc pull`` (raw and materialized) is shown as context.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import Row, finish, median, standard_args, workspace
+
+from tests._sshd import ENV, find_sshd, sh, start_sshd, use_remote
+
+
+def build(root: Path, server: object, store: Path, sessions: int, frames: int,
+          size: tuple[int, int], bands: int) -> Path:
+    """A dataset repo whose bake puts ~10 % of the sessions in test; pushed to ``store``."""
+    from examples.generate import generate
+
+    root.mkdir(parents=True)
+    sh("git", "init", "-q", "-b", "main", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    generate(root / "data", sessions=sessions, frames=frames, size=size, bands=bands, seed=5)
+    shutil.rmtree(root / "data" / "tiff")
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
+    params = (root / "params.yaml").read_text()
+    (root / "params.yaml").write_text(params.replace("test_ratio: 0.2", "test_ratio: 0.1")
+                                      .replace("val_ratio: 0.2", "val_ratio: 0.1"))
+    sh("dvc", "repro", cwd=root)
+    use_remote(root, server, store)  # type: ignore[arg-type]
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "dataset", cwd=root)
+    sh("dvc", "push", cwd=root)
+    return root
+
+
+def fresh_clone(repo: Path, dest: Path, keyfile: Path) -> Path:
+    sh("git", "clone", "-q", repo, dest, cwd=repo.parent)
+    sh("dvc", "remote", "modify", "--local", "store", "keyfile", keyfile, cwd=dest)
+    return dest
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd}: {proc.stdout}\n{proc.stderr}")
+    return took
+
+
+def npz_files(root: Path, folder: str) -> int:
+    base = root / folder
+    return sum(1 for _ in base.rglob("*.npz")) if base.is_dir() else 0
+
+
+def main() -> int:
+    args = standard_args(__doc__.splitlines()[0]).parse_args()
+    binary = find_sshd()
+    if binary is None:
+        raise SystemExit("sshd not found: apt-get install openssh-server")
+    sessions, frames, size, bands, rounds = ((20, 2, (16, 16), 8, 2) if args.quick
+                                             else (40, 5, (64, 64), 32, 3))
+    with workspace(args, "dvc_cuvis_bench_fetch_") as work:
+        server = start_sshd(work / "sshd", binary)
+        try:
+            repo = build(work / "repo", server, work / "store", sessions, frames, size, bands)
+            total = npz_files(repo, "data/npz")
+            ours, base, full, got = [], [], [], 0
+            for k in range(rounds):
+                a = fresh_clone(repo, work / f"stage{k}", server.keyfile)
+                ours.append(timed(["dvc-cuvis", "fetch", "--stage", "test"], a))
+                got = npz_files(a, "data/npz")
+                b = fresh_clone(repo, work / f"pull{k}", server.keyfile)
+                base.append(timed(["dvc", "pull", "data/npz.dvc"], b))
+                assert npz_files(b, "data/npz") == total
+                c = fresh_clone(repo, work / f"all{k}", server.keyfile)
+                full.append(timed(["dvc", "pull"], c))
+        finally:
+            server.stop()
+    share = got / total
+    frame_bytes = size[0] * size[1] * bands * 4
+    rows = [
+        Row("fetch_stage", f"fetch --stage test ({got} of {total} frames, {share:.0%}) vs "
+            f"dvc pull data/npz.dvc (all {total}), SSH", median(ours), baseline=median(base),
+            goal_kind="min_ratio", goal_value=1 / 0.15, enforce=not args.quick,
+            details={"ours": ours, "baseline": base, "frames": total, "stage_frames": got,
+                     "frame_bytes": frame_bytes}),
+        Row("pull_all", f"context: plain dvc pull (raw + materialized, {2 * total} frames)",
+            median(full), details={"times": full}),
+    ]
+    notes = [f"{rounds} rounds, each on fresh clones with empty caches; medians. Frames of "
+             f"{size[0]}x{size[1]}x{bands} float32 (~{frame_bytes // 1024} KiB)."]
+    return finish(rows, args, notes=notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
