@@ -23,6 +23,11 @@ def test_strategies_and_formats_come_from_the_one_list() -> None:
     assert _choices("bake", "--group-by") == GROUP_BY
     assert _choices("bake", "--predict") == PREDICT
     assert _choices("enumerate", "--format") == FORMATS == _choices("init", "--format")
+    from dvc_cuvis.interop import FORMATS as CONVENTIONS
+    from dvc_cuvis.specs import BAKE
+
+    assert tuple(n[5:] for n in BAKE.options if n.startswith("from_") and n != "from_csv") \
+        == CONVENTIONS  # bake imports every convention export writes, by the one list
     with pytest.raises(DvcCuvisError, match="choose one of hash, random, stratified"):
         BakeOptions(strategy="shuffle").check()
 

@@ -12,8 +12,6 @@ from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_pa
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.specs import BAKE
 
-IMPORTS = ("glovita", "soma", "indices")
-
 
 def add_parser(sub: Any) -> None:
     """The ``bake`` verb's flags (from the one spec, ``specs.BAKE``)."""
@@ -25,9 +23,9 @@ def add_parser(sub: Any) -> None:
 
 def _imported(v: dict[str, Any], uni: Any) -> tuple[str, Any] | None:
     """Folds read from --from-glovita / --from-soma / --from-indices (None when not asked)."""
-    from dvc_cuvis.interop import read_folds
+    from dvc_cuvis.interop import FORMATS, read_folds
 
-    chosen = [(k, v[f"from_{k}"]) for k in IMPORTS]
+    chosen = [(k, v[f"from_{k}"]) for k in FORMATS]
     chosen = [(k, v) for k, v in chosen if v]
     if not chosen:
         return None
