@@ -319,7 +319,7 @@ def _recorded_files(
         if not uni.has_column(digest_col):
             continue
         digests = uni.column(digest_col)
-        paths = uni.column(column) if uni.has_column(column) else [""] * len(uni)
+        paths = uni.column(column)  # all '' when the column is absent
         if column == "materialized_path" and "" in paths:
             paths = [rel or uni.source(pos) for pos, rel in enumerate(paths)]
         distinct = set(paths)

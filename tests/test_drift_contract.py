@@ -388,7 +388,36 @@ def test_every_row_naming_a_modified_file_is_counted(tmp_path: Path) -> None:
     assert r.finding("constraints").status == "skipped"
 
 
+def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
+        tmp_path: Path) -> None:
+    """The content check's contract with dvc.lock's vouching (lockfile.Comparison.vouched:
+    folder -> the files under it): vouched files are not read but counted, every other
+    file named by a digest column is still read."""
+    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.drift import _check_content
+
+    _cu3s_like(tmp_path, annotations=True)
+    uni = read_universe(tmp_path / "universe.csv")
+    sessions = [f"day{k}.cu3s" for k in range(4)]
+    labels = [f"day{k}.json" for k in range(4)]
+    top = str(tmp_path.resolve() / "s")
+    everything = _check_content(uni, StatCache(None), None, vouched={top: sessions + labels})
+    assert everything.status == "ok"
+    assert everything.summary == (
+        "8 files match their recorded md5 (8 through dvc.lock's input hashes)")
+    _rewrite(tmp_path / "s/day3.json", b"{}")
+    f = _check_content(uni, StatCache(None), None, vouched={top: sessions})
+    assert f.status == "drift" and f.details["modified"] == ["s/day3.json"]
+    assert f.details["affected_samples"] == 3
+    _flip(tmp_path / "s/day0.cu3s")  # vouched: dvc.lock's hash stands for it, not read
+    f = _check_content(uni, StatCache(None), None, vouched={top: sessions})
+    assert f.details["modified"] == ["s/day3.json"]
+    f = _check_content(uni, StatCache(None), None, vouched={top: labels})
+    assert f.details["modified"] == ["s/day0.cu3s"]
+
+
 def test_no_md5_column_skips_the_content_check(tmp_path: Path) -> None:
+
     sp, csv = _cu3s_like(tmp_path)
     lines = csv.read_text().splitlines()
     csv.write_text("\n".join(",".join(line.split(",")[:2]) for line in lines) + "\n")
@@ -588,6 +617,8 @@ def test_detokenize_and_what_counts_as_tokenized() -> None:
         assert detokenize(by_path, data_dir).train[0].paths == ["x.npz", "/d/b"]
         assert detokenize(by_pattern, data_dir).train[0].pattern == "/d/*.cu3s"
     assert detokenize(plain, "/e") == plain
+    assert detokenize(by_source, "/dX/").train[0].source == "/dX/a.cu3s"
+
 
 
 def test_infer_data_dir() -> None:
