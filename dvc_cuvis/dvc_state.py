@@ -3,7 +3,7 @@
 DVC keeps, per repository, a sqlite database (``hashes/local/cache.db`` under the folder
 ``Repo.site_cache_dir`` names) mapping each file it hashed, added, pulled or checked out to
 ``{"version": 1, "checksum": <token of inode, mtime, size>, "size": n, "hash_info": {"md5":
-...}}``.  :class:`~dvc_cuvis.digests.DvcKnownHashes` trusts an entry exactly as DVC's
+...}}``.  :class:`~dvc_cuvis.dvc_hashes.DvcKnownHashes` trusts an entry exactly as DVC's
 ``State.get_many`` does: only while the file's current inode, mtime and size give the
 recorded token.
 
@@ -230,14 +230,14 @@ def hand_over(files: Iterable[tuple[str, Stamp, str]]) -> int:
     """
     if not hand_over_enabled():
         return 0
-    from dvc_cuvis.dvcignore import repo_root
+    from dvc_cuvis.repo import dvc_root_of
 
     by_root: dict[str, list[tuple[str, Stamp, str]]] = {}
     roots: dict[str, str | None] = {}
     for path, stamp, md5 in files:
         folder = os.path.dirname(path)
         if folder not in roots:
-            roots[folder] = repo_root(folder)
+            roots[folder] = dvc_root_of(os.path.abspath(folder))
         root = roots[folder]
         if root is not None:
             by_root.setdefault(root, []).append((path, stamp, md5))

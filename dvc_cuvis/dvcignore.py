@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.repo import dvc_root_of
 
 IGNORE_FILE = ".dvcignore"
 #: names that make DVC's walk differ from a plain one when met below a folder: an ignore
@@ -33,19 +34,6 @@ SPECIAL = frozenset({IGNORE_FILE, ".git", ".hg", ".dvc"})
 
 class IgnoreInDataFolder(DvcCuvisError):
     """A ``.dvcignore`` inside a folder DVC hashes (DVC refuses to hash it)."""
-
-
-def repo_root(folder: str) -> str | None:
-    """The DVC repository holding ``folder``: the nearest folder at or above it with a
-    ``.dvc`` folder (as ``Repo.find_root``), else None."""
-    d = os.path.abspath(folder)
-    while True:
-        if os.path.isdir(os.path.join(d, ".dvc")):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
 
 
 def has_patterns(path: str) -> bool:
@@ -130,7 +118,7 @@ def for_folder(folder: str, names: Iterable[str] | None = None) -> DvcIgnore | N
     ``names``: the entry names a walk of ``folder`` met (if the caller walked it anyway);
     otherwise the folder is scanned for them (:func:`names_below`).
     """
-    root = repo_root(folder)
+    root = dvc_root_of(os.path.abspath(folder))  # as Repo.find_root
     if root is None:
         return None
     real = os.path.abspath(folder)

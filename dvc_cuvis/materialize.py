@@ -65,7 +65,6 @@ import numpy as np
 
 from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis._testpoints import testpoint
-from dvc_cuvis.dvcignore import repo_root
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.frames import (
     Compression,
@@ -78,6 +77,7 @@ from dvc_cuvis.hashing import list_tree
 from dvc_cuvis.modules import MODULE_COLUMN
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.progress import progress
+from dvc_cuvis.repo import dvc_root_of
 from dvc_cuvis.selectors import Resolver
 from dvc_cuvis.specs import MATERIALIZE
 from dvc_cuvis.splits import STAGES, check_pinned_universe, dumps_splits
@@ -861,7 +861,7 @@ def _hand_over_outputs(out_dir: Path, cache: StatCache) -> None:
     if not hand_over_enabled():
         return
     root = os.path.abspath(out_dir)
-    if repo_root(root) is None:
+    if dvc_root_of(root) is None:
         return
     files = cache.take_hashed()  # inputs read for their md5 (DVC tracks them too)
     try:

@@ -7,7 +7,8 @@ dvc.yaml and params.yaml are read by one YAML loader whose errors name the file;
 revision are read through GitPython's ``cat-file --batch`` client (one process per repository,
 however many files); and a path is tracked by git, by a ``.dvc`` file, or as a stage's output.
 
-GitPython is imported on first use only: a check on a clean tree never pays for it.
+GitPython and PyYAML are imported on first use only: hashing and the stat cache, which ask
+this module for the DVC root, never pay for them.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from dvc_cuvis.errors import DvcCuvisError
 
@@ -93,6 +92,8 @@ def find_lock(start: Path | str) -> Path | None:
 
 def parse_yaml(text: str | bytes, where: Path | str) -> Any:
     """The YAML document ``text`` (an empty one is ``{}``); :class:`RepoError` naming ``where``."""
+    import yaml  # (not on the path of a check that reads no YAML: hashing, the stat cache)
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
