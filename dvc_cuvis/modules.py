@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dvc_cuvis.errors import UniverseError
+from dvc_cuvis.specs import MODULES
 
 if TYPE_CHECKING:  # the CLI imports MODULES when it builds its parser: keep this light
     from dvc_cuvis.universe import Universe
@@ -35,7 +36,6 @@ if TYPE_CHECKING:  # the CLI imports MODULES when it builds its parser: keep thi
 __all__ = ["MODULES", "MODULE_COLUMN", "check_module_rules", "module_for", "stated_module"]
 
 #: The upstream DataModules whose universe rules are known here.
-MODULES: tuple[str, ...] = ("npz_multi", "cu3s_multi", "tiff_paired")
 #: The universe.csv column stating the module a universe is for (one value on every row).
 MODULE_COLUMN = "data_module"
 

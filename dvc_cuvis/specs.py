@@ -130,3 +130,98 @@ BAKE = OptionSet(
     Option("constraints", "the split's constraints (a list; default: the schema's)",
            kinds=(list,), params_only=True),
 )
+
+
+# -- options several verbs share (one definition each) -------------------------------------
+
+#: Severities of the group-leakage check (auto: error when the universe has a group column).
+LEAKAGE: tuple[str, ...] = ("auto", "error", "warn", "off")
+#: cuvis-ai-dataloader modules whose universe rules ``--module`` applies.
+MODULES: tuple[str, ...] = ("npz_multi", "cu3s_multi", "tiff_paired")
+#: Split conventions of :mod:`dvc_cuvis.interop`, and the cuvis-ai data group export.
+CONVENTIONS: tuple[str, ...] = ("glovita", "soma", "indices")
+CUVIS_AI = "cuvis-ai"
+
+_UNIVERSE = Option("universe", "universe.csv", "universe.csv", metavar="PATH", path=True)
+_SPLITS = Option("splits", "splits.json", "splits.json", metavar="PATH", path=True)
+_CATEGORIES = Option("categories", "category name->id map for 'categories' selectors: COCO "
+                     "json, enumerate metrics or {name: id} json", metavar="PATH", path=True)
+_LEAKAGE = Option("group_leakage", "group leakage check; auto = error when the universe has "
+                  "a group column", "auto", choices=LEAKAGE)
+_MODULE = Option("module", "apply this cuvis-ai-dataloader module's universe rules before "
+                 "anything trains (npz_multi: materialized_path on every row, no split column, "
+                 "one file per row)", choices=MODULES,
+                 shown="the universe's data_module column, else none")
+_ALLOW_PARTIAL = Option("allow_partial", "a selector matching only some of its ids is a "
+                        "warning, not a failure", False, bool, shown="failure, exit 1")
+_ALLOW_UNPINNED = Option("allow_unpinned", "the check accepts a split that pins no "
+                         "universe_hash", False, bool,
+                         shown="a failure: nothing ties it to its universe")
+_STAT_CACHE = Option("stat_cache", "stat cache file, or 'none'", metavar="PATH", path=True,
+                     shown=".dvc/tmp/dvc-cuvis/")
+
+#: The ``resolve`` verb's options.
+RESOLVE = OptionSet("resolve", _UNIVERSE, _SPLITS, _CATEGORIES, _LEAKAGE, _ALLOW_PARTIAL,
+                    _MODULE)
+
+#: The ``check`` verb's options.
+CHECK = OptionSet(
+    "check",
+    _UNIVERSE, _SPLITS,
+    Option("deep", "re-hash every file, trusting no cache and not dvc.lock", False, bool),
+    Option("lock", "dvc.lock to compare against", metavar="PATH", path=True,
+           shown="the repository's"),
+    Option("no_lock", "skip the staleness check against dvc.lock", False, bool,
+           shown="run it"),
+    Option("no_enumerate", "do not re-scan the data named in the params file's enumerate "
+           "section", False, bool,
+           shown="re-scan, to see added, removed and renamed samples"),
+    Option("data_dir", "folder that {DATA_DIR} stands for in GUI-authored splits",
+           metavar="DIR", path=True, shown="inferred from the universe"),
+    _CATEGORIES, _LEAKAGE, _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
+    Option("checks", "comma list of universe,content,selection,constraints,staleness",
+           kinds=(str, list), shown="all"),
+    _STAT_CACHE,
+    Option("metrics", "metrics json: ok and each check's status", metavar="PATH", path=True),
+    Option("plots", "folder for DVC plot data, check.json", metavar="DIR", path=True),
+)
+
+#: The ``report`` verb's options.
+REPORT = OptionSet(
+    "report",
+    Option("out", "HTML file to write (a pipeline's report stage names its own output on its "
+           "command line)", "split-report.html", metavar="PATH", path=True),
+    _UNIVERSE, _SPLITS,
+    Option("base", "git revision to compare against: adds the transition heat map",
+           metavar="REV"),
+    Option("repo", "with --base: read REV from this repository (a path or git URL), git alone, "
+           "at the split's and universe's paths", metavar="URL|PATH",
+           shown="this repository"),
+    Option("categories", "category name->id map: COCO json or enumerate metrics",
+           metavar="PATH", path=True),
+    Option("title", "page title", shown="'Split report: <splits>'"),
+    Option("no_check", "leave the drift check out of the report", False, bool,
+           shown="include it"),
+    _ALLOW_PARTIAL, _ALLOW_UNPINNED,
+)
+
+#: The ``export`` verb's options.
+EXPORT = OptionSet(
+    "export",
+    Option("to", "the convention to write; cuvis-ai: the trainrun data group of a materialized "
+           "split (data_module: dvc_npz_multi)", choices=(*CONVENTIONS, CUVIS_AI),
+           required=True),
+    _UNIVERSE,
+    Option("splits", "baked splits.json", "splits.json", metavar="PATH", path=True),
+    Option("folds_dir", "folder of fold-<k>.json files: export all K folds", metavar="DIR",
+           path=True),
+    Option("out_dir", "output folder", "export", metavar="DIR", path=True),
+    Option("id_column", "universe column used as the sample id", "uid"),
+    Option("labels", "glovita: labels.json from category ids (anomaly: 0/1)", "anomaly",
+           choices=("anomaly", "categories", "none")),
+    Option("out", "cuvis-ai: the data-group YAML to write", metavar="PATH", path=True,
+           shown="<out-dir>/data.yaml"),
+    Option("batch_size", "cuvis-ai: the data group's batch_size", kind=int, shown="1"),
+    Option("metrics", "soma: where to write the identity checksums", metavar="PATH",
+           path=True, shown="<out-dir>/identity.json"),
+)

@@ -30,7 +30,7 @@ def split_paths(s: Settings) -> tuple[Path, Path]:
     resolve_s, bake_s = s.of("resolve"), s.of("bake")
 
     def pick(name: str, bake_key: str, default: str) -> Path:
-        own = s.get(name)
+        own = s.given(name)
         if own is not None:
             return Path(own)
         for verb, sect, key in (("resolve", resolve_s, name), ("bake", bake_s, bake_key)):

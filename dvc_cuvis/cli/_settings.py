@@ -57,6 +57,8 @@ class Section:
 
 #: verb -> its section's keys; filled as each verb's parser is built.
 SECTIONS: dict[str, Section] = {}
+#: verb -> its option spec (verbs declared through :mod:`dvc_cuvis.specs`).
+SPECS: dict[str, OptionSet] = {}
 
 #: Other verbs' sections a verb reads (and so validates): the split's paths from ``resolve``
 #: and ``bake``; for ``check`` also how ``enumerate`` made the universe.
@@ -115,6 +117,7 @@ def verb_parser(
 def register_options(p: argparse.ArgumentParser, options: OptionSet) -> None:
     """Add the flags of ``options`` to ``p`` and record its params keys (the one spec)."""
     options.add_to(p)
+    SPECS[options.verb] = options
     SECTIONS[options.verb] = Section({o.name: Key(o.accepts, o.choices, o.path)
                                       for o in options})
 
@@ -209,8 +212,9 @@ class Settings:
             return os.path.normpath(self.base / value)
         return value
 
-    def get(self, name: str, default: Any = None) -> Any:
-        """Flag value if given, else the section's value, else ``default``."""
+    def given(self, name: str) -> Any:
+        """The flag's value if given, else the section's value (paths made relative to the
+        params file), else None: what the user said, without any default."""
         value = getattr(self.args, name, None)
         if value is not None:
             return value
@@ -220,6 +224,16 @@ class Settings:
             if key is not None:
                 _typed(value, key, f"{self.where}: {self.verb}.{name}")
             return self.from_file(name, value)
+        return None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Flag value if given, else the section's value, else ``default``, else the default
+        of the verb's option spec (:mod:`dvc_cuvis.specs`)."""
+        value = self.given(name)
+        if value is not None:
+            return value
+        if default is None and self.verb in SPECS and name in SPECS[self.verb].options:
+            return SPECS[self.verb].default(name)
         return default
 
     def flag(self, name: str) -> bool:

@@ -12,57 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
-from dvc_cuvis.cli._settings import Key, Settings, register, verb_parser
-from dvc_cuvis.cli.resolve import LEAKAGE, add_module, module_rules
-
-
-def add_allowances(p: argparse.ArgumentParser) -> None:
-    """The check's two allowances, for every verb that runs the check (check, report)."""
-    p.add_argument("--allow-partial", dest="allow_partial", action="store_true", default=None,
-                   help="in the check, a selector matching only some of its ids is a warning, "
-                   "not a failure (default: failure)")
-    p.add_argument("--allow-unpinned", dest="allow_unpinned", action="store_true",
-                   default=None, help="the check accepts a split that pins no universe_hash "
-                   "(default: a failure: nothing ties it to its universe)")
+from dvc_cuvis.cli._settings import Settings, register_options, verb_parser
+from dvc_cuvis.cli.resolve import module_rules
+from dvc_cuvis.specs import CHECK
 
 
 def add_parser(sub: Any) -> None:
-    """The ``check`` verb's flags."""
+    """The ``check`` verb's flags (from the one spec, ``specs.CHECK``)."""
     p = verb_parser(sub, "check", "drift check: split vs universe vs data vs dvc.lock",
-                    paths=("universe", "splits", "lock", "data_dir", "categories", "stat_cache",
-                           "metrics", "plots"),
-                    extra={"checks": Key((str, list))})
-    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
-    p.add_argument("--splits", metavar="PATH", help="splits.json (default: splits.json)")
-    p.add_argument("--deep", action="store_true", default=None,
-                   help="re-hash every file, trusting no cache and not dvc.lock (default: off)")
+                    paths=CHECK.paths)
+    register_options(p, CHECK)
     p.add_argument("--json", action="store_true", help="machine-readable report on stdout")
-    p.add_argument("--lock", metavar="PATH",
-                   help="dvc.lock to compare against (default: the repository's)")
-    p.add_argument("--no-lock", dest="no_lock", action="store_true", default=None,
-                   help="skip the staleness check against dvc.lock (default: run it)")
-    p.add_argument("--no-enumerate", dest="no_enumerate", action="store_true", default=None,
-                   help="do not re-scan the data named in the params file's enumerate section "
-                   "(default: re-scan, to see added, removed and renamed samples)")
-    p.add_argument("--data-dir", dest="data_dir", metavar="DIR",
-                   help="folder that {DATA_DIR} stands for in GUI-authored splits "
-                   "(default: inferred from the universe)")
-    p.add_argument("--categories", metavar="PATH",
-                   help="category name->id map for 'categories' selectors (default: none)")
-    p.add_argument("--group-leakage", dest="group_leakage", choices=LEAKAGE,
-                   help="group leakage check (default: auto)")
-    add_allowances(p)
-    add_module(p)
-    p.add_argument("--checks", help="comma list of universe,content,selection,constraints,"
-                   "staleness (default: all)")
-    p.add_argument("--stat-cache", dest="stat_cache", metavar="PATH",
-                   help="stat cache file, or 'none' (default: .dvc/tmp/dvc-cuvis/)")
-    p.add_argument("--metrics", metavar="PATH",
-                   help="metrics json: ok and each check's status (default: none)")
-    p.add_argument("--plots", metavar="DIR",
-                   help="folder for DVC plot data, check.json (default: none)")
     p.set_defaults(func=run)
-    register("check", p)
 
 
 @contextlib.contextmanager
@@ -123,7 +84,7 @@ def _check(s: Settings) -> int:
         current=current,
         deep=s.flag("deep"),
         name_to_id=category_map(s),
-        group_leakage=s.get("group_leakage", "auto"),
+        group_leakage=s.get("group_leakage"),
         lock=lock,
         data_dir=s.get("data_dir"),
         cache=cache,

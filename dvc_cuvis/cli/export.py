@@ -8,42 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file, split_paths
-from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
 from dvc_cuvis.errors import DvcCuvisError
-
-#: ``--to`` value of the cuvis-ai data group (not a split convention of dvc_cuvis.interop).
-CUVIS_AI = "cuvis-ai"
+from dvc_cuvis.specs import CUVIS_AI, EXPORT
 
 
 def add_parser(sub: Any) -> None:
-    """The ``export`` verb's flags."""
-    from dvc_cuvis.interop import FORMATS
-
+    """The ``export`` verb's flags (from the one spec, ``specs.EXPORT``)."""
     p = verb_parser(sub, "export", "write a split as GloViTa, soma, index arrays or a cuvis-ai "
-                    "data group", paths=("universe", "splits", "folds_dir", "out_dir", "out",
-                                         "metrics"))
-    p.add_argument("--to", choices=[*FORMATS, CUVIS_AI],
-                   help="the convention to write (required); cuvis-ai: the trainrun data "
-                   "group of a materialized split (data_module: dvc_npz_multi)")
-    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
-    p.add_argument("--splits", metavar="PATH", help="baked splits.json (default: splits.json)")
-    p.add_argument("--folds-dir", dest="folds_dir", metavar="DIR",
-                   help="folder of fold-<k>.json files: export all K folds (default: none)")
-    p.add_argument("--out-dir", dest="out_dir", metavar="DIR",
-                   help="output folder (default: export)")
-    p.add_argument("--id-column", dest="id_column",
-                   help="universe column used as the sample id (default: uid)")
-    p.add_argument("--labels", choices=["anomaly", "categories", "none"],
-                   help="glovita: labels.json from category ids (default: anomaly, 0/1)")
-    p.add_argument("--out", metavar="PATH",
-                   help="cuvis-ai: the data-group YAML to write (default: <out-dir>/data.yaml)")
-    p.add_argument("--batch-size", dest="batch_size", type=int,
-                   help="cuvis-ai: the data group's batch_size (default: 1)")
-    p.add_argument("--metrics", metavar="PATH",
-                   help="soma: where to write the identity checksums "
-                   "(default: <out-dir>/identity.json)")
+                    "data group", paths=EXPORT.paths)
+    register_options(p, EXPORT)
     p.set_defaults(func=run)
-    register("export", p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
     uni = read_universe(universe_path)
     folds = from_resolutions([resolve(load_splits(f), uni, where=str(f)) for f in files])
     metrics = s.get("metrics")
-    written = export(folds, fmt, Path(s.get("out_dir", "export")),
-                     id_column=s.get("id_column", "uid"), labels=s.get("labels", "anomaly"),
+    written = export(folds, fmt, Path(s.get("out_dir")),
+                     id_column=s.get("id_column"), labels=s.get("labels"),
                      metrics=Path(metrics) if metrics else None)
     print("wrote " + ", ".join(str(p) for p in written))
     return EXIT_OK
@@ -83,7 +58,7 @@ def _cuvis_ai(s: Settings, universe_path: Path, splits_path: Path) -> int:
 
     require_file(splits_path, "splits", s)
     require_file(universe_path, "universe", s)
-    out = s.path("out") or Path(s.get("out_dir", "export")) / "data.yaml"
+    out = s.path("out") or Path(s.get("out_dir")) / "data.yaml"
     written = data_group(universe_path, splits_path, out, batch_size=s.get("batch_size", 1))
     print(f"wrote {written}")
     return EXIT_OK

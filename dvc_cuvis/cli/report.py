@@ -7,32 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import load_inputs
-from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
-from dvc_cuvis.cli.check import add_allowances, rescan_options
+from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.cli.check import rescan_options
+from dvc_cuvis.specs import REPORT
 
 
 def add_parser(sub: Any) -> None:
-    """The ``report`` verb's flags."""
+    """The ``report`` verb's flags (from the one spec, ``specs.REPORT``)."""
     p = verb_parser(sub, "report", "write a self-contained HTML report of a split",
-                    paths=("out", "universe", "splits", "categories"))
-    p.add_argument("--out", metavar="PATH", help="HTML file to write (default: split-report.html; "
-                   "a pipeline's report stage names its own output on its command line)")
-    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
-    p.add_argument("--splits", metavar="PATH", help="splits.json (default: splits.json)")
-    p.add_argument("--base", metavar="REV",
-                   help="git revision to compare against: adds the transition heat map "
-                   "(default: none)")
-    p.add_argument("--repo", metavar="URL|PATH",
-                   help="with --base: read REV from this repository (a path or git URL), git "
-                   "alone, at the split's and universe's paths (default: this repository)")
-    p.add_argument("--categories", metavar="PATH",
-                   help="category name->id map: COCO json or enumerate metrics (default: none)")
-    p.add_argument("--title", help="page title (default: 'Split report: <splits>')")
-    p.add_argument("--no-check", dest="no_check", action="store_true", default=None,
-                   help="leave the drift check out of the report (default: include it)")
-    add_allowances(p)  # as check takes them, for the report's embedded check
+                    paths=REPORT.paths)
+    register_options(p, REPORT)
     p.set_defaults(func=run)
-    register("report", p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from dvc_cuvis.splits import evaluate_constraints, resolve
 
     s = Settings(args)
-    out = Path(s.get("out", "split-report.html"))
+    out = Path(s.get("out"))
     inp = load_inputs(s)
     res = resolve(inp.cfg, inp.uni, name_to_id=inp.name_to_id, where=str(inp.splits_path))
     constraints = [r.to_dict() for r in evaluate_constraints(res, inp.cfg.constraints)]

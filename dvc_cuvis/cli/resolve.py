@@ -8,20 +8,14 @@ import sys
 from typing import Any
 
 from dvc_cuvis.cli._inputs import load_inputs
-from dvc_cuvis.cli._settings import EXIT_CHECK_FAILED, EXIT_OK, Settings, register, verb_parser
-
-LEAKAGE = ["auto", "error", "warn", "off"]
-
-
-def add_module(p: Any) -> None:
-    """The ``--module`` flag of the verbs that apply a DataModule's universe rules."""
-    from dvc_cuvis.modules import MODULE_COLUMN, MODULES
-
-    p.add_argument("--module", choices=list(MODULES),
-                   help="apply this cuvis-ai-dataloader module's universe rules before "
-                   "anything trains (npz_multi: materialized_path on every row, no split "
-                   f"column, one file per row; default: the universe's {MODULE_COLUMN} "
-                   "column, else none)")
+from dvc_cuvis.cli._settings import (
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    Settings,
+    register_options,
+    verb_parser,
+)
+from dvc_cuvis.specs import RESOLVE
 
 
 def module_rules(s: Any, universe_path: Any, uni: Any = None) -> None:
@@ -43,25 +37,13 @@ def module_rules(s: Any, universe_path: Any, uni: Any = None) -> None:
 
 
 def add_parser(sub: Any) -> None:
-    """The ``resolve`` verb's flags."""
+    """The ``resolve`` verb's flags (from the one spec, ``specs.RESOLVE``)."""
     p = verb_parser(sub, "resolve", "resolve every stage of a splits.json against a universe",
-                    paths=("universe", "splits", "categories"))
-    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
-    p.add_argument("--splits", metavar="PATH", help="splits.json (default: splits.json)")
-    p.add_argument("--categories", metavar="PATH", help="category name->id map for "
-                   "'categories' selectors: COCO json, enumerate metrics or {name: id} json "
-                   "(default: none)")
-    p.add_argument("--group-leakage", dest="group_leakage", choices=LEAKAGE,
-                   help="group leakage check; auto = error when the universe has a group "
-                   "column (default: auto)")
-    p.add_argument("--allow-partial", dest="allow_partial", action="store_true", default=None,
-                   help="a selector matching only some of its ids is a warning, not a failure "
-                   "(default: failure, exit 1)")
-    add_module(p)
+                    paths=RESOLVE.paths)
+    register_options(p, RESOLVE)
     p.add_argument("--json", action="store_true",
                    help='print {"train": [uid...], "val": ..., "test": ..., "predict": ...}')
     p.set_defaults(func=run)
-    register("resolve", p)
 
 
 def partial_failed(res: Any, where: object, allow: bool) -> bool:

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.specs import CONVENTIONS
 from dvc_cuvis.splits import EXCLUSIVE_STAGES, Resolution
 from dvc_cuvis.universe import Universe
 
@@ -117,7 +118,7 @@ def from_resolutions(resolutions: Sequence[Resolution]) -> Folds:
 
 
 #: Conventions a split can be exported to and imported from.
-FORMATS: tuple[str, ...] = ("glovita", "soma", "indices")
+FORMATS: tuple[str, ...] = CONVENTIONS
 
 
 def read_folds(kind: str, path: Path, uni: Universe, *, id_column: str = "uid") -> Folds:
