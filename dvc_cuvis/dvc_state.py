@@ -122,7 +122,7 @@ def site_dir(root: str) -> str | None:
                         usedforsecurity=False).hexdigest()
     try:
         base = site_cache_dir(configured)
-    except TypeError:  # DVC 3.50: no argument; Repo takes the configured folder first
+    except TypeError:  # DVC < 3.61: no argument; Repo takes the configured folder first
         base = configured or site_cache_dir()
     return os.path.join(base, "repo", token)
 

@@ -46,17 +46,20 @@ export CI="${CI:-true}"
 .venv/bin/mypy
 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 .venv/bin/pytest -n 2 -q "$@"
-# The conformance suite (dvc status, DVC's tree, dvc.yaml resolution) again on the lowest
-# supported DVC (pyproject: dvc>=3.50,<4), in a second environment inside .venv/. (DVC 3.50
-# needs pathspec<0.13; its dvc-data 3.15 has no State.get_many, which the state tests use.)
+# The DVC-facing tests (DVC's state read and written, dvc.lock parsing, conformance with dvc
+# status, the hand-over) again on the lowest supported DVC (pyproject: dvc>=3.54,<4; 3.54 is the
+# first whose dvc-data has State.get_many), in a second environment inside .venv/. DVC before
+# 3.66 sets no upper bound on pathspec but fails to import with pathspec>=0.13, hence the pin.
 LOW=.venv/dvc-low
 [ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"
-"$LOW/bin/python" -m pip install -q --disable-pip-version-check "dvc==3.50.0" "pathspec<0.13" \
+"$LOW/bin/python" -m pip install -q --disable-pip-version-check "dvc==3.54.0" "pathspec<0.13" \
     "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" "numpy>=2.0" gitpython pyyaml \
     "matplotlib>=3.8" "tifffile>=2024.1" "pillow>=10" pytest pytest-xdist hypothesis
 "$LOW/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
-"$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.50."), dvc.__version__'
-"$LOW/bin/pytest" -n 2 -q -p no:cacheprovider tests/test_dvc_conformance.py
+"$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.54."), dvc.__version__'
+"$LOW/bin/pytest" -n 2 -q -p no:cacheprovider -k "not test_drift_contract or lock" \
+    tests/test_dvc_state.py tests/test_dvc_hashes.py tests/test_dvc_handover.py \
+    tests/test_dvc_conformance.py tests/test_drift_contract.py
 .venv/bin/python benchmarks/bench_core.py --quick >/dev/null
 .venv/bin/python benchmarks/bench_check.py --quick --device cpu >/dev/null
 .venv/bin/python benchmarks/bench_plugin.py --quick >/dev/null
