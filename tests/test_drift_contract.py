@@ -416,7 +416,24 @@ def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
     assert f.details["modified"] == ["s/day0.cu3s"]
 
 
+def test_the_rescans_digests_are_the_content_checks(repo: Path) -> None:
+    """Digests the re-scan computed are used, not read again; a re-scan without digests
+    (``--no-hash``) leaves the content check to read the files."""
+    uni = read_universe(repo / "universe.csv")
+    recs = _records(uni)
+    recs[5]["md5"] = "0" * 32
+    r = verify(repo / "splits.json", uni, current=Universe.from_records(recs), lock=None)
+    assert r.finding("universe").details["redigested_samples"] == 1
+    assert r.finding("content").details["modified"] == [uni.value("materialized_path", 5)]
+    bare = Universe.from_records([{k: v for k, v in rec.items() if k != "md5"}
+                                  for rec in _records(uni)])
+    r = verify(repo / "splits.json", uni, current=bare, lock=None)
+    assert r.ok, r.render()
+    assert r.finding("content").summary == "24 files match their recorded md5"
+
+
 def test_no_md5_column_skips_the_content_check(tmp_path: Path) -> None:
+
 
     sp, csv = _cu3s_like(tmp_path)
     lines = csv.read_text().splitlines()
