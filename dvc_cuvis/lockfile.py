@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.hashing import dir_hash
 from dvc_cuvis.params import diff_params
 from dvc_cuvis.paths import PathGuard, is_within
+from dvc_cuvis.repo import RepoError, YamlError, parse_yaml, read_yaml
+from dvc_cuvis.repo import find_lock as find_lock  # its home is repo; importable from here
 from dvc_cuvis.stat_cache import StatCache
 
 #: Stages whose own record is not the pipeline's state (a previous check or report).
@@ -32,17 +32,6 @@ REPORTING_COMMANDS: tuple[str, ...] = ("dvc-cuvis check", "dvc-cuvis report")
 
 class LockReadError(DvcCuvisError):
     """dvc.lock exists but cannot be read or parsed."""
-
-
-def find_lock(start: Path) -> Path | None:
-    """The dvc.lock of the repository containing ``start`` (None outside DVC projects)."""
-    here = start.resolve()
-    for d in (here, *here.parents):
-        if (d / "dvc.lock").is_file():
-            return d / "dvc.lock"
-        if (d / ".dvc").is_dir() or (d / ".git").exists():
-            return None
-    return None
 
 
 def _norm(path: Any) -> str:
@@ -105,9 +94,10 @@ class LockFile:
         """Parse dvc.lock's ``text`` (e.g. read from git) as the file at ``path``;
         :class:`LockReadError` when it is not YAML."""
         try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as exc:
-            raise LockReadError(f"{path}: unreadable dvc.lock ({exc})") from None
+            data = parse_yaml(text, path) or {}
+        except YamlError as exc:
+            raise LockReadError(f"{path}{exc.line}: unreadable dvc.lock (not valid YAML: "
+                                f"{exc.problem})") from None
         raw = data.get("stages") or {} if isinstance(data, dict) else None
         if not isinstance(raw, dict):
             raise LockReadError(f"{path}: unreadable dvc.lock (expected a mapping of stages)")
@@ -225,8 +215,8 @@ def stage_definitions(root: Path) -> dict[str, Any]:
     path = root / "dvc.yaml"
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = parse_yaml(text, path)
+    except (OSError, UnicodeDecodeError, RepoError):
         return {}
     stages = data.get("stages") if isinstance(data, dict) else None
     if not isinstance(stages, dict):
@@ -285,8 +275,8 @@ def _compare_params(lock: LockFile, stage: Stage, loaded: dict[str, Any]) -> lis
     for pfile, values in stage.params.items():
         if pfile not in loaded:
             try:
-                loaded[pfile] = yaml.safe_load((lock.root / pfile).read_text()) or {}
-            except (OSError, yaml.YAMLError):
+                loaded[pfile] = read_yaml(lock.root / pfile)
+            except RepoError:  # missing or unreadable: every recorded value differs
                 loaded[pfile] = {}
         for key, value in (values or {}).items():
             for leaf, _, _ in diff_params(key, value, lookup(loaded[pfile], key)):

@@ -25,6 +25,16 @@ class RepoError(DvcCuvisError):
     """A repository, revision or YAML file that cannot be read."""
 
 
+class YamlError(RepoError):
+    """Text that is not valid YAML: ``line`` (``":<n>"``, or ``""`` when unknown) and
+    ``problem`` for callers that word the error their own way (dvc.lock's reader)."""
+
+    def __init__(self, where: Path | str, line: str, problem: str) -> None:
+        """The error naming ``where`` at ``line``."""
+        super().__init__(f"{where}{line}: not valid YAML ({problem}); fix or regenerate the file")
+        self.line, self.problem = line, problem
+
+
 def ancestors(start: Path | str) -> Iterator[Path]:
     """``start`` (made absolute, links kept) and each folder above it, nearest first."""
     here = Path(os.path.abspath(start))
@@ -91,7 +101,7 @@ def find_lock(start: Path | str) -> Path | None:
 
 
 def parse_yaml(text: str | bytes, where: Path | str) -> Any:
-    """The YAML document ``text`` (an empty one is ``{}``); :class:`RepoError` naming ``where``."""
+    """The YAML document ``text`` (an empty one is ``{}``); :class:`YamlError` naming ``where``."""
     import yaml  # (not on the path of a check that reads no YAML: hashing, the stat cache)
 
     try:
@@ -100,8 +110,7 @@ def parse_yaml(text: str | bytes, where: Path | str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise RepoError(f"{where}{line}: not valid YAML ({problem}); fix or regenerate the "
-                        "file") from None
+        raise YamlError(where, line, problem) from None
     return {} if data is None else data
 
 

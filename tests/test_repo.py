@@ -47,6 +47,10 @@ def test_roots(project: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     assert repo.repo_root(outside) is None and repo.dvc_root(outside) is None
+    # the string form, as hashing's bridge to DVC walks many files with one memo
+    strings: dict[str, str | None] = {}
+    assert repo.dvc_root_of(str(deep), strings) == str(project) == strings[str(project / "data")]
+    assert repo.dvc_root_of(str(outside), strings) is None and strings[str(outside)] is None
 
 
 def test_find_lock_stops_at_the_repository_root(project: Path, tmp_path: Path) -> None:
@@ -72,6 +76,28 @@ def test_yaml_errors_name_the_file_and_line(tmp_path: Path) -> None:
         repo.read_yaml(tmp_path / "latin.yaml")
     with pytest.raises(repo.RepoError, match=r"missing\.yaml: cannot be read"):
         repo.read_yaml(tmp_path / "missing.yaml")
+
+
+def test_dvc_lock_and_its_params_are_read_through_this_module(tmp_path: Path) -> None:
+    """lockfile's readers: find_lock is this module's; a dvc.lock that is not YAML names its
+    line (lockfile's own error); a recorded params file that cannot be read, even one that is
+    not UTF-8, is a changed value (no traceback)."""
+    from dvc_cuvis import lockfile
+
+    assert lockfile.find_lock is repo.find_lock
+    bad = tmp_path / "dvc.lock"
+    bad.write_text("stages:\n  bake:\n    cmd: [x,\n")
+    with pytest.raises(lockfile.LockReadError, match=r"dvc\.lock:\d+: unreadable dvc\.lock \(not "
+                       r"valid YAML: "):
+        lockfile.LockFile.read(bad)
+    assert lockfile.LockFile.parse("", bad).stages == []
+    lock = lockfile.LockFile.parse("stages:\n  bake:\n    cmd: x\n    params:\n"
+                                   "      params.yaml:\n        bake.seed: 1\n", bad)
+    (tmp_path / "params.yaml").write_text("bake:\n  seed: 1\n")
+    assert lockfile._compare_params(lock, lock.stages[0], {}) == []
+    (tmp_path / "params.yaml").write_bytes(b"bake:\n  seed: \xff\n")
+    assert lockfile._compare_params(lock, lock.stages[0], {}) == [
+        "params.yaml:bake.seed (stage bake)"]
 
 
 def test_files_at_revisions(project: Path) -> None:
