@@ -32,14 +32,15 @@ def closest(word: str, candidates: Any) -> str | None:
 def check_value(value: Any, accepts: tuple[type, ...], choices: tuple[Any, ...] | None,
                 where: str) -> Any:
     """``value`` if it has one of the ``accepts`` types (and is one of ``choices``); a null
-    means "not set". Otherwise :class:`~dvc_cuvis.errors.ParamsError` naming ``where``."""
-    if value is None:
+    means "not set" unless ``accepts`` names ``type(None)`` (then it is checked as a value).
+    Otherwise :class:`~dvc_cuvis.errors.ParamsError` naming ``where``."""
+    if value is None and type(None) not in accepts:
         return None
     # YAML true/false is not a number here, although Python's bool is an int
     if not isinstance(value, accepts) or (isinstance(value, bool) and bool not in accepts):
-        expected = " or ".join(k.__name__ for k in accepts)
+        expected = " or ".join("null" if k is type(None) else k.__name__ for k in accepts)
         raise ParamsError(f"{where} must be {expected}, got {value!r}")
-    if choices is not None and value not in choices:
+    if choices is not None and value is not None and value not in choices:
         hint = closest(str(value), [str(c) for c in choices])
         more = f"; did you mean '{hint}'?" if hint else ""
         raise ParamsError(f"{where}: {value!r} is not one of "

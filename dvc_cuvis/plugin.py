@@ -37,74 +37,46 @@ from cuvis_ai_dataloader.data.datamodule_tiff_paired import TiffPairedDataModule
 from dvc_cuvis.digests import StatCache, open_stat_cache
 from dvc_cuvis.drift import (
     CHECKS,
-    VERIFY_MODES,
     DriftError,
     DriftReport,
     ensure,
     find_lock,
     verify,
 )
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, ParamsError
 from dvc_cuvis.modules import check_module_rules
+from dvc_cuvis.options import Option, check_value, closest
+from dvc_cuvis.specs import GUARD, TIFF_UNIVERSE, VERSION
 from dvc_cuvis.universe import Universe, read_universe
 
 __all__ = ["GUARD_PARAMS", "DvcCu3sMultiDataModule", "DvcNpzMultiDataModule",
-           "DvcTiffPairedDataModule", "GuardParam", "TrainingDriftError"]
+           "DvcTiffPairedDataModule", "TrainingDriftError"]
 
 logger = logging.getLogger(__name__)
 
 
-class GuardParam:
-    """One extra parameter of a guarded module: its default and how a value is checked."""
+#: The parameters every guarded module adds to its upstream ones (the one spec,
+#: :data:`dvc_cuvis.specs.GUARD`).  A later pre-step (such as fetching the data at a git
+#: revision) adds its own here and in ``PRE_STEPS``.
+GUARD_PARAMS: dict[str, Option] = dict(GUARD.options)
 
-    def __init__(self, default: Any, kinds: tuple[type, ...],
-                 choices: tuple[str, ...] | None = None, help: str = "") -> None:
-        """``kinds``: accepted types (``type(None)`` for null); ``choices``: allowed values."""
-        self.default = default
-        self.kinds = kinds
-        self.choices = choices
-        self.help = help
-
-    def check(self, module: str, name: str, value: Any) -> None:
-        """Raise DvcCuvisError when ``value`` has a wrong type or is not one of the choices."""
-        from dvc_cuvis.cli._settings import closest
-
-        if not isinstance(value, self.kinds) or (isinstance(value, bool)
-                                                 and bool not in self.kinds):
-            names = " or ".join("null" if k is type(None) else k.__name__ for k in self.kinds)
-            raise DvcCuvisError(f"{module}: parameter '{name}' must be {names}, got {value!r}")
-        if self.choices is not None and value not in self.choices:
-            hint = closest(str(value), list(self.choices))
-            more = f" (did you mean '{hint}'?)" if hint else ""
-            raise DvcCuvisError(f"{module}: parameter '{name}' is {value!r}, not one of "
-                                f"{', '.join(self.choices)}{more}")
+#: A dataset version (:mod:`dvc_cuvis.versioned`), spec :data:`dvc_cuvis.specs.VERSION`.
+VERSION_PARAMS: dict[str, Option] = dict(VERSION.options)
 
 
-#: The parameters every guarded module adds to its upstream ones.  A later pre-step (such
-#: as fetching the data at a git revision) adds its own here and in ``PRE_STEPS``.
-GUARD_PARAMS: dict[str, GuardParam] = {
-    "verify": GuardParam("strict", (str,), VERIFY_MODES,
-                         "what a failed drift check does: strict raises, warn logs, off skips"),
-    "deep": GuardParam(False, (bool,), None, "re-hash every file, trusting no cache"),
-    "lock": GuardParam("auto", (str, type(None)), None,
-                       "dvc.lock for the staleness check: auto (the repository's), a path, "
-                       "or null (none)"),
-    "stat_cache": GuardParam("auto", (str, type(None)), None,
-                             "where digests are remembered: auto (.dvc/tmp/dvc-cuvis), a "
-                             "file, or null (in memory)"),
-}
+def _check_param(module: str, name: str, opt: Option, value: Any) -> None:
+    """Raise DvcCuvisError when ``value`` has a wrong type or is not one of the choices.
 
-#: A dataset version (:mod:`dvc_cuvis.versioned`): train on the split and frames of a git
-#: revision of the dataset repository, fetched through DVC and verified by md5.
-VERSION_PARAMS: dict[str, GuardParam] = {
-    "rev": GuardParam(None, (str, type(None)), None,
-                      "git tag, branch or commit of the dataset to train on; splits_path and "
-                      "universe_csv are read at it (default: the files as they are)"),
-    "repo": GuardParam(None, (str, type(None)), None,
-                       "the dataset repository, a path or git URL (default: .)"),
-    "cache_dir": GuardParam(None, (str, type(None)), None,
-                            "DVC cache the frames are fetched into (default: the repository's)"),
-}
+    A null is a value here (``lock: null`` means no dvc.lock), so it is accepted only where
+    the option's types name it.
+    """
+    where = f"{module}: parameter '{name}'"
+    if value is None and type(None) not in opt.accepts:
+        raise DvcCuvisError(f"{where} must be {opt.accepts[0].__name__}, got None")
+    try:
+        check_value(value, opt.accepts, opt.choices, where)
+    except ParamsError as exc:
+        raise DvcCuvisError(str(exc)) from None
 
 
 def _pin_version(module: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +128,7 @@ class _Guarded:
     #: The cuvis-ai-dataloader class this one guards (set by each subclass).
     UPSTREAM: ClassVar[type]
     #: This module's own parameters beyond the upstream ones and ``GUARD_PARAMS``.
-    OWN_PARAMS: ClassVar[dict[str, GuardParam]] = {}
+    OWN_PARAMS: ClassVar[dict[str, Option]] = {}
     #: Steps run first in ``setup(stage)``, before the check (e.g. fetch the data at a
     #: revision); each is called with the module and the stage.
     PRE_STEPS: ClassVar[tuple[Callable[[Any, str | None], None], ...]] = ()
@@ -164,7 +136,7 @@ class _Guarded:
     DATA_MODULE_NAME: ClassVar[str]
 
     @classmethod
-    def guard_params(cls) -> dict[str, GuardParam]:
+    def guard_params(cls) -> dict[str, Option]:
         """Every parameter this class adds to the upstream module's."""
         return {**GUARD_PARAMS, **cls.OWN_PARAMS}
 
@@ -175,8 +147,6 @@ class _Guarded:
 
     @classmethod
     def _check_names(cls, params: dict[str, Any]) -> None:
-        from dvc_cuvis.cli._settings import closest
-
         valid = cls.valid_params()
         for key in sorted(params, key=str):
             if key not in valid:
@@ -185,9 +155,9 @@ class _Guarded:
                 raise DvcCuvisError(
                     f"{cls.DATA_MODULE_NAME}: unknown parameter '{key}'{more} (valid: "
                     f"{', '.join(valid)}); a mistyped parameter would otherwise be ignored")
-        for name, spec in cls.guard_params().items():
+        for name, opt in cls.guard_params().items():
             if name in params:
-                spec.check(cls.DATA_MODULE_NAME, name, params[name])
+                _check_param(cls.DATA_MODULE_NAME, name, opt, params[name])
 
     @classmethod
     def validate_params(cls, params: dict[str, Any]) -> None:
@@ -292,7 +262,7 @@ class DvcNpzMultiDataModule(_UniverseCsvGuarded, MultiNpzDataModule):
     DATA_MODULE_NAME: ClassVar[str] = "dvc_npz_multi"
     UPSTREAM: ClassVar[type] = MultiNpzDataModule
     RULES: ClassVar[str] = "npz_multi"
-    OWN_PARAMS: ClassVar[dict[str, GuardParam]] = VERSION_PARAMS
+    OWN_PARAMS: ClassVar[dict[str, Option]] = VERSION_PARAMS
     PRE_STEPS: ClassVar[tuple[Callable[[Any, str | None], None], ...]] = (_fetch_version,)
 
     def __init__(self, **kwargs: Any) -> None:
@@ -329,10 +299,7 @@ class DvcTiffPairedDataModule(_Guarded, TiffPairedDataModule):
 
     DATA_MODULE_NAME: ClassVar[str] = "dvc_tiff_paired"
     UPSTREAM: ClassVar[type] = TiffPairedDataModule
-    OWN_PARAMS: ClassVar[dict[str, GuardParam]] = {
-        "universe_csv": GuardParam(None, (str, type(None)), None,
-                                   "the universe.csv enumerate wrote: also check content"),
-    }
+    OWN_PARAMS: ClassVar[dict[str, Option]] = dict(TIFF_UNIVERSE.options)
 
     def __init__(self, **kwargs: Any) -> None:
         """Upstream's parameters unchanged, plus the guard's and ``universe_csv``."""

@@ -225,3 +225,40 @@ EXPORT = OptionSet(
     Option("metrics", "soma: where to write the identity checksums", metavar="PATH",
            path=True, shown="<out-dir>/identity.json"),
 )
+
+
+# -- the cuvis-ai plugin's data modules (a trainrun's ``data.params``) ---------------------
+
+#: What a failed drift check does: strict raises, warn logs, off skips.
+VERIFY_MODES: tuple[str, ...] = ("strict", "warn", "off")
+_NULLABLE = (str, type(None))
+
+#: The parameters every guarded data module adds to its upstream module's.
+GUARD = OptionSet(
+    "data module",
+    Option("verify", "what a failed drift check does: strict raises, warn logs, off skips",
+           "strict", choices=VERIFY_MODES),
+    Option("deep", "re-hash every file, trusting no cache", False, bool),
+    Option("lock", "dvc.lock for the staleness check: auto (the repository's), a path, or "
+           "null (none)", "auto", kinds=_NULLABLE),
+    Option("stat_cache", "where digests are remembered: auto (.dvc/tmp/dvc-cuvis), a file, or "
+           "null (in memory)", "auto", kinds=_NULLABLE),
+)
+
+#: A dataset version (:mod:`dvc_cuvis.versioned`): train on the split and frames of a git
+#: revision of the dataset repository, fetched through DVC and verified by md5.
+VERSION = OptionSet(
+    "dataset version",
+    Option("rev", "git tag, branch or commit of the dataset to train on; splits_path and "
+           "universe_csv are read at it", kinds=_NULLABLE, shown="the files as they are"),
+    Option("repo", "the dataset repository, a path or git URL", kinds=_NULLABLE, shown="."),
+    Option("cache_dir", "DVC cache the frames are fetched into", kinds=_NULLABLE,
+           shown="the repository's"),
+)
+
+#: ``dvc_tiff_paired``'s own parameter: the universe.csv enumerate wrote (content check).
+TIFF_UNIVERSE = OptionSet(
+    "dvc_tiff_paired",
+    Option("universe_csv", "the universe.csv enumerate wrote: also check content",
+           kinds=_NULLABLE),
+)

@@ -102,11 +102,13 @@ def test_register_plugin_then_create_data_module(materialized: Path, tmp_path: P
     assert dm.train_ds is None
     with pytest.raises(ValueError, match="unknown parameter 'verfy'; did you mean 'verify'"):
         create_data_module(registry, config(verfy="off"))
-    with pytest.raises(ValueError, match="'verify' is 'of', not one of strict, warn, off "
-                       r"\(did you mean 'off'\?\)"):
+    with pytest.raises(ValueError, match="parameter 'verify': 'of' is not one of strict, warn, "
+                       r"off; did you mean 'off'\?"):
         create_data_module(registry, config(verify="of"))
     with pytest.raises(ValueError, match="'deep' must be bool"):
         create_data_module(registry, config(deep="yes"))
+    with pytest.raises(ValueError, match="'verify' must be str, got None"):
+        create_data_module(registry, config(verify=None))
 
 
 def test_our_manifest_sits_beside_cuvis_ai_s_in_one_catalog(tmp_path: Path) -> None:
