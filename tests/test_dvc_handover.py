@@ -161,3 +161,58 @@ def test_the_fallback_reason_shows_under_verbose(repo: Path, monkeypatch, capsys
     assert logging.getLogger("dvc_cuvis").level == logging.NOTSET  # -v ends with the verb
     assert main(["--verbose", "materialize"]) == 0
     assert "DVC will hash those files itself" in capsys.readouterr().err
+
+
+def _md5_of(path: str) -> str:
+    import hashlib
+
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "md5").hexdigest()
+
+
+def _frame_objects(repo: Path) -> dict[str, tuple[str, str]]:
+    """Per frame of ``materialized``: (its md5, its object's path in DVC's cache, DVC's API)."""
+    from dvc.repo import Repo
+
+    frames = json.loads((repo / "materialized/manifest.json").read_text())["frames"]
+    with Repo(os.fspath(repo)) as r:
+        return {name: (e["md5"], r.cache.local.oid_to_path(e["md5"]))
+                for name, e in frames.items()}
+
+
+def test_dvcs_hardlink_cache_links_our_outputs_and_materialize_never_writes_through(
+        repo: Path, tmp_path: Path) -> None:
+    # DVC's own option for no copy into its cache: the stage's commit links each frame
+    sh("dvc", "config", "cache.type", "hardlink", cwd=repo)
+    hashed = dvc_hashed(repo, "repro", "-f", "-s", "materialize")
+    assert [p for p in hashed if "/materialized/" in p] == []  # the hand-over still holds
+    old = _frame_objects(repo)
+    for name, (_, obj) in old.items():
+        assert os.stat(repo / "materialized" / name).st_ino == os.stat(obj).st_ino
+    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
+    # new frame bytes (a materialize param): rewritten beside the links, never through them
+    params = repo / "params.yaml"
+    params.write_text(params.read_text().replace("compress: none", "compress: deflate:1"))
+    hashed = dvc_hashed(repo, "repro", "-s", "materialize")
+    assert [p for p in hashed if "/materialized/" in p] == []
+    new = _frame_objects(repo)
+    assert {md5 for md5, _ in new.values()}.isdisjoint(md5 for md5, _ in old.values())
+    for md5, obj in old.values():  # DVC's old objects keep their bytes
+        assert _md5_of(obj) == md5
+    for name, (md5, obj) in new.items():
+        assert os.stat(repo / "materialized" / name).st_ino == os.stat(obj).st_ino
+        assert _md5_of(obj) == md5
+    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
+    sh("dvc", "checkout", "materialize", cwd=repo)
+    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
+    for name, (_, obj) in new.items():  # checkout kept the links
+        assert os.stat(repo / "materialized" / name).st_ino == os.stat(obj).st_ino
+    remote = tmp_path / "remote"
+    sh("dvc", "remote", "add", "-d", "local", str(remote), cwd=repo)
+    sh("dvc", "push", "-q", cwd=repo)
+    sh("dvc", "gc", "-w", "-f", "-q", cwd=repo)  # the old objects go, the current stay
+    assert all(os.path.exists(obj) for _, obj in new.values())
+    assert not any(os.path.exists(obj) for _, obj in old.values())
+    for md5, obj in new.values():  # what was pushed is the object's own bytes
+        pushed = remote / os.path.relpath(obj, repo / ".dvc" / "cache")
+        assert _md5_of(str(pushed)) == md5
