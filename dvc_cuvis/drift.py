@@ -209,7 +209,7 @@ def _check_universe(
     uni: Universe,
     current: Universe | None,
     data_dir: str | None,
-    allow_unpinned: bool = False,
+    allow_unpinned: bool,
 ) -> Finding:
     details: dict[str, Any] = {}
     problems = []
@@ -351,8 +351,8 @@ def _known_digests(current: Universe | None) -> dict[str, str]:
 
 def _check_content(
     uni: Universe, cache: StatCache, assignment: np.ndarray | None,
-    current: Universe | None = None, vouched: Mapping[str, Sequence[str]] | None = None,
-    witness: list[tuple[str, Stamp | None]] | None = None,
+    current: Universe | None, vouched: Mapping[str, Sequence[str]] | None,
+    witness: list[tuple[str, Stamp | None]] | None,
 ) -> Finding:
     if not uni.has_column("md5"):
         return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
@@ -399,7 +399,7 @@ def _check_content(
 
 def _check_selection(
     cfg: DataSplitConfig, uni: Universe, name_to_id: dict[str, int] | None, where: str,
-    allow_partial: bool = False,
+    allow_partial: bool,
 ) -> tuple[Finding, Any]:
     try:
         res = resolve(cfg, uni, name_to_id=name_to_id, where=where)
@@ -446,7 +446,7 @@ def _check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str) -> Fi
 
 
 def _check_staleness(
-    lock: Path | None, targets: list[Path], cache: StatCache, universe: Path | None = None
+    lock: Path | None, targets: list[Path], cache: StatCache, universe: Path | None
 ) -> tuple[Finding, dict[str, list[str]]]:
     """The staleness finding, and the files (absolute paths) that dvc.lock vouches for.
 
@@ -720,7 +720,7 @@ def verify(
         if findings[-1].status == "drift":
             from dvc_cuvis.fetch import explain_not_pulled
 
-            explain_not_pulled(findings, uni)
+            explain_not_pulled([*findings, *([staleness] if staleness else [])], uni)
     if "selection" in wanted and sel_finding is not None:
         findings.append(sel_finding)
     if "constraints" in wanted:

@@ -402,6 +402,26 @@ def explain_not_pulled(findings: list[Any], uni: Any) -> None:
     content.details = {"not_pulled": sorted(missing)}
     content.fix = ("`dvc pull` (everything), or `dvc-cuvis fetch --stage STAGE` for one "
                    "stage's files")
+    stale = next((f for f in findings if f.check == "staleness"), None)
+    changed = list(stale.details.get("changed") or []) if stale is not None else []
+    if stale is not None and stale.status == "drift" and changed \
+            and not stale.details.get("params_changed"):
+        # each changed path: DVC tracks it, and it is absent or holds files not pulled
+        paths = sorted({c.split(" (stage ")[0].removesuffix(": missing") for c in changed})
+        base = (uni.path.parent if uni.path is not None else Path(".")).resolve()
+        try:
+            root: Path | None = repo_root(base).resolve()
+        except DvcCuvisError:
+            root = None
+        absent = {Path(os.path.relpath(base / m, root)).as_posix() for m in missing} \
+            if root is not None else set()
+        if root is not None and set(not_pulled(root, paths)) == set(paths) and all(
+                not (root / p).exists() or any(a.startswith(p.rstrip("/") + "/")
+                                               for a in absent) for p in paths):
+            stale.status = "not-pulled"
+            stale.summary = (f"{len(paths)} path(s) dvc.lock records are not (all) pulled "
+                             f"({', '.join(paths)}): `dvc pull`")
+            stale.fix = "`dvc pull` (the pipeline's outputs are on the remote)"
     universe = next((f for f in findings if f.check == "universe"), None)
     d = universe.details if universe is not None else {}
     if (universe is not None and universe.status == "drift" and not d.get("added_samples")

@@ -73,6 +73,15 @@ def test_fetch_a_stage_pulls_exactly_its_frames(dataset: tuple[Path, Path], sshd
     assert not {recorded[p] for p in recorded if p not in want} & objects  # never downloaded
     again = run("fetch", "--stage", "test", cwd=other)  # present and verified: nothing to do
     assert again.returncode == 0 and "0 downloaded" in again.stdout, again.stdout
+    # the check sees one stage on disk: the rest is not pulled, not removed and not drift
+    checked = run("check", "--json", cwd=other)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    doc = json.loads(checked.stdout)["checks"]
+    assert doc["content"]["status"] == "not-pulled"
+    assert doc["content"]["summary"] == f"{18 - len(want)} frames not pulled: `dvc pull`"
+    assert doc["universe"]["status"] == "ok", doc["universe"]
+    assert doc["staleness"]["status"] == "not-pulled", doc["staleness"]  # not `dvc repro`
+    assert "`dvc pull`" in doc["staleness"]["summary"]
 
 
 def test_two_stages_and_materialized(dataset: tuple[Path, Path], sshd: Sshd,

@@ -81,6 +81,7 @@ def test_clone_without_pull_is_told_to_pull(dataset: tuple[Path, Path], sshd: Ss
     assert "18 frames not pulled: `dvc pull`" in checked.stdout
     assert "dataset root not found" not in checked.stdout + checked.stderr
     assert "[PULL] content" in checked.stdout
+    assert "[PULL] staleness" in checked.stdout and "dvc repro" not in checked.stdout
 
 
 def test_a_lost_file_is_still_drift_not_a_pull(dataset: tuple[Path, Path], sshd: Sshd,
