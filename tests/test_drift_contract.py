@@ -401,18 +401,22 @@ def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
     sessions = [f"day{k}.cu3s" for k in range(4)]
     labels = [f"day{k}.json" for k in range(4)]
     top = str(tmp_path.resolve() / "s")
-    everything = _check_content(uni, StatCache(None), None, vouched={top: sessions + labels})
+
+    def content(vouched):
+        return _check_content(uni, StatCache(None), None, None, vouched, None)
+
+    everything = content(vouched={top: sessions + labels})
     assert everything.status == "ok"
     assert everything.summary == (
         "8 files match their recorded md5 (8 through dvc.lock's input hashes)")
     _rewrite(tmp_path / "s/day3.json", b"{}")
-    f = _check_content(uni, StatCache(None), None, vouched={top: sessions})
+    f = content(vouched={top: sessions})
     assert f.status == "drift" and f.details["modified"] == ["s/day3.json"]
     assert f.details["affected_samples"] == 3
     _flip(tmp_path / "s/day0.cu3s")  # vouched: dvc.lock's hash stands for it, not read
-    f = _check_content(uni, StatCache(None), None, vouched={top: sessions})
+    f = content(vouched={top: sessions})
     assert f.details["modified"] == ["s/day3.json"]
-    f = _check_content(uni, StatCache(None), None, vouched={top: labels})
+    f = content(vouched={top: labels})
     assert f.details["modified"] == ["s/day0.cu3s"]
 
 
@@ -677,9 +681,12 @@ def test_a_gui_split_over_sources_in_and_outside_the_data_dir(tmp_path: Path, cl
     assert j["selection"]["summary"] == (
         "every selector resolves fully: train=4 val=2 test=2 predict=8")
     assert infer_data_dir(uni) == tmp_path.resolve().as_posix()
-    wrong = cli(*args[:-1], tmp_path.resolve().as_posix() + "/zzz", "--json")
+    wrong = cli(*args[:-1], other, "--json")
     assert wrong.code == 1
-    assert json.loads(wrong.out)["checks"]["universe"]["status"] == "drift"
+    u = json.loads(wrong.out)["checks"]["universe"]
+    now = tokenized_hash(uni, other)
+    assert u["status"] == "drift" and u["summary"] == (
+        f"universe.csv changed since the split was baked (pinned {pin[:12]}, now {now[:12]})")
 
 
 # -- renames -------------------------------------------------------------------------------
@@ -751,7 +758,10 @@ def test_an_unpinned_split_fails_unless_allowed(tmp_path: Path, cli, monkeypatch
     assert text.code == 1 and verdict(text.out) == "FAILED"
     u = checks["universe"]
     assert u["status"] == "drift" and "--allow-unpinned" in u["summary"]
-    assert "pins no universe_hash" in u["details"]["note"]
+    assert u["details"]["note"] == ("the split pins no universe_hash: nothing ties it to the "
+                                    "universe it was made for")
+    assert u["summary"] == ("the split is unpinned (no universe_hash): bake it to pin the "
+                            "universe, or accept it with --allow-unpinned")
     text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-unpinned")
     assert text.code == 0 and verdict(text.out) == "OK"
     assert checks["universe"]["summary"].endswith("; unpinned split (allowed)")
