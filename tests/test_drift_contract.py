@@ -912,3 +912,17 @@ def test_rows_without_a_digest_or_a_path_are_not_content_checked(tmp_path: Path)
                allow_unpinned=True).finding("content")
     assert f.status == "drift" and f.details["missing"] == ["f/src.tif"]
     assert f.details["affected_stages"] == {"train": 1}
+
+
+def test_a_pin_mismatch_is_drift_even_when_the_disk_matches_universe_csv() -> None:
+    uni = Universe.from_records([{"source": f"s{k}.cu3s", "index": 0} for k in range(3)])
+    cfg = DataSplitConfig(universe_hash="0" * 64, train=[Selector(kind="all")])
+    pinned = f"universe.csv changed since the split was baked (pinned {'0' * 12}, now "
+    u = verify(cfg, uni, current=uni, lock=None).finding("universe")
+    assert u.status == "drift" and u.summary == pinned + f"{uni.hash[:12]})"
+    grown = Universe.from_records([*_records(uni), {"source": "s9.cu3s", "index": 0}])
+    u = verify(cfg, uni, current=grown, lock=None).finding("universe")
+    assert u.status == "drift" and u.summary == (
+        pinned + f"{uni.hash[:12]}); the data on disk differs from universe.csv: 1 sample(s) "
+        "added, 0 removed")
+    assert "re-enumerate and re-bake" in u.fix and "--base" in u.fix
