@@ -150,11 +150,15 @@ class Git:
                             "`git tag` lists the tags)") from None
 
     def read(self, rev: str, rel: str) -> bytes | None:
-        """The bytes of ``rel`` (posix, relative to the top) at ``rev``; None if absent there."""
+        """The bytes of the file ``rel`` (posix, relative to the top) at ``rev``; None if it is
+        absent there or no file (a folder, a submodule)."""
+        if "\n" in rel or "\n" in rev:
+            return None  # one request per line: such a name cannot be asked for
         try:
-            return bytes(self.repo.git.get_object_data(f"{rev}:{rel}")[3])
-        except ValueError:  # "<rev>:<path> missing"
+            _, kind, _, data = self.repo.git.get_object_data(f"{rev}:{rel}")
+        except ValueError:  # "<rev>:<path> missing" (or ambiguous)
             return None
+        return bytes(data) if kind in (b"blob", "blob") else None  # (bytes in GitPython 3)
 
     def read_many(self, rev: str, rels: list[str]) -> dict[str, bytes | None]:
         """``read`` for several files, through one ``cat-file --batch`` process."""
@@ -163,6 +167,18 @@ class Git:
     def tracks(self, rel: str) -> bool:
         """True if git tracks the file ``rel`` (relative to the top) in the index."""
         return bool(self.repo.git.ls_files("--", rel).strip())
+
+    def close(self) -> None:
+        """Stop the git processes kept for reading (GitPython's persistent ``cat-file``)."""
+        self.repo.close()
+
+    def __enter__(self) -> Git:
+        """This repository, closed at the end of the ``with`` block."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """:meth:`close`."""
+        self.close()
 
 
 def tracked_by(path: Path | str) -> tuple[str, str] | None:

@@ -6,8 +6,8 @@ the universe.csv committed at ``HEAD`` already pairs each frame's md5 with the v
 enumerate derived from those bytes.  A committed file alone proves nothing (a hand-edited
 row looks like a true one, and the file names no code version), so it is used only when
 DVC vouches for it, all of these at ``HEAD`` (read from git, never from the workspace:
-``dvc repro`` deletes ``cache: false`` outputs before it runs the stage; one ``git cat-file
---batch``):
+``dvc repro`` deletes ``cache: false`` outputs before it runs the stage; through
+:class:`dvc_cuvis.repo.Git`, one ``git cat-file --batch``):
 
 1. ``dvc.lock`` has a stage whose command is ``dvc-cuvis enumerate`` and whose outputs are
    the universe.csv and the metrics file this run writes (matched by path);
@@ -33,20 +33,19 @@ with ``dvc commit``) makes DVC vouch for the edit, and the seed believes it too.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import hashlib
 import json
 import os
 import posixpath
 import shlex
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from dvc_cuvis.lockfile import LockFile, Stage
+from dvc_cuvis.repo import Git, ancestors, parse_yaml
 from dvc_cuvis.stat_cache import StatCache
 
 #: the command prefix of the stage whose outputs may seed the memo
@@ -74,8 +73,9 @@ def vouched_values(out: str, metrics: str) -> dict[str, dict[str, Any]]:
 def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
     from dvc_cuvis.sources.npz import DERIVED, SOURCE_GROUPS
 
-    with _HeadReader(os.path.dirname(out)) as head:
-        top, read = head.top, head.read
+    with Git(os.path.dirname(out)) as git:
+        top = os.path.realpath(git.top)  # as git names it (out and metrics are real paths)
+        read = functools.partial(git.read, "HEAD")
         out_r, metrics_r = os.path.realpath(out), os.path.realpath(metrics)
         found = _find_stage(read, top, out_r, metrics_r)
         if found is None:
@@ -167,69 +167,11 @@ def _row_values(data: bytes, path: str) -> dict[str, dict[str, Any]]:
     return {FRAME_INFO: values} if values else {}
 
 
-class _HeadReader:
-    """Files as committed at ``HEAD`` of the git repository holding a folder, read through
-    one ``git cat-file --batch`` process (what GitPython does, without its import cost)."""
-
-    def __init__(self, folder: str) -> None:
-        """Find the work tree holding ``folder``; raises ``OSError``/``ValueError`` if none."""
-        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder,
-                              stdin=subprocess.DEVNULL, capture_output=True, check=False)
-        top = proc.stdout.rstrip(b"\n")
-        if proc.returncode != 0 or not top:
-            raise ValueError(f"{folder}: not in a git work tree")
-        self.top = os.path.realpath(os.fsdecode(top))
-        self._proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.top,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL)
-
-    def read(self, rel: str) -> bytes | None:
-        """The bytes of ``rel`` (posix, relative to the top) at HEAD; None if absent."""
-        if "\n" in rel:
-            return None
-        stdin, stdout = self._proc.stdin, self._proc.stdout
-        assert stdin is not None and stdout is not None
-        stdin.write(b"HEAD:" + os.fsencode(rel) + b"\n")
-        stdin.flush()
-        line = stdout.readline()
-        if not line.endswith(b"\n"):
-            raise OSError("git cat-file ended early")
-        if line.endswith(b" missing\n") or line.endswith(b" ambiguous\n"):
-            return None  # "<name> missing" (the name may hold blanks): not at HEAD
-        head = line.split()
-        if len(head) != 3 or head[1] != b"blob" or not head[2].isdigit():
-            if len(head) == 3 and head[2].isdigit():  # a tree or a link: skip its body
-                self._body(int(head[2]))
-            return None
-        return self._body(int(head[2]))
-
-    def _body(self, size: int) -> bytes:
-        """The next object's ``size`` bytes (and the newline git ends it with)."""
-        stdout = self._proc.stdout
-        assert stdout is not None
-        data = stdout.read(size + 1)
-        if len(data) != size + 1:
-            raise OSError("git cat-file ended early")
-        return data[:size]
-
-    def __enter__(self) -> _HeadReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """Stop the ``git cat-file`` process (also when a read was cut short: closing its
-        output makes a git blocked on writing it exit, so the wait cannot hang)."""
-        for pipe in (self._proc.stdin, self._proc.stdout):
-            with contextlib.suppress(OSError):
-                if pipe is not None:
-                    pipe.close()
-        self._proc.wait()  # git ends at the end of its input, or on its closed output
-
-
 def _find_stage(read: Any, top: str, out: str, metrics: str) -> tuple[str, Stage] | None:
     """The nearest dvc.lock at HEAD (from ``out``'s folder up to the repository root) with
     an enumerate stage writing ``out`` and ``metrics``, and that stage (no ``wdir``)."""
-    d = os.path.dirname(out)
-    while True:
+    for folder in ancestors(os.path.dirname(out)):
+        d = str(folder)
         rel = os.path.relpath(d, top)
         if rel.startswith(".."):
             return None
@@ -244,7 +186,7 @@ def _find_stage(read: Any, top: str, out: str, metrics: str) -> tuple[str, Stage
                     return (d, stage) if _plain_wdir(read(prefix + "dvc.yaml"), stage) else None
         if d == top:
             return None
-        d = os.path.dirname(d)
+    return None
 
 
 def _plain_wdir(dvc_yaml: bytes | None, stage: Stage) -> bool:
@@ -252,7 +194,7 @@ def _plain_wdir(dvc_yaml: bytes | None, stage: Stage) -> bool:
     paths and params files are relative to dvc.lock's folder)."""
     if dvc_yaml is None:
         return False
-    spec = (yaml.safe_load(dvc_yaml) or {}).get("stages", {}).get(stage.name)
+    spec = parse_yaml(dvc_yaml, "HEAD:dvc.yaml").get("stages", {}).get(stage.name)
     return isinstance(spec, dict) and os.path.normpath(str(spec.get("wdir", "."))) == "."
 
 

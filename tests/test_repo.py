@@ -112,6 +112,62 @@ def test_files_at_revisions(project: Path) -> None:
         g.commit("v9")
 
 
+def test_files_at_head_read_as_git_has_them(tmp_path: Path) -> None:
+    """What the seed reads (HEAD's dvc.lock, universe.csv, metrics) through one ``cat-file
+    --batch``: names with blanks, a name ending in " blob", a folder, an uncommitted file and
+    an empty repository all read as git has them, and the reader stays in step."""
+    top = tmp_path / "r é"
+    top.mkdir()
+    git(top, "init", "-q")
+    git(top, "config", "user.email", "t@example.com")
+    git(top, "config", "user.name", "t")
+    with repo.Git(top) as g:  # no commit yet: nothing at HEAD
+        assert g.read("HEAD", "a.txt") is None
+    (top / "sub dir").mkdir()
+    (top / "sub dir" / "x blob").write_bytes(b"blob 12\n\x00\xff")
+    (top / "a.txt").write_bytes(b"")
+    git(top, "add", "-A")
+    git(top, "commit", "-qm", "c")
+    (top / "a.txt").write_bytes(b"edited, not committed")
+    (top / "new.txt").write_bytes(b"new")
+    with repo.Git(top / "sub dir") as g:
+        assert g.top.resolve() == top.resolve()
+        assert g.read("HEAD", "sub dir/x blob") == b"blob 12\n\x00\xff"
+        assert g.read("HEAD", "a.txt") == b""  # HEAD's bytes, not the workspace's
+        assert g.read("HEAD", "new.txt") is None
+        assert g.read("HEAD", "sub dir") is None  # a tree
+        assert g.read("HEAD", "gone blob") is None  # git echoes it: "HEAD:gone blob missing"
+        assert g.read("HEAD", "line\nbreak") is None
+        assert g.read("HEAD", "sub dir/x blob") == b"blob 12\n\x00\xff"  # still in step
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_closing_stops_git_when_a_read_is_cut_short(tmp_path: Path) -> None:
+    """A read abandoned while git is still writing a large file must not hang the close
+    (the abandoned stream's own clean-up then finds its pipe closed: a warning, no hang)."""
+    import threading
+
+    import numpy as np
+
+    top = tmp_path / "r"
+    top.mkdir()
+    git(top, "init", "-q")
+    git(top, "config", "user.email", "t@example.com")
+    git(top, "config", "user.name", "t")
+    (top / "big.bin").write_bytes(np.random.default_rng(1).bytes(4 << 20))
+    git(top, "add", "-A")
+    git(top, "commit", "-qm", "c")
+    g = repo.Git(top)
+    stream = g.repo.git.stream_object_data("HEAD:big.bin")[3]  # asked for, never read
+    popen = g.repo.git.cat_file_all.proc  # git cat-file --batch
+    stop = threading.Thread(target=g.__exit__, args=(RuntimeError, RuntimeError("cut"), None))
+    stop.start()
+    stop.join(20)
+    hung = stop.is_alive()
+    del stream
+    assert not hung and popen.poll() is not None
+
+
 def test_not_a_git_repository(tmp_path: Path) -> None:
     with pytest.raises(repo.RepoError, match="not inside a git repository"):
         repo.Git(tmp_path)

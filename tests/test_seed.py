@@ -260,62 +260,6 @@ def test_a_row_gives_back_exactly_what_the_frame_parser_derived(tmp_path: Path) 
         "source": "", "ids": []}
 
 
-def test_head_reader_reads_committed_bytes_and_nothing_else(
-    tmp_path: Path, env: dict[str, str]  # noqa: F811
-) -> None:
-    """HEAD's files through one ``git cat-file --batch``: names with blanks, a name ending in
-    " blob", a folder, an uncommitted file and an empty repository all read as git has them."""
-    repo = tmp_path / "r é"
-    repo.mkdir()
-    sh(env, "git", "init", "-q", cwd=repo)
-    with seed._HeadReader(str(repo)) as head:  # no commit yet: nothing at HEAD
-        assert head.read("a.txt") is None
-    (repo / "sub dir").mkdir()
-    (repo / "sub dir" / "x blob").write_bytes(b"blob 12\n\x00\xff")
-    (repo / "a.txt").write_bytes(b"")
-    sh(env, "git", "add", "-A", cwd=repo)
-    sh(env, "git", "commit", "-qm", "c", cwd=repo)
-    (repo / "a.txt").write_bytes(b"edited, not committed")
-    (repo / "new.txt").write_bytes(b"new")
-    with seed._HeadReader(str(repo / "sub dir")) as head:
-        assert head.top == str(repo.resolve())
-        assert head.read("sub dir/x blob") == b"blob 12\n\x00\xff"
-        assert head.read("a.txt") == b""  # HEAD's bytes, not the workspace's
-        assert head.read("new.txt") is None
-        assert head.read("sub dir") is None  # a tree
-        assert head.read("gone blob") is None  # git echoes the name: "HEAD:gone blob missing"
-        assert head.read("line\nbreak") is None
-        assert head.read("sub dir/x blob") == b"blob 12\n\x00\xff"  # still in step
-    with pytest.raises(ValueError, match="not in a git work tree"):
-        seed._HeadReader(str(tmp_path))
-
-
-def test_head_reader_stops_git_when_a_read_is_cut_short(
-    tmp_path: Path, env: dict[str, str]  # noqa: F811
-) -> None:
-    """An exception while git is still writing a large file must not hang the exit."""
-    repo = tmp_path / "r"
-    repo.mkdir()
-    sh(env, "git", "init", "-q", cwd=repo)
-    (repo / "big.bin").write_bytes(np.random.default_rng(1).bytes(4 << 20))
-    sh(env, "git", "add", "-A", cwd=repo)
-    sh(env, "git", "commit", "-qm", "c", cwd=repo)
-    head = seed._HeadReader(str(repo))
-    assert head._proc.stdin is not None
-    head._proc.stdin.write(b"HEAD:big.bin\n")  # asked for, never read: git blocks on the pipe
-    head._proc.stdin.flush()
-    import threading
-
-    stop = threading.Thread(target=head.__exit__,
-                            args=(RuntimeError, RuntimeError("cut short"), None))
-    stop.start()
-    stop.join(20)
-    hung = stop.is_alive()
-    if hung:
-        head._proc.kill()
-    assert not hung and head._proc.returncode is not None
-
-
 def test_rows_are_read_with_the_universe_reader_and_keep_the_per_row_rule() -> None:
     """The seed's rows come from the universe reader (not a csv module of its own) and give
     what the per-row rule gives: exact rows only, npz rows only, md5s whose rows agree."""
