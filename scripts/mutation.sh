@@ -10,12 +10,19 @@
 # in $DVC_CUVIS_TEST_REPOS (tests/_repos.py), not once per mutant.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+KNOWN=(drift selectors splits plugin)  # keep in step with only_mutate in pyproject.toml
+modules=("$@")
+[ ${#modules[@]} -gt 0 ] || modules=("${KNOWN[@]}")
+for m in "${modules[@]}"; do
+    if [[ " ${KNOWN[*]} " != *" $m "* ]]; then
+        echo "mutation.sh: unknown module '$m'; choose from: ${KNOWN[*]}" >&2
+        exit 2
+    fi
+done
 [ -x .venv/bin/mutmut ] || .venv/bin/python -m pip install -q --disable-pip-version-check \
     "mutmut==3.8.1"
 export DVC_CUVIS_TEST_REPOS="${DVC_CUVIS_TEST_REPOS:-${TMPDIR:-/tmp}/dvc-cuvis-mutation-repos}"
-[ "${FRESH:-0}" = 1 ] && rm -rf mutants
-modules=("$@")
-[ ${#modules[@]} -gt 0 ] || modules=(drift selectors splits plugin)
+if [ "${FRESH:-0}" = 1 ]; then rm -rf mutants; fi
 status=0
 for m in "${modules[@]}"; do
     if [ ! -f "dvc_cuvis/$m.py" ]; then

@@ -926,3 +926,28 @@ def test_a_pin_mismatch_is_drift_even_when_the_disk_matches_universe_csv() -> No
         pinned + f"{uni.hash[:12]}); the data on disk differs from universe.csv: 1 sample(s) "
         "added, 0 removed")
     assert "re-enumerate and re-bake" in u.fix and "--base" in u.fix
+
+
+# -- the mutation-testing setup these tests serve (scripts/mutation.sh, docs/mutation.md) --
+
+
+def test_the_mutation_setup_names_real_modules_and_fast_tests() -> None:
+    import re
+    import subprocess
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mutmut"]
+    script = (root / "scripts/mutation.sh").read_text()
+    known = re.search(r"^KNOWN=\((.*?)\)", script, re.M)
+    assert known is not None
+    assert [f"dvc_cuvis/{m}.py" for m in known.group(1).split()] == cfg["only_mutate"]
+    for test in cfg["pytest_add_cli_args_test_selection"]:
+        assert (root / test).is_file(), test
+    assert "tests/test_drift_contract.py" in cfg["pytest_add_cli_args_test_selection"]
+    assert "/mutants/" in (root / ".gitignore").read_text().splitlines()
+    bad = subprocess.run(["bash", str(root / "scripts/mutation.sh"), "bogus"],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr == ("mutation.sh: unknown module 'bogus'; choose from: drift selectors "
+                          "splits plugin\n")
