@@ -159,6 +159,19 @@ class OptionSet:
                 kwargs["metavar"] = opt.metavar
             parser.add_argument(*opt.flags, **kwargs)
 
+    def parse(self, words: list[str]) -> argparse.Namespace | None:
+        """``words`` (a recorded command line after the verb) parsed as the verb's CLI parses
+        them, ``--params``/``--no-params`` included; None where that parser would refuse them."""
+        parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+        parser.add_argument("--params")
+        parser.add_argument("--no-params", dest="no_params", action="store_true")
+        self.add_to(parser)
+        try:
+            ns, extras = parser.parse_known_args(words)
+        except (argparse.ArgumentError, SystemExit):
+            return None
+        return None if extras else ns
+
     def values(self, get: Callable[[str, Any], Any]) -> dict[str, Any]:
         """Every option's value: ``get(name, default)`` (flag > section), else the default."""
         return {opt.name: get(opt.name, opt.default) for opt in self}

@@ -211,32 +211,22 @@ def _group_setting(stage: Stage, lock_dir: str, top: str, read: Any) -> str | No
     """The group setting the recorded run used, from what DVC vouches for: the command's
     ``--group``, else its params file's recorded ``enumerate`` values, else the default
     when no params file was committed; None when it cannot be told."""
-    words = _argv(stage.cmd)[2:]
-    group: str | None = None
-    params: str | None = None
-    no_params = False
-    for i, w in enumerate(words):  # the last occurrence wins, as with argparse
-        name, eq, val = w.partition("=")
-        if name in ("--group", "--params") and not eq:
-            if i + 1 >= len(words):
-                return None
-            val = words[i + 1]
-        if name == "--group":
-            group = val
-        elif name == "--params":
-            params = val
-        elif w == "--no-params":
-            no_params = True
+    from dvc_cuvis.specs import ENUMERATE
+
+    ns = ENUMERATE.parse(_argv(stage.cmd)[2:])  # the verb's own parser, from its spec
+    if ns is None:
+        return None
+    group, params, no_params = ns.group, ns.params, ns.no_params
     if group is not None:
         return group
     if no_params:
-        return "auto"
+        return str(ENUMERATE.default("group"))
     pfile = os.path.normpath(params or "params.yaml")
     recorded = stage.params.get(pfile)
     if isinstance(recorded, dict):
         section = recorded.get("enumerate")
         if isinstance(section, dict):
-            return str(section.get("group", "auto"))
+            return str(section.get("group") or ENUMERATE.default("group"))
         if "enumerate.group" in recorded:
             return str(recorded["enumerate.group"])
     if params is not None:
@@ -245,4 +235,4 @@ def _group_setting(stage: Stage, lock_dir: str, top: str, read: Any) -> str | No
     here = os.path.relpath(os.path.join(lock_dir, "params.yaml"), top).replace(os.sep, "/")
     if read(posixpath.normpath(here)) is not None or read("params.yaml") is not None:
         return None
-    return "auto"
+    return str(ENUMERATE.default("group"))

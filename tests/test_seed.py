@@ -300,3 +300,26 @@ def test_rows_are_read_with_the_universe_reader_and_keep_the_per_row_rule() -> N
     with pytest.raises(UniverseError, match=r"universe\.csv:2: expected 7 fields"):
         seed._row_values(data.replace(b",npz,", b",npz,,", 1), "universe.csv")  # strict reader
     assert seed._row_values(data.replace(b"md5", b"sum", 1), "universe.csv") == {}
+
+
+@pytest.mark.parametrize("cmd,params,expected", [
+    ("dvc-cuvis enumerate --format npz --root d --group parent", {}, "parent"),
+    ("dvc-cuvis enumerate --group=parent --format npz", {}, "parent"),
+    ("dvc-cuvis enumerate --group none --group auto", {}, "auto"),  # the last one wins
+    ("dvc-cuvis enumerate --group sideways", {}, None),  # the verb would refuse it
+    ("dvc-cuvis enumerate --grup parent", {}, None),  # an unknown flag: nothing vouched
+    ("dvc-cuvis enumerate --group", {}, None),
+    ("dvc-cuvis enumerate --no-params --format npz", {}, "auto"),
+    ("dvc-cuvis enumerate --params p.yaml", {"p.yaml": {"enumerate": {"group": "none"}}},
+     "none"),
+    ("dvc-cuvis enumerate --params p.yaml", {"p.yaml": {"enumerate.group": "parent"}},
+     "parent"),
+    ("dvc-cuvis enumerate --params other.yaml", {}, None),  # not tracked for the stage
+])
+def test_the_recorded_group_setting_is_read_with_the_verbs_own_parser(
+        tmp_path: Path, cmd: str, params: dict, expected: str | None) -> None:
+    from dvc_cuvis.lockfile import Stage
+    from dvc_cuvis.seed import _group_setting
+
+    stage = Stage("enumerate", cmd, [], [], params)
+    assert _group_setting(stage, str(tmp_path), str(tmp_path), lambda rel: None) == expected
