@@ -3,6 +3,7 @@ their bytes, and the state reader falls back to DVC's ``Repo`` on a schema it do
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -216,3 +217,31 @@ def test_dvcs_hardlink_cache_links_our_outputs_and_materialize_never_writes_thro
     for md5, obj in new.values():  # what was pushed is the object's own bytes
         pushed = remote / os.path.relpath(obj, repo / ".dvc" / "cache")
         assert _md5_of(str(pushed)) == md5
+
+
+def test_with_dvcs_default_cache_a_hard_link_into_the_cache_is_copied_back(repo: Path) -> None:
+    """Why materialize places nothing in DVC's cache: with ``cache.type`` at its default
+    (``reflink,copy``; ext4 has no reflinks), DVC's commit re-links a workspace file that
+    shares its inode with the cache object -- it copies the object back -- so a hard link
+    saves no copy (and would let an in-place edit change the cached object meanwhile)."""
+    from dvc.repo import Repo
+
+    out = repo / "materialized"
+    shutil.rmtree(out)
+    sh("dvc-cuvis", "materialize", cwd=repo)
+    objects = _frame_objects(repo)
+    with Repo(os.fspath(repo)) as r:
+        assert r.cache.local.cache_types[0] != "hardlink"
+        for name, (_, obj) in objects.items():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(obj)
+            os.makedirs(os.path.dirname(obj), exist_ok=True)
+            os.link(out / name, obj)
+            r.cache.local.protect(obj)  # as DVC's own objects are
+    assert all(os.stat(out / name).st_nlink == 2 for name in objects)
+    sh("dvc", "commit", "-f", "-q", "materialize", cwd=repo)
+    for name, (md5, obj) in objects.items():
+        st = os.stat(out / name)
+        assert st.st_nlink == 1 and st.st_ino != os.stat(obj).st_ino  # a copy again
+        assert _md5_of(obj) == md5
+    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
