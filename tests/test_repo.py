@@ -15,13 +15,19 @@ def git(cwd: Path, *args: str) -> str:
                           text=True).stdout
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    top = tmp_path / "proj"
-    (top / "data/a/b").mkdir(parents=True)
+def git_init(top: Path) -> Path:
+    """An empty git repository at ``top`` with a committer set."""
+    top.mkdir(parents=True, exist_ok=True)
     git(top, "init", "-q")
     git(top, "config", "user.email", "t@example.com")
     git(top, "config", "user.name", "t")
+    return top
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    top = git_init(tmp_path / "proj")
+    (top / "data/a/b").mkdir(parents=True)
     (top / ".dvc").mkdir()
     (top / "notes.txt").write_text("v1\n")
     git(top, "add", "notes.txt")
@@ -116,11 +122,7 @@ def test_files_at_head_read_as_git_has_them(tmp_path: Path) -> None:
     """What the seed reads (HEAD's dvc.lock, universe.csv, metrics) through one ``cat-file
     --batch``: names with blanks, a name ending in " blob", a folder, an uncommitted file and
     an empty repository all read as git has them, and the reader stays in step."""
-    top = tmp_path / "r é"
-    top.mkdir()
-    git(top, "init", "-q")
-    git(top, "config", "user.email", "t@example.com")
-    git(top, "config", "user.name", "t")
+    top = git_init(tmp_path / "r é")
     with repo.Git(top) as g:  # no commit yet: nothing at HEAD
         assert g.read("HEAD", "a.txt") is None
     (top / "sub dir").mkdir()
@@ -149,11 +151,7 @@ def test_closing_stops_git_when_a_read_is_cut_short(tmp_path: Path) -> None:
 
     import numpy as np
 
-    top = tmp_path / "r"
-    top.mkdir()
-    git(top, "init", "-q")
-    git(top, "config", "user.email", "t@example.com")
-    git(top, "config", "user.name", "t")
+    top = git_init(tmp_path / "r")
     (top / "big.bin").write_bytes(np.random.default_rng(1).bytes(4 << 20))
     git(top, "add", "-A")
     git(top, "commit", "-qm", "c")
