@@ -512,6 +512,7 @@ def test_a_categories_selector_is_resolved_with_the_category_map(tmp_path: Path,
     assert checks["selection"]["status"] == "violation"
     assert "needs a category name->id map" in checks["selection"]["summary"]
     assert checks["constraints"]["status"] == "skipped"
+    assert checks["constraints"]["summary"] == "the split does not resolve"
     uni = read_universe(tmp_path / "universe.csv")
     assert verify(tmp_path / "splits.json", uni, lock=None,
                   name_to_id={"scratch": 2, "dent": 1}).ok  # swapped ids: still 3 and 3
@@ -533,10 +534,12 @@ def test_group_leakage_error_warn_off(tmp_path: Path, cli, monkeypatch) -> None:
         text, checks = _run_small(cli, tmp_path, monkeypatch, *extra)
         assert text.code == 1 and verdict(text.out) == "FAILED", mode
         c = checks["constraints"]
-        assert c["status"] == "violation" and "group_leakage violated" in c["summary"], c
-        assert c["details"]["results"]["group_leakage"].startswith("violated (error)")
-        assert "g0" in json.dumps(c["details"]["offending"])
-        assert "--group-by" in c["fix"]
+        assert c["status"] == "violation" and c["summary"] == "group_leakage violated", c
+        assert c["details"]["results"] == {
+            "group_leakage": "violated (error): 1 group(s) span >1 of train/val/test"}
+        assert c["details"]["offending"] == ["g0"]
+        assert c["fix"] == ("re-bake with a strategy that respects the constraint "
+                            "(e.g. --group-by group, --ad-aware)")
     text, checks = _run_small(cli, tmp_path, monkeypatch, "--group-leakage", "warn")
     assert text.code == 0 and verdict(text.out) == "OK"
     c = checks["constraints"]
@@ -764,7 +767,8 @@ def test_an_unpinned_split_fails_unless_allowed(tmp_path: Path, cli, monkeypatch
                             "universe, or accept it with --allow-unpinned")
     text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-unpinned")
     assert text.code == 0 and verdict(text.out) == "OK"
-    assert checks["universe"]["summary"].endswith("; unpinned split (allowed)")
+    pin = read_universe(tmp_path / "universe.csv").hash
+    assert checks["universe"]["summary"] == f"6 samples, hash {pin[:12]}; unpinned split (allowed)"
     assert "pins no universe_hash" in checks["universe"]["details"]["note"]
 
 
@@ -925,7 +929,9 @@ def test_a_pin_mismatch_is_drift_even_when_the_disk_matches_universe_csv() -> No
     assert u.status == "drift" and u.summary == (
         pinned + f"{uni.hash[:12]}); the data on disk differs from universe.csv: 1 sample(s) "
         "added, 0 removed")
-    assert "re-enumerate and re-bake" in u.fix and "--base" in u.fix
+    assert u.fix == ("re-enumerate and re-bake: `dvc repro` (or `dvc-cuvis enumerate` then "
+                     "`dvc-cuvis bake --base <old splits.json>` to keep assignments)")
+
 
 
 # -- the mutation-testing setup these tests serve (scripts/mutation.sh, docs/mutation.md) --
@@ -951,3 +957,35 @@ def test_the_mutation_setup_names_real_modules_and_fast_tests() -> None:
     assert bad.returncode == 2
     assert bad.stderr == ("mutation.sh: unknown module 'bogus'; choose from: drift selectors "
                           "splits plugin\n")
+
+
+def test_every_failed_constraint_is_named(tmp_path: Path) -> None:
+    _small(tmp_path, {"constraints": [{"kind": "no_split_overlap", "severity": "error"}],
+                      "train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
+                      "val": [{"kind": "files", "paths": ["s1.cu3s", "s2.cu3s"]}]}, group=True)
+    r = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None)
+    c = r.finding("constraints")
+    assert c.status == "violation"
+    assert c.summary == "no_split_overlap violated, group_leakage violated"
+    assert set(c.details["results"]) == {"no_split_overlap", "group_leakage"}
+    assert all(v.startswith("violated (error): ") for v in c.details["results"].values())
+
+
+def test_check_verify_mode() -> None:
+    from dvc_cuvis.drift import VERIFY_MODES, check_verify_mode
+
+    assert [check_verify_mode(m) for m in VERIFY_MODES] == ["strict", "warn", "off"]
+    with pytest.raises(DvcCuvisError, match="verify must be strict, warn or off, got 'loud'"):
+        check_verify_mode("loud")
+
+
+def test_an_in_memory_split_and_universe_use_the_current_repositorys_lock(
+        repo: Path, monkeypatch) -> None:
+    monkeypatch.chdir(repo)
+    uni = Universe.from_records(_records(read_universe(repo / "universe.csv")))
+    cfg = DataSplitConfig.model_validate(json.loads((repo / "splits.json").read_text()))
+    st = verify(cfg, uni).finding("staleness")
+    assert (st.status, st.summary) == ("skipped", "dvc.lock has no stage for these files")
+    monkeypatch.chdir(repo / "data")  # below the root: the same dvc.lock
+    assert verify(cfg, uni).finding("staleness").summary == (
+        "dvc.lock has no stage for these files")
