@@ -21,7 +21,12 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     source_id,
 )
+from dvc_cuvis.stat_cache import stamp_key
 from dvc_cuvis.universe import is_anomalous
+
+#: stat cache keys of a session file's measurement count and of an annotation file's summary
+COUNT_KEY = stamp_key("cu3s_count")
+COCO_KEY = stamp_key("coco")
 
 
 def require_cuvis() -> Any:
@@ -63,9 +68,9 @@ def scan_cu3s(opts: EnumerateOptions) -> Scan:
     def one(p: Path) -> dict[str, list[Any]]:
         """Columns for one session (cells shared across its frames, not copied)."""
         st = p.stat()
-        n = opts.cache.get(p, "cu3s_count", count_measurements, st)
+        n = opts.cache.get(p, COUNT_KEY, count_measurements, st)
         ann = p.with_suffix(".json") if opts.annotations == "sibling" else None
-        summary = opts.cache.get(ann, "coco", coco_summary) if ann and ann.is_file() else None
+        summary = opts.cache.get(ann, COCO_KEY, coco_summary) if ann and ann.is_file() else None
         src = source_id(p, root, opts.absolute_sources)
         cols: dict[str, list[Any]] = {
             "source": [src] * n,
@@ -98,7 +103,7 @@ def scan_cu3s(opts: EnumerateOptions) -> Scan:
     for p in sessions:
         ann = p.with_suffix(".json")
         if opts.annotations == "sibling" and ann.is_file():
-            for name, cid in opts.cache.get(ann, "coco", coco_summary)["categories"].items():
+            for name, cid in opts.cache.get(ann, COCO_KEY, coco_summary)["categories"].items():
                 if categories.setdefault(name, cid) != cid:
                     raise DvcCuvisError(
                         f"{ann}: category {name!r} has id {cid} here but {categories[name]} in "
