@@ -145,7 +145,11 @@ def test_an_edited_frame_is_read_and_a_tampered_universe_csv_in_git_is_not_trust
     cache = StatCache(cache_file, dvc=DvcKnownHashes())
     out = run(clone, cache)
     assert len(reads) == 1 and reads[0].endswith(victim.relative_to(clone).as_posix())
-    assert cache.stats()["derived_computed"] == 1 and cache.stats()["md5_hashed"] == 1
+    # its md5 was hashed once, by the run above, which handed it to DVC's state (same
+    # stamp): now DVC's state answers for it; its values are parsed from the one read
+    st = cache.stats()
+    assert st["derived_computed"] == 1 and st["md5_hashed"] == 0 and st["bytes_hashed"] == 0
+    assert st["md5_from_dvc"] >= 1
     assert out == plain(clone)
     assert ",npz/edited," in out[0] and "3;5" in out[0]
     assert out[0] != "".join(lines)
