@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from dvc_cuvis.digests import StatCache, open_stat_cache
 from dvc_cuvis.drift import DriftReport, check_verify_mode, ensure, verify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.frames import read_npz
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.splits import load_splits, resolve
+from dvc_cuvis.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.universe import Universe, read_universe
 
 logger = logging.getLogger(__name__)

@@ -34,7 +34,6 @@ from cuvis_ai_dataloader.data.datamodule_cu3s_multi import MultiCu3sDataModule
 from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
 from cuvis_ai_dataloader.data.datamodule_tiff_paired import TiffPairedDataModule
 
-from dvc_cuvis.digests import StatCache, open_stat_cache
 from dvc_cuvis.drift import (
     CHECKS,
     DriftError,
@@ -47,6 +46,7 @@ from dvc_cuvis.errors import DvcCuvisError, ParamsError
 from dvc_cuvis.modules import check_module_rules
 from dvc_cuvis.options import Option, check_value, closest
 from dvc_cuvis.specs import GUARD, TIFF_UNIVERSE, VERSION
+from dvc_cuvis.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.universe import Universe, read_universe
 
 __all__ = ["GUARD_PARAMS", "DvcCu3sMultiDataModule", "DvcNpzMultiDataModule",

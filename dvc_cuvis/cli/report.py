@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     constraints = [r.to_dict() for r in evaluate_constraints(res, inp.cfg.constraints)]
     drift = None
     if not s.flag("no_check"):  # the same check `dvc-cuvis check` runs (re-scan included)
-        from dvc_cuvis.digests import open_stat_cache
+        from dvc_cuvis.stat_cache import open_stat_cache
 
         cache = open_stat_cache("auto")
         current, _ = rescan_options(s, inp.universe_path, cache)
