@@ -33,7 +33,8 @@ from tests._sshd import ENV, find_sshd, sh, start_sshd, use_remote
 
 def build(root: Path, server: object, store: Path, sessions: int, frames: int,
           size: tuple[int, int], bands: int) -> Path:
-    """A dataset repo whose bake puts ~10 % of the sessions in test; pushed to ``store``."""
+    """A dataset repo whose bake puts ~10 % of the frames in test (hashed per sample);
+    pushed to ``store``."""
     from examples.generate import generate
 
     root.mkdir(parents=True)
@@ -44,7 +45,9 @@ def build(root: Path, server: object, store: Path, sessions: int, frames: int,
     sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
     params = (root / "params.yaml").read_text()
     (root / "params.yaml").write_text(params.replace("test_ratio: 0.2", "test_ratio: 0.1")
-                                      .replace("val_ratio: 0.2", "val_ratio: 0.1"))
+                                      .replace("val_ratio: 0.2", "val_ratio: 0.1")
+                                      .replace("group_by: auto", "group_by: sample")
+                                      .replace("check:\n", "check:\n  group_leakage: \"off\"\n"))
     sh("dvc", "repro", cwd=root)
     use_remote(root, server, store)  # type: ignore[arg-type]
     sh("git", "add", "-A", cwd=root)
@@ -79,7 +82,7 @@ def main() -> int:
     if binary is None:
         raise SystemExit("sshd not found: apt-get install openssh-server")
     sessions, frames, size, bands, rounds = ((20, 2, (16, 16), 8, 2) if args.quick
-                                             else (40, 5, (64, 64), 32, 3))
+                                             else (40, 5, (64, 64), 32, 2))
     with workspace(args, "dvc_cuvis_bench_fetch_") as work:
         server = start_sshd(work / "sshd", binary)
         try:
