@@ -488,7 +488,9 @@ def test_allow_partial_passes_and_still_names_the_selector(tmp_path: Path, cli,
     assert "7" in sel["details"]["partial"][0] and "s0.cu3s" in sel["details"]["partial"][0]
     assert "[FAIL] selection: 2 selector(s) match only partly" in text.out
 
-    assert "bake --base" in sel["fix"]
+    assert sel["fix"] == ("re-bake the split (`dvc repro`), or `dvc-cuvis bake --base` to keep "
+                          "assignments")
+
     text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-partial")
     assert text.code == 0 and verdict(text.out) == "OK", text.out + text.err
     sel = checks["selection"]
@@ -510,7 +512,10 @@ def test_a_categories_selector_is_resolved_with_the_category_map(tmp_path: Path,
     text, checks = _run_small(cli, tmp_path, monkeypatch)
     assert text.code == 1 and verdict(text.out) == "FAILED"
     assert checks["selection"]["status"] == "violation"
-    assert "needs a category name->id map" in checks["selection"]["summary"]
+    assert checks["selection"]["summary"].startswith(
+        "splits.json: train[0]: a 'categories' selector needs a category name->id map")
+    assert checks["selection"]["fix"] == (
+        "fix the selector, or re-bake the split against this universe")
     assert checks["constraints"]["status"] == "skipped"
     assert checks["constraints"]["summary"] == "the split does not resolve"
     uni = read_universe(tmp_path / "universe.csv")
@@ -989,3 +994,18 @@ def test_an_in_memory_split_and_universe_use_the_current_repositorys_lock(
     monkeypatch.chdir(repo / "data")  # below the root: the same dvc.lock
     assert verify(cfg, uni).finding("staleness").summary == (
         "dvc.lock has no stage for these files")
+
+
+def test_deep_trusts_no_digest_it_did_not_compute(repo: Path) -> None:
+    """Under ``deep`` the content check reads every file itself: digests handed in with a
+    universe (or by a function) are the universe check's, never the content check's."""
+    uni = read_universe(repo / "universe.csv")
+    recs = _records(uni)
+    recs[2]["md5"] = "0" * 32
+    given = Universe.from_records(recs)
+    for current in (given, lambda: given):
+        r = verify(repo / "splits.json", uni, current=current, lock=None, deep=True)
+        assert r.finding("universe").details["redigested_samples"] == 1
+        content = r.finding("content")
+        assert content.status == "ok", content
+        assert content.summary == "24 files match their recorded md5"
