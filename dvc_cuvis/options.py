@@ -70,7 +70,8 @@ class Option:
     default that is not a plain value ("when stderr is a terminal"); ``kind`` is the Python
     type a params value must have (``bool`` options are switches; with ``negatable`` also
     ``--no-NAME``); ``kinds`` widens what a params file may hold (a list for ``crop``);
-    ``params_only`` options have no flag (bake's ``constraints`` list).
+    ``params_only`` options have no flag (bake's ``constraints`` list); a ``many`` flag may
+    be repeated (its values collect in a list, as a params list gives them).
     """
 
     name: str
@@ -86,6 +87,7 @@ class Option:
     required: bool = False
     params_only: bool = False
     kinds: tuple[type, ...] | None = None
+    many: bool = False
 
     @property
     def flags(self) -> list[str]:
@@ -97,6 +99,8 @@ class Option:
         """The types a params value may have (an int is a valid float)."""
         if self.kinds is not None:
             return self.kinds
+        if self.many:
+            return (self.kind, list)
         return (int, float) if self.kind is float else (self.kind,)
 
     def default_text(self) -> str:
@@ -157,6 +161,8 @@ class OptionSet:
                 kwargs["choices"] = list(opt.choices)
             if opt.metavar is not None:
                 kwargs["metavar"] = opt.metavar
+            if opt.many:
+                kwargs["action"] = "append"
             parser.add_argument(*opt.flags, **kwargs)
 
     def parse(self, words: list[str]) -> argparse.Namespace | None:

@@ -262,3 +262,23 @@ TIFF_UNIVERSE = OptionSet(
     Option("universe_csv", "the universe.csv enumerate wrote: also check content",
            kinds=_NULLABLE),
 )
+
+
+#: The ``fetch`` verb's options.
+FETCH = OptionSet(
+    "fetch",
+    Option("stage", "a stage to fetch: train, val, test or predict; repeat for several",
+           choices=("train", "val", "test", "predict"), metavar="STAGE", many=True,
+           required=True),
+    Option("materialized", "fetch the stage's materialized npz frames instead of the raw "
+           "files and annotations", False, bool, shown="raw"),
+    Option("materialized_dir", "the materialize output folder", metavar="DIR", path=True,
+           shown="the materialize section's out_dir, else materialized"),
+    Option("dry_run", "list the files and bytes a fetch would need; download nothing", False,
+           bool, shown="fetch"),
+    _UNIVERSE, _SPLITS, _CATEGORIES,
+    Option("remote", "DVC remote to pull from", shown="the default remote"),
+    Option("jobs", "parallel downloads", kind=int, shown="DVC's"),
+    Option("progress", "progress bar on stderr", None, bool, negatable=True,
+           shown="when stderr is a terminal"),
+)

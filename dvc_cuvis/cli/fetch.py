@@ -9,36 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
-from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.specs import FETCH
 
 
 def add_parser(sub: Any) -> None:
-    """The ``fetch`` verb's flags."""
+    """The ``fetch`` verb's flags (from the one spec, ``specs.FETCH``)."""
     p = verb_parser(sub, "fetch", "pull only the files some stages of the split need",
-                    paths=("universe", "splits", "categories", "materialized_dir"))
-    p.add_argument("--stage", dest="stage", action="append", metavar="STAGE",
-                   choices=["train", "val", "test", "predict"],
-                   help="a stage to fetch: train, val, test or predict; repeat for several "
-                   "(required)")
-    p.add_argument("--materialized", action="store_true", default=None,
-                   help="fetch the stage's materialized npz frames instead of the raw files "
-                   "and annotations (default: raw)")
-    p.add_argument("--materialized-dir", dest="materialized_dir", metavar="DIR",
-                   help="the materialize output folder (default: the materialize section's "
-                   "out_dir, else materialized)")
-    p.add_argument("--dry-run", dest="dry_run", action="store_true",
-                   help="list the files and bytes a fetch would need; download nothing")
-    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: universe.csv)")
-    p.add_argument("--splits", metavar="PATH", help="splits.json (default: splits.json)")
-    p.add_argument("--categories", metavar="PATH",
-                   help="category name->id map for 'categories' selectors (default: none)")
-    p.add_argument("--remote", help="DVC remote to pull from (default: the default remote)")
-    p.add_argument("--jobs", type=int, help="parallel downloads (default: DVC's)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
+                    paths=FETCH.paths)
+    register_options(p, FETCH)
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(func=run)
-    register("fetch", p)
 
 
 def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> Path:
