@@ -88,11 +88,13 @@ class Option:
     params_only: bool = False
     kinds: tuple[type, ...] | None = None
     many: bool = False
+    short: str | None = None
 
     @property
     def flags(self) -> list[str]:
-        """The option strings (``--out-dir``)."""
-        return [self.flag or "--" + self.name.replace("_", "-")]
+        """The option strings (``-n``, ``--max-count``)."""
+        long = self.flag or "--" + self.name.replace("_", "-")
+        return [self.short, long] if self.short else [long]
 
     @property
     def accepts(self) -> tuple[type, ...]:

@@ -282,3 +282,27 @@ FETCH = OptionSet(
     Option("progress", "progress bar on stderr", None, bool, negatable=True,
            shown="when stderr is a terminal"),
 )
+
+
+_HISTORY = (
+    Option("splits", "splits.json", metavar="PATH", path=True,
+           shown="the params file's resolve.splits or bake.out, else splits.json"),
+    Option("universe", "universe.csv", metavar="PATH", path=True,
+           shown="the params file's resolve.universe or bake.universe, else universe.csv"),
+    Option("fold", "fold K of a K-fold bake", kind=int),
+    Option("folds_dir", "folder of fold-<k>.json files", metavar="DIR", path=True,
+           shown="the params file's bake.out_dir, else splits"),
+    Option("repo", "read the history of this repository (a path or git URL) instead of the "
+           "current one, from git alone (no data pulled); --splits/--universe are then paths "
+           "inside it", metavar="URL|PATH", shown="this repository"),
+)
+
+#: The ``diff`` verb's options (its revisions and output format are arguments, not keys).
+DIFF = OptionSet("diff", *_HISTORY,
+                 Option("all", "list every changed sample", False, bool,
+                        shown="the first 20"))
+
+#: The ``log`` verb's options.
+LOG = OptionSet("log", *_HISTORY,
+                Option("max_count", "show at most N commits", kind=int, short="-n",
+                       shown="all"))

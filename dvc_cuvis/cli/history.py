@@ -9,51 +9,30 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import split_paths
-from dvc_cuvis.cli._settings import EXIT_OK, Settings, register, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
 from dvc_cuvis.errors import DvcCuvisError
-
-
-def _paths_flags(p: Any, what: str) -> None:
-    p.add_argument("--splits", metavar="PATH", help="splits.json (default: the params file's "
-                   "resolve.splits or bake.out, else splits.json)")
-    p.add_argument("--universe", metavar="PATH", help="universe.csv (default: the params "
-                   "file's resolve.universe or bake.universe, else universe.csv)")
-    p.add_argument("--fold", type=int, help=f"{what} fold K of a K-fold bake (default: none)")
-    p.add_argument("--folds-dir", dest="folds_dir", metavar="DIR",
-                   help="folder of fold-<k>.json files (default: the params file's "
-                   "bake.out_dir, else splits)")
-    p.add_argument("--repo", metavar="URL|PATH",
-                   help="read the history of this repository (a path or git URL) instead of "
-                   "the current one, from git alone (no data pulled); --splits/--universe are "
-                   "then paths inside it (default: splits.json, universe.csv)")
+from dvc_cuvis.specs import DIFF, LOG
 
 
 def add_parser(sub: Any) -> None:
-    """The ``diff`` and ``log`` verbs' flags."""
-    paths = ("splits", "universe", "folds_dir")
+    """The ``diff`` and ``log`` verbs' flags (their options from ``specs.DIFF``/``LOG``)."""
     p = verb_parser(sub, "diff", "per-sample split changes between two git revisions",
-                    paths=paths)
+                    paths=DIFF.paths)
     p.add_argument("revs", nargs="*", metavar="REV",
                    help="REV_A [REV_B] (default: HEAD against the workspace)")
-    _paths_flags(p, "compare")
+    register_options(p, DIFF)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--md", action="store_true", help="markdown, for a pull-request comment")
     fmt.add_argument("--json", action="store_true", help="machine-readable")
-    p.add_argument("--all", action="store_true", default=None,
-                   help="list every changed sample (default: the first 20)")
     p.set_defaults(func=run_diff)
-    register("diff", p)
 
     p = verb_parser(sub, "log", "commits that changed the split, with stage counts",
-                    paths=paths)
+                    paths=LOG.paths)
     p.add_argument("rev", nargs="?", default="HEAD", help="revision to start from "
                    "(default: HEAD)")
-    _paths_flags(p, "log")
-    p.add_argument("-n", "--max-count", dest="max_count", type=int,
-                   help="show at most N commits (default: all)")
+    register_options(p, LOG)
     p.add_argument("--json", action="store_true", help="machine-readable")
     p.set_defaults(func=run_log)
-    register("log", p)
 
 
 def repo_paths(s: Settings, tree: Any) -> tuple[str, str, str | None]:
