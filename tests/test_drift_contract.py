@@ -444,7 +444,9 @@ def test_no_md5_column_skips_the_content_check(tmp_path: Path) -> None:
     csv.write_text("\n".join(",".join(line.split(",")[:2]) for line in lines) + "\n")
     r = verify(sp, csv, lock=None, allow_unpinned=True, checks=["content"])
     f = r.finding("content")
-    assert f.status == "skipped" and r.ok and "no md5 column" in f.summary
+    assert f.status == "skipped" and r.ok
+    assert f.summary == ("universe.csv has no md5 column (enumerate without --no-hash to "
+                         "record content digests)")
 
 
 # -- selection: --allow-partial, categories ------------------------------------------------
@@ -994,6 +996,10 @@ def test_an_in_memory_split_and_universe_use_the_current_repositorys_lock(
     monkeypatch.chdir(repo / "data")  # below the root: the same dvc.lock
     assert verify(cfg, uni).finding("staleness").summary == (
         "dvc.lock has no stage for these files")
+    monkeypatch.chdir(repo)  # an in-memory universe's paths are relative to the current folder
+    content = verify(cfg, uni, lock=None).finding("content")
+    assert (content.status, content.summary) == ("ok", "24 files match their recorded md5")
+
 
 
 def test_deep_trusts_no_digest_it_did_not_compute(repo: Path) -> None:
@@ -1009,3 +1015,21 @@ def test_deep_trusts_no_digest_it_did_not_compute(repo: Path) -> None:
         content = r.finding("content")
         assert content.status == "ok", content
         assert content.summary == "24 files match their recorded md5"
+
+
+def test_a_tokenized_split_with_dir_indices_resolves_against_the_data_dir(
+        tmp_path: Path) -> None:
+    """The tokenized pin is the universe check's; the positional ``dir_indices`` bound check
+    inside resolution must not compare it with the untokenized universe."""
+    data = tmp_path.resolve().as_posix() + "/d"
+    uni = Universe.from_records([{"source": f"{data}/{k}.cu3s", "index": 0} for k in "abcd"])
+    pin = _sha(sorted(f"{{DATA_DIR}}/{k}.cu3s#0" for k in "abcd"))
+    cfg = DataSplitConfig.model_validate({
+        "universe_hash": pin,
+        "train": [{"kind": "file_indices", "source": "{DATA_DIR}/a.cu3s", "ids": [0]}],
+        "val": [{"kind": "dir_indices", "ids": [1, 2]}]})
+    r = verify(cfg, uni, lock=None)
+    assert r.ok, r.render()
+    assert r.finding("selection").summary == (
+        "every selector resolves fully: train=1 val=2 test=0 predict=4")
+    assert r.finding("universe").summary == f"4 samples, hash {pin[:12]} matches the pin"
