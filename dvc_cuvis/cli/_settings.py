@@ -35,8 +35,6 @@ RULE = ("settings: a flag wins over the '{verb}' section of the params file, whi
         "the default shown. The params file is --params FILE, else ./params.yaml, else\n"
         "params.yaml at the repository root; --no-params reads none.")
 
-#: Argument names that are never params keys (they select the file or the output form).
-_NOT_KEYS = frozenset({"params", "no_params", "json", "md", "help", "func", "command", "version"})
 
 
 @dataclass(frozen=True)
@@ -92,19 +90,15 @@ class Parser(argparse.ArgumentParser):
         self.error(f"unrecognized arguments: {' '.join(extras)}{more}")
 
 
-def verb_parser(
-    sub: Any, name: str, summary: str, *, paths: tuple[str, ...] = (),
-    extra: dict[str, Key] | None = None, section: bool = True,
-) -> Parser:
+def verb_parser(sub: Any, name: str, summary: str, *, section: bool = True) -> Parser:
     """Add a verb: one-line summary, the settings rule and exit codes in its help.
 
-    ``paths``: keys whose params values are paths (relative to the params file);
-    ``extra``: keys only a params file can set (e.g. bake's ``constraints`` list).
+    ``section``: the verb reads a params section (then ``--params``/``--no-params``); its
+    keys come from its option spec (:func:`register_options`).
     """
     epilog = (RULE.format(verb=name) + "\n" if section else "") + EXIT_CODES
     p: Parser = sub.add_parser(name, help=summary, description=summary[:1].upper()
                                + summary[1:] + ".", epilog=epilog)
-    p.set_defaults(_paths=paths, _extra=extra or {}, _section=section)
     if section:
         p.add_argument("--params", metavar="FILE",
                        help="params file to read (default: ./params.yaml, else the "
@@ -120,29 +114,6 @@ def register_options(p: argparse.ArgumentParser, options: OptionSet) -> None:
     SPECS[options.verb] = options
     SECTIONS[options.verb] = Section({o.name: Key(o.accepts, o.choices, o.path)
                                       for o in options})
-
-
-def register(name: str, p: argparse.ArgumentParser) -> None:
-    """Record the params keys of verb ``name`` from its parser's flags."""
-    d = p.get_default
-    if not d("_section"):
-        return
-    keys: dict[str, Key] = {}
-    for action in p._actions:
-        if not action.option_strings or action.dest in _NOT_KEYS or action.dest.startswith("_"):
-            continue
-        if isinstance(action, argparse._StoreTrueAction | argparse.BooleanOptionalAction):
-            kinds: tuple[type, ...] = (bool,)
-        elif action.type is int:
-            kinds = (int,)
-        elif action.type is float:
-            kinds = (int, float)
-        else:
-            kinds = (str,)
-        keys[action.dest] = Key(kinds, tuple(action.choices) if action.choices else None,
-                                action.dest in d("_paths"))
-    keys.update(d("_extra"))
-    SECTIONS[name] = Section(keys)
 
 
 def find_params(explicit: str | None, no_params: bool) -> Path | None:

@@ -15,8 +15,7 @@ from dvc_cuvis.specs import BAKE
 
 def add_parser(sub: Any) -> None:
     """The ``bake`` verb's flags (from the one spec, ``specs.BAKE``)."""
-    p = verb_parser(sub, "bake", "generate a baked splits.json from a universe",
-                    paths=BAKE.paths)
+    p = verb_parser(sub, "bake", "generate a baked splits.json from a universe")
     register_options(p, BAKE)
     p.set_defaults(func=run)
 

@@ -19,8 +19,7 @@ from dvc_cuvis.specs import CHECK
 
 def add_parser(sub: Any) -> None:
     """The ``check`` verb's flags (from the one spec, ``specs.CHECK``)."""
-    p = verb_parser(sub, "check", "drift check: split vs universe vs data vs dvc.lock",
-                    paths=CHECK.paths)
+    p = verb_parser(sub, "check", "drift check: split vs universe vs data vs dvc.lock")
     register_options(p, CHECK)
     p.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     p.set_defaults(func=run)

@@ -14,8 +14,7 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """The ``enumerate`` verb's flags (from the one spec, ``specs.ENUMERATE``)."""
-    p = verb_parser(sub, "enumerate", "scan a dataset into a canonical universe.csv",
-                    paths=ENUMERATE.paths)
+    p = verb_parser(sub, "enumerate", "scan a dataset into a canonical universe.csv")
     register_options(p, ENUMERATE)
     p.set_defaults(func=run)
 

@@ -16,7 +16,7 @@ from dvc_cuvis.specs import CUVIS_AI, EXPORT
 def add_parser(sub: Any) -> None:
     """The ``export`` verb's flags (from the one spec, ``specs.EXPORT``)."""
     p = verb_parser(sub, "export", "write a split as GloViTa, soma, index arrays or a cuvis-ai "
-                    "data group", paths=EXPORT.paths)
+                    "data group")
     register_options(p, EXPORT)
     p.set_defaults(func=run)
 

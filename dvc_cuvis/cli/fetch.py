@@ -15,8 +15,7 @@ from dvc_cuvis.specs import FETCH
 
 def add_parser(sub: Any) -> None:
     """The ``fetch`` verb's flags (from the one spec, ``specs.FETCH``)."""
-    p = verb_parser(sub, "fetch", "pull only the files some stages of the split need",
-                    paths=FETCH.paths)
+    p = verb_parser(sub, "fetch", "pull only the files some stages of the split need")
     register_options(p, FETCH)
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(func=run)

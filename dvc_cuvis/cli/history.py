@@ -16,8 +16,7 @@ from dvc_cuvis.specs import DIFF, LOG
 
 def add_parser(sub: Any) -> None:
     """The ``diff`` and ``log`` verbs' flags (their options from ``specs.DIFF``/``LOG``)."""
-    p = verb_parser(sub, "diff", "per-sample split changes between two git revisions",
-                    paths=DIFF.paths)
+    p = verb_parser(sub, "diff", "per-sample split changes between two git revisions")
     p.add_argument("revs", nargs="*", metavar="REV",
                    help="REV_A [REV_B] (default: HEAD against the workspace)")
     register_options(p, DIFF)
@@ -26,8 +25,7 @@ def add_parser(sub: Any) -> None:
     fmt.add_argument("--json", action="store_true", help="machine-readable")
     p.set_defaults(func=run_diff)
 
-    p = verb_parser(sub, "log", "commits that changed the split, with stage counts",
-                    paths=LOG.paths)
+    p = verb_parser(sub, "log", "commits that changed the split, with stage counts")
     p.add_argument("rev", nargs="?", default="HEAD", help="revision to start from "
                    "(default: HEAD)")
     register_options(p, LOG)

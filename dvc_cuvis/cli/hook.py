@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.cli._settings import EXIT_OK, register, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
 from dvc_cuvis.errors import DvcCuvisError
 
 HOOK_MARK = "# installed by dvc-cuvis install-hook"
@@ -25,7 +25,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--force", action="store_true",
                    help="replace an existing pre-commit hook that is not ours (default: refuse)")
     p.set_defaults(func=run)
-    register("install-hook", p)
 
 
 def hook_script(params: str | None, python: str) -> str:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.cli._settings import EXIT_OK, register, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
 from dvc_cuvis.specs import FORMATS
 
 
@@ -25,7 +25,6 @@ def add_parser(sub: Any) -> None:
                    help="do not `dvc add` the data root (default: track it unless a .dvc file "
                    "already does)")
     p.set_defaults(func=run)
-    register("init", p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,8 +14,7 @@ from dvc_cuvis.specs import MATERIALIZE
 
 def add_parser(sub: Any) -> None:
     """The ``materialize`` verb's flags (from the one spec, ``specs.MATERIALIZE``)."""
-    p = verb_parser(sub, "materialize", "write one deterministic npz per selected frame",
-                    paths=MATERIALIZE.paths)
+    p = verb_parser(sub, "materialize", "write one deterministic npz per selected frame")
     register_options(p, MATERIALIZE)
     p.set_defaults(func=run)
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.cli._settings import EXIT_OK, register, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
 from dvc_cuvis.errors import DvcCuvisError
 
 #: The folder of the manifest (package data, beside the package's modules).
@@ -18,7 +18,6 @@ def add_parser(sub: Any) -> None:
     p = verb_parser(sub, "plugins-dir", "print the folder of the cuvis-ai plugin manifest "
                     "(for restore-trainrun --plugins-dir)", section=False)
     p.set_defaults(func=run)
-    register("plugins-dir", p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,8 +14,7 @@ from dvc_cuvis.specs import REPORT
 
 def add_parser(sub: Any) -> None:
     """The ``report`` verb's flags (from the one spec, ``specs.REPORT``)."""
-    p = verb_parser(sub, "report", "write a self-contained HTML report of a split",
-                    paths=REPORT.paths)
+    p = verb_parser(sub, "report", "write a self-contained HTML report of a split")
     register_options(p, REPORT)
     p.set_defaults(func=run)
 

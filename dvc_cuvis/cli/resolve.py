@@ -38,8 +38,7 @@ def module_rules(s: Any, universe_path: Any, uni: Any = None) -> None:
 
 def add_parser(sub: Any) -> None:
     """The ``resolve`` verb's flags (from the one spec, ``specs.RESOLVE``)."""
-    p = verb_parser(sub, "resolve", "resolve every stage of a splits.json against a universe",
-                    paths=RESOLVE.paths)
+    p = verb_parser(sub, "resolve", "resolve every stage of a splits.json against a universe")
     register_options(p, RESOLVE)
     p.add_argument("--json", action="store_true",
                    help='print {"train": [uid...], "val": ..., "test": ..., "predict": ...}')
