@@ -107,32 +107,56 @@ def granular_targets(repo: Any) -> Iterator[None]:
     inside one output resolves to what DVC itself returns for it — ``(output's stage,
     the path)`` via ``find_outs_by_path`` — so for such paths we answer from the index
     built once; anything else (a .dvc file, a stage name, a whole output) goes to DVC.
+
+    The fetch and the checkout also each first try the targets as stage names
+    (``index_from_targets`` asks ``stage.collect``, which parses dvc.yaml and dvc.lock,
+    fails, and falls back to the whole index).  A path with a ``/`` inside an output
+    cannot be a stage name (DVC refuses punctuation in names), so for such a path the
+    answer "no such stage" is given without the parse.
     """
     from dvc.exceptions import OutputNotFoundError
     from dvc.repo.stage import StageInfo
+    from dvc.stage.exceptions import StageFileDoesNotExistError
 
     stage_loader = repo.stage
     original = stage_loader.collect_granular
+    original_collect = stage_loader.collect
 
-    def collect(target: str | None = None, with_deps: bool = False,
-                recursive: bool = False, graph: Any = None) -> Any:
-        if target and not with_deps and not recursive and not target.endswith(".dvc") \
-                and os.path.basename(target) not in ("dvc.yaml", "dvc.lock") \
-                and ":" not in target:
-            path = stage_loader.fs.abspath(target)
-            try:
-                (out,) = repo.find_outs_by_path(path, strict=False)
-            except (OutputNotFoundError, ValueError):
-                out = None
-            if out is not None and out.fs_path != path:
-                return [StageInfo(out.stage, path)]
+    def inside_output(target: str | None) -> Any:
+        """The one output strictly holding ``target`` (a plain path), else None."""
+        if not target or target.endswith(".dvc") or ":" in target \
+                or os.path.basename(target) in ("dvc.yaml", "dvc.lock"):
+            return None
+        path = stage_loader.fs.abspath(target)
+        try:
+            (out,) = repo.find_outs_by_path(path, strict=False)
+        except (OutputNotFoundError, ValueError):
+            return None
+        return out if out.fs_path != path else None
+
+    def collect_granular(target: str | None = None, with_deps: bool = False,
+                         recursive: bool = False, graph: Any = None) -> Any:
+        out = None if with_deps or recursive else inside_output(target)
+        if out is not None:
+            return [StageInfo(out.stage, stage_loader.fs.abspath(target))]
         return original(target, with_deps=with_deps, recursive=recursive, graph=graph)
 
-    stage_loader.collect_granular = collect
+    def collect(target: str | None = None, with_deps: bool = False, recursive: bool = False,
+                graph: Any = None, glob: bool = False) -> Any:
+        if target and "/" in target.replace(os.sep, "/") and not (with_deps or recursive
+                                                                 or glob) \
+                and inside_output(target) is not None:
+            raise StageFileDoesNotExistError(target)
+        return original_collect(target, with_deps=with_deps, recursive=recursive,
+                                graph=graph, glob=glob)
+
+    stage_loader.collect_granular = collect_granular
+    stage_loader.collect = collect
     try:
         yield
     finally:
         stage_loader.collect_granular = original
+        stage_loader.collect = original_collect
 
 
 def dvc_error(exc: Exception, what: str, log: _DvcLog | None = None) -> DvcCuvisError:
@@ -335,8 +359,9 @@ def fetch(plan: FetchPlan, *, jobs: int | None = None, remote: str | None = None
 
 
 def not_pulled(root: Path, paths: Iterable[str]) -> list[str]:
-    """Of ``paths`` (repository-relative, missing from the workspace), those DVC tracks:
-    they are not pulled yet, rather than lost."""
+    """Of ``paths`` (repository-relative, missing from the workspace), those DVC tracks and
+    whose content is not in the local DVC cache: they are not pulled yet (``dvc pull``),
+    rather than deleted from the workspace (``dvc checkout`` restores those) or lost."""
     paths = list(paths)
     if not paths:
         return []
@@ -346,11 +371,17 @@ def not_pulled(root: Path, paths: Iterable[str]) -> list[str]:
         return []
     try:
         fs = repo.dvcfs
+        odb = repo.cache.local
         out = []
         for rel in paths:
             try:
-                if fs.isdvc(rel):
-                    out.append(rel)
+                if not fs.isdvc(rel):
+                    continue
+                info = fs.info(rel).get("dvc_info") or {}
+                oid = info.get("md5")
+                if oid and info.get("type") != "directory" and odb.exists(oid):
+                    continue  # in the local cache: `dvc checkout` brings it back
+                out.append(rel)
             except (OSError, ValueError):
                 continue
         return out

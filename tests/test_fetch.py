@@ -150,3 +150,45 @@ def test_bad_stage_and_no_remote_are_clear_errors(dataset: tuple[Path, Path], ss
     assert down.returncode == 2 and down.stderr.startswith("dvc-cuvis: error: dvc pull: "), \
         down.stderr
     assert len(down.stderr.splitlines()) == 1 and "Connect call failed" in down.stderr
+
+
+def test_granular_targets_give_dvcs_view_without_reparsing(dataset: tuple[Path, Path],
+                                                           sshd: Sshd, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Paths inside a tracked folder: the view DVC itself builds, with no dvc.yaml or
+    dvc.lock parsed again once DVC's index is built (DVC parses both per attempt)."""
+    import contextlib
+
+    from dvc.dvcfile import FileMixin
+    from dvc.repo import Repo
+    from dvc.repo.index import index_from_targets
+
+    from dvc_cuvis.fetch import granular_targets
+
+    repo, _ = dataset
+    other = clone(repo, tmp_path / "view", sshd)
+    monkeypatch.chdir(other)  # DVC reads relative targets from the working directory
+    targets = sorted(stage_paths(other, "test"))
+    loads: list[str] = []
+    original = FileMixin._load
+
+    def counting(self: FileMixin, *args: object, **kwargs: object) -> object:
+        loads.append(self.relpath)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(FileMixin, "_load", counting)
+    seen = {}
+    for patched in (False, True):
+        with Repo(str(other)) as dvc_repo:
+            dvc_repo.index  # noqa: B018  (built once, as the fetch builds it)
+            loads.clear()
+            with granular_targets(dvc_repo) if patched else contextlib.nullcontext():
+                view = index_from_targets(dvc_repo, targets=targets)
+                seen[patched] = ([str(o) for o in view.outs], set(view.data_keys["repo"]),
+                                 list(loads))
+                assert [s.name for s in dvc_repo.stage.collect("bake")] == ["bake"]
+    assert seen[True][:2] == seen[False][:2]
+    assert seen[True][1] == {tuple(t.split("/")) for t in targets}
+    assert seen[False][2], "DVC re-parses its files per index (the cost removed)"
+    assert seen[True][2] == []
