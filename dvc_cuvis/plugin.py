@@ -149,6 +149,13 @@ class _Guarded:
     def _check_names(cls, params: dict[str, Any]) -> None:
         valid = cls.valid_params()
         for key in sorted(params, key=str):
+            if key in VERSION_PARAMS and key not in valid:
+                raise DvcCuvisError(
+                    f"{cls.DATA_MODULE_NAME}: '{key}' (training on a dataset version) is "
+                    "supported by dvc_npz_multi only, not yet here; materialize the frames "
+                    "and train with dvc_npz_multi, or check the version out "
+                    f"(`git checkout {params.get('rev') or 'REV'} && dvc pull`) and drop "
+                    f"'{key}'")
             if key not in valid:
                 hint = closest(str(key), valid)
                 more = f"; did you mean '{hint}'?" if hint else ""

@@ -167,3 +167,26 @@ def test_dvc_npz_multi_trains_on_each_pinned_version(
         data = yaml.safe_load(TRAINRUN_DATA.format(rev="v7", repo=trainer, cache=tmp_path))
         data["splits"] = DataSplitConfig(**data["splits"])
         DvcNpzMultiDataModule(**data)
+
+
+@pytest.mark.parametrize("name", ["dvc_cu3s_multi", "dvc_tiff_paired"])
+@pytest.mark.parametrize("key", ["rev", "repo", "cache_dir"])
+def test_a_version_on_a_module_without_it_is_a_clear_error(name: str, key: str,
+                                                           tmp_path: Path) -> None:
+    """Only dvc_npz_multi trains on a dataset version; the others say so (not "mistyped")."""
+    pytest.importorskip("cuvis_ai_dataloader")
+    from dvc_cuvis.plugin import DvcCu3sMultiDataModule, DvcTiffPairedDataModule
+
+    cls = {"dvc_cu3s_multi": DvcCu3sMultiDataModule,
+           "dvc_tiff_paired": DvcTiffPairedDataModule}[name]
+    want = (rf"^{name}: '{key}' \(training on a dataset version\) is supported by "
+            r"dvc_npz_multi only, not yet here; materialize the frames and train with "
+            rf"dvc_npz_multi, or check the version out \(`git checkout "
+            rf"{'v1' if key == 'rev' else 'REV'} && dvc pull`\) and drop '{key}'$")
+    params = {key: "v1" if key == "rev" else str(tmp_path)}
+    with pytest.raises(DvcCuvisError, match=want):
+        cls.validate_params(params)
+    folder = "images_dir" if name == "dvc_tiff_paired" else "universe_csv"
+    with pytest.raises(DvcCuvisError, match=want):  # before anything is read
+        cls(**{folder: str(tmp_path / "absent"), **params})
+    assert not list(tmp_path.iterdir())
