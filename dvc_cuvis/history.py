@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.splits import (
@@ -186,20 +185,15 @@ def _dvc_declares(commit: Any, path: str) -> bool:
     prefixes = ["/".join(parts[:k]) for k in range(len(parts), 0, -1)]
     if any(_exists(commit, f"{p}.dvc") for p in prefixes):
         return True
-    try:
-        lock = yaml.safe_load((commit.tree / "dvc.lock").data_stream.read()) or {}
-    except (KeyError, yaml.YAMLError):
+    from dvc_cuvis.lockfile import LockFile, LockReadError
+
+    try:  # the one dvc.lock reader
+        text = (commit.tree / "dvc.lock").data_stream.read().decode("utf-8")
+        lock = LockFile.parse(text, Path("dvc.lock"))
+    except (KeyError, UnicodeDecodeError, LockReadError):
         return False
-    stages = lock.get("stages") if isinstance(lock, dict) else None
-    if not isinstance(stages, dict):
-        return False
-    for stage in stages.values():
-        outs = stage.get("outs") if isinstance(stage, dict) else None
-        for out in outs if isinstance(outs, list) else []:
-            out_path = str(out.get("path", "")) if isinstance(out, dict) else ""
-            if out_path and os.path.normpath(out_path) in prefixes:
-                return True
-    return False
+    return any(os.path.normpath(str(out.get("path", ""))) in prefixes
+               for stage in lock.stages for out in stage.outs if out.get("path"))
 
 
 def _exists(commit: Any, path: str) -> bool:
@@ -259,10 +253,12 @@ def load_version(
     constraints = [r.to_dict() for r in evaluate_constraints(res, cfg.constraints)]
     params: dict[str, Any] = {}
     if params_path:
-        try:
-            loaded = yaml.safe_load(tree.read(rev, params_path)) or {}
+        from dvc_cuvis.repo import parse_yaml
+
+        try:  # the one YAML reader
+            loaded = parse_yaml(tree.read(rev, params_path), f"{label}:{params_path}")
             params = loaded if isinstance(loaded, dict) else {}
-        except (DvcCuvisError, yaml.YAMLError):
+        except DvcCuvisError:
             params = {}
     return Version(label, uni, res.stages, cfg.universe_hash, constraints, params)
 
