@@ -908,7 +908,9 @@ def test_rows_without_a_digest_or_a_path_are_not_content_checked(tmp_path: Path)
     (tmp_path / "f").mkdir()
     (tmp_path / "f/a.npz").write_bytes(b"a" * 10)
     (tmp_path / "f/src.tif").write_bytes(b"t" * 10)
-    rows = [("a.cu3s", "0", "f/a.npz", md5(tmp_path / "f/a.npz")),
+    rows = [("0first.cu3s", "0", "f/zero.npz", ""),  # first, no digest: the rest still read
+            ("a.cu3s", "0", "f/a.npz", md5(tmp_path / "f/a.npz")),
+
             ("f/src.tif", "0", "", md5(tmp_path / "f/src.tif")),  # no path: the source is it
             ("gone.cu3s", "0", "f/gone.npz", ""),  # no digest recorded: nothing to compare
             ("gone2.cu3s", "0", "", "")]
