@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
-from dvc_cuvis.digests import Stamp, StatCache, stamp_of
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
+from dvc_cuvis.hashing import Stamp, stamp_of
 from dvc_cuvis.lockfile import LockFile, LockReadError, compare, find_lock, vouched_below
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.selectors import walk
+from dvc_cuvis.specs import VERIFY_MODES
 from dvc_cuvis.splits import (
     EXCLUSIVE_STAGES,
     effective_splits,
@@ -48,6 +49,7 @@ from dvc_cuvis.splits import (
     load_splits_stamped,
     resolve,
 )
+from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import (
     Universe,
     anomaly_notions_differ,
@@ -586,7 +588,7 @@ def verify(
     data_dir : str, optional
         What ``{DATA_DIR}`` stands for (default: inferred from the universe's sources).
     cache : StatCache, optional
-        The stat cache (e.g. :func:`~dvc_cuvis.digests.open_stat_cache`); None uses a
+        The stat cache (e.g. :func:`~dvc_cuvis.stat_cache.open_stat_cache`); None uses a
         fresh in-memory one, so nothing is remembered between calls.
     checks : iterable of str, default CHECKS
         Which of ``universe, content, selection, constraints, staleness`` to run.
@@ -731,10 +733,6 @@ def verify(
         findings.append(staleness)
     cache.save()
     return DriftReport(where, str(uni.path or "universe"), findings)
-
-
-#: What a failed check does before training: raise, log, or nothing (:func:`ensure`).
-VERIFY_MODES: tuple[str, ...] = ("strict", "warn", "off")
 
 
 def check_verify_mode(mode: str) -> str:

@@ -211,7 +211,7 @@ def test_a_corrupt_dvc_lock_fails_the_check(repo: Path, cli, monkeypatch,
 
 def test_a_corrupt_dvc_lock_is_not_vouched_for_and_no_verdict_is_remembered(
         repo: Path) -> None:
-    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.stat_cache import StatCache
 
     (repo / "dvc.lock").write_text("stages: [unterminated\n")
     cache = repo / "c.bin"
@@ -393,7 +393,7 @@ def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
     """The content check's contract with dvc.lock's vouching (lockfile.Comparison.vouched:
     folder -> the files under it): vouched files are not read but counted, every other
     file named by a digest column is still read."""
-    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.stat_cache import StatCache
     from dvc_cuvis.drift import _check_content
 
     _cu3s_like(tmp_path, annotations=True)
@@ -818,7 +818,7 @@ def test_a_digest_missing_on_either_side_is_no_redigest() -> None:
 
 
 def test_a_remembered_verdict_never_answers_for_other_options(tmp_path: Path) -> None:
-    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.stat_cache import StatCache
 
     _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]},
                                 {"kind": "categories", "any_of": ["dent"]}],
@@ -864,7 +864,7 @@ def test_a_remembered_verdict_never_answers_for_other_options(tmp_path: Path) ->
 
 
 def test_a_tokenized_split_remembers_its_data_dir(tmp_path: Path) -> None:
-    from dvc_cuvis.digests import StatCache
+    from dvc_cuvis.stat_cache import StatCache
     from dvc_cuvis.universe import write_universe
 
     data = tmp_path.resolve().as_posix() + "/d"
