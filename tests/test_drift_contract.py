@@ -393,8 +393,8 @@ def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
     """The content check's contract with dvc.lock's vouching (lockfile.Comparison.vouched:
     folder -> the files under it): vouched files are not read but counted, every other
     file named by a digest column is still read."""
-    from dvc_cuvis.stat_cache import StatCache
     from dvc_cuvis.drift import _check_content
+    from dvc_cuvis.stat_cache import StatCache
 
     _cu3s_like(tmp_path, annotations=True)
     uni = read_universe(tmp_path / "universe.csv")
@@ -886,6 +886,25 @@ def test_a_tokenized_split_remembers_its_data_dir(tmp_path: Path) -> None:
     wrong = run(tmp_path.resolve().as_posix())
     assert not wrong.ok and not wrong.reused_verdict
     assert wrong.finding("universe").status == "drift"
+
+
+def test_a_data_dir_ending_in_x_is_used_as_given(tmp_path: Path) -> None:
+    """Only trailing slashes leave ``--data-dir``: a folder named ``scanX`` stays ``scanX``."""
+    from dvc_cuvis.stat_cache import StatCache
+    from dvc_cuvis.universe import write_universe
+
+    data = tmp_path.resolve().as_posix() + "/scanX"
+    uni = Universe.from_records([{"source": f"{data}/{k}.cu3s", "index": 0} for k in "ab"])
+    write_universe(uni, tmp_path / "universe.csv")
+    (tmp_path / "splits.json").write_text(json.dumps({
+        "universe_hash": _sha(sorted(f"{{DATA_DIR}}/{k}.cu3s#0" for k in "ab")),
+        "train": [{"kind": "files", "paths": ["{DATA_DIR}/a.cu3s"]}],
+        "val": [{"kind": "files", "paths": ["{DATA_DIR}/b.cu3s"]}]}))
+    report = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
+                    data_dir=data + "/", cache=StatCache(tmp_path / "c.bin"))
+    assert report.ok and report.exit_code == 0, report.render()
+    assert report.finding("universe").details["data_dir"] == data
+    assert report.finding("selection").status == "ok"
 
 
 def test_the_data_on_disk_given_as_a_function(repo: Path) -> None:
