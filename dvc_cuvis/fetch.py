@@ -301,7 +301,7 @@ def verify_files(root: Path, files: Sequence[FetchFile], *, progress: bool = Fal
 
     Raises :class:`DvcCuvisError` naming the first file that is missing or differs.
     """
-    from dvc_cuvis.digests import file_md5
+    from dvc_cuvis.hashing import file_md5
     from dvc_cuvis.progress import progress as bar
 
     total = 0
@@ -327,7 +327,7 @@ def fetch(plan: FetchPlan, *, jobs: int | None = None, remote: str | None = None
 
     Files already in the workspace with the recorded md5 are not asked for again.
     """
-    from dvc_cuvis.digests import file_md5
+    from dvc_cuvis.hashing import file_md5
     from dvc_cuvis.progress import progress as bar
 
     todo, present = [], 0

@@ -164,8 +164,8 @@ def stage_frames(
         Unknown revision, unreadable files, a stage that selects nothing, a file DVC
         cannot fetch, or a fetched file whose md5 differs from the universe's record.
     """
-    from dvc_cuvis.digests import file_md5
     from dvc_cuvis.fetch import dvc_error, granular_targets, quiet_dvc
+    from dvc_cuvis.hashing import file_md5
     from dvc_cuvis.splits import STAGES, parse_splits, resolve
     from dvc_cuvis.universe import parse_universe_bytes
 
