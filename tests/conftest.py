@@ -12,6 +12,8 @@ import pytest
 from dvc_cuvis.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
+#: A test double of Cubert's ``cuvis`` SDK (the real one needs libcuvis.so).
+SDK_DOUBLE = Path(__file__).parent / "sdk_double"
 
 
 @dataclass
@@ -63,3 +65,15 @@ def write_universe_csv(
     """Write a tiny universe.csv (rows as given, LF endings)."""
     path.write_text(header + "\n" + "".join(f"{s},{i}\n" for s, i in rows), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def sdk(monkeypatch: pytest.MonkeyPatch):
+    """The cuvis SDK test double on ``sys.path`` (its call log cleared); yields the module."""
+    monkeypatch.syspath_prepend(str(SDK_DOUBLE))
+    sys.modules.pop("cuvis", None)
+    import cuvis
+
+    cuvis.CALLS.clear()
+    yield cuvis
+    sys.modules.pop("cuvis", None)

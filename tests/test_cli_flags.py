@@ -7,16 +7,14 @@ and its library option (a flag wired to the wrong option, or not at all, fails h
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from dvc_cuvis.splits import load_splits
 from dvc_cuvis.universe import read_universe
 
-from .test_enumerate import SDK_DOUBLE, write_session
+from .test_enumerate import write_session
 from .test_tiff import write_cube, write_label
 
 
@@ -25,16 +23,6 @@ def _universe(path: Path, sessions: int = 12, frames: int = 3) -> Path:
     path.write_text("source,index\n" + rows)
     return path
 
-
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.syspath_prepend(str(SDK_DOUBLE))
-    sys.modules.pop("cuvis", None)
-    import cuvis
-
-    cuvis.CALLS.clear()
-    yield cuvis
-    sys.modules.pop("cuvis", None)
 
 
 def test_enumerate_tiff_images_and_labels_folders(cli, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import read_universe
 from examples.generate import generate
 
-SDK_DOUBLE = Path(__file__).parent / "sdk_double"
+from .conftest import SDK_DOUBLE  # noqa: F401  (imported from here by other tests)
 
 
 @pytest.fixture(scope="module")
@@ -103,16 +103,6 @@ def test_universe_format_rebases_paths(dataset: Path, tmp_path: Path) -> None:
     assert uni.column("split") == ["train", "val"] and uni.column("camera") == ["c1", "c1"]
     assert uni.value("md5", 0) == file_md5(dataset / "data/npz/day1_line-a_s01/frame_0000.npz")
 
-
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.syspath_prepend(str(SDK_DOUBLE))
-    sys.modules.pop("cuvis", None)
-    import cuvis
-
-    cuvis.CALLS.clear()
-    yield cuvis
-    sys.modules.pop("cuvis", None)
 
 
 def write_session(path: Path, n: int, seed: int = 0) -> None:

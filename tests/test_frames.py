@@ -6,10 +6,8 @@ import hashlib
 import io
 import json
 import os
-import sys
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,7 @@ from dvc_cuvis.materialize import (
 from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import Universe, read_universe, write_universe
 
-from .test_enumerate import SDK_DOUBLE, write_session
+from .test_enumerate import write_session
 from .test_materialize import tree
 
 # -- the frame bytes -----------------------------------------------------------------------
@@ -130,14 +128,6 @@ def test_the_layout_a_person_expects() -> None:
 
 # -- migration of a version-1 folder -------------------------------------------------------
 
-
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The cuvis SDK test double (multi-frame ``.cu3s`` sessions)."""
-    monkeypatch.syspath_prepend(str(SDK_DOUBLE))
-    sys.modules.pop("cuvis", None)
-    yield
-    sys.modules.pop("cuvis", None)
 
 
 def _dataset(root: Path, rows: list[tuple[str, int]], seed: int = 0) -> Universe:

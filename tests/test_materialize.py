@@ -30,7 +30,7 @@ from dvc_cuvis.stat_cache import StatCache
 from dvc_cuvis.universe import read_universe, write_universe
 from examples.generate import generate
 
-from .test_enumerate import SDK_DOUBLE, write_session
+from .test_enumerate import write_session
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -230,15 +230,6 @@ def test_kill_9_then_rerun_gives_clean_bytes(tmp_path: Path) -> None:
     subprocess.run([*args, "--out-dir", str(victim)], check=True, capture_output=True)
     assert tree(victim) == tree(clean)
 
-
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.syspath_prepend(str(SDK_DOUBLE))
-    sys.modules.pop("cuvis", None)
-    import cuvis
-
-    yield cuvis
-    sys.modules.pop("cuvis", None)
 
 
 def test_cu3s_frames_via_sdk_double(sdk, tmp_path: Path) -> None:

@@ -255,19 +255,6 @@ def test_restore_trainrun_cli_exits_non_zero_on_drift(proj: Path) -> None:
 # -- dvc_cu3s_multi (SDK double) and dvc_tiff_paired -----------------------------------------
 
 
-SDK_DOUBLE = Path(__file__).parent / "sdk_double"
-
-
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.syspath_prepend(str(SDK_DOUBLE))
-    sys.modules.pop("cuvis", None)
-    import cuvis
-
-    yield cuvis
-    sys.modules.pop("cuvis", None)
-
-
 def _registry() -> Any:
     from cuvis_ai_core.utils.node_registry import NodeRegistry
 
