@@ -502,6 +502,20 @@ def test_allow_partial_passes_and_still_names_the_selector(tmp_path: Path, cli,
     assert f"partial: {sel['details']['partial'][0]}" in text.out
 
 
+def test_the_library_refuses_a_partial_selector_unless_allowed(tmp_path: Path) -> None:
+    """verify()'s own default (not the CLI's): a partial selector fails the report."""
+    from dvc_cuvis.drift import verify
+
+    _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]}],
+                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
+    report = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None, cache=None)
+    assert not report.ok and report.exit_code == 1
+    assert report.finding("selection").status == "violation"
+    allowed = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
+                     cache=None, allow_partial=True)
+    assert allowed.ok and allowed.finding("selection").status == "ok"
+
+
 def test_a_categories_selector_is_resolved_with_the_category_map(tmp_path: Path, cli,
                                                                  monkeypatch) -> None:
     _small(tmp_path, {"train": [{"kind": "categories", "any_of": ["dent"]}],
