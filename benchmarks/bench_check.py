@@ -586,18 +586,15 @@ def setup_ratio(csv: Path, cache_path: Path, repeat: int) -> tuple[list[float], 
     return plain_t, guard_t, fresh
 
 
-def epoch_read(csv: Path, repeat: int = 3) -> float:
+def epoch_read_of(make: Callable[[], Any], repeat: int = 3) -> float:
     """One epoch's read of the frames ``setup('fit')`` serves (median, page cache warm).
 
-    Every batch of an unguarded ``MultiNpzDataModule``'s train and val loaders
+    Every batch of the train and val loaders of the module ``make()`` builds
     (num_workers=0): the work the guard's added time is measured against.
     """
-    from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
 
     def one() -> float:
-        dm = MultiNpzDataModule(universe_csv=str(csv), splits=load_splits(csv.parent /
-                                                                          "splits.json"),
-                                batch_size=BATCH)
+        dm = make()
         dm.setup("fit")
         gc.collect()
         t = time.perf_counter()
@@ -605,8 +602,18 @@ def epoch_read(csv: Path, repeat: int = 3) -> float:
             for _ in loader:
                 pass
         return time.perf_counter() - t
+
     one()
     return median([one() for _ in range(repeat)])
+
+
+def epoch_read(csv: Path, repeat: int = 3) -> float:
+    """One epoch's read through an unguarded ``MultiNpzDataModule`` over ``csv``."""
+    from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
+
+    return epoch_read_of(lambda: MultiNpzDataModule(
+        universe_csv=str(csv), splits=load_splits(csv.parent / "splits.json"),
+        batch_size=BATCH), repeat)
 
 
 def guard_goal_rows(key: str, label: str, added: float, epoch: float, floor: float,

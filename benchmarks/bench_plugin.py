@@ -25,7 +25,6 @@ information.
 
 from __future__ import annotations
 
-import gc
 import logging
 import sys
 import time
@@ -35,7 +34,7 @@ from typing import Any
 import _common
 import numpy as np
 from _common import Row, median, timed
-from bench_check import write_sources
+from bench_check import epoch_read_of, write_sources
 from bench_pipeline import SlowdownRow
 
 from dvc_cuvis.bake import BakeOptions, bake
@@ -83,23 +82,6 @@ def modules(mat: Path, cache: Path) -> tuple[Any, Any]:
     return plain, guarded
 
 
-def epoch_read(plain: Any, repeat: int = 3) -> float:
-    """One epoch's read of the frames setup('fit') serves: train + val loaders."""
-
-    def one() -> float:
-        dm = plain()
-        dm.setup("fit")
-        gc.collect()
-        t = time.perf_counter()
-        for loader in (dm.train_dataloader(), dm.val_dataloader()):
-            for _ in loader:
-                pass
-        return time.perf_counter() - t
-
-    one()
-    return median([one() for _ in range(repeat)])
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = _common.standard_args((__doc__ or "").split("\n\n")[0], seed=True)
     args = ap.parse_args(argv)
@@ -125,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(timed(m.setup, "fit")[0])
                 if m.train_ds is None or not len(m.train_ds):
                     raise AssertionError("setup('fit') built no train dataset")
-        epoch = epoch_read(plain, 1 if args.quick else 3)
+        epoch = epoch_read_of(plain, 1 if args.quick else 3)
         added = max(median(guard_t) - median(plain_t), 0.0)
         frames = len(read_universe(mat / "universe.csv"))
         log(f"setup('fit') medians: npz_multi {median(plain_t) * 1e3:.2f} ms, dvc_npz_multi "
