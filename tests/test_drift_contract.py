@@ -226,6 +226,20 @@ def test_a_corrupt_dvc_lock_is_not_vouched_for_and_no_verdict_is_remembered(
     assert "staleness" in str(info.value) and info.value.exit_code == 1
 
 
+def test_the_lock_is_looked_up_beside_the_split_file_first(tmp_path: Path) -> None:
+    """splits.json in one project, universe.csv elsewhere: the split's dvc.lock is checked."""
+    _small(tmp_path / "data", {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
+                               "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
+    project = tmp_path / "project"
+    (project / ".dvc").mkdir(parents=True)
+    (tmp_path / "data" / "splits.json").rename(project / "splits.json")
+    (project / "dvc.lock").write_text("stages: [unterminated\n")
+    r = verify(project / "splits.json", tmp_path / "data" / "universe.csv", cache=None)
+    assert r.finding("staleness").status == "violation"
+    assert r.finding("staleness").details == {"lock": str(project / "dvc.lock")}
+    assert not r.ok and r.exit_code == 1
+
+
 # -- the split given as a config object ----------------------------------------------------
 
 
