@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import Row, finish, median, standard_args, workspace
 
-from tests._sshd import ENV, find_sshd, sh, start_sshd, use_remote
+from tests._sshd import ENV, clone, find_sshd, sh, start_sshd, use_remote
 
 
 def build(root: Path, server: object, store: Path, sessions: int, frames: int,
@@ -61,12 +61,6 @@ def build(root: Path, server: object, store: Path, sessions: int, frames: int,
     sh("git", "commit", "-qm", "dataset", cwd=root)
     sh("dvc", "push", cwd=root)
     return root
-
-
-def fresh_clone(repo: Path, dest: Path, keyfile: Path) -> Path:
-    sh("git", "clone", "-q", repo, dest, cwd=repo.parent)
-    sh("dvc", "remote", "modify", "--local", "store", "keyfile", keyfile, cwd=dest)
-    return dest
 
 
 def timed(cmd: list[str], cwd: Path) -> float:
@@ -114,10 +108,10 @@ def main() -> int:
             total = npz_files(repo, "data/npz")
             ours, base, ours_idle, base_idle, got = [], [], [], [], 0
             for k in range(rounds):
-                a = fresh_clone(repo, work / f"stage{k}", server.keyfile)
+                a = clone(repo, work / f"stage{k}", server)
                 ours.append(timed(["dvc-cuvis", "fetch", "--stage", "test"], a))
                 got = npz_files(a, "data/npz")
-                b = fresh_clone(repo, work / f"pull{k}", server.keyfile)
+                b = clone(repo, work / f"pull{k}", server)
                 base.append(timed(["dvc", "pull", "data/npz.dvc"], b))
                 assert npz_files(b, "data/npz") == total
                 ours_idle.append(timed(["dvc-cuvis", "fetch", "--stage", "test"], b))
