@@ -176,8 +176,7 @@ def _detail_lines(details: dict[str, Any], limit: int = 8) -> list[str]:
 def is_tokenized(cfg: DataSplitConfig) -> bool:
     """True if any selector names a source through the ``{DATA_DIR}`` token."""
     for sel in walk(cfg):
-        names = [sel.source or "", *sel.paths, sel.pattern or ""]
-        if any(TOKEN in n for n in names):
+        if any(n and TOKEN in n for n in (sel.source, *sel.paths, sel.pattern)):
             return True
     return False
 
@@ -269,15 +268,13 @@ def _sources(uni: Universe, uids: Iterable[str]) -> list[str]:
     """The sources of ``uids``, as the universe records them (never parsed out of a uid:
     a source may hold a ``#``)."""
     wanted = set(uids)
-    return sorted({s for u, s in zip(uni.uids(), uni.column("source"), strict=True)
-                   if u in wanted})
+    return sorted({s for u, s in uni.rows("uid", "source") if u in wanted})
 
 
 def _redigested(old: Universe, new: Universe) -> list[str]:
     """uids in both whose recorded md5 differs (only where both carry a digest)."""
-    was = dict(zip(old.uids(), old.column("md5"), strict=True))
-    return sorted(u for u, d in zip(new.uids(), new.column("md5"), strict=True)
-                  if d and was.get(u) and was[u] != d)
+    was = dict(old.rows("uid", "md5"))
+    return sorted(u for u, d in new.rows("uid", "md5") if d and was.get(u) and was[u] != d)
 
 
 def _renames(
@@ -289,7 +286,7 @@ def _renames(
 
     def by_source(uni: Universe, uids: set[str]) -> dict[str, tuple[str, ...]]:
         out: dict[str, list[str]] = {}
-        for u, s, d in zip(uni.uids(), uni.column("source"), uni.column("md5"), strict=True):
+        for u, s, d in uni.rows("uid", "source", "md5"):
             if u in uids:
                 out.setdefault(s, []).append(d)
         return {s: tuple(sorted(v)) for s, v in out.items() if all(v)}  # no digest: no pair
@@ -330,7 +327,8 @@ def _recorded_files(
         skipped |= here
         if len(here) == len(distinct):
             continue
-        for pos, (rel, digest) in enumerate(zip(paths, digests, strict=True)):
+        for pos, digest in enumerate(digests):
+            rel = paths[pos]
             if not rel or not digest or rel in here:
                 continue
             entry = files.get(rel)
@@ -347,7 +345,7 @@ def _known_digests(current: Universe | None) -> dict[str, str]:
     if current is not None:
         for column, digest_col in DIGEST_COLUMNS:
             if current.has_column(column) and current.has_column(digest_col):
-                known.update(zip(current.column(column), current.column(digest_col), strict=True))
+                known.update(current.rows(column, digest_col))
     return known
 
 
@@ -389,8 +387,7 @@ def _check_content(
     details: dict[str, Any] = {"missing": missing, "modified": modified,
                                "affected_samples": len(bad_rows)}
     if assignment is not None:
-        hit = np.fromiter(bad_rows, dtype=np.int64, count=len(bad_rows))
-        codes = assignment[hit] if len(hit) else np.zeros(0, dtype=np.int8)
+        codes = assignment[np.fromiter(bad_rows, dtype=np.int64)]
         details["affected_stages"] = {s: int((codes == c).sum())
                                       for c, s in enumerate(EXCLUSIVE_STAGES) if (codes == c).any()}
     summary = f"{len(modified)} file(s) modified, {len(missing)} missing since enumerate"
@@ -482,7 +479,8 @@ def _check_staleness(
 def _lock_path(lock: Path | str | None, splits: Path | None, universe: Path | None) -> Path | None:
     """``lock="auto"``: the dvc.lock of the repository holding the split (or universe)."""
     if lock == "auto":
-        return find_lock((splits or universe or Path("x")).parent)
+        anchor = splits or universe
+        return find_lock(anchor.parent if anchor is not None else Path.cwd())
     return Path(lock) if lock else None
 
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -444,6 +444,22 @@ class Universe:
             return [""] * len(self)
         # one decode for the whole column (a cell never holds NUL: refused on read)
         return b"\0".join(col.tolist()).decode("utf-8").split("\0")
+
+    @overload
+    def rows(self, a: str, b: str, /) -> Iterator[tuple[str, str]]: ...
+    @overload
+    def rows(self, a: str, b: str, c: str, /) -> Iterator[tuple[str, str, str]]: ...
+    @overload
+    def rows(self, *names: str) -> Iterator[tuple[str, ...]]: ...
+
+    def rows(self, *names: str) -> Iterator[tuple[str, ...]]:
+        """Cells of columns ``names`` row by row in canonical order (``"uid"``: the uid).
+
+        Every column of one universe has one cell per row, so the columns are zipped
+        strictly here, once, rather than at each caller.
+        """
+        cols = [self.uids() if n == "uid" else self.column(n) for n in names]
+        return zip(*cols, strict=True)
 
     def raw_column(self, name: str) -> npt.NDArray[np.bytes_] | None:
         """The undecoded UTF-8 byte array of an optional column, or None."""
