@@ -53,7 +53,29 @@ def build_npz_pipeline(root: Path) -> None:
     sh("dvc", "repro", cwd=root)
 
 
-BUILDERS: dict[str, Callable[[Path], None]] = {"npz-pipeline": build_npz_pipeline}
+def build_tracked_npz_pipeline(root: Path) -> None:
+    """A small npz dataset (4 sessions x 2 frames) whose data DVC tracks (``dvc-cuvis init``
+    runs ``dvc add data/npz``), the pipeline run and pushed to a local remote beside it,
+    everything committed: a ``git clone`` of it is a clone that has not pulled (no data, no
+    ``materialized/``, no DVC cache)."""
+    from examples.generate import generate
+
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    generate(root / "data", sessions=4, frames=2, size=(8, 8), bands=4, seed=5)
+    shutil.rmtree(root / "data" / "tiff")
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
+    sh("dvc", "repro", cwd=root)
+    remote = root.parent / "tracked-npz-pipeline.remote"  # beside the repo: a stable path
+    shutil.rmtree(remote, ignore_errors=True)
+    sh("dvc", "remote", "add", "-d", "store", str(remote), cwd=root)
+    sh("dvc", "push", "-q", cwd=root)
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "dataset", cwd=root)
+
+
+BUILDERS: dict[str, Callable[[Path], None]] = {"npz-pipeline": build_npz_pipeline,
+                                               "tracked-npz-pipeline": build_tracked_npz_pipeline}
 
 
 def _fingerprint() -> str:

@@ -205,7 +205,8 @@ def test_a_corrupt_dvc_lock_fails_the_check(repo: Path, cli, monkeypatch,
     assert statuses(checks) == {**ALL_OK, "staleness": "violation"}
     assert verdict(text.out) == "FAILED"
     assert "[FAIL] staleness: " in text.out and "dvc.lock" in checks["staleness"]["summary"]
-    assert "dvc repro" in checks["staleness"]["fix"]
+    assert checks["staleness"]["fix"] == (
+        "restore dvc.lock (`git checkout dvc.lock`) or write it again with `dvc repro`")
     assert "Traceback" not in text.err and "internal error" not in text.err
 
 
@@ -1082,3 +1083,216 @@ def test_a_tokenized_split_with_dir_indices_resolves_against_the_data_dir(
     assert r.finding("selection").summary == (
         "every selector resolves fully: train=1 val=2 test=0 predict=4")
     assert r.finding("universe").summary == f"4 samples, hash {pin[:12]} matches the pin"
+
+
+# -- each check on its own (``checks=[...]``), and what the report names -----------------
+
+
+_LEAKY = {"constraints": [{"kind": "no_split_overlap", "severity": "error"}],
+          "train": [{"kind": "files", "paths": ["s0.cu3s", "s2.cu3s", "s3.cu3s"]}],
+          "val": [{"kind": "files", "paths": ["s1.cu3s"]}],
+          "test": [{"kind": "files", "paths": ["s4.cu3s", "s5.cu3s"]}]}  # g0 = s0 + s1
+
+
+def test_the_constraints_check_alone_names_every_result(tmp_path: Path) -> None:
+    """A satisfied constraint is listed with its severity and no reason; a violated one
+    with its reason; no selection finding is reported when only constraints are asked."""
+    _small(tmp_path, _LEAKY, group=True)
+    r = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
+               checks=["constraints"])
+    assert [f.check for f in r.findings] == ["constraints"]
+    assert not r.ok and r.exit_code == 1
+    c = r.finding("constraints")
+    assert (c.status, c.summary) == ("violation", "group_leakage violated")
+    assert c.details == {"results": {"no_split_overlap": "satisfied (error)",
+                                     "group_leakage": "violated (error): 1 group(s) span >1 of "
+                                                      "train/val/test"},
+                         "offending": ["g0"]}
+
+
+def test_the_selection_check_alone(tmp_path: Path) -> None:
+    _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]}],
+                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
+    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
+    bad = verify(sp, csv, lock=None, checks=["selection"])
+    assert [(f.check, f.status) for f in bad.findings] == [("selection", "violation")]
+    assert not bad.ok and bad.exit_code == 1
+    assert bad.findings[0].summary == (
+        "1 selector(s) match only partly (1 requested sample(s) absent)")
+    good = verify(sp, csv, lock=None, checks=["selection"], allow_partial=True)
+    assert [(f.check, f.status) for f in good.findings] == [("selection", "ok")] and good.ok
+
+
+def test_the_content_check_alone_counts_the_stages_it_touches(repo: Path) -> None:
+    stages = stage_of(repo / "splits.json")
+    frame = "day1_line-a_s01/frame_0000.npz"
+    _flip(repo / "data/npz" / frame)
+    r = verify(repo / "splits.json", repo / "universe.csv", lock=None, checks=["content"])
+    assert [f.check for f in r.findings] == ["content"] and not r.ok
+    f = r.finding("content")
+    assert (f.status, f.summary) == ("drift", "1 file(s) modified, 0 missing since enumerate")
+    assert f.details == {"missing": [], "modified": [f"data/npz/{frame}"],
+                         "affected_samples": 1, "affected_stages": {stages[frame]: 1}}
+    assert f.fix == ("restore the files (`dvc checkout` / `dvc pull`) or re-enumerate and "
+                     "re-bake (`dvc repro`)")
+
+
+def test_a_universe_path_leading_outside_its_folder_is_refused(tmp_path: Path, cli,
+                                                               monkeypatch) -> None:
+    """A symlinked folder that leads out of the universe's folder: a usage error naming the
+    universe path (exit 2), never a read of the file behind it."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out/x.npz").write_bytes(b"x")
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    (inside / "f").symlink_to("../out")
+    (inside / "universe.csv").write_text("source,index,materialized_path,md5\n"
+                                         f"a.cu3s,0,f/x.npz,{'0' * 32}\n")
+    monkeypatch.chdir(inside)
+    (inside / "splits.json").write_text(json.dumps({"train": [{"kind": "all"}]}))
+    r = cli("check", "--no-params", "--no-lock", "--stat-cache", "none", "--allow-unpinned")
+    assert r.code == 2, r.out + r.err
+    assert r.out == ""
+    real = os.path.realpath(tmp_path / "out/x.npz")
+    assert r.err == (f"dvc-cuvis: error: universe path 'f/x.npz' leads outside . (a symlink "
+                     f"to {real}); refusing to follow it\n"), r.err
+    uni = Universe.from_records([{"source": "a.cu3s", "index": 0,
+                                  "materialized_path": "../x.npz", "md5": "0" * 32}])
+    with pytest.raises(DvcCuvisError) as info:
+        verify(DataSplitConfig(train=[Selector(kind="all")]), uni, lock=None,
+               allow_unpinned=True)
+    assert str(info.value) == "universe path '../x.npz' contains '..'; it must stay inside ."
+
+
+# -- the remembered verdict: what it answers for, and what it says ------------------------
+
+
+def test_a_reused_verdict_names_the_same_split_and_universe(tmp_path: Path) -> None:
+    from dvc_cuvis.stat_cache import StatCache
+
+    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
+                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
+    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
+    first = verify(sp, csv, lock=None, cache=StatCache(tmp_path / "c.bin"))
+    again = verify(sp, csv, lock=None, cache=StatCache(tmp_path / "c.bin"))
+    assert first.ok and not first.reused_verdict and again.reused_verdict
+    assert (again.splits, again.universe) == (first.splits, first.universe) == (str(sp),
+                                                                               str(csv))
+    assert again.to_dict() == {**first.to_dict(), "reused_verdict": True}
+    head, *rest = first.render().splitlines()
+    assert again.render().splitlines() == [
+        head + " (the last clean verdict: no file it rests on has changed)", *rest]
+
+
+def test_a_partial_checks_verdict_never_answers_for_a_full_check(tmp_path: Path) -> None:
+    from dvc_cuvis.stat_cache import StatCache
+
+    _small(tmp_path, _LEAKY, group=True)
+    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
+
+    def run(checks):
+        return verify(sp, csv, lock=None, cache=StatCache(tmp_path / "c.bin"), checks=checks)
+
+    assert run(["universe", "content"]).ok
+    assert run(["universe", "content"]).reused_verdict  # remembered for those two
+    full = run(["universe", "content", "selection", "constraints", "staleness"])
+    assert not full.ok and not full.reused_verdict and full.exit_code == 1
+    assert full.finding("constraints").status == "violation"
+    assert [f.check for f in full.findings] == ["universe", "content", "selection",
+                                                "constraints", "staleness"]
+
+
+def test_staleness_is_no_part_of_a_remembered_verdict(tmp_path: Path) -> None:
+    """dvc.lock is compared on every call, so asking for it (or not) reuses the same
+    verdict of the other four checks."""
+    from dvc_cuvis.drift import CHECKS
+    from dvc_cuvis.stat_cache import StatCache
+
+    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
+                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
+    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
+
+    def run(checks, lock=None):
+        return verify(sp, csv, lock=lock, cache=StatCache(tmp_path / "c.bin"), checks=checks)
+
+    assert run(CHECKS).ok  # remembered (dvc.lock: none)
+    four = run(CHECKS[:4])
+    assert four.reused_verdict and [f.check for f in four.findings] == list(CHECKS[:4])
+    (tmp_path / "dvc.lock").write_text("stages: [unterminated\n")
+    full = run(CHECKS, lock=tmp_path / "dvc.lock")
+    assert full.reused_verdict and not full.ok  # remembered four, and dvc.lock read now
+    assert [(f.check, f.status) for f in full.findings][-1] == ("staleness", "violation")
+
+
+def test_a_staleness_only_check_is_never_a_reused_verdict(tmp_path: Path) -> None:
+    from dvc_cuvis.stat_cache import StatCache
+
+    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s"]}]})
+    for _ in range(3):
+        r = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
+                   cache=StatCache(tmp_path / "c.bin"), checks=["staleness"])
+        assert not r.reused_verdict
+        assert [(f.check, f.status, f.summary) for f in r.findings] == [
+            ("staleness", "skipped", "no dvc.lock")]
+        assert r.render() == ("check {} against {}: OK\n  [skip] staleness: no dvc.lock\n"
+                              .format(tmp_path / "splits.json", tmp_path / "universe.csv"))
+
+
+def test_a_universe_that_does_not_exist_is_a_missing_universe(tmp_path: Path) -> None:
+    from dvc_cuvis.errors import MissingUniverseError
+    from dvc_cuvis.stat_cache import StatCache
+
+    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s"]}]})
+    for cache in (None, StatCache(tmp_path / "c.bin")):
+        with pytest.raises(MissingUniverseError):
+            verify(tmp_path / "splits.json", tmp_path / "gone.csv", lock=None, cache=cache)
+
+
+# -- a clone that has not pulled: "not pulled", never drift or a crash --------------------
+
+
+@pytest.fixture(scope="session")
+def tracked_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pristine("tracked-npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
+
+
+@pytest.fixture
+def fresh_clone(tracked_pipeline: Path, tmp_path: Path) -> Path:
+    """``git clone`` of the tracked pipeline: no data, no materialized/, no DVC cache."""
+    from ._repos import sh
+
+    sh("git", "clone", "-q", str(tracked_pipeline), str(tmp_path / "clone"), cwd=tmp_path)
+    clone = tmp_path / "clone"
+    assert not (clone / "data/npz").exists() and not (clone / ".dvc/cache").exists()
+    return clone
+
+
+NOT_PULLED_FIX = ("`dvc pull` (everything), or `dvc-cuvis fetch --stage STAGE` for one "
+                  "stage's files")
+
+
+def test_a_clone_that_has_not_pulled_is_told_to_pull(fresh_clone: Path, cli,
+                                                     monkeypatch) -> None:
+    frames = sorted(f"data/npz/{p}" for p in stage_of(fresh_clone / "splits.json"))
+    text, code, checks = check(cli, fresh_clone, monkeypatch)  # re-scans: params.yaml
+    assert code == 1 and text.code == 1 and verdict(text.out) == "FAILED", text.out + text.err
+    assert statuses(checks) == {**ALL_OK, "content": "not-pulled", "staleness": "not-pulled"}
+    content = checks["content"]
+    assert content["summary"] == "8 frames not pulled: `dvc pull`"
+    assert content["details"] == {"not_pulled": frames} and len(frames) == 8
+    assert content["fix"] == NOT_PULLED_FIX
+    assert checks["staleness"]["summary"] == (
+        "2 path(s) dvc.lock records are not (all) pulled (data/npz, materialized): `dvc pull`")
+    assert "[PULL] content: 8 frames not pulled: `dvc pull`\n" in text.out
+    assert "[PULL] staleness: 2 path(s)" in text.out and "[DRIFT]" not in text.out
+    assert text.err == ""
+
+
+def test_a_clone_that_has_not_pulled_without_dvc_lock(fresh_clone: Path, cli,
+                                                      monkeypatch) -> None:
+    text, code, checks = check(cli, fresh_clone, monkeypatch, "--no-lock")
+    assert code == 1 and verdict(text.out) == "FAILED", text.out + text.err
+    assert statuses(checks) == {**ALL_OK, "content": "not-pulled", "staleness": "skipped"}
+    assert checks["content"]["summary"] == "8 frames not pulled: `dvc pull`"
+    assert "[PULL] content: 8 frames not pulled: `dvc pull`\n" in text.out
+    assert "[skip] staleness: no dvc.lock\n" in text.out and text.err == ""
