@@ -277,12 +277,15 @@ def parse_constraints(raw: Any, *, where: str) -> list[Constraint]:
     """Constraints written in a params file (a list of ``{kind, severity}``), validated."""
     if not isinstance(raw, list):
         raise SplitsFileError(f"{where} must be a list of {{kind, severity}}")
-    try:
-        return [Constraint.model_validate(c) for c in raw]
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise SplitsFileError(f"{where}: {_loc(first.get('loc', ()))}: "
-                              f"{first.get('msg')}") from None
+    out = []
+    for i, c in enumerate(raw):
+        try:
+            out.append(Constraint.model_validate(c))
+        except ValidationError as exc:  # name the entry: its position, then the field
+            first = exc.errors()[0]
+            raise SplitsFileError(f"{where}: {_loc((i, *first.get('loc', ())))}: "
+                                  f"{first.get('msg')}") from None
+    return out
 
 
 def _loc(loc: Iterable[Any]) -> str:

@@ -291,3 +291,186 @@ def test_walk_visits_every_selector_once_in_file_order() -> None:
                     ("files", "p")]
     assert selector_kinds(cfg) == {"except", "glob", "union", "files", "tag", "categories"}
     assert required_attrs(cfg) == {"tags", "category_ids"}
+
+
+# -- exact user-visible contracts (issue 24: each pinned so that a changed message, key or
+# -- branch of splits.py turns a test red) ---------------------------------------------------
+
+
+def _error(fn, *args, **kwargs) -> str:
+    with pytest.raises(DvcCuvisError) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+def test_reading_a_splits_file_names_the_file_in_every_error(tmp_path: Path) -> None:
+    from dvc_cuvis.errors import MissingSplitsFileError
+
+    p = tmp_path / "splits.json"
+    with pytest.raises(MissingSplitsFileError) as missing:
+        load_splits(p)
+    assert isinstance(missing.value, FileNotFoundError)  # as upstream's load_splits raises
+    assert str(missing.value) == f"{p}: splits file not found (check --splits)"
+    assert _error(load_splits, tmp_path) == (
+        f"{tmp_path}: is a directory, expected a splits.json file")
+    p.write_bytes(b'{"train": ["\xff"]}')
+    assert _error(load_splits, p) == f"{p}: not valid UTF-8 text"
+    below_a_file = p / "splits.json"  # a path through a file: neither missing nor a folder
+    assert _error(load_splits, below_a_file) == f"{below_a_file}: cannot read: Not a directory"
+    p.write_text('{\n  "train": [\n')
+    assert _error(load_splits, p) == f"{p}:3:1: not valid JSON: Expecting value"
+    p.write_text("[]")
+    assert _error(load_splits, p) == (
+        f"{p}: expected a JSON object with train/val/test/predict, got list")
+
+
+def test_a_utf8_bom_is_accepted_and_non_ascii_paths_are_written_as_text(tmp_path: Path) -> None:
+    cfg = DataSplitConfig(train=[Selector(kind="files", paths=["tag/über.cu3s"])])
+    text = dumps_splits(cfg)
+    assert '"tag/über.cu3s"' in text and text.endswith("}\n") and "\n  " in text
+    p = tmp_path / "splits.json"
+    p.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert load_splits(p) == cfg
+
+
+def test_the_stamp_is_that_of_the_bytes_read_and_none_when_the_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from dvc_cuvis.splits import load_splits_stamped
+
+    p = tmp_path / "splits.json"
+    save_splits(DataSplitConfig(train=[Selector(kind="files", paths=["a"])]), p)
+    cfg, stamp = load_splits_stamped(p)
+    st = os.stat(p)
+    assert cfg == load_splits(p) and stamp == (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    real_fstat, calls = os.fstat, []
+
+    def fstat_then_touch(fd: int) -> os.stat_result:
+        result = real_fstat(fd)
+        calls.append(fd)
+        if len(calls) == 1:  # another process rewrites the file while it is being read
+            os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        return result
+
+    monkeypatch.setattr(os, "fstat", fstat_then_touch)
+    cfg2, stamp2 = load_splits_stamped(p)
+    assert cfg2 == cfg and stamp2 is None and len(calls) == 2
+
+
+def test_parse_errors_quote_the_file_the_field_and_how_many_more(tmp_path: Path) -> None:
+    from dvc_cuvis.splits import parse_splits
+
+    assert _error(parse_splits, "[]") == (
+        "splits.json: expected a JSON object with train/val/test/predict, got list")
+    assert _error(parse_splits, "7", path="s.json") == (
+        "s.json: expected a JSON object with train/val/test/predict, got int")
+    assert _error(parse_splits, "[" * 100_000, path="s.json") == "s.json: JSON nested too deeply"
+    one = json.dumps({"train": [{"kind": "files", "paths": ["a"]}], "val": 3})
+    assert _error(parse_splits, one, path="s.json") == (
+        "s.json: invalid field val: Input should be a valid list")
+    two = json.dumps({"train": 1, "val": 3})
+    assert _error(parse_splits, two, path="s.json") == (
+        "s.json: invalid field train: Input should be a valid list (+1 more error(s))")
+    three = json.dumps({"train": 1, "val": 3, "test": 4})
+    assert _error(parse_splits, three, path="s.json") == (
+        "s.json: invalid field train: Input should be a valid list (+2 more error(s))")
+    nested = json.dumps({"train": [{"kind": "file_indices", "source": "a", "ids": [{}]}]})
+    assert _error(parse_splits, nested, path="s.json") == (
+        "s.json: invalid field train[0].ids[0].int: Input should be a valid integer "
+        "(+1 more error(s))")
+    dupes = json.dumps({"constraints": [{"kind": "no_split_overlap"}] * 2})
+    assert _error(parse_splits, dupes, path="s.json") == (
+        "s.json: invalid field (root): Value error, duplicate constraint kind(s): "
+        "no_split_overlap")
+
+
+def test_effective_splits_follows_a_pointer_as_cuvis_ai_does(tmp_path: Path) -> None:
+    from dvc_cuvis.splits import effective_splits
+
+    inline_only = DataSplitConfig(train=[Selector(kind="files", paths=["a"])])
+    assert effective_splits(inline_only) == (inline_only, None)
+    p = tmp_path / "splits.json"
+    save_splits(DataSplitConfig(
+        universe_hash="ab" * 32, constraints=[Constraint(kind="no_split_overlap")],
+        train=[Selector(kind="files", paths=["a"])], test=[Selector(kind="files", paths=["b"])],
+    ), p)
+    effective, source = effective_splits(DataSplitConfig(splits_path=str(p)))
+    assert effective == p and source == p  # a bare pointer: the file itself, not yet read
+    merged, source = effective_splits(DataSplitConfig(
+        splits_path=str(p), test=[Selector(kind="files", paths=["c"])],
+        predict=[Selector(kind="files", paths=["d"])]))
+    assert source == p and isinstance(merged, DataSplitConfig)
+    assert (merged.splits_path, merged.universe_hash) == (str(p), "ab" * 32)
+    assert (merged.train, merged.val) == ([Selector(kind="files", paths=["a"])], [])  # the file's
+    assert merged.test == [Selector(kind="files", paths=["c"])]  # inline wins
+    assert merged.predict == [Selector(kind="files", paths=["d"])]
+    assert merged.constraints == [Constraint(kind="no_split_overlap")]
+
+
+def test_folds_are_written_and_found_in_numeric_order(tmp_path: Path) -> None:
+    from dvc_cuvis.splits import fold_files, fold_path, save_folds
+
+    cfgs = [DataSplitConfig(train=[Selector(kind="files", paths=[f"s{k}"])]) for k in range(11)]
+    written = save_folds(cfgs, tmp_path)
+    assert written == [tmp_path / f"fold-{k}.json" for k in range(11)]
+    assert fold_path(tmp_path, 3) == tmp_path / "fold-3.json"
+    assert [load_splits(p) for p in written] == cfgs
+    (tmp_path / "fold-x.json").write_text("{}")  # not a fold number: ignored
+    (tmp_path / "fold-.json").write_text("{}")
+    assert fold_files(tmp_path) == written  # fold-10 after fold-9, not after fold-1
+
+
+def test_fold_errors_say_what_is_missing(tmp_path: Path) -> None:
+    from dvc_cuvis.splits import fold_files
+
+    assert _error(fold_files, tmp_path) == (
+        f"{tmp_path}: no fold-<k>.json files (bake --folds K writes them)")
+    (tmp_path / "fold-x.json").write_text("{}")
+    assert "no fold-<k>.json files" in _error(fold_files, tmp_path)
+    for k in (0, 1, 3, 5):
+        (tmp_path / f"fold-{k}.json").write_text("{}")
+    assert _error(fold_files, tmp_path) == f"{tmp_path}: fold(s) [2, 4] missing between 0 and 5"
+    (tmp_path / "fold-0.json").unlink()
+    assert _error(fold_files, tmp_path) == (
+        f"{tmp_path}: fold(s) [0, 2, 4] missing between 0 and 5")
+
+
+def test_constraints_from_a_params_file_are_validated_with_their_position() -> None:
+    from dvc_cuvis.splits import parse_constraints
+
+    where = "params.yaml: bake.constraints"
+    assert parse_constraints([{"kind": "no_split_overlap", "severity": "warn"},
+                              {"kind": "no_train_anomalous"}], where=where) == [
+        Constraint(kind="no_split_overlap", severity="warn"),
+        Constraint(kind="no_train_anomalous", severity="error")]
+    assert parse_constraints([], where=where) == []
+    assert _error(parse_constraints, {"kind": "no_split_overlap"}, where=where) == (
+        "params.yaml: bake.constraints must be a list of {kind, severity}")
+    assert _error(parse_constraints, [{"kind": "no_split_overlap"}, {"kind": "nope"}],
+                  where=where) == (
+        "params.yaml: bake.constraints: [1].kind: Input should be 'no_split_overlap', "
+        "'no_source_overlap' or 'no_train_anomalous'")
+    assert _error(parse_constraints, [5], where=where) == (
+        "params.yaml: bake.constraints: [0]: Input should be a valid dictionary or instance "
+        "of Constraint")
+
+
+def test_a_baked_split_may_mix_both_concrete_kinds() -> None:
+    both = DataSplitConfig(universe_hash="ab" * 32,
+                           train=[Selector(kind="files", paths=["a"])],
+                           test=[Selector(kind="file_indices", source="b", ids=[0])])
+    assert is_baked(both) and state(both) == "baked"
+    assert not has_dir_indices(both) and live_kinds(both) == set()
+    one_live = both.model_copy(update={"val": [Selector(kind="all")]})
+    assert not is_baked(one_live) and state(one_live) == "rule"
+    assert live_kinds(one_live) == {"all"}
+
+
+def test_stage_codes_are_int8() -> None:
+    from dvc_cuvis.splits import stage_codes
+
+    codes = stage_codes({s: np.asarray([], dtype=np.int64) for s in ("train", "val", "test")}, 3)
+    assert codes.dtype == np.int8 and codes.tolist() == [3, 3, 3]
