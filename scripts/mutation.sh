@@ -4,7 +4,7 @@
 #
 #   scripts/mutation.sh [MODULE...]   MODULE: drift, selectors, splits, plugin (default: all)
 #
-# Environment: JOBS (workers, default 2), FRESH=1 (forget earlier results: rm -rf mutants/),
+# Environment: JOBS (workers, default 2), DVC_CUVIS_HYPOTHESIS_EXAMPLES (default 25), FRESH=1 (forget earlier results: rm -rf mutants/),
 # RECHECK=1 (run the earlier survivors again first: mutmut keeps a verdict until the code of
 # its function changes, so new tests alone do not re-run them).
 # The configuration (modules, fast test selection) is [tool.mutmut] in pyproject.toml; mutmut
@@ -24,6 +24,8 @@ done
 [ -x .venv/bin/mutmut ] || .venv/bin/python -m pip install -q --disable-pip-version-check \
     "mutmut==3.8.1"
 export DVC_CUVIS_TEST_REPOS="${DVC_CUVIS_TEST_REPOS:-${TMPDIR:-/tmp}/dvc-cuvis-mutation-repos}"
+# hypothesis tests run again for every mutant: a small derandomized budget (tests/test_differential.py)
+export DVC_CUVIS_HYPOTHESIS_EXAMPLES="${DVC_CUVIS_HYPOTHESIS_EXAMPLES:-25}"
 if [ "${FRESH:-0}" = 1 ]; then rm -rf mutants; fi
 status=0
 for m in "${modules[@]}"; do

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -63,8 +64,13 @@ from dvc_cuvis.splits import (
 )
 from dvc_cuvis.universe import Universe, parse_universe_bytes, universe_hash
 
+#: Under mutation testing (scripts/mutation.sh sets DVC_CUVIS_HYPOTHESIS_EXAMPLES) each
+#: mutant runs these tests again, so a smaller, derandomized budget keeps a survivor cheap
+#: and its verdict repeatable; the example-based tests beside these carry the exact cases.
+_EXAMPLES = os.environ.get("DVC_CUVIS_HYPOTHESIS_EXAMPLES")
 SETTINGS = settings(
-    max_examples=200,
+    max_examples=int(_EXAMPLES) if _EXAMPLES else 200,
+    derandomize=bool(_EXAMPLES),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
