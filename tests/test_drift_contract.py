@@ -1195,11 +1195,12 @@ def test_a_partial_checks_verdict_never_answers_for_a_full_check(tmp_path: Path)
 
     assert run(["universe", "content"]).ok
     assert run(["universe", "content"]).reused_verdict  # remembered for those two
-    full = run(["universe", "content", "selection", "constraints", "staleness"])
-    assert not full.ok and not full.reused_verdict and full.exit_code == 1
-    assert full.finding("constraints").status == "violation"
-    assert [f.check for f in full.findings] == ["universe", "content", "selection",
-                                                "constraints", "staleness"]
+    for full in (["universe", "content", "selection", "constraints"],
+                 ["universe", "content", "selection", "constraints", "staleness"]):
+        r = run(full)
+        assert not r.ok and not r.reused_verdict and r.exit_code == 1, full
+        assert r.finding("constraints").status == "violation"
+        assert [f.check for f in r.findings] == full
 
 
 def test_staleness_is_no_part_of_a_remembered_verdict(tmp_path: Path) -> None:
@@ -1296,3 +1297,9 @@ def test_a_clone_that_has_not_pulled_without_dvc_lock(fresh_clone: Path, cli,
     assert checks["content"]["summary"] == "8 frames not pulled: `dvc pull`"
     assert "[PULL] content: 8 frames not pulled: `dvc pull`\n" in text.out
     assert "[skip] staleness: no dvc.lock\n" in text.out and text.err == ""
+    # without the staleness check at all: the same advice, and only the checks asked for
+    text, code, checks = check(cli, fresh_clone, monkeypatch, "--checks", "universe,content")
+    assert code == 1 and verdict(text.out) == "FAILED", text.out + text.err
+    assert statuses(checks) == {"universe": "ok", "content": "not-pulled"}
+    assert checks["content"]["summary"] == "8 frames not pulled: `dvc pull`"
+    assert text.err == ""
