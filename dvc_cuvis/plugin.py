@@ -319,10 +319,15 @@ class DvcTiffPairedDataModule(_Guarded, TiffPairedDataModule):
         return Universe.from_records(records)
 
     def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+        images = self.images_dir  # (set by the upstream init: a Path or None)
+        if images is None:
+            raise DvcCuvisError(
+                f"{self.DATA_MODULE_NAME}: no images_dir given; the drift check lists it "
+                "(data.params.images_dir: the folder of TIFF cubes), or set "
+                "data.params.verify: off")
         listing = self._listing()
         csv = self.guard_settings["universe_csv"]
         if csv:
             check_module_rules(read_universe(csv), "tiff_paired")
             return Path(csv), listing, Path(csv).resolve().parent
-        images = Path(getattr(self, "images_dir", None) or ".")
-        return listing, None, images.resolve()
+        return listing, None, Path(images).resolve()

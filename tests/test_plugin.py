@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import doctest
 import json
+import logging
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from dvc_cuvis.drift import DriftError
 from dvc_cuvis.modules import MODULE_COLUMN, check_module_rules, module_for
 from dvc_cuvis.universe import read_universe
 
+from ._repos import copy, pristine
 from .test_datamodule import materialized  # noqa: F401  (module fixture)
 
 pytest.importorskip("torch")
@@ -75,7 +80,6 @@ def test_register_plugin_then_create_data_module(materialized: Path, tmp_path: P
     from cuvis_ai_schemas.training import DataConfig
     from cuvis_ai_schemas.training.data import DataSplitConfig
 
-    from dvc_cuvis.drift import DriftError
 
     root = tmp_path / "mat"
     shutil.copytree(materialized, root)
@@ -312,3 +316,314 @@ def test_docstring_examples_of_the_plugin_modules() -> None:
     for mod in (modules, interop):
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         assert result.attempted > 0 and result.failed == 0, mod.__name__
+
+
+# -- the guard in front of setup(), setting by setting (in-process, on the built pipeline) ----
+
+
+@pytest.fixture(scope="session")
+def npz_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
+
+
+@pytest.fixture
+def repo(npz_pipeline: Path, tmp_path: Path) -> Path:
+    """A private copy of the example pipeline (git, DVC, reproduced); the test runs elsewhere."""
+    return copy(npz_pipeline, tmp_path / "repo")
+
+
+def npz(repo: Path, **params: Any) -> Any:
+    """``dvc_npz_multi`` over the pipeline's materialized universe.csv and splits.json."""
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.plugin import DvcNpzMultiDataModule
+
+    mat = repo / "materialized"
+    return DvcNpzMultiDataModule(universe_csv=str(mat / "universe.csv"), **params,
+                                 splits=DataSplitConfig(splits_path=str(mat / "splits.json")))
+
+
+def unpin(repo: Path) -> None:
+    """The split's pin no longer matches its universe.csv (a hand edit of splits.json)."""
+    path = repo / "materialized/splits.json"
+    doc = json.loads(path.read_text())
+    doc["universe_hash"] = "0" * 64
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def statuses(dm: Any) -> dict[str, str]:
+    return {f.check: f.status for f in dm.drift_report.findings}
+
+
+VALID_NPZ = ("cache_dir, deep, lock, persistent_workers, pin_memory, repo, rev, "
+             "samples_per_frame, stat_cache, universe_csv, verify, worker_multiprocessing_context")
+
+
+def test_the_refusal_names_only_the_failed_checks_and_the_way_out(tmp_path: Path) -> None:
+    from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+
+    from dvc_cuvis.drift import verify
+    from dvc_cuvis.plugin import TrainingDriftError
+    from dvc_cuvis.splits import save_splits
+
+    (tmp_path / "universe.csv").write_text("source,index,group\na.cu3s,0,g1\nb.cu3s,0,g1\n"
+                                           "c.cu3s,0,g2\n")
+    split = DataSplitConfig(train=[Selector(kind="files", paths=["a.cu3s"])],
+                            val=[Selector(kind="files", paths=["b.cu3s"])],
+                            universe_hash="0" * 64)
+    save_splits(split, tmp_path / "splits.json")
+    report = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None)
+    assert [(f.check, f.status) for f in report.findings] == [
+        ("universe", "drift"), ("content", "skipped"), ("selection", "ok"),
+        ("constraints", "violation"), ("staleness", "skipped")]
+    err = TrainingDriftError(report, "dvc_npz_multi")
+    assert isinstance(err, DriftError) and err.report is report
+    block = report.render().splitlines()
+    drift = next(k for k, line in enumerate(block) if line.startswith("  [DRIFT] universe: "))
+    fail = next(k for k, line in enumerate(block) if line.startswith("  [FAIL] constraints: "))
+    assert block[drift + 1].startswith("         ") and block[fail + 1].startswith("         ")
+    lines = str(err).split("\n")
+    assert lines == [
+        f"dvc_npz_multi: refusing to train: {DriftError(report).args[0]}",
+        *block[drift:drift + 2],  # the failed checks' blocks of the report, as it shows them
+        *block[fail:fail + 4],
+        "  (no frame was read; to train on it anyway set data.params.verify: warn)"]
+    assert block[fail + 2:fail + 4] == ["         offending: g1", "         fix: re-bake with "
+                                        "a strategy that respects the constraint (e.g. "
+                                        "--group-by group, --ad-aware)"]
+    assert block[drift + 2].startswith("  [skip] content: ")  # left out of the refusal
+
+
+def test_strict_is_the_default_and_stops_before_any_frame(repo: Path) -> None:
+    from dvc_cuvis.plugin import TrainingDriftError
+
+    unpin(repo)
+    dm = npz(repo)
+    assert dm.drift_report is None and dm.guard_settings == {
+        "verify": "strict", "deep": False, "lock": "auto", "stat_cache": "auto", "rev": None,
+        "repo": None, "cache_dir": None}
+    with pytest.raises(TrainingDriftError) as err:
+        dm.setup("fit")
+    splits = repo / "materialized/splits.json"
+    assert str(err.value).startswith(f"dvc_npz_multi: refusing to train: {splits} does not "
+                                     "match the data: universe (universe.csv changed since")
+    assert err.value.report is dm.drift_report and not dm.drift_report.ok
+    assert dm.train_ds is None and dm.val_ds is None
+
+
+def test_verify_off_checks_nothing_and_sets_up_only_the_stage(repo: Path) -> None:
+    unpin(repo)
+    dm = npz(repo, verify="off")
+    assert dm.check_drift() is None
+    dm.setup("fit")
+    assert dm.drift_report is None
+    assert dm.train_ds is not None and dm.val_ds is not None and dm.test_ds is None
+
+
+def said(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the drift check logged (cuvis-ai's own warnings left out)."""
+    return [r.getMessage() for r in caplog.records if r.name.startswith("dvc_cuvis")]
+
+
+def test_verify_warn_logs_each_distinct_report_once(repo: Path,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    unpin(repo)
+    dm = npz(repo, verify="warn")
+    with caplog.at_level(logging.WARNING, logger="dvc_cuvis"):
+        dm.setup("fit")
+        first = dm.drift_report
+        dm.setup("test")
+        assert said(caplog) == [first.render().rstrip()]
+        assert statuses(dm)["universe"] == "drift" and dm.test_ds is not None
+        caplog.clear()
+        (repo / "materialized" / read_universe(repo / "materialized/universe.csv").value(
+            "materialized_path", 0)).unlink()
+        dm.setup("test")  # another report: said again
+    assert said(caplog) == [dm.drift_report.render().rstrip()]
+    assert statuses(dm)["content"] == "drift"
+
+
+def test_no_split_is_refused_unless_the_check_is_off(tmp_path: Path) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.plugin import DvcCu3sMultiDataModule
+
+    (tmp_path / "universe.csv").write_text("source,index\na.cu3s,0\n")
+    dm = DvcCu3sMultiDataModule(universe_csv=str(tmp_path / "universe.csv"), lock=None)
+    with pytest.raises(DvcCuvisError) as err:
+        dm.setup("fit")
+    assert str(err.value) == (
+        "dvc_cu3s_multi: no splits given; the drift check needs the split "
+        "(data.splits.splits_path: splits.json), or set data.params.verify: off")
+    off = DvcCu3sMultiDataModule(universe_csv=str(tmp_path / "universe.csv"), verify="off")
+    assert off.check_drift() is None and off.drift_report is None
+
+
+def test_deep_rehashes_a_frame_edited_in_place(repo: Path) -> None:
+    uni = read_universe(repo / "materialized/universe.csv")
+    frame = repo / "materialized" / uni.value("materialized_path", 2)
+    npz(repo, lock=None).setup("fit")  # the stat cache (the repository's) knows every frame
+    before = frame.stat()
+    with frame.open("r+b") as fh:  # same inode, same size, mtime put back: only a hash sees it
+        fh.seek(before.st_size // 2)
+        byte = fh.read(1)
+        fh.seek(before.st_size // 2)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(frame, ns=(before.st_atime_ns, before.st_mtime_ns))
+    dm = npz(repo, verify="warn", lock=None)
+    dm.setup("fit")
+    assert statuses(dm)["content"] == "ok" and frame.stat().st_ino == before.st_ino
+    deep = npz(repo, verify="warn", lock=None, deep=True)
+    deep.setup("fit")
+    assert deep.drift_report.finding("content").summary == ("1 file(s) modified, 0 missing "
+                                                               "since enumerate")
+
+
+def test_the_stat_cache_is_the_repository_s_a_file_or_memory(repo: Path, tmp_path: Path
+                                                            ) -> None:
+    kept = repo / ".dvc/tmp/dvc-cuvis"
+    shutil.rmtree(kept, ignore_errors=True)
+    user = Path(os.environ["XDG_CACHE_HOME"]) / "dvc-cuvis"
+    csv = (repo / "materialized/universe.csv").read_bytes()
+    npz(repo).setup("fit")  # run from elsewhere: the cache of the universe's repository
+    assert sorted(p.name for p in kept.iterdir()) == ["stat-cache.bin"]
+    assert not user.exists() and (repo / "materialized/universe.csv").read_bytes() == csv
+    shutil.rmtree(kept)
+    npz(repo, stat_cache=str(tmp_path / "mine.bin")).setup("fit")
+    assert (tmp_path / "mine.bin").stat().st_size > 0 and not kept.exists()
+    memory = npz(repo, stat_cache=None, lock=None)  # one cache for the module's setups
+    memory.setup("fit")
+    assert memory.drift_report.ok and not memory.drift_report.reused_verdict
+    memory.setup("test")
+    assert memory.drift_report.reused_verdict and memory.drift_report.ok
+    again = npz(repo, stat_cache=None, lock=None)
+    again.setup("fit")
+    assert not again.drift_report.reused_verdict  # nothing was kept on disk
+    assert not kept.exists() and not user.exists()
+
+
+def test_the_lock_setting_picks_the_staleness_check_s_dvc_lock(repo: Path, tmp_path: Path
+                                                             ) -> None:
+    auto = npz(repo)
+    auto.setup("fit")
+    assert auto.drift_report.finding("staleness").summary == (
+        "matches dvc.lock (stages materialize)")
+    given = npz(repo, lock=str(repo / "dvc.lock"))
+    given.setup("fit")
+    assert given.drift_report.finding("staleness").summary == (
+        "matches dvc.lock (stages materialize)")
+    none = npz(repo, lock=None)
+    none.setup("fit")
+    assert none.drift_report.finding("staleness").status == "skipped"
+    with open(repo / "universe.csv", "a") as fh:  # the materialize stage's input changed
+        fh.write("new/frame.npz,0,,npz,npz/new,,normal,\n")
+    with pytest.raises(DriftError, match=r"staleness \(") as err:
+        npz(repo).setup("fit")
+    assert "  [DRIFT] staleness: " in str(err.value)
+    none = npz(repo, lock=None)
+    none.setup("fit")
+    assert none.drift_report.ok
+
+
+def test_a_data_config_shaped_call_takes_its_params(repo: Path) -> None:
+    from cuvis_ai_schemas.training import DataConfig
+
+    from dvc_cuvis.plugin import DvcNpzMultiDataModule
+
+    mat = repo / "materialized"
+    unpin(repo)
+    cfg = DataConfig(data_module="dvc_npz_multi", batch_size=3,
+                     splits={"splits_path": str(mat / "splits.json")},
+                     params={"universe_csv": str(mat / "universe.csv"), "verify": "off"})
+    dm = DvcNpzMultiDataModule(**cfg.model_dump())
+    assert dm.guard_settings["verify"] == "off" and dm.batch_size == 3
+    dm.setup("fit")
+    assert dm.drift_report is None and dm.train_ds is not None
+    strict = DvcNpzMultiDataModule(**cfg.model_dump(), verify="strict")  # flat wins
+    with pytest.raises(DriftError, match="refusing to train"):
+        strict.setup("fit")
+
+
+def test_a_mistyped_or_mistaken_parameter_is_named(repo: Path) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.plugin import DvcNpzMultiDataModule
+
+    tail = f" (valid: {VALID_NPZ}); a mistyped parameter would otherwise be ignored"
+    for params, message in [
+            ({"verfy": "off"}, "unknown parameter 'verfy'; did you mean 'verify'?" + tail),
+            ({"zzzzzzzz": 1}, "unknown parameter 'zzzzzzzz'" + tail),
+            ({"zz": 1, "aa_bb_cc": 2}, "unknown parameter 'aa_bb_cc'" + tail),
+            ({"deep": "yes"}, "parameter 'deep' must be bool, got 'yes'"),
+            ({"verify": "of"}, "parameter 'verify': 'of' is not one of strict, warn, off; "
+                               "did you mean 'off'?"),
+            ({"verify": None}, "parameter 'verify' must be str, got None"),
+            ({"lock": 3}, "parameter 'lock' must be str or null, got 3")]:
+        with pytest.raises(DvcCuvisError) as err:
+            npz(repo, **params)
+        assert str(err.value) == f"dvc_npz_multi: {message}", params
+        with pytest.raises(DvcCuvisError) as err:
+            DvcNpzMultiDataModule.validate_params(params)
+        assert str(err.value) == f"dvc_npz_multi: {message}", params
+    with pytest.raises(DvcCuvisError) as err:  # a YAML key need not be a string
+        DvcNpzMultiDataModule.validate_params({1: "x", "verify": "off"})
+    assert str(err.value) == "dvc_npz_multi: unknown parameter '1'" + tail
+
+
+@pytest.mark.parametrize(("params", "checkout"), [({"rev": "v1"}, "v1"),
+                                                  ({"repo": "../data"}, "REV")])
+def test_a_version_on_cu3s_multi_names_the_module_that_takes_it(
+        params: dict[str, str], checkout: str) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.plugin import DvcCu3sMultiDataModule
+
+    (key,) = params
+    with pytest.raises(DvcCuvisError) as err:
+        DvcCu3sMultiDataModule.validate_params({"verify": "off", **params})
+    assert str(err.value) == (
+        f"dvc_cu3s_multi: '{key}' (training on a dataset version) is supported by "
+        "dvc_npz_multi only, not yet here; materialize the frames and train with "
+        f"dvc_npz_multi, or check the version out (`git checkout {checkout} && dvc pull`) "
+        f"and drop '{key}'")
+
+
+def test_validate_params_hands_the_rest_to_upstream(repo: Path) -> None:
+    from dvc_cuvis.plugin import DvcNpzMultiDataModule
+
+    csv = str(repo / "materialized/universe.csv")
+    DvcNpzMultiDataModule.validate_params({"universe_csv": csv, "verify": "warn", "deep": True,
+                                           "lock": None, "stat_cache": None, "rev": "v1"})
+    with pytest.raises(ValueError) as err:
+        DvcNpzMultiDataModule.validate_params({"verify": "off", "lock": None})
+    assert str(err.value) == "npz_multi requires 'universe_csv' in params."
+
+
+def test_tiff_paired_checks_its_listing_in_the_images_folder_s_repository(
+        repo: Path, tmp_path: Path) -> None:
+    pytest.importorskip("tifffile")
+    from cuvis_ai_dataloader.data.datamodule_tiff_paired import TiffPairedDataModule
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.bake import BakeOptions, bake
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.plugin import DvcTiffPairedDataModule
+    from dvc_cuvis.splits import save_splits
+    from dvc_cuvis.universe import Universe
+
+    from .test_tiff import scrap_folder
+
+    images = scrap_folder(repo / "tiff") / "images"  # in the DVC repository; run from elsewhere
+    listing = TiffPairedDataModule(images_dir=str(images)).enumerate()  # what it trains on
+    uni = Universe.from_records([{"source": r.source, "index": None} for r in listing])
+    (b,) = bake(uni, BakeOptions())
+    save_splits(b.config, tmp_path / "splits.json")
+    split = DataSplitConfig(splits_path=str(tmp_path / "splits.json"))
+    dm = DvcTiffPairedDataModule(images_dir=str(images), splits=split)
+    dm.setup("fit")
+    assert dm.drift_report.ok and dm.train_ds is not None
+    # the lock is looked up from images_dir (the repository's), not from the working folder
+    assert dm.drift_report.finding("staleness").summary == "dvc.lock has no stage for these files"
+    bare = DvcTiffPairedDataModule(splits=split, lock=None)
+    with pytest.raises(DvcCuvisError) as err:
+        bare.setup("fit")
+    assert str(err.value) == (
+        "dvc_tiff_paired: no images_dir given; the drift check lists it "
+        "(data.params.images_dir: the folder of TIFF cubes), or set data.params.verify: off")
