@@ -157,10 +157,10 @@ def parse_splits(text: str, *, path: Path | str = "splits.json") -> DataSplitCon
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]
-        loc = _loc(first.get("loc", ()))
+        loc = _loc(first["loc"])  # loc and msg: required keys of pydantic's ErrorDetails
         more = f" (+{len(errors) - 1} more error(s))" if len(errors) > 1 else ""
         raise SplitsFileError(
-            f"{path}: invalid field {loc}: {first.get('msg', 'invalid')}{more}"
+            f"{path}: invalid field {loc}: {first['msg']}{more}"
         ) from None
     except RecursionError:
         raise SplitsFileError(f"{path}: selectors nested too deeply") from None
@@ -283,8 +283,7 @@ def parse_constraints(raw: Any, *, where: str) -> list[Constraint]:
             out.append(Constraint.model_validate(c))
         except ValidationError as exc:  # name the entry: its position, then the field
             first = exc.errors()[0]
-            raise SplitsFileError(f"{where}: {_loc((i, *first.get('loc', ())))}: "
-                                  f"{first.get('msg')}") from None
+            raise SplitsFileError(f"{where}: {_loc((i, *first['loc']))}: {first['msg']}") from None
     return out
 
 
