@@ -191,6 +191,17 @@ def test_split_ids_long_and_stepped_ranges() -> None:
     assert small.tolist() == [*range(4097), *range(4098)]
     small, _ = split_ids(["0-20000:5000", 2])
     assert small.tolist() == [0, 5000, 10000, 15000, 20000, 2]
+    small, _ = split_ids(["1-8193:2"])  # a long stepped range: 4097 ids
+    assert small.dtype == np.int64 and small.tolist() == list(range(1, 8194, 2))
+    small, _ = split_ids([5, "0-8192:2", "7-7"])
+    assert small.dtype == np.int64 and small.tolist() == [5, *range(0, 8193, 2), 7]
+
+
+def test_long_stepped_dir_indices_resolve_to_rows() -> None:
+    uni = Universe.from_records({"source": "s", "index": i} for i in range(8200))
+    got = Resolver(uni).resolve([S("dir_indices", ids=["8199-8199", "0-8192:2"])])
+    assert got.dtype == np.int64
+    assert uni.uids(got)[:3] == ["s#8199", "s#0", "s#2"] and len(got) == 4098
 
 
 def test_split_ids_sets_huge_ids_aside() -> None:
@@ -198,6 +209,11 @@ def test_split_ids_sets_huge_ids_aside() -> None:
     assert small.tolist() == [3, HUGE - 1, HUGE - 1] and huge == [HUGE + 1, HUGE, HUGE + 1]
     small, huge = split_ids([f"{2**53}-{2**53 + 2}"])  # beyond float64's exact integers
     assert small.tolist() == [2**53, 2**53 + 1, 2**53 + 2] and huge == []
+    # only huge ids (ranges reaching 2**62, no int to send the ids down the slow path)
+    small, huge = split_ids([f"{HUGE}-{HUGE + 1}"])
+    assert small.dtype == np.int64 and small.tolist() == [] and huge == [HUGE, HUGE + 1]
+    small, huge = split_ids([f"{HUGE - 1}-{HUGE}"])
+    assert small.tolist() == [HUGE - 1] and huge == [HUGE]
 
 
 def test_split_ids_error_messages_name_the_kind() -> None:
@@ -214,6 +230,12 @@ def test_split_ids_error_messages_name_the_kind() -> None:
         split_ids([-1, "abc", "3-1:0"])  # every range first, as upstream
     with pytest.raises(SelectorError, match="got 'abc'"):
         split_ids(["abc", -1])
+    with pytest.raises(SelectorError) as info:
+        split_ids(["5-4"])  # only ranges: the error all the same
+    assert str(info.value) == "range selector '5-4': start 5 must be <= stop 4"
+    with pytest.raises(SelectorError) as info:
+        split_ids([2, "3-1"])
+    assert str(info.value) == "range selector '3-1': start 3 must be <= stop 1"
 
 
 def test_expand_ids() -> None:
@@ -578,6 +600,20 @@ def test_resolve_selectors_defaults_and_category_map() -> None:
     with pytest.raises(SelectorError) as info:
         resolve_selectors([S("glob", pattern="q")], uni, stage="predict")
     assert str(info.value).startswith("predict[0]: selector glob('q')")
+
+
+def test_library_defaults_name_a_stage_and_a_selector() -> None:
+    uni = small_universe()
+    r = Resolver(uni)
+    with pytest.raises(SelectorError) as info:
+        r.resolve([S("stems", stems=["q"])])
+    assert str(info.value) == "stage[0]: selector stems(q) matched 0 samples" + TAIL
+    with pytest.raises(SelectorError) as info:
+        r.select(S("dir_indices", ids=[9]))
+    assert str(info.value).startswith("selector: dir_indices positions [9] out of range")
+    r.select(S("files", paths=["d/a.cu3s", "q"]))
+    assert [w.message() for w in r.warnings] == [
+        "selector: selector 'files' matched 1 of 2 requested sources; missing: q"]
 
 
 def test_dedup_first_keeps_first_occurrences_in_place() -> None:
