@@ -1303,3 +1303,39 @@ def test_a_clone_that_has_not_pulled_without_dvc_lock(fresh_clone: Path, cli,
     assert statuses(checks) == {"universe": "ok", "content": "not-pulled"}
     assert checks["content"]["summary"] == "8 frames not pulled: `dvc pull`"
     assert text.err == ""
+
+
+def test_a_second_check_reads_no_file_its_stat_cache_knows(repo: Path, cli,
+                                                           monkeypatch) -> None:
+    """A failed check is not remembered, so the next one runs the content check again: every
+    file whose stamp is unchanged comes from the stat cache (``--json``'s ``hashing``)."""
+    _flip(repo / "data/npz/day1_line-a_s01/frame_0000.npz")
+    monkeypatch.chdir(repo)
+    args = ("check", "--params", "params.yaml", "--no-lock", "--no-enumerate",
+            "--stat-cache", "c.bin", "--json")
+    runs = [cli(*args) for _ in range(2)]
+    assert [r.code for r in runs] == [1, 1], runs[0].err
+    docs = [json.loads(r.out) for r in runs]
+    assert [d["checks"]["content"]["details"]["modified"] for d in docs] == [
+        ["data/npz/day1_line-a_s01/frame_0000.npz"]] * 2
+    assert docs[1]["reused_verdict"] is False
+    assert (docs[1]["hashing"]["md5_cached"], docs[1]["hashing"]["md5_hashed"],
+            docs[1]["hashing"]["bytes_hashed"]) == (24, 0, 0)
+
+
+def test_an_annotation_digest_without_an_annotation_checks_no_file(tmp_path: Path) -> None:
+    """Only the frame's own column falls back to the source; an annotation digest on a row
+    that names no annotation is never compared with the source file."""
+    (tmp_path / "f").mkdir()
+    for name, data in (("a.npz", b"frame a"), ("b.npz", b"frame b"), ("b.json", b"{}")):
+        (tmp_path / "f" / name).write_bytes(data)
+    d = {name: md5(tmp_path / "f" / name) for name in ("a.npz", "b.npz", "b.json")}
+    rows = [f"a.cu3s,0,f/a.npz,{d['a.npz']},,{'0' * 32}",
+            f"b.cu3s,0,f/b.npz,{d['b.npz']},f/b.json,{d['b.json']}"]
+    (tmp_path / "universe.csv").write_text(
+        "source,index,materialized_path,md5,annotation,annotation_md5\n" + "\n".join(rows) + "\n")
+    r = verify(DataSplitConfig(train=[Selector(kind="all")]), tmp_path / "universe.csv",
+               lock=None, allow_unpinned=True)
+    content = r.finding("content")
+    assert (content.status, content.summary) == ("ok", "3 files match their recorded md5")
+    assert r.ok, r.render()
