@@ -19,7 +19,7 @@ from dvc_cuvis.drift import DriftError
 from dvc_cuvis.modules import MODULE_COLUMN, check_module_rules, module_for
 from dvc_cuvis.universe import read_universe
 
-from ._repos import copy, pristine
+from ._repos import copy, pristine, sh
 from .test_datamodule import materialized  # noqa: F401  (module fixture)
 
 pytest.importorskip("torch")
@@ -596,6 +596,32 @@ def test_validate_params_hands_the_rest_to_upstream(repo: Path) -> None:
     assert str(err.value) == "npz_multi requires 'universe_csv' in params."
 
 
+def test_a_dataset_version_is_fetched_stage_by_stage_and_checked_without_content(
+        repo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.plugin import DvcNpzMultiDataModule
+
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-qm", "dataset v1", cwd=repo)
+    sh("git", "tag", "v1", cwd=repo)
+    monkeypatch.chdir(tmp_path)  # the trainer's folder: nothing of the dataset here
+    with caplog.at_level(logging.INFO, logger="dvc_cuvis"):
+        dm = DvcNpzMultiDataModule(universe_csv="materialized/universe.csv", rev="v1",
+                                   splits=DataSplitConfig(splits_path="materialized/splits.json"),
+                                   repo=str(repo))
+        dm.setup("validate")
+    fetched = [m.split("): ", 1)[1] for m in said(caplog) if "): stage " in m]
+    assert dm.train_ds is None and dm.val_ds is not None and len(dm.val_ds) > 0
+    assert fetched == [f"stage val, {len(dm.val_ds)} samples (0 files fetched into the DVC "
+                       "cache)"]  # only the stage set up, from the repository's own cache
+    # every served frame is md5-verified as it is fetched: the check leaves content out
+    assert [(f.check, f.status) for f in dm.drift_report.findings] == [
+        ("universe", "ok"), ("selection", "ok"), ("constraints", "ok"), ("staleness", "skipped")]
+    assert next(iter(dm.val_dataloader()))["cube"].shape[0] == 1
+
+
 def test_tiff_paired_checks_its_listing_in_the_images_folder_s_repository(
         repo: Path, tmp_path: Path) -> None:
     pytest.importorskip("tifffile")
@@ -603,7 +629,6 @@ def test_tiff_paired_checks_its_listing_in_the_images_folder_s_repository(
     from cuvis_ai_schemas.training.data import DataSplitConfig
 
     from dvc_cuvis.bake import BakeOptions, bake
-    from dvc_cuvis.errors import DvcCuvisError
     from dvc_cuvis.plugin import DvcTiffPairedDataModule
     from dvc_cuvis.splits import save_splits
     from dvc_cuvis.universe import Universe
@@ -621,7 +646,15 @@ def test_tiff_paired_checks_its_listing_in_the_images_folder_s_repository(
     assert dm.drift_report.ok and dm.train_ds is not None
     # the lock is looked up from images_dir (the repository's), not from the working folder
     assert dm.drift_report.finding("staleness").summary == "dvc.lock has no stage for these files"
-    bare = DvcTiffPairedDataModule(splits=split, lock=None)
+
+
+def test_tiff_paired_without_images_dir_is_told_what_to_set(tmp_path: Path) -> None:
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.plugin import DvcTiffPairedDataModule
+
+    bare = DvcTiffPairedDataModule(splits=DataSplitConfig(), lock=None)
     with pytest.raises(DvcCuvisError) as err:
         bare.setup("fit")
     assert str(err.value) == (
