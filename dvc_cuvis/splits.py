@@ -277,14 +277,12 @@ def parse_constraints(raw: Any, *, where: str) -> list[Constraint]:
     """Constraints written in a params file (a list of ``{kind, severity}``), validated."""
     if not isinstance(raw, list):
         raise SplitsFileError(f"{where} must be a list of {{kind, severity}}")
-    out = []
-    for i, c in enumerate(raw):
-        try:
-            out.append(Constraint.model_validate(c))
-        except ValidationError as exc:  # name the entry: its position, then the field
-            first = exc.errors()[0]
-            raise SplitsFileError(f"{where}: {_loc((i, *first['loc']))}: {first['msg']}") from None
-    return out
+    try:  # the schema's own rules: each entry, and no kind twice
+        return DataSplitConfig.model_validate({"constraints": raw}).constraints
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = _loc(first["loc"][1:]) + ": " if first["loc"] else ""  # [1:]: "constraints"
+        raise SplitsFileError(f"{where}: {at}{first['msg']}") from None
 
 
 def _loc(loc: Iterable[Any]) -> str:

@@ -458,6 +458,30 @@ def test_constraints_from_a_params_file_are_validated_with_their_position() -> N
     assert _error(parse_constraints, [5], where=where) == (
         "params.yaml: bake.constraints: [0]: Input should be a valid dictionary or instance "
         "of Constraint")
+    assert _error(parse_constraints, [{"kind": "no_split_overlap", "level": 1}],
+                  where=where) == (
+        "params.yaml: bake.constraints: [0].level: Extra inputs are not permitted")
+    # the schema allows each kind once: said here, not when the baked config is built
+    assert _error(parse_constraints, [{"kind": "no_source_overlap"}, {"kind": "no_split_overlap"},
+                                      {"kind": "no_source_overlap", "severity": "warn"}],
+                  where=where) == (
+        "params.yaml: bake.constraints: Value error, duplicate constraint kind(s): "
+        "no_source_overlap")
+
+
+def test_bake_refuses_a_constraint_listed_twice_in_params(tmp_path: Path, cli) -> None:
+    from .conftest import write_universe_csv
+
+    write_universe_csv(tmp_path / "universe.csv", [("a.cu3s", 0), ("a.cu3s", 1), ("b.cu3s", 0)])
+    params = tmp_path / "params.yaml"
+    params.write_text("bake:\n  constraints:\n    - {kind: no_split_overlap}\n"
+                      "    - {kind: no_split_overlap, severity: warn}\n")
+    r = cli("bake", "--params", params, "--universe", tmp_path / "universe.csv",
+            "--out", tmp_path / "splits.json")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (f"dvc-cuvis: error: {params}: bake.constraints: Value error, duplicate "
+                     "constraint kind(s): no_split_overlap\n")
+    assert not (tmp_path / "splits.json").exists()
 
 
 def test_a_baked_split_may_mix_both_concrete_kinds() -> None:
