@@ -99,6 +99,9 @@ class DriftReport:
     findings: list[Finding]
     #: True when the findings of the last clean check were reused (no file changed since)
     reused_verdict: bool = False
+    #: Where this check's md5s came from (:meth:`StatCache.stats` of the cache it used: under
+    #: ``deep`` a fresh one, not the caller's); run statistics, not part of the verdict
+    hashing: dict[str, int] = field(default_factory=dict, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -685,7 +688,8 @@ def verify(
             if staleness is not None:
                 reused.append(staleness)
             cache.save()
-            return DriftReport(where, str(uni_path), reused, reused_verdict=True)
+            return DriftReport(where, str(uni_path), reused, reused_verdict=True,
+                               hashing=cache.stats())
     split_stamp = None
     if isinstance(splits, DataSplitConfig):
         cfg = splits
@@ -730,7 +734,7 @@ def verify(
     if staleness is not None:
         findings.append(staleness)
     cache.save()
-    return DriftReport(where, str(uni.path or "universe"), findings)
+    return DriftReport(where, str(uni.path or "universe"), findings, hashing=cache.stats())
 
 
 def check_verify_mode(mode: str) -> str:

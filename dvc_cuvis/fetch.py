@@ -369,6 +369,8 @@ def not_pulled(root: Path, paths: Iterable[str]) -> list[str]:
         repo = _open_repo(root)
     except Exception:
         return []
+    from dvc_data.index.index import DataIndexDirError
+
     try:
         fs = repo.dvcfs
         odb = repo.cache.local
@@ -381,6 +383,10 @@ def not_pulled(root: Path, paths: Iterable[str]) -> list[str]:
                 oid = info.get("md5")
                 if oid and info.get("type") != "directory" and odb.exists(oid):
                     continue  # in the local cache: `dvc checkout` brings it back
+                out.append(rel)
+            except DataIndexDirError:
+                # inside a tracked folder whose listing is in neither the cache nor a
+                # reachable remote: tracked, and not pulled (DVC names the remote problem)
                 out.append(rel)
             except (OSError, ValueError):
                 continue

@@ -1305,6 +1305,34 @@ def test_a_clone_that_has_not_pulled_without_dvc_lock(fresh_clone: Path, cli,
     assert text.err == ""
 
 
+def test_a_clone_whose_remote_is_gone_is_still_told_to_pull(fresh_clone: Path, cli,
+                                                            monkeypatch) -> None:
+    """Without a reachable remote DVC cannot even list a tracked folder: the frames under
+    it are still "not pulled", never an internal error."""
+    from ._repos import sh
+
+    sh("dvc", "remote", "remove", "store", cwd=fresh_clone)
+    text, code, checks = check(cli, fresh_clone, monkeypatch)
+    assert code == 1 and text.code == 1 and verdict(text.out) == "FAILED", text.out + text.err
+    assert checks["content"]["status"] == "not-pulled", checks["content"]
+    assert checks["content"]["summary"] == "8 frames not pulled: `dvc pull`"
+    assert "internal error" not in text.err
+
+
+def test_a_deep_check_reports_the_files_it_hashed(repo: Path, cli, monkeypatch) -> None:
+    """``--deep`` hashes through a fresh cache of its own; ``--json`` reports that one."""
+    monkeypatch.chdir(repo)
+    args = ("check", "--params", "params.yaml", "--no-lock", "--no-enumerate",
+            "--stat-cache", "c.bin", "--json")
+    assert cli(*args).code == 0  # the stat cache now knows every frame
+    run = cli(*args, "--deep")
+    assert run.code == 0, run.out + run.err
+    deep = json.loads(run.out)["hashing"]
+    frames = sum((repo / p).stat().st_size for p in
+                 read_universe(repo / "universe.csv").column("materialized_path"))
+    assert (deep["md5_cached"], deep["md5_hashed"], deep["bytes_hashed"]) == (0, 24, frames)
+
+
 def test_a_second_check_reads_no_file_its_stat_cache_knows(repo: Path, cli,
                                                            monkeypatch) -> None:
     """A failed check is not remembered, so the next one runs the content check again: every

@@ -96,7 +96,7 @@ def _check(s: Settings) -> int:
         if "dvc.lock vouches" not in universe.summary:
             universe.details["data_on_disk"] = f"not re-scanned: {why_not}"
     if s.args.json:
-        doc = {**report.to_dict(), "hashing": cache.stats()}
+        doc = {**report.to_dict(), "hashing": report.hashing}
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(report.render())
