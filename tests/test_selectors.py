@@ -416,6 +416,28 @@ def test_file_indices_over_sources_sharing_a_normalized_name() -> None:
     assert uids(uni, r.select(S("files", paths=["C:/E/B.cu3s"]))) == ["c:/e/b.cu3s#0"]
 
 
+def test_shared_normalized_names_count_as_found(caplog: pytest.LogCaptureFixture) -> None:
+    uni = Universe.from_records([
+        {"source": "C:/D/a.cu3s", "index": 0}, {"source": "c:/d/A.cu3s", "index": 1},
+        {"source": "c:/e/b.cu3s", "index": 0},
+    ])
+    r = Resolver(uni)
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    got = r.resolve([S("files", paths=["c:\\d\\a.cu3s", "C:/E/b.cu3s", "c:/nope"])],
+                    stage="train")
+    assert got.tolist() == [0, 1, 2]
+    text = "train[0]: selector 'files' matched 2 of 3 requested sources; missing: c:/nope"
+    assert messages(caplog) == [text]
+    assert r.resolve([S("files", paths=["c:/d/a.cu3s", "c:/nope"])], stage="val").tolist() == [
+        0, 1]
+    assert [w.missing for w in r.warnings] == [("c:/nope",), ("c:/nope",)]
+    with pytest.raises(SelectorError) as info:
+        r.resolve([S("file_indices", source="C:/D/A.CU3S", ids=[5])], stage="test")
+    assert str(info.value) == (
+        "test[0]: selector file_indices(source='C:/D/A.CU3S') matched 0 samples — none of its "
+        "ids exist in that source" + TAIL)
+
+
 def test_file_indices_never_match_a_whole_file_sample() -> None:
     uni = Universe.from_records([{"source": "w.npz", "index": None},
                                  {"source": "x.cu3s", "index": 0}])
@@ -525,6 +547,22 @@ def test_set_operations_with_three_operands() -> None:
     assert inter.tolist() == [0, 4]
     inter = r.select(S("intersect", of=[tag_x, S("files", paths=["nope"])]))
     assert inter.tolist() == []
+
+
+def test_operands_matching_nothing_keep_integer_positions() -> None:
+    uni = small_universe()
+    r = Resolver(uni, {"nine": 9})
+    nothing = [S("tag", any_of=["missing"]), S("categories", any_of=["nine"]),
+               S("files", paths=["nope"]), S("stems", stems=["nope"]),
+               S("file_indices", source="nope", ids=[0]), S("glob", pattern="nope")]
+    for empty in nothing:
+        got = r.resolve([S("union", of=[empty, S("files", paths=["e/a.cu3s"])])])
+        assert got.dtype == np.int64 and uids(uni, got) == ["e/a.cu3s#0"], describe(empty)
+        got = r.resolve([S("union", of=[S("files", paths=["e/a.cu3s"]),
+                                        S("except", of=[empty, S("all")])])])
+        assert got.dtype == np.int64 and got.tolist() == [8], describe(empty)
+        got = r.select(S("intersect", of=[empty, S("all")]))
+        assert got.dtype == np.int64 and got.tolist() == [], describe(empty)
 
 
 def test_operands_are_named_by_their_path_in_messages(caplog: pytest.LogCaptureFixture) -> None:
