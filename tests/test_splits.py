@@ -412,6 +412,28 @@ def test_effective_splits_follows_a_pointer_as_cuvis_ai_does(tmp_path: Path) -> 
     assert merged.constraints == [Constraint(kind="no_split_overlap")]
 
 
+def test_effective_splits_equal_what_the_cuvis_ai_datamodule_loads(tmp_path: Path) -> None:
+    """Inline constraints and universe_hash are ignored there: the file owns them."""
+    from types import SimpleNamespace
+
+    from cuvis_ai_core.data.datamodule import BaseCuvisAIDataModule  # imports lightning: slow
+
+    from dvc_cuvis.splits import effective_splits
+
+    p = tmp_path / "splits.json"
+    save_splits(DataSplitConfig(
+        universe_hash="ab" * 32, constraints=[Constraint(kind="no_split_overlap")],
+        train=[Selector(kind="files", paths=["a"])], test=[Selector(kind="files", paths=["b"])],
+    ), p)
+    both = DataSplitConfig(splits_path=str(p), universe_hash="cd" * 32,
+                           val=[Selector(kind="files", paths=["v"])],
+                           constraints=[Constraint(kind="no_source_overlap")])
+    ours, _ = effective_splits(both)
+    theirs = BaseCuvisAIDataModule._effective_splits(SimpleNamespace(splits=both))
+    assert ours == theirs and ours.universe_hash == "ab" * 32
+    assert ours.val == [Selector(kind="files", paths=["v"])]
+
+
 def test_folds_are_written_and_found_in_numeric_order(tmp_path: Path) -> None:
     from dvc_cuvis.splits import fold_files, fold_path, save_folds
 
