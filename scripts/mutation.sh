@@ -5,7 +5,7 @@
 #   scripts/mutation.sh [MODULE...]   MODULE: drift, selectors, splits, plugin (default: all)
 #
 # Environment: JOBS (workers, default 2), DVC_CUVIS_HYPOTHESIS_EXAMPLES (default 25), FRESH=1 (forget earlier results: rm -rf mutants/),
-# RECHECK=1 (run the earlier survivors again first: mutmut keeps a verdict until the code of
+# RECHECK=1 (run the earlier survivors and "no tests" mutants again first: mutmut keeps a verdict until the code of
 # its function changes, so new tests alone do not re-run them).
 # The configuration (modules, fast test selection) is [tool.mutmut] in pyproject.toml; mutmut
 # works in a copy, mutants/ (git-ignored).  Pipelines the tests need are built once and kept
@@ -36,10 +36,10 @@ for m in "${modules[@]}"; do
     start=$(date +%s)
     if [ "${RECHECK:-0}" = 1 ] && [ -f "mutants/dvc_cuvis/$m.py.meta" ]; then
         # mutmut keeps a verdict until its function changes: after new tests, run the
-        # earlier survivors again by name
+        # earlier survivors and "no tests" mutants again by name
         mapfile -t again < <(.venv/bin/python -c 'import json, sys
 codes = json.load(open(sys.argv[1]))["exit_code_by_key"]
-print("\n".join(sorted(k for k, c in codes.items() if c == 0)))' "mutants/dvc_cuvis/$m.py.meta")
+print("\n".join(sorted(k for k, c in codes.items() if c in (0, 5, 33))))' "mutants/dvc_cuvis/$m.py.meta")
         if [ ${#again[@]} -gt 0 ]; then
             .venv/bin/mutmut run --max-children "${JOBS:-2}" "${again[@]}" || status=$?
         fi
