@@ -458,8 +458,8 @@ class Resolver:
     def _setop(self, sel: Selector, where: str) -> Positions:
         kind = sel.kind.value
         parts = [self.select(child, f"{where}.of[{j}]") for j, child in enumerate(sel.of)]
-        if kind == "union":
-            return dedup_first(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        if kind == "union":  # the schema refuses a set operation without operands
+            return dedup_first(np.concatenate(parts))
         first = parts[0]
         mask = np.zeros(len(self.universe), dtype=bool)
         if kind == "except":

@@ -549,6 +549,15 @@ def test_set_operations_with_three_operands() -> None:
     assert inter.tolist() == []
 
 
+def test_a_set_operation_always_has_operands() -> None:
+    """Why ``_setop`` has no branch for a union without operands: the schema refuses one."""
+    from pydantic import ValidationError
+
+    for kind in ("union", "except", "intersect"):
+        with pytest.raises(ValidationError, match=f"selector kind '{kind}' requires non-empty"):
+            S(kind)
+
+
 def test_operands_matching_nothing_keep_integer_positions() -> None:
     uni = small_universe()
     r = Resolver(uni, {"nine": 9})
