@@ -330,6 +330,19 @@ def test_leaf_kinds_select_in_universe_order() -> None:
     assert r.warnings == []
 
 
+def test_an_empty_glob_matches_nothing_as_upstream() -> None:
+    from cuvis_ai_core.data.selectors import resolve_selectors as upstream
+
+    uni = Universe.from_records([{"source": s, "index": 0} for s in ("XXXX", "d/XXXX.cu3s")])
+    refs = [SampleRef(source=uni.source(p), index=0) for p in range(len(uni))]
+    sel = S("glob", pattern="")
+    with pytest.raises(ValueError, match="matched 0 samples"):
+        upstream([sel], refs)
+    with pytest.raises(SelectorError) as info:
+        Resolver(uni).resolve([sel])
+    assert str(info.value) == "stage[0]: selector glob('') matched 0 samples" + TAIL
+
+
 def test_tag_index_is_built_once_per_attribute() -> None:
     uni = small_universe()
     r = Resolver(uni, {"two": 2})
