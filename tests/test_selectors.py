@@ -451,6 +451,32 @@ def test_shared_normalized_names_count_as_found(caplog: pytest.LogCaptureFixture
         "ids exist in that source" + TAIL)
 
 
+def test_file_indices_sorted_repeats_and_out_of_order_ids() -> None:
+    uni = small_universe()
+    r = Resolver(uni)
+    assert r.select(S("file_indices", source="d/a.cu3s", ids=[1, 2, 2])).tolist() == [1, 2]
+    assert r.select(S("file_indices", source="d/a.cu3s", ids=[1, 3, 2])).tolist() == [1, 2, 3]
+    assert r.select(S("file_indices", source="d/b.cu3s", ids=[3, 3])).tolist() == [6]
+    assert r.warnings == []
+    with pytest.raises(SelectorError) as info:
+        r.resolve([S("file_indices", source="d/a.cu3s", ids=[1, "abc"])])
+    assert str(info.value) == "selector 'file_indices' ids must be ints or 'a-b' ranges, got 'abc'"
+
+
+def test_file_indices_over_two_dense_sources_sharing_a_name() -> None:
+    uni = Universe.from_records([{"source": s, "index": i}
+                                 for s in ("C:/D/a.cu3s", "c:/d/A.cu3s") for i in (0, 1)])
+    got = Resolver(uni).select(S("file_indices", source="c:/d/a.cu3s", ids=[1]))
+    assert uids(uni, got) == ["C:/D/a.cu3s#1", "c:/d/A.cu3s#1"]
+
+
+def test_an_empty_source_names_no_source() -> None:
+    uni = Universe.from_records([{"source": s, "index": 0} for s in ("XXXX", "d/a")])
+    with pytest.raises(SelectorError) as info:
+        Resolver(uni).resolve([S("file_indices", source="", ids=[0])])
+    assert str(info.value).startswith("stage[0]: selector file_indices(source='') matched 0")
+
+
 def test_file_indices_never_match_a_whole_file_sample() -> None:
     uni = Universe.from_records([{"source": "w.npz", "index": None},
                                  {"source": "x.cu3s", "index": 0}])
