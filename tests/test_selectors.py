@@ -477,6 +477,26 @@ def test_an_empty_source_names_no_source() -> None:
     assert str(info.value).startswith("stage[0]: selector file_indices(source='') matched 0")
 
 
+@pytest.mark.parametrize(("layout", "source", "ids", "expected"), [
+    ({"a": (0, 1), "b": (0, 3)}, "a", [0, 3], ["a#0"]),
+    ({"s": (0, 2, 5)}, "s", [0, 1], ["s#0"]),
+    ({"s": (0, 1, 4)}, "s", [0, 2], ["s#0"]),
+    ({"a": (0, 1, 2), "b": (0, 1, 8)}, "b", [0, 2], ["b#0"]),
+    ({"a": (0, 1, 2), "b": (0, 1)}, "a", [0, 3], ["a#0"]),
+    ({"a": (0, 1, 2), "b": (0,)}, "b", [0, 1], ["b#0"]),
+    ({"a": (0, 1, 2), "b": (0, 1)}, "b", [0, 1], ["b#0", "b#1"]),
+])
+def test_file_indices_take_the_dense_shortcut_only_when_the_block_holds_every_id(
+        layout: dict[str, tuple[int, ...]], source: str, ids: list[int],
+        expected: list[str]) -> None:
+    uni = Universe.from_records([{"source": s, "index": i} for s, idx in layout.items()
+                                 for i in idx])
+    r = Resolver(uni)
+    assert uids(uni, r.select(S("file_indices", source=source, ids=ids), "w")) == expected
+    assert [w.missing for w in r.warnings] == ([] if len(expected) == len(ids) else [
+        tuple(i for i in ids if f"{source}#{i}" not in expected)])
+
+
 def test_file_indices_never_match_a_whole_file_sample() -> None:
     uni = Universe.from_records([{"source": "w.npz", "index": None},
                                  {"source": "x.cu3s", "index": 0}])
