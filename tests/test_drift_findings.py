@@ -236,3 +236,26 @@ def test_staleness_a_corrupt_lock_is_a_violation(tmp_path: Path, text: str) -> N
                     lock=tmp_path / "dvc.lock")
     assert not report.ok and report.exit_code == 1
     assert "[FAIL] staleness:" in report.render()
+
+
+# -- hashing: where the check's md5s came from ----------------------------------------------
+
+
+def test_the_report_says_where_its_md5s_came_from(tmp_path: Path) -> None:
+    from dvc_cuvis.stat_cache import StatCache
+
+    data = {f"s{k}.cu3s": bytes([k]) * (100 + k) for k in range(3)}
+    for name, blob in data.items():
+        (tmp_path / name).write_bytes(blob)
+    rows = "".join(f"{n},0,{hashlib.md5(b).hexdigest()}\n" for n, b in data.items())
+    (tmp_path / "universe.csv").write_text("source,index,md5\n" + rows)
+    pin = read_universe(tmp_path / "universe.csv").hash
+    (tmp_path / "splits.json").write_text(json.dumps({"train": [{"kind": "all"}],
+                                                      "universe_hash": pin}))
+    args = (tmp_path / "splits.json", tmp_path / "universe.csv")
+    first = verify(*args, lock=None, cache=StatCache(tmp_path / "c.bin"))
+    assert first.ok and not first.reused_verdict
+    assert (first.hashing["md5_hashed"], first.hashing["bytes_hashed"]) == (3, 303)
+    again = verify(*args, lock=None, cache=StatCache(tmp_path / "c.bin"))  # as a new process
+    assert again.reused_verdict and again.hashing == dict.fromkeys(first.hashing, 0)
+    assert again.findings == first.findings
