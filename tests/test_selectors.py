@@ -730,6 +730,7 @@ def test_dedup_first_keeps_first_occurrences_in_place() -> None:
     assert dd([3, 1, 3, 2, 1, 0]) == [3, 1, 2, 0]
     assert dd([1, 1]) == [1]
     assert dd([2, 1]) == [2, 1]
+    assert dd([0, 5, 3, 3, 5, 1]) == [0, 5, 3, 1]  # all above the first, not increasing
 
 
 def test_a_stage_matches_upstream_on_the_small_universe() -> None:
