@@ -77,3 +77,11 @@ def sdk(monkeypatch: pytest.MonkeyPatch):
     cuvis.CALLS.clear()
     yield cuvis
     sys.modules.pop("cuvis", None)
+
+
+@pytest.fixture(scope="session")
+def npz_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example npz pipeline after ``dvc repro``, built once (never modified: copy it)."""
+    from ._repos import pristine
+
+    return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")

@@ -12,20 +12,13 @@ import yaml
 from dvc_cuvis.drift import DriftError, ensure, verify
 from dvc_cuvis.universe import Universe, read_universe
 
-from ._repos import pristine
 from .conftest import FIXTURES
 
 
-@pytest.fixture(scope="session")
-def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example npz pipeline after ``dvc repro``, built once per session (never modified)."""
-    return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
-
-
 @pytest.fixture
-def repo(pipeline: Path, tmp_path: Path) -> Path:
+def repo(npz_pipeline: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "repo"
-    shutil.copytree(pipeline, copy, symlinks=True)
+    shutil.copytree(npz_pipeline, copy, symlinks=True)
     return copy
 
 

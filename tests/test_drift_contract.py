@@ -37,11 +37,6 @@ ALL_OK = {"universe": "ok", "content": "ok", "selection": "ok", "constraints": "
           "staleness": "ok"}
 
 
-@pytest.fixture(scope="session")
-def npz_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
-
-
 @pytest.fixture
 def repo(npz_pipeline: Path, tmp_path: Path) -> Path:
     return copy(npz_pipeline, tmp_path / "repo")

@@ -19,7 +19,7 @@ from dvc_cuvis.drift import DriftError
 from dvc_cuvis.modules import MODULE_COLUMN, check_module_rules, module_for
 from dvc_cuvis.universe import read_universe
 
-from ._repos import copy, pristine, sh
+from ._repos import copy, sh
 from .test_datamodule import materialized  # noqa: F401  (module fixture)
 
 pytest.importorskip("torch")
@@ -319,11 +319,6 @@ def test_docstring_examples_of_the_plugin_modules() -> None:
 
 
 # -- the guard in front of setup(), setting by setting (in-process, on the built pipeline) ----
-
-
-@pytest.fixture(scope="session")
-def npz_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
 
 
 @pytest.fixture
