@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from .test_drift import _sneaky_edit, pipeline, repo  # noqa: F401  (fixtures)
+from .test_drift import _sneaky_edit, repo  # noqa: F401  (fixtures)
 
 
 def test_plain_check_reads_the_repository_params_and_sees_added_data(
