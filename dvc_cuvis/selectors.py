@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import logging
 import posixpath
 import re
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -96,20 +98,8 @@ def norm_source(path: str) -> str:
     return normalized.casefold() if windowsish else normalized
 
 
-_WINDOWS_START = re.compile(r"(?:^|\n)[A-Za-z]:/")
-
-
 def norm_sources(paths: Sequence[str]) -> list[str]:
-    """:func:`norm_source` of every path; one scan of the joined text finds the common case.
-
-    A baked split lists every source once, so this runs over 100k paths per check: when
-    no path holds anything normalization would change, the list is returned as it is.
-    """
-    blob = "\n".join(paths)
-    if (all(paths) and not blob.startswith(".") and not blob.endswith("/")
-            and not any(t in blob for t in ("\\", "//", "/.", "\n.", "/\n"))
-            and not (":/" in blob and _WINDOWS_START.search(blob))):
-        return list(paths)
+    """:func:`norm_source` of every path (a new list)."""
     return [norm_source(p) for p in paths]
 
 
@@ -147,8 +137,8 @@ def parse_id_range(text: str) -> range | None:
     m = _RANGE_RE.match(text.strip())
     if m is None:
         return None
-    start, stop = int(m.group(1)), int(m.group(2))
-    step = int(m.group(3)) if m.group(3) is not None else 1
+    first, last, every = m.groups()
+    start, stop, step = int(first), int(last), int(every or 1)
     if step <= 0:
         raise SelectorError(f"range selector {text!r}: step must be > 0")
     if start > stop:
@@ -160,68 +150,49 @@ def parse_id_range(text: str) -> range | None:
     return expanded
 
 
+def _id_runs(text: str) -> tuple[range, range] | None:
+    """The range ``text`` names split at 2**62: (read positions, larger ids), or None."""
+    expanded = parse_id_range(text)
+    if expanded is None:
+        return None
+    below = range(expanded.start, min(expanded.stop, _HUGE), expanded.step)
+    return below, expanded[len(below):]
+
+
+#: A baked split repeats the same few range texts ("0-99", "3-5") over thousands of
+#: selectors: each is parsed once.  Errors are raised again each time (never cached).
+_cached_id_runs = functools.lru_cache(maxsize=1 << 16)(_id_runs)
+
+
 def split_ids(
     ids: Sequence[int | str], *, kind: str = "file_indices"
 ) -> tuple[Positions, list[int]]:
     """Expand ints and inclusive ``"a-b[:step]"`` ranges: (ids < 2**62 in order, larger ids).
 
-    Errors come in upstream's order: every range is checked first, then the other items.
+    Errors come in upstream's order: every range is checked first, then the other items
+    (the first bad item is remembered and raised after the last range).  The ids stream
+    into one int64 buffer, from a baked split's short runs to a ten-million-id range alike
+    (8 bytes an id, never a Python list of them).
     """
-    if all(type(i) is int and 0 <= i < _HUGE for i in ids):  # the common baked form
-        return np.asarray(ids, dtype=np.int64), []
-    fast = _fast_ids(ids)
-    if fast is not None:
-        return fast, []
-    segments: list[range | int | str] = []
-    for item in ids:
-        expanded = parse_id_range(item) if isinstance(item, str) else None
-        segments.append(item if expanded is None else expanded)
-    pieces: list[Positions] = []
-    plain: list[int] = []
+    buf = array("q")
     huge: list[int] = []
-    for seg in segments:
-        if isinstance(seg, range):
-            if len(seg) <= 4096 and seg.stop <= _HUGE:
-                plain.extend(seg)  # short runs (the baked form): no per-range numpy array
-            elif seg.stop <= 2**53:  # exact in numpy's float64 length computation
-                pieces.append(np.asarray(plain, dtype=np.int64))
-                plain = []
-                pieces.append(np.arange(seg.start, seg.stop, seg.step, dtype=np.int64))
-            else:
-                for v in seg:
-                    (plain if v < _HUGE else huge).append(v)
-        elif not isinstance(seg, int):
-            raise SelectorError(f"selector '{kind}' ids must be ints or 'a-b' ranges, got {seg!r}")
-        elif seg < 0:
-            raise SelectorError(f"selector '{kind}' index {seg} must be >= 0")
-        else:
-            (plain if seg < _HUGE else huge).append(int(seg))
-    pieces.append(np.asarray(plain, dtype=np.int64))
-    return (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)), huge
-
-
-def _fast_ids(ids: Sequence[int | str]) -> Positions | None:
-    """One pass over valid ints and short ranges (baked files); None means "take the slow,
-    exactly-upstream path" (an error to report in upstream's order, or a huge range)."""
-    plain: list[int] = []
+    problem = ""
     for item in ids:
-        if type(item) is int:
-            if not 0 <= item < _HUGE:
-                return None
-            plain.append(item)
-            continue
-        if not isinstance(item, str):
-            return None
-        # "a-b" exactly as _RANGE_RE reads it (\d is isdecimal); a step or anything else
-        # takes the slow path
-        a, dash, b = item.strip().partition("-")
-        if not (dash and a.isdecimal() and b.isdecimal()):
-            return None
-        start, stop = int(a), int(b)
-        if start > stop or stop - start > 4096 or stop >= _HUGE:
-            return None
-        plain.extend(range(start, stop + 1))
-    return np.asarray(plain, dtype=np.int64)
+        runs = _cached_id_runs(item) if isinstance(item, str) else None
+        if runs is not None:
+            buf.extend(runs[0])
+            huge.extend(runs[1])
+        elif not isinstance(item, int):
+            problem = problem or f"selector '{kind}' ids must be ints or 'a-b' ranges, got {item!r}"
+        elif item < 0:
+            problem = problem or f"selector '{kind}' index {item} must be >= 0"
+        elif item < _HUGE:
+            buf.append(item)
+        else:
+            huge.append(item)
+    if problem:
+        raise SelectorError(problem)
+    return np.frombuffer(buf, dtype=np.int64), huge
 
 
 def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Positions:
@@ -271,6 +242,26 @@ def describe(sel: Selector) -> str:
     return k
 
 
+def _codes_of(values: Sequence[str]) -> dict[str, list[int]]:
+    """Each value's source codes, ascending (stems and Windows spellings may be shared)."""
+    out: dict[str, list[int]] = {}
+    for code, value in enumerate(values):
+        out.setdefault(value, []).append(code)
+    return out
+
+
+def _rows_of(values: Sequence[Iterable[Any]]) -> dict[Any, Positions]:
+    """Each attribute value's rows (a tag, a category id), ascending."""
+    lists: dict[Any, list[int]] = {}
+    for pos, vals in enumerate(values):
+        for v in vals:
+            lists.setdefault(v, []).append(pos)
+    return {k: np.asarray(v) for k, v in lists.items()}
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
 @dataclass
 class Resolver:
     """Resolves selectors against one universe; indexes are built once, on first need."""
@@ -281,85 +272,57 @@ class Resolver:
 
     def resolve(self, selectors: Sequence[Selector], *, stage: str = "stage") -> Positions:
         """Positions selected by a stage's selector list (union in order, first wins)."""
-        parts: list[Positions] = []
+        parts = [_NONE]
         for i, sel in enumerate(selectors):
             where = f"{stage}[{i}]"
             got = self.select(sel, where)
             if len(got) == 0:
                 raise SelectorError(self._zero_match_message(sel, where))
             parts.append(got)
-        if not parts:
-            return np.zeros(0, dtype=np.int64)
-        return dedup_first(np.concatenate(parts) if len(parts) > 1 else parts[0])
+        return dedup_first(np.concatenate(parts))
 
     # -- indexes ----------------------------------------------------------------------
 
-    def _codes_by(self, key: str) -> tuple[dict[str, int], dict[str, list[int]]]:
-        """Source codes by normalized name (``norm``) or stem: ``(unique, shared)``.
+    @functools.cached_property
+    def _by_source(self) -> dict[str, list[int]]:
+        """Source codes by normalized source name."""
+        return _codes_of(norm_sources(self.universe.source_names))
 
-        A value held by one source maps to its code in the first dict; a value several
-        sources share (stems, Windows spellings) maps to all their codes in the second.
-        """
-        cache = self.__dict__.setdefault("_cache", {})
-        if key not in cache:
-            values = (norm_sources(self.universe.source_names) if key == "norm"
-                      else self.universe.stems)
-            unique = dict(zip(values, range(len(values)), strict=True))
-            shared: dict[str, list[int]] = {}
-            if len(unique) < len(values):
-                for code, v in enumerate(values):
-                    shared.setdefault(v, []).append(code)
-                shared = {v: c for v, c in shared.items() if len(c) > 1}
-                for v in shared:
-                    del unique[v]
-            cache[key] = (unique, shared)
-        result: tuple[dict[str, int], dict[str, list[int]]] = cache[key]
-        return result
+    @functools.cached_property
+    def _by_stem(self) -> dict[str, list[int]]:
+        """Source codes by file stem."""
+        return _codes_of(self.universe.stems)
 
-    def _codes(self, key: str, values: Iterable[str]) -> tuple[list[int], set[str]]:
+    @functools.cached_property
+    def _by_tag(self) -> dict[Any, Positions]:
+        """Rows by tag."""
+        return _rows_of(self.universe.tags)
+
+    @functools.cached_property
+    def _by_category(self) -> dict[Any, Positions]:
+        """Rows by category id."""
+        return _rows_of(self.universe.category_ids)
+
+    @staticmethod
+    def _codes(index: dict[str, list[int]], values: Iterable[str]) -> tuple[list[int], set[str]]:
         """Codes of every source matching one of ``values``, and the values that matched."""
-        unique, shared = self._codes_by(key)
-        wanted = set(values)
-        codes = [unique[v] for v in wanted if v in unique]
-        found = wanted & unique.keys() if len(codes) < len(wanted) else wanted
-        if shared:
-            more = wanted & shared.keys()
-            codes += [c for v in more for c in shared[v]]
-            found = found | more
-        return codes, found
-
-    def _inverted(self, attr: str) -> dict[Any, Positions]:
-        cache = self.__dict__.setdefault("_cache", {})
-        if attr not in cache:
-            values = self.universe.tags if attr == "tags" else self.universe.category_ids
-            lists: dict[Any, list[int]] = {}
-            for pos, vals in enumerate(values):
-                for v in vals:
-                    lists.setdefault(v, []).append(pos)
-            cache[attr] = {k: np.asarray(v, dtype=np.int64) for k, v in lists.items()}
-        result: dict[Any, Positions] = cache[attr]
-        return result
+        found = set(values) & index.keys()
+        return [c for v in found for c in index[v]], found
 
     def _blocks(self, codes: Sequence[int]) -> Positions:
         """The rows of the given sources, in universe order."""
-        if not codes:
-            return np.zeros(0, dtype=np.int64)
         off = self.universe.offsets
         picked = np.unique(np.asarray(codes, dtype=np.int64))
         starts = off[picked]
         lengths = off[picked + 1] - starts
-        if bool(np.all(lengths == 1)):
-            return starts  # one sample per source (npz frames, single-frame cubes)
         # start of each block, repeated over its rows, plus the row's rank inside the block
         ends = np.cumsum(lengths)
-        return np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]))
+        return np.repeat(starts - (ends - lengths), lengths) + np.arange(lengths.sum())
 
-    def _rows_with(self, attr: str, wanted: set[Any]) -> Positions:
-        index = self._inverted(attr)
-        hits = [index[w] for w in wanted if w in index]
-        if not hits:
-            return np.zeros(0, dtype=np.int64)
-        return np.unique(np.concatenate(hits))
+    @staticmethod
+    def _rows_with(index: dict[Any, Positions], wanted: set[Any]) -> Positions:
+        """The rows holding any of the ``wanted`` values, ascending."""
+        return np.unique(np.concatenate([_NONE, *(index[w] for w in wanted if w in index)]))
 
     # -- one selector -----------------------------------------------------------------
 
@@ -368,12 +331,12 @@ class Resolver:
         kind = sel.kind.value
         uni = self.universe
         if kind == "all":
-            return np.arange(len(uni), dtype=np.int64)
+            return np.arange(len(uni))
         if kind == "file_indices":
             return self._file_indices(sel, where)
         if kind == "files":
             wanted = set(norm_sources(sel.paths))
-            codes, found = self._codes("norm", wanted)
+            codes, found = self._codes(self._by_source, wanted)
             if found and len(found) < len(wanted):
                 self._partial(sel, where, sorted(wanted), found)
             return self._blocks(codes)
@@ -389,7 +352,7 @@ class Resolver:
                 )
             return dedup_first(positions)
         if kind == "stems":
-            return self._blocks(self._codes("stem", sel.stems)[0])
+            return self._blocks(self._codes(self._by_stem, sel.stems)[0])
         if kind == "glob":
             pat = sel.pattern or ""
             names, stems = uni.source_names, uni.stems
@@ -399,30 +362,27 @@ class Resolver:
             ]
             return self._blocks(codes)
         if kind == "tag":
-            return self._rows_with("tags", set(sel.any_of))
+            return self._rows_with(self._by_tag, set(sel.any_of))
         if kind == "categories":
-            return self._rows_with("category_ids", set(self._category_ids(sel, where)))
-        if kind in SET_KINDS:
-            return self._setop(sel, where)
-        raise SelectorError(f"{where}: unknown selector kind {kind!r}")  # pragma: no cover
+            return self._rows_with(self._by_category, set(self._category_ids(sel, where)))
+        return self._setop(sel, where)  # union, except, intersect: the schema admits no other
 
     def _file_indices(self, sel: Selector, where: str) -> Positions:
         uni = self.universe
-        small, huge = split_ids(sel.ids, kind="file_indices")
-        strictly_up = len(small) < 2 or bool(np.all(small[1:] > small[:-1]))
-        wanted = small if strictly_up else np.unique(small)  # baked ids are already sorted
-        unique, shared = self._codes_by("norm")
-        name = norm_source(sel.source or "")
-        code = unique.get(name)
-        codes = [code] if code is not None else shared.get(name, [])
+        wanted, huge = split_ids(sel.ids)
+        if not np.all(wanted[1:] > wanted[:-1]):  # baked ids are already sorted and unique
+            wanted = np.unique(wanted)
+        codes = self._by_source.get(norm_source(sel.source or ""), [])
         off, indices = uni.offsets, uni.indices
         if uni.indexless is not None:  # a whole-file sample has no index to match (as upstream)
             codes = [c for c in codes if not uni.indexless[off[c]]]
         if len(codes) == 1 and not huge and len(wanted):
             lo, hi = int(off[codes[0]]), int(off[codes[0] + 1])
-            if indices[lo] == 0 and indices[hi - 1] == hi - lo - 1 and wanted[-1] < hi - lo:
-                return lo + wanted  # a dense block 0..n-1 holding every id: no search needed
-        parts: list[Positions] = []
+            if indices[hi - 1] - indices[lo] == hi - lo - 1 and indices[lo] <= wanted[0] \
+                    and wanted[-1] <= indices[hi - 1]:
+                # a dense block holding every id (a session's frames 0..n-1): no search
+                return lo - indices[lo] + wanted
+        parts = [_NONE]
         found = np.zeros(len(wanted), dtype=bool)
         for c in codes:  # codes are ascending: blocks come out in universe order
             lo, hi = int(off[c]), int(off[c + 1])
@@ -435,9 +395,7 @@ class Resolver:
         if found.any() and not (found.all() and not huge):
             requested = wanted.tolist() + sorted(set(huge))
             self._partial(sel, where, requested, set(wanted[found].tolist()))
-        if not parts:
-            return np.zeros(0, dtype=np.int64)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return np.concatenate(parts)
 
     def _category_ids(self, sel: Selector, where: str) -> list[int]:
         if self.name_to_id is None:
@@ -460,18 +418,13 @@ class Resolver:
         parts = [self.select(child, f"{where}.of[{j}]") for j, child in enumerate(sel.of)]
         if kind == "union":  # the schema refuses a set operation without operands
             return dedup_first(np.concatenate(parts))
-        first = parts[0]
-        mask = np.zeros(len(self.universe), dtype=bool)
-        if kind == "except":
-            for part in parts[1:]:
-                mask[part] = True
-            return first[~mask[first]]
-        keep = np.ones(len(first), dtype=bool)
+        kept = parts[0]
         for part in parts[1:]:
-            mask[:] = False
-            mask[part] = True
-            keep &= mask[first]
-        return first[keep]
+            inside = np.zeros(len(self.universe), dtype=bool)
+            inside[part] = True
+            hit = inside[kept]
+            kept = kept[~hit] if kind == "except" else kept[hit]
+        return kept
 
     # -- reporting --------------------------------------------------------------------
 
@@ -479,19 +432,15 @@ class Resolver:
         missing = tuple(x for x in requested if x not in matched)
         pm = PartialMatch(where, sel.kind.value, sel.source, len(requested), missing)
         self.warnings.append(pm)
-        logger.warning("%s", pm.message())
+        logger.warning(pm.message())
 
     def _zero_match_message(self, sel: Selector, where: str) -> str:
         msg = f"{where}: selector {describe(sel)} matched 0 samples"
-        names = self.universe.source_names
-        asked: list[str] = []
-        if sel.kind.value == "file_indices" and sel.source is not None:
-            asked = [sel.source]
-        elif sel.kind.value == "files":
-            asked = list(sel.paths)
-        unknown = [a for a in asked if not self._codes("norm", [norm_source(a)])[1]]
+        # only file_indices names a source; only files lists paths
+        asked = [sel.source] if sel.source is not None else list(sel.paths)
+        unknown = [a for a in asked if norm_source(a) not in self._by_source]
         if unknown:
-            close = difflib.get_close_matches(unknown[0], names, n=1, cutoff=0.6)
+            close = difflib.get_close_matches(unknown[0], self.universe.source_names)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             msg += f" — source {unknown[0]!r} is not in the universe{hint}"
         elif sel.kind.value == "file_indices":
@@ -500,9 +449,7 @@ class Resolver:
 
 
 def dedup_first(arr: Positions) -> Positions:
-    """Drop repeated positions, keeping each first occurrence in place."""
-    if len(arr) < 2 or bool(np.all(arr[1:] > arr[:-1])):
-        return arr
+    """Drop repeated positions, keeping each first occurrence in place (a new array)."""
     _, first = np.unique(arr, return_index=True)
     return arr[np.sort(first)]
 

@@ -185,7 +185,7 @@ def test_split_ids_keeps_order_and_duplicates() -> None:
 
 
 def test_split_ids_long_and_stepped_ranges() -> None:
-    small, _ = split_ids([3, "10-5009", 1])  # longer than the short-run limit
+    small, _ = split_ids([3, "10-5009", 1])  # a long run between single ids
     assert small.tolist() == [3, *range(10, 5010), 1]
     small, _ = split_ids(["0-4096", "0-4097"])
     assert small.tolist() == [*range(4097), *range(4098)]
@@ -214,6 +214,10 @@ def test_split_ids_sets_huge_ids_aside() -> None:
     assert small.dtype == np.int64 and small.tolist() == [] and huge == [HUGE, HUGE + 1]
     small, huge = split_ids([f"{HUGE - 1}-{HUGE}"])
     assert small.tolist() == [HUGE - 1] and huge == [HUGE]
+    small, huge = split_ids([HUGE, HUGE - 1])  # 2**62 itself is set aside, as an int too
+    assert small.tolist() == [HUGE - 1] and huge == [HUGE]
+    with pytest.raises(SelectorError, match=f"id {HUGE} is too large to be a read position"):
+        expand_ids([HUGE])
 
 
 def test_split_ids_error_messages_name_the_kind() -> None:
@@ -486,7 +490,7 @@ def test_an_empty_source_names_no_source() -> None:
     ({"a": (0, 1, 2), "b": (0,)}, "b", [0, 1], ["b#0"]),
     ({"a": (0, 1, 2), "b": (0, 1)}, "b", [0, 1], ["b#0", "b#1"]),
 ])
-def test_file_indices_take_the_dense_shortcut_only_when_the_block_holds_every_id(
+def test_file_indices_on_dense_blocks_match_exactly_the_ids_they_hold(
         layout: dict[str, tuple[int, ...]], source: str, ids: list[int],
         expected: list[str]) -> None:
     uni = Universe.from_records([{"source": s, "index": i} for s, idx in layout.items()
