@@ -176,22 +176,22 @@ def split_ids(
     """
     buf = array("q")
     huge: list[int] = []
-    problem = ""
+    problems: list[str] = []
     for item in ids:
         runs = _cached_id_runs(item) if isinstance(item, str) else None
         if runs is not None:
             buf.extend(runs[0])
             huge.extend(runs[1])
         elif not isinstance(item, int):
-            problem = problem or f"selector '{kind}' ids must be ints or 'a-b' ranges, got {item!r}"
+            problems.append(f"selector '{kind}' ids must be ints or 'a-b' ranges, got {item!r}")
         elif item < 0:
-            problem = problem or f"selector '{kind}' index {item} must be >= 0"
+            problems.append(f"selector '{kind}' index {item} must be >= 0")
         elif item < _HUGE:
             buf.append(item)
         else:
             huge.append(item)
-    if problem:
-        raise SelectorError(problem)
+    if problems:
+        raise SelectorError(problems[0])
     return np.frombuffer(buf, dtype=np.int64), huge
 
 
