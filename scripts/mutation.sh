@@ -66,6 +66,9 @@ print(f"mutation: dvc_cuvis/{module}.py: {len(codes)} mutants, " + ", ".join(
 for name, c in sorted(codes.items()):
     if kind.get(c, "suspicious") in ("survived", "no tests", "suspicious"):
         print(f"    {name}: {kind.get(c, 'suspicious')}")
+if counts["no tests"]:
+    print("mutation: mutmut ran no test for some mutants; a function added since its last "
+          "stats run has no tests attributed: rm mutants/mutmut-stats.json and run again")
 EOF
 done
 exit "$status"

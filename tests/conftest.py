@@ -35,6 +35,15 @@ def _neutral_cwd(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
+@pytest.fixture(autouse=True)
+def _cold_range_cache() -> None:
+    """Each test parses its id ranges itself: a range parsed by an earlier test (or by the
+    unmutated run a mutation tool forks from) must not stand in for the code under test."""
+    from dvc_cuvis import selectors
+
+    selectors._cached_id_runs.cache_clear()
+
+
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
     """Run ``dvc-cuvis ARGS`` in-process; returns exit code, stdout, stderr."""
