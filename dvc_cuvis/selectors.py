@@ -189,7 +189,7 @@ def split_ids(
         elif item < _HUGE:
             buf.append(item)
         else:
-            huge.append(item)
+            huge.append(int(item))  # a plain int, as upstream reports it
     if problems:
         raise SelectorError(problems[0])
     return np.frombuffer(buf, dtype=np.int64), huge

@@ -8,6 +8,7 @@ them fails here with a readable diff.
 
 from __future__ import annotations
 
+import enum
 import logging
 from typing import Any
 
@@ -216,6 +217,9 @@ def test_split_ids_sets_huge_ids_aside() -> None:
     assert small.tolist() == [HUGE - 1] and huge == [HUGE]
     small, huge = split_ids([HUGE, HUGE - 1])  # 2**62 itself is set aside, as an int too
     assert small.tolist() == [HUGE - 1] and huge == [HUGE]
+    big = enum.IntEnum("Big", {"X": HUGE + 3}).X  # an int subclass comes back a plain int
+    small, huge = split_ids([big])
+    assert huge == [HUGE + 3] and [type(h) for h in huge] == [int]
     with pytest.raises(SelectorError, match=f"id {HUGE} is too large to be a read position"):
         expand_ids([HUGE])
 
