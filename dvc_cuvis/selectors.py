@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import functools
+import itertools
 import logging
 import posixpath
 import re
@@ -59,8 +60,6 @@ _WINDOWS_RE = re.compile(r"[A-Za-z]:[/\\]")
 LIVE_KINDS = frozenset({"dir_indices", "stems", "glob", "tag", "categories", "all"})
 #: Kinds that name samples by identity (what a baked split holds).
 CONCRETE_KINDS = frozenset({"file_indices", "files"})
-#: Set-algebra kinds.
-SET_KINDS = frozenset({"union", "except", "intersect"})
 
 
 @dataclass(frozen=True)
@@ -242,21 +241,17 @@ def describe(sel: Selector) -> str:
     return k
 
 
-def _codes_of(values: Sequence[str]) -> dict[str, list[int]]:
-    """Each value's source codes, ascending (stems and Windows spellings may be shared)."""
-    out: dict[str, list[int]] = {}
-    for code, value in enumerate(values):
-        out.setdefault(value, []).append(code)
-    return out
+def _positions_of(values: Iterable[Iterable[Any]]) -> dict[Any, list[int]]:
+    """Each value's positions, ascending; the ``p``-th item lists the values ``p`` holds.
 
-
-def _rows_of(values: Sequence[Iterable[Any]]) -> dict[Any, Positions]:
-    """Each attribute value's rows (a tag, a category id), ascending."""
-    lists: dict[Any, list[int]] = {}
+    The one inverted index of the resolver: source codes by name or stem (several sources
+    may share a stem or a Windows spelling) and rows by tag or category id.
+    """
+    out: dict[Any, list[int]] = {}
     for pos, vals in enumerate(values):
         for v in vals:
-            lists.setdefault(v, []).append(pos)
-    return {k: np.asarray(v) for k, v in lists.items()}
+            out.setdefault(v, []).append(pos)
+    return out
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -286,22 +281,22 @@ class Resolver:
     @functools.cached_property
     def _by_source(self) -> dict[str, list[int]]:
         """Source codes by normalized source name."""
-        return _codes_of(norm_sources(self.universe.source_names))
+        return _positions_of((n,) for n in norm_sources(self.universe.source_names))
 
     @functools.cached_property
     def _by_stem(self) -> dict[str, list[int]]:
         """Source codes by file stem."""
-        return _codes_of(self.universe.stems)
+        return _positions_of((s,) for s in self.universe.stems)
 
     @functools.cached_property
-    def _by_tag(self) -> dict[Any, Positions]:
+    def _by_tag(self) -> dict[Any, list[int]]:
         """Rows by tag."""
-        return _rows_of(self.universe.tags)
+        return _positions_of(self.universe.tags)
 
     @functools.cached_property
-    def _by_category(self) -> dict[Any, Positions]:
+    def _by_category(self) -> dict[Any, list[int]]:
         """Rows by category id."""
-        return _rows_of(self.universe.category_ids)
+        return _positions_of(self.universe.category_ids)
 
     @staticmethod
     def _codes(index: dict[str, list[int]], values: Iterable[str]) -> tuple[list[int], set[str]]:
@@ -320,9 +315,10 @@ class Resolver:
         return np.repeat(starts - (ends - lengths), lengths) + np.arange(lengths.sum())
 
     @staticmethod
-    def _rows_with(index: dict[Any, Positions], wanted: set[Any]) -> Positions:
+    def _rows_with(index: dict[Any, list[int]], wanted: set[Any]) -> Positions:
         """The rows holding any of the ``wanted`` values, ascending."""
-        return np.unique(np.concatenate([_NONE, *(index[w] for w in wanted if w in index)]))
+        hits = itertools.chain.from_iterable(index[w] for w in wanted if w in index)
+        return np.unique(np.fromiter(hits, dtype=np.int64))
 
     # -- one selector -----------------------------------------------------------------
 
