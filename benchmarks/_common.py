@@ -347,7 +347,7 @@ def _child_read(what: str, path: str | None) -> dict[str, Any]:
     elif what == "numpy":
         import numpy  # noqa: F401
     elif what == "ours":
-        from dvc_cuvis.universe import read_universe
+        from dvc_cuvis.model.universe_io import read_universe
 
         assert path is not None
         t0 = time.perf_counter()

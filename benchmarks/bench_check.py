@@ -81,13 +81,13 @@ import yaml
 from _common import Row, median, profile_top, timed
 from bench_pipeline import SlowdownRow, brief, child_env, count, make_frames, run_cmd
 
-from dvc_cuvis.bake import BakeOptions, bake
-from dvc_cuvis.drift import CHECKS, verify
-from dvc_cuvis.materialize import ReaderParams, materialize
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.check.drift import CHECKS, verify
+from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.model.splits import load_splits
+from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from dvc_cuvis.splits import load_splits
-from dvc_cuvis.stat_cache import StatCache
-from dvc_cuvis.universe import read_universe, write_universe
 
 Log = Callable[[str], None]
 BATCH = 8
@@ -153,7 +153,7 @@ def check_inprocess(repo: Path, argv: list[str]) -> float:
 def check_phases(repo: Path) -> dict[str, float]:
     """The warm check in-process, phase by phase (no profiler), as ``cmd_check`` runs it:
     one StatCache for all phases (all hits), a fresh Universe object per phase."""
-    from dvc_cuvis.stat_cache import default_cache_path
+    from dvc_cuvis.digests.stat_cache import default_cache_path
 
     ph: dict[str, float] = {}
     with chdir(repo):
@@ -376,7 +376,7 @@ def loader_pass(dm: Any, checksum: bool = False) -> tuple[int, float]:
 
 def bench_loader(args: argparse.Namespace, mat: Path, work: Path, rng: np.random.Generator,
                  enforce: bool, log: Log, profiles: dict[str, str]) -> list[Row]:
-    from dvc_cuvis.datamodule import SplitDataModule
+    from dvc_cuvis.train.datamodule import SplitDataModule
 
     def module(workers: int) -> Any:
         dm = SplitDataModule(mat / "universe.csv", mat / "splits.json", batch_size=BATCH,
@@ -553,7 +553,7 @@ def setup_ratio(csv: Path, cache_path: Path, repeat: int) -> tuple[list[float], 
     """Interleaved ``MultiNpzDataModule.setup('fit')`` timings: unguarded, guarded; misses."""
     from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
 
-    from dvc_cuvis.datamodule import guard
+    from dvc_cuvis.train.datamodule import guard
 
     sp = csv.parent / "splits.json"
 
@@ -770,7 +770,7 @@ def bench_device(args: argparse.Namespace, mat: Path, work: Path, rng: np.random
     non-blocking copies) vs the plain loop with blocking copies (info rows; the issue asks to
     measure and record it where a GPU is lent).  ``--device cpu`` runs the same code on the
     CPU (pin_memory off) so the path is exercised where no GPU is."""
-    from dvc_cuvis.datamodule import SplitDataModule
+    from dvc_cuvis.train.datamodule import SplitDataModule
 
     device = pick_device(args.device)
     if device is None:

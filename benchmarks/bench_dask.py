@@ -39,9 +39,9 @@ from _common import Row, median
 from bench_dvc_hashes import make_frames
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' cluster helper
+from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.model.universe_io import format_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from dvc_cuvis.stat_cache import StatCache
-from dvc_cuvis.universe import format_universe
 from tests.dask_cluster import cluster as local_cluster
 
 WORKERS = 2

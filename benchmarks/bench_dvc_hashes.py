@@ -24,9 +24,9 @@ are pushed.  Then ``git clone`` + ``dvc pull`` into a new folder (timed, info) a
 
 Every measurement is one fresh process doing what ``dvc-cuvis enumerate --format npz
 --root data`` does (open the default stat cache, take the seed DVC vouches for -- HEAD's
-universe.csv, see ``dvc_cuvis.seed`` --, enumerate, write universe.csv and the metrics), so
+universe.csv, see ``dvc_cuvis.sources.seed`` --, enumerate, write universe.csv and the metrics), so
 interpreter start-up, imports and opening DVC's repository are included; it
-reports the stat cache's :meth:`~dvc_cuvis.stat_cache.StatCache.stats` (files and bytes
+reports the stat cache's :meth:`~dvc_cuvis.digests.stat_cache.StatCache.stats` (files and bytes
 hashed, md5s taken from DVC, frames parsed vs taken from the content memo).  "cold" = no
 stat cache file of ours (as on a fresh clone); "warm" = the cache the previous run wrote,
 nothing changed.  The page cache is warm for
@@ -71,12 +71,12 @@ import json, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 from dvc_cuvis._io import atomic_write_text, write_json
-from dvc_cuvis.stat_cache import open_stat_cache
+from dvc_cuvis.digests.stat_cache import open_stat_cache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from dvc_cuvis.universe import format_universe
+from dvc_cuvis.model.universe_io import format_universe
 cache = open_stat_cache("auto")
 if sys.argv[1] == "seed":
-    from dvc_cuvis.seed import attach
+    from dvc_cuvis.sources.seed import attach
     attach(cache, "npz", Path("universe.csv"), Path("universe.json"))
 opts = EnumerateOptions(format="npz", root=Path("data"), out_dir=Path("."), cache=cache)
 uni, metrics = enumerate_universe(opts)

@@ -23,9 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import Row, finish, median, standard_args, workspace
 
-from dvc_cuvis.bake import BakeOptions, bake
-from dvc_cuvis.splits import dumps_splits
-from dvc_cuvis.universe import Universe, write_universe
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.model.splits import dumps_splits
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.model.universe_io import write_universe
 
 BIN = str(Path(sys.executable).parent)
 ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),

@@ -94,15 +94,16 @@ import numpy as np
 from _common import Row, median, profile_top, timed
 
 from dvc_cuvis._io import atomic_write_bytes
-from dvc_cuvis.frames import Compression, frame_arrays, npz_bytes
-from dvc_cuvis.materialize import (
+from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.materialize.core import (
     MaterializeResult,
     ReaderParams,
     frame_name,
     materialize,
 )
-from dvc_cuvis.stat_cache import StatCache
-from dvc_cuvis.universe import Universe, read_universe, write_universe
+from dvc_cuvis.model.frames import Compression, frame_arrays, npz_bytes
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.model.universe_io import read_universe, write_universe
 
 MODES = ("none", "deflate:1", "deflate:6", "masks:6")
 MB = 1e6

@@ -67,12 +67,13 @@ import numpy as np
 from _common import REPO, Row, median, profile_top, timed
 
 from dvc_cuvis._io import atomic_write_text
-from dvc_cuvis.bake import BakeOptions, bake
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.model.splits import dumps_splits
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.model.universe_io import format_universe, read_universe, write_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe, list_files, scan
 from dvc_cuvis.sources import universe_metrics as enum_metrics
-from dvc_cuvis.splits import dumps_splits
-from dvc_cuvis.stat_cache import StatCache
-from dvc_cuvis.universe import Universe, format_universe, read_universe, write_universe
 
 Log = Callable[[str], None]
 

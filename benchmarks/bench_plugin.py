@@ -37,10 +37,10 @@ from _common import Row, median, timed
 from bench_check import epoch_read_of, write_sources
 from bench_pipeline import SlowdownRow
 
-from dvc_cuvis.bake import BakeOptions, bake
-from dvc_cuvis.materialize import ReaderParams, materialize
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from dvc_cuvis.universe import read_universe, write_universe
 
 BATCH = 8
 
@@ -66,7 +66,7 @@ def modules(mat: Path, cache: Path) -> tuple[Any, Any]:
     from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule
     from cuvis_ai_schemas.training.data import DataSplitConfig
 
-    from dvc_cuvis.plugin import DvcNpzMultiDataModule
+    from dvc_cuvis.plugin.datamodules import DvcNpzMultiDataModule
 
     def splits() -> DataSplitConfig:
         return DataSplitConfig(splits_path=str(mat / "splits.json"))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis._testpoints import testpoint
+from dvc_cuvis.errors import RepoError, YamlError
 
 Buffer = bytes | bytearray | memoryview
 
@@ -149,3 +150,28 @@ def read_json(path: Path | str, what: str = "file") -> Any:
         raise DvcCuvisError(f"{p}: JSON nested too deeply") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DvcCuvisError(f"{p}: cannot read {what} ({exc})") from None
+
+
+def parse_yaml(text: str | bytes, where: Path | str) -> Any:
+    """The YAML document ``text`` (an empty one is ``{}``); :class:`YamlError` naming ``where``."""
+    import yaml  # (not on the path of a check that reads no YAML: hashing, the stat cache)
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlError(where, line, problem) from None
+    return {} if data is None else data
+
+
+def read_yaml(path: Path | str) -> Any:
+    """The YAML file at ``path`` (UTF-8, a BOM allowed); :class:`RepoError` naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise RepoError(f"{path}: not UTF-8 text; fix or regenerate the file") from None
+    except OSError as exc:
+        raise RepoError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return parse_yaml(text, path)

@@ -58,3 +58,17 @@ class MissingUniverseError(UniverseError, MissingFileError):
 
 class MissingSplitsFileError(SplitsFileError, MissingFileError):
     """The splits.json to read does not exist (upstream ``load_splits`` raises the same)."""
+
+
+class RepoError(DvcCuvisError):
+    """A repository, revision or YAML file that cannot be read."""
+
+
+class YamlError(RepoError):
+    """Text that is not valid YAML: ``line`` (``":<n>"``, or ``""`` when unknown) and
+    ``problem`` for callers that word the error their own way (dvc.lock's reader)."""
+
+    def __init__(self, where: Path | str, line: str, problem: str) -> None:
+        """The error naming ``where`` at ``line``."""
+        super().__init__(f"{where}{line}: not valid YAML ({problem}); fix or regenerate the file")
+        self.line, self.problem = line, problem

@@ -13,6 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KNOWN=(drift selectors splits plugin)  # keep in step with only_mutate in pyproject.toml
+# each name -> its module under dvc_cuvis/ (the package map: docs/architecture.md)
+declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=model/splits
+                    [plugin]=plugin/datamodules)
 modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=("${KNOWN[@]}")
 for m in "${modules[@]}"; do
@@ -24,11 +27,12 @@ done
 [ -x .venv/bin/mutmut ] || .venv/bin/python -m pip install -q --disable-pip-version-check \
     "mutmut==3.8.1"
 export DVC_CUVIS_TEST_REPOS="${DVC_CUVIS_TEST_REPOS:-${TMPDIR:-/tmp}/dvc-cuvis-mutation-repos}"
-# hypothesis tests run again for every mutant: a small derandomized budget (tests/test_differential.py)
+# hypothesis tests run again for every mutant: a small derandomized budget (tests/model/test_differential.py)
 export DVC_CUVIS_HYPOTHESIS_EXAMPLES="${DVC_CUVIS_HYPOTHESIS_EXAMPLES:-25}"
 if [ "${FRESH:-0}" = 1 ]; then rm -rf mutants; fi
 status=0
-for m in "${modules[@]}"; do
+for name in "${modules[@]}"; do
+    m=${PATH_OF[$name]}
     if [ ! -f "dvc_cuvis/$m.py" ]; then
         echo "mutation: dvc_cuvis/$m.py does not exist, skipped" >&2
         continue
@@ -44,7 +48,7 @@ print("\n".join(sorted(k for k, c in codes.items() if c in (0, 5, 33))))' "mutan
             .venv/bin/mutmut run --max-children "${JOBS:-2}" "${again[@]}" || status=$?
         fi
     fi
-    .venv/bin/mutmut run --max-children "${JOBS:-2}" "dvc_cuvis.$m.*" || status=$?
+    .venv/bin/mutmut run --max-children "${JOBS:-2}" "dvc_cuvis.${m//\//.}.*" || status=$?
     echo "mutation: dvc_cuvis/$m.py took $(( $(date +%s) - start )) s"
     .venv/bin/python - "$m" <<'EOF'
 import json, sys

@@ -44,6 +44,7 @@ fi
 export CI="${CI:-true}"
 .venv/bin/ruff check dvc_cuvis tests benchmarks examples
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache
 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 .venv/bin/pytest -n 2 -q "$@"
 # The DVC-facing tests (DVC's state read and written, dvc.lock parsing, conformance with dvc
@@ -58,8 +59,8 @@ LOW=.venv/dvc-low
 "$LOW/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
 "$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.54."), dvc.__version__'
 "$LOW/bin/pytest" -n 2 -q -p no:cacheprovider -k "not test_drift_contract or lock" \
-    tests/test_dvc_state.py tests/test_dvc_hashes.py tests/test_dvc_handover.py \
-    tests/test_dvc_conformance.py tests/test_drift_contract.py
+    tests/digests/test_dvc_state.py tests/digests/test_dvc_hashes.py tests/materialize/test_dvc_handover.py \
+    tests/repo/test_dvc_conformance.py tests/check/test_drift_contract.py
 .venv/bin/python benchmarks/bench_core.py --quick >/dev/null
 .venv/bin/python benchmarks/bench_check.py --quick --device cpu >/dev/null
 .venv/bin/python benchmarks/bench_plugin.py --quick >/dev/null

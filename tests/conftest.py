@@ -39,7 +39,7 @@ def _neutral_cwd(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
 def _cold_range_cache() -> None:
     """Each test parses its id ranges itself: a range parsed by an earlier test (or by the
     unmutated run a mutation tool forks from) must not stand in for the code under test."""
-    from dvc_cuvis import selectors
+    from dvc_cuvis.model import selectors
 
     selectors._cached_id_runs.cache_clear()
 
@@ -91,6 +91,6 @@ def sdk(monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture(scope="session")
 def npz_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example npz pipeline after ``dvc repro``, built once (never modified: copy it)."""
-    from ._repos import pristine
+    from tests._repos import pristine
 
     return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")

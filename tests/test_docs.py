@@ -115,7 +115,7 @@ def test_every_shown_command_parses(where: str, args: list[str]) -> None:
 
 def _tests_text() -> str:
     me = Path(__file__).name
-    return "\n".join(p.read_text() for p in sorted((ROOT / "tests").glob("test_*.py"))
+    return "\n".join(p.read_text() for p in sorted((ROOT / "tests").rglob("test_*.py"))
                      if p.name != me)
 
 

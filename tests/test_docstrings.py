@@ -19,16 +19,16 @@ import pytest
 #: The notebook API: every object here documents Parameters, Returns (functions), Raises,
 #: See Also and a runnable Example.
 PUBLIC_API: tuple[str, ...] = (
-    "dvc_cuvis.universe.read_universe",
-    "dvc_cuvis.splits.load_splits",
-    "dvc_cuvis.splits.resolve",
-    "dvc_cuvis.splits.effective_splits",
-    "dvc_cuvis.bake.bake",
-    "dvc_cuvis.materialize.materialize",
-    "dvc_cuvis.drift.verify",
-    "dvc_cuvis.drift.ensure",
-    "dvc_cuvis.datamodule.SplitDataModule",
-    "dvc_cuvis.datamodule.guard",
+    "dvc_cuvis.model.universe_io.read_universe",
+    "dvc_cuvis.model.splits.load_splits",
+    "dvc_cuvis.model.splits.resolve",
+    "dvc_cuvis.model.splits.effective_splits",
+    "dvc_cuvis.baking.core.bake",
+    "dvc_cuvis.materialize.core.materialize",
+    "dvc_cuvis.check.drift.verify",
+    "dvc_cuvis.check.drift.ensure",
+    "dvc_cuvis.train.datamodule.SplitDataModule",
+    "dvc_cuvis.train.datamodule.guard",
 )
 
 SECTIONS: tuple[str, ...] = ("Parameters", "Raises", "See Also", "Examples")

@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 
 from dvc_cuvis._io import atomic_write_text, write_json
-from dvc_cuvis.bake import BakeOptions, bake
-from dvc_cuvis.frames import Compression, npz_bytes
-from dvc_cuvis.materialize import ReaderParams, materialize
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model.splits import load_splits, save_splits
+from dvc_cuvis.model.universe_io import format_universe, read_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from dvc_cuvis.splits import load_splits, save_splits
-from dvc_cuvis.universe import format_universe, read_universe
 
 RECORDINGS = {"day1/line-a": 3, "day1/line-b": 2, "day2/line-a": 3}
 

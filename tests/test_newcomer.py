@@ -77,7 +77,7 @@ def test_readme_workflow_runs_as_written(day_one: Path) -> None:
 
 
 def test_init_prints_the_readme_next_steps(tmp_path: Path) -> None:
-    from dvc_cuvis.project import NEXT_STEPS
+    from dvc_cuvis.repo.project import NEXT_STEPS
 
     r = run(tmp_path, "dvc-cuvis", "init", "--format", "npz", "--root", "data/npz")
     assert r.returncode == 0 and NEXT_STEPS in r.stdout

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dvc_cuvis.splits import load_splits, resolve
-from dvc_cuvis.universe import read_universe
+from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.universe_io import read_universe
 from examples.generate import generate
 
 BIN = str(Path(sys.executable).parent)

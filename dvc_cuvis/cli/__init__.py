@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dvc_cuvis import __version__
+from dvc_cuvis._version import __version__
 from dvc_cuvis.cli import (
     bake,
     check,
@@ -91,7 +91,7 @@ def _log_once() -> None:
         return
     handler = _Stderr()
     handler.setFormatter(_Prefix("%(message)s"))
-    handler.addFilter(lambda record: record.name != "dvc_cuvis.selectors")
+    handler.addFilter(lambda record: record.name != "dvc_cuvis.model.selectors")
     log.addHandler(handler)
 
 

@@ -54,7 +54,7 @@ def require_file(path: Path, what: str, s: Settings) -> None:
 
 def category_map(s: Settings) -> dict[str, int] | None:
     """The category name -> id map named by ``categories`` (None when not set)."""
-    from dvc_cuvis.categories import load_category_map
+    from dvc_cuvis.model.categories import load_category_map
 
     categories = s.get("categories")
     return load_category_map(categories) if categories else None
@@ -62,8 +62,8 @@ def category_map(s: Settings) -> dict[str, int] | None:
 
 def load_inputs(s: Settings) -> Inputs:
     """Read the split, its universe and the category map named by the settings."""
-    from dvc_cuvis.splits import load_splits
-    from dvc_cuvis.universe import read_universe
+    from dvc_cuvis.model.splits import load_splits
+    from dvc_cuvis.model.universe_io import read_universe
 
     universe_path, splits_path = split_paths(s)
     require_file(splits_path, "splits", s)

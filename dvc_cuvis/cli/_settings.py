@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from dvc_cuvis.config.options import OptionSet, check_keys, check_value, closest
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
-from dvc_cuvis.options import OptionSet, check_keys, check_value, closest
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -55,7 +55,7 @@ class Section:
 
 #: verb -> its section's keys; filled as each verb's parser is built.
 SECTIONS: dict[str, Section] = {}
-#: verb -> its option spec (verbs declared through :mod:`dvc_cuvis.specs`).
+#: verb -> its option spec (verbs declared through :mod:`dvc_cuvis.config.specs`).
 SPECS: dict[str, OptionSet] = {}
 
 #: Other verbs' sections a verb reads (and so validates): the split's paths from ``resolve``
@@ -127,7 +127,7 @@ def find_params(explicit: str | None, no_params: bool) -> Path | None:
     here = Path("params.yaml")
     if here.is_file():
         return here
-    from dvc_cuvis.repo import repo_root
+    from dvc_cuvis.paths import repo_root
 
     root = repo_root(Path.cwd())
     if root is not None and (root / "params.yaml").is_file():
@@ -137,7 +137,7 @@ def find_params(explicit: str | None, no_params: bool) -> Path | None:
 
 def validate(params: dict[str, Any], where: Path | str, verbs: list[str]) -> None:
     """Refuse unknown keys, wrong types and invalid choices in the sections of ``verbs``."""
-    from dvc_cuvis.params import section as get_section
+    from dvc_cuvis.config.params import section as get_section
 
     for verb in verbs:
         if verb in SECTIONS:
@@ -154,7 +154,7 @@ class Settings:
     """A verb's settings: flags, then its params section, then defaults (see module doc)."""
 
     def __init__(self, args: argparse.Namespace, verb: str | None = None) -> None:
-        from dvc_cuvis.params import load_params, section
+        from dvc_cuvis.config.params import load_params, section
 
         self.args = args
         self.verb = verb or args.command
@@ -170,7 +170,7 @@ class Settings:
 
     def of(self, verb: str) -> dict[str, Any]:
         """Another verb's section (check reads how enumerate made the universe)."""
-        from dvc_cuvis.params import section
+        from dvc_cuvis.config.params import section
 
         return section(self.params, verb, path=self.where)
 
@@ -199,7 +199,7 @@ class Settings:
 
     def get(self, name: str, default: Any = None) -> Any:
         """Flag value if given, else the section's value, else ``default``, else the default
-        of the verb's option spec (:mod:`dvc_cuvis.specs`)."""
+        of the verb's option spec (:mod:`dvc_cuvis.config.specs`)."""
         value = self.given(name)
         if value is not None:
             return value

@@ -9,8 +9,8 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import category_map, require_file
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.config.specs import BAKE
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.specs import BAKE
 
 
 def add_parser(sub: Any) -> None:
@@ -37,9 +37,9 @@ def _imported(v: dict[str, Any], uni: Any) -> tuple[str, Any] | None:
 def run(args: argparse.Namespace) -> int:
     """Generate a baked splits.json (or one per fold) with split metrics."""
     from dvc_cuvis._io import write_json
-    from dvc_cuvis.bake import BakeOptions, bake, bake_imported, plot_data
-    from dvc_cuvis.splits import load_splits, save_folds, save_splits
-    from dvc_cuvis.universe import read_universe
+    from dvc_cuvis.baking.core import BakeOptions, bake, bake_imported, plot_data
+    from dvc_cuvis.model.splits import load_splits, save_folds, save_splits
+    from dvc_cuvis.model.universe_io import read_universe
 
     s = Settings(args)
     v = BAKE.values(s.get)

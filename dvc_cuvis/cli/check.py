@@ -14,7 +14,7 @@ from typing import Any
 from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
 from dvc_cuvis.cli._settings import Settings, register_options, verb_parser
 from dvc_cuvis.cli.resolve import module_rules
-from dvc_cuvis.specs import CHECK
+from dvc_cuvis.config.specs import CHECK
 
 
 def add_parser(sub: Any) -> None:
@@ -61,8 +61,8 @@ def rescan_options(s: Settings, universe_path: Path, cache: Any) -> tuple[Any, s
 
 
 def _check(s: Settings) -> int:
-    from dvc_cuvis.drift import CHECKS, verify
-    from dvc_cuvis.stat_cache import open_stat_cache
+    from dvc_cuvis.check.drift import CHECKS, verify
+    from dvc_cuvis.digests.stat_cache import open_stat_cache
 
     universe_path, splits_path = split_paths(s)
     require_file(splits_path, "splits", s)

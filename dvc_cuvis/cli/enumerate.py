@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
-from dvc_cuvis.specs import ENUMERATE
+from dvc_cuvis.config.specs import ENUMERATE
 
 __all__ = ["add_parser", "run"]
 
@@ -22,13 +22,15 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Scan a dataset into a canonical universe.csv plus universe metrics."""
     from dvc_cuvis._io import atomic_write_text, write_json
+    from dvc_cuvis.digests.stat_cache import hashing_line
+    from dvc_cuvis.model.universe_io import format_universe
     from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-    from dvc_cuvis.stat_cache import hashing_line
-    from dvc_cuvis.universe import format_universe
 
     s = Settings(args)
     opts, out, metrics = EnumerateOptions.from_values(ENUMERATE.values(s.get))
-    from dvc_cuvis.seed import attach  # HEAD's run, if DVC vouches for it (dvc_cuvis.seed)
+    from dvc_cuvis.sources.seed import (
+        attach,  # HEAD's run, if DVC vouches for it (dvc_cuvis.sources.seed)
+    )
 
     attach(opts.cache, opts.format, out, metrics)
     uni, info = enumerate_universe(opts)

@@ -9,8 +9,8 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file, split_paths
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.config.specs import CUVIS_AI, EXPORT
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.specs import CUVIS_AI, EXPORT
 
 
 def add_parser(sub: Any) -> None:
@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write a baked split (or its folds) in GloViTa, soma or index-array form."""
     from dvc_cuvis.interop import export, from_resolutions
-    from dvc_cuvis.splits import fold_files, load_splits, resolve
-    from dvc_cuvis.universe import read_universe
+    from dvc_cuvis.model.splits import fold_files, load_splits, resolve
+    from dvc_cuvis.model.universe_io import read_universe
 
     s = Settings(args)
     fmt = s.required("to", "--to glovita, soma, indices or cuvis-ai")

@@ -10,7 +10,7 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
-from dvc_cuvis.specs import FETCH
+from dvc_cuvis.config.specs import FETCH
 
 
 def add_parser(sub: Any) -> None:
@@ -23,7 +23,7 @@ def add_parser(sub: Any) -> None:
 
 def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> Path:
     """materialized/universe.csv, pulled on its own first when the folder is not pulled."""
-    from dvc_cuvis.fetch import FetchFile, dvc_error, quiet_dvc
+    from dvc_cuvis.repo.pull import FetchFile, dvc_error, quiet_dvc
 
     folder = s.get("materialized_dir")
     if folder is None:
@@ -45,7 +45,8 @@ def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> 
 
 def run(args: argparse.Namespace) -> int:
     """Pull exactly the files the named stages need, then verify their md5."""
-    from dvc_cuvis.fetch import fetch, plan_fetch, remote_sizes, repo_root
+    from dvc_cuvis.paths import require_dvc_root
+    from dvc_cuvis.repo.pull import fetch, plan_fetch, remote_sizes
 
     s = Settings(args)
     stages = s.get("stage")
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     require_file(splits_path, "splits", s)
     require_file(universe_path, "universe", s)
     remote = s.get("remote")
-    root = repo_root(universe_path.resolve().parent).resolve()
+    root = require_dvc_root(universe_path.resolve().parent).resolve()
     mat = _materialized_universe(s, root, remote) if s.flag("materialized") else None
     plan = plan_fetch(splits_path, universe_path, stages, materialized=mat,
                       name_to_id=category_map(s), root=root)

@@ -10,8 +10,8 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import split_paths
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.config.specs import DIFF, LOG
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.specs import DIFF, LOG
 
 
 def add_parser(sub: Any) -> None:
@@ -53,7 +53,9 @@ def repo_paths(s: Settings, tree: Any) -> tuple[str, str, str | None]:
 
 def run_diff(args: argparse.Namespace) -> int:
     """Per-sample difference of a split between two revisions (default HEAD vs workspace)."""
-    from dvc_cuvis.history import diff_versions, load_pair, open_tree, render_markdown, render_text
+    from dvc_cuvis.model.compare import diff_versions
+    from dvc_cuvis.review.history import load_pair, open_tree
+    from dvc_cuvis.review.render import render_markdown, render_text
 
     s = Settings(args)
     tree = open_tree(args.repo)
@@ -80,7 +82,8 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def run_log(args: argparse.Namespace) -> int:
     """Commits that changed the split, with per-stage counts and samples moved."""
-    from dvc_cuvis.history import open_tree, split_log
+    from dvc_cuvis.review.history import open_tree
+    from dvc_cuvis.review.log import split_log
 
     s = Settings(args)
     tree = open_tree(args.repo)

@@ -56,7 +56,7 @@ exit 2
 def run(args: argparse.Namespace) -> int:
     """Install a git pre-commit hook that runs `dvc-cuvis check` when split files are staged."""
     from dvc_cuvis._io import atomic_write_text
-    from dvc_cuvis.history import GitTree
+    from dvc_cuvis.review.history import GitTree
 
     tree = GitTree(".")
     hooks = Path(tree.repo.git_dir) / "hooks"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
-from dvc_cuvis.specs import FORMATS
+from dvc_cuvis.config.specs import FORMATS
 
 
 def add_parser(sub: Any) -> None:
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     """Write a dvc.yaml + params.yaml for the split pipeline into a repository."""
     import sys
 
-    from dvc_cuvis.project import NEXT_STEPS, init_project
+    from dvc_cuvis.repo.project import NEXT_STEPS, init_project
 
     done = init_project(Path(args.dir), fmt=args.format, root=args.root, force=args.force,
                         track=not args.no_track)

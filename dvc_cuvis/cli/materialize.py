@@ -9,7 +9,7 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
-from dvc_cuvis.specs import MATERIALIZE
+from dvc_cuvis.config.specs import MATERIALIZE
 
 
 def add_parser(sub: Any) -> None:
@@ -21,10 +21,10 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write one deterministic npz per selected frame, incrementally."""
-    from dvc_cuvis.materialize import materialize, reader_params
-    from dvc_cuvis.splits import load_splits
-    from dvc_cuvis.stat_cache import hashing_line, open_stat_cache
-    from dvc_cuvis.universe import read_universe
+    from dvc_cuvis.digests.stat_cache import hashing_line, open_stat_cache
+    from dvc_cuvis.materialize.core import materialize, reader_params
+    from dvc_cuvis.model.splits import load_splits
+    from dvc_cuvis.model.universe_io import read_universe
 
     s = Settings(args)
     v = MATERIALIZE.values(s.get)

@@ -9,7 +9,7 @@ from typing import Any
 from dvc_cuvis.cli._inputs import load_inputs
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
 from dvc_cuvis.cli.check import rescan_options
-from dvc_cuvis.specs import REPORT
+from dvc_cuvis.config.specs import REPORT
 
 
 def add_parser(sub: Any) -> None:
@@ -21,9 +21,9 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write a self-contained HTML report of a split (and of a change to it with --base)."""
-    from dvc_cuvis.drift import verify
-    from dvc_cuvis.report import ReportInput, render, write
-    from dvc_cuvis.splits import evaluate_constraints, resolve
+    from dvc_cuvis.check.drift import verify
+    from dvc_cuvis.model.splits import evaluate_constraints, resolve
+    from dvc_cuvis.review.report import ReportInput, render, write
 
     s = Settings(args)
     out = Path(s.get("out"))
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     constraints = [r.to_dict() for r in evaluate_constraints(res, inp.cfg.constraints)]
     drift = None
     if not s.flag("no_check"):  # the same check `dvc-cuvis check` runs (re-scan included)
-        from dvc_cuvis.stat_cache import open_stat_cache
+        from dvc_cuvis.digests.stat_cache import open_stat_cache
 
         cache = open_stat_cache("auto")
         current, _ = rescan_options(s, inp.universe_path, cache)
@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
 
         raise DvcCuvisError("--repo names where --base REV is read: give --base too")
     if base:
-        from dvc_cuvis.history import GitTree, diff_versions, load_pair, load_version, open_tree
+        from dvc_cuvis.model.compare import diff_versions
+        from dvc_cuvis.review.history import GitTree, load_pair, load_version, open_tree
 
         if not repo:
             tree = GitTree(".")

@@ -15,19 +15,19 @@ from dvc_cuvis.cli._settings import (
     register_options,
     verb_parser,
 )
-from dvc_cuvis.specs import RESOLVE
+from dvc_cuvis.config.specs import RESOLVE
 
 
 def module_rules(s: Any, universe_path: Any, uni: Any = None) -> None:
     """Apply the module's rules to the universe (flag > params > what the file states);
     print the module's notes; a refused row raises (exit 2)."""
-    from dvc_cuvis.modules import check_module_rules, module_for
+    from dvc_cuvis.interop.modules import check_module_rules, module_for
 
     given = s.get("module")
     if uni is None:
         module, uni = module_for(universe_path, given)
     else:
-        from dvc_cuvis.modules import stated_module
+        from dvc_cuvis.interop.modules import stated_module
 
         module = given or stated_module(uni)
     if module is None:
@@ -55,7 +55,7 @@ def partial_failed(res: Any, where: object, allow: bool) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Resolve every stage of a splits.json against a universe.csv."""
-    from dvc_cuvis.splits import (
+    from dvc_cuvis.model.splits import (
         evaluate_constraints,
         failed_constraints,
         resolve,

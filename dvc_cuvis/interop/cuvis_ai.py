@@ -3,7 +3,7 @@
 cuvis-ai composes a trainrun from groups (``configs/data/*.yaml`` holds its ``data:``
 section).  :func:`data_group` writes that group for the folder ``dvc-cuvis materialize``
 wrote: ``data_module: dvc_npz_multi`` (the drift-guarded npz_multi of
-:mod:`dvc_cuvis.plugin`), ``splits.splits_path``, ``params.universe_csv`` and
+:mod:`dvc_cuvis.plugin.datamodules`), ``splits.splits_path``, ``params.universe_csv`` and
 ``batch_size``, paths relative to the written file.
 """
 
@@ -74,10 +74,10 @@ def data_group(universe_csv: Path, splits: Path, out: Path, *, batch_size: int =
     --------
     >>> import pathlib, tempfile
     >>> import numpy as np
-    >>> from dvc_cuvis.bake import BakeOptions, bake
+    >>> from dvc_cuvis import BakeOptions, bake
     >>> from dvc_cuvis.interop.cuvis_ai import data_group
     >>> from dvc_cuvis.materialize import ReaderParams, materialize
-    >>> from dvc_cuvis.universe import read_universe
+    >>> from dvc_cuvis import read_universe
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> for k in range(4):
     ...     np.savez(d / f"f{k}.npz", cube=np.full((2, 2, 3), k, np.float32),
@@ -98,9 +98,9 @@ def data_group(universe_csv: Path, splits: Path, out: Path, *, batch_size: int =
       universe_csv: ../../mat/universe.csv
     """
     from dvc_cuvis._io import atomic_write_text
-    from dvc_cuvis.modules import check_module_rules
-    from dvc_cuvis.splits import load_splits
-    from dvc_cuvis.universe import read_universe
+    from dvc_cuvis.interop.modules import check_module_rules
+    from dvc_cuvis.model.splits import load_splits
+    from dvc_cuvis.model.universe_io import read_universe
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise DvcCuvisError(f"batch_size must be an integer >= 1, got {batch_size!r}")

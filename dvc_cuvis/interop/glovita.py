@@ -15,8 +15,8 @@ import numpy as np
 
 from dvc_cuvis._io import read_json
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.interop import Folds, Positions, check_disjoint, column_ids, id_index, map_ids
-from dvc_cuvis.universe import Universe
+from dvc_cuvis.interop.folds import Folds, Positions, check_disjoint, column_ids, id_index, map_ids
+from dvc_cuvis.model.universe import Universe
 
 
 def export_glovita(folds: Folds, *, id_column: str = "uid") -> dict[str, list[str]]:

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
-from dvc_cuvis.frames import Compression, npz_bytes
-from dvc_cuvis.interop import Folds, check_disjoint
-from dvc_cuvis.universe import Universe
+from dvc_cuvis.interop.folds import Folds, check_disjoint
+from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model.universe import Universe
 
 KEYS = ("train", "val", "test", "predict")
 

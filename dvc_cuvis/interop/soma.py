@@ -21,8 +21,8 @@ from urllib.parse import quote, unquote
 import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
-from dvc_cuvis.interop import Folds, check_disjoint, column_ids, id_index, map_ids
-from dvc_cuvis.universe import Universe, is_anomalous
+from dvc_cuvis.interop.folds import Folds, check_disjoint, column_ids, id_index, map_ids
+from dvc_cuvis.model.universe import Universe, is_anomalous
 
 LOCATION_COLUMNS = ("image_path", "mask_path", "label_mask_path", "points_path",
                     "coordinates_path")

@@ -1,23 +1,9 @@
-"""Per-format enumeration of a sample universe (cu3s, tiff, npz, universe.csv).
-
-Each format module turns files on disk into universe rows (``source``, ``index``,
-``materialized_path``, provenance).  This package's :func:`enumerate_universe` runs one of
-them, fills the content digests through the stat cache, and builds the canonical
-:class:`~dvc_cuvis.universe.Universe` plus the metrics that ``dvc metrics`` shows.
-
-Format modules import their heavy dependency (cuvis, tifffile, pycocotools) lazily, so an
-all-npz run never imports the SDK.
+"""Enumerate: each format's files on disk (cu3s, TIFF, npz, universe.csv) as universe rows,
+with content digests, and the metrics ``dvc metrics`` shows.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-from pathlib import Path
-from typing import Any
-
-from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.hashing import content_fingerprint
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Located,
@@ -29,12 +15,13 @@ from dvc_cuvis.sources._common import (
     scan_rows,
     source_id,
 )
-from dvc_cuvis.specs import ENUMERATE, FORMATS
-from dvc_cuvis.universe import Universe
+from dvc_cuvis.sources.enumeration import (
+    enumerate_universe,
+    scan,
+    universe_metrics,
+)
 
 __all__ = [
-    "ENUMERATE",
-    "FORMATS",
     "EnumerateOptions",
     "Located",
     "Scan",
@@ -48,91 +35,3 @@ __all__ = [
     "source_id",
     "universe_metrics",
 ]
-
-
-def scan(opts: EnumerateOptions) -> Scan:
-    """Run the scanner of ``opts.format``."""
-    if opts.executor not in ("local", "dask"):
-        raise DvcCuvisError(f"unknown executor {opts.executor!r}; choose local or dask")
-    if opts.executor == "dask":  # workers have their own working folder: absolute paths only
-        opts = dataclasses.replace(opts, root=Path(os.path.abspath(opts.root)),
-                                   out_dir=Path(os.path.abspath(opts.out_dir)))
-    if opts.format == "tiff":
-        from dvc_cuvis.sources.tiff import scan_tiff
-
-        return scan_tiff(opts)
-    if opts.format == "npz":
-        from dvc_cuvis.sources.npz import scan_npz
-
-        return scan_npz(opts)
-    if opts.format == "cu3s":
-        from dvc_cuvis.sources.cu3s import scan_cu3s
-
-        return scan_cu3s(opts)
-    if opts.format == "universe":
-        from dvc_cuvis.sources.universe_csv import scan_universe_csv
-
-        return scan_universe_csv(opts)
-    raise DvcCuvisError(f"unknown format {opts.format!r}; choose one of {', '.join(FORMATS)}")
-
-
-def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]]:
-    """Scan, digest and canonicalize a universe; returns it with its metrics."""
-    result = scan(opts)
-    if not len(result):
-        raise DvcCuvisError(
-            f"{opts.root}: no samples found for format {opts.format!r}"
-            + (f" with pattern {opts.pattern!r}" if opts.pattern else "")
-            + " (an empty universe cannot be split)"
-        )
-    if opts.categories is not None:
-        from dvc_cuvis.categories import load_category_map
-
-        result.categories = load_category_map(opts.categories)
-    where = opts.out_dir / "universe.csv"
-    uni = (Universe.from_columns(result.columns, path=where) if result.columns is not None
-           else Universe.from_records(result.records, path=where))
-    opts.cache.save()
-    hashed = opts.cache.take_hashed()
-    if hashed:  # files DVC had no md5 for: DVC need not read them again (dvc add, status)
-        from dvc_cuvis.dvc_state import hand_over
-
-        hand_over(hashed)
-    metrics = universe_metrics(uni, opts.format, result.categories)
-    if opts.format == "npz":  # the code versions of the values its columns render
-        from dvc_cuvis.sources.npz import DERIVED
-
-        metrics["derived"] = dict(sorted(DERIVED.items()))
-    return uni, metrics
-
-
-def universe_metrics(
-    uni: Universe, fmt: str, categories: dict[str, int] | None
-) -> dict[str, Any]:
-    """Counts and fingerprints of a universe, for the enumerate metrics file."""
-    group_names, _ = uni.groups()
-    metrics: dict[str, Any] = {
-        "format": fmt,
-        "universe_hash": uni.hash,
-        "samples": len(uni),
-        "sources": len(uni.source_names),
-        "groups": len(group_names),
-    }
-    if uni.has_column("md5"):
-        metrics["content_fingerprint"] = content_fingerprint(uni.uids(), uni.column("md5"))
-    if uni.has_column("category_ids"):
-        cats = uni.category_ids
-        counts: dict[int, int] = {}
-        for ids in cats:
-            for c in set(ids):
-                counts[c] = counts.get(c, 0) + 1
-        anomalous = int(uni.anomalous().sum())  # the one rule: a category id != 0
-        metrics["anomalous"] = anomalous
-        metrics["normal"] = len(uni) - anomalous
-        id_to_name = {v: k for k, v in (categories or {}).items()}
-        metrics["category_counts"] = {
-            id_to_name.get(c, str(c)): counts[c] for c in sorted(counts)
-        }
-    if categories is not None:
-        metrics["categories"] = dict(sorted(categories.items(), key=lambda kv: (kv[1], kv[0])))
-    return metrics

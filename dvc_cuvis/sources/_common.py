@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis import dvcignore
+from dvc_cuvis.config.specs import ENUMERATE
+from dvc_cuvis.digests import dvcignore
+from dvc_cuvis.digests.stat_cache import CacheMiss, StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.paths import PathGuard, is_within
 from dvc_cuvis.progress import progress
-from dvc_cuvis.specs import ENUMERATE
-from dvc_cuvis.stat_cache import CacheMiss, StatCache
 
 
 @dataclass
@@ -55,7 +55,7 @@ class EnumerateOptions:
         """
         import sys
 
-        from dvc_cuvis.stat_cache import open_stat_cache
+        from dvc_cuvis.digests.stat_cache import open_stat_cache
 
         if values.get("format") is None or values.get("root") is None:
             raise DvcCuvisError("enumerate needs --format and --root (or an 'enumerate' "
@@ -142,7 +142,7 @@ def list_files(root: Path, pattern: str) -> list[str]:
     the caller stats each file anyway.  Inside a DVC repository, what DVC's ignore rules
     leave out (``.dvcignore`` files, nested ones included; DVC's default patterns;
     subrepositories) is left out too, so a scan never lists a file DVC does not track
-    (:mod:`dvc_cuvis.dvcignore`).
+    (:mod:`dvc_cuvis.digests.dvcignore`).
     """
     if not root.is_dir():
         raise DvcCuvisError(f"{root}: dataset root not found or not a directory (check --root)")
@@ -201,7 +201,7 @@ def scan_rows(
 ) -> list[Any]:
     """``[one(x) for x in items]``: cache hits served serially, only misses on the pool.
 
-    ``one(item, cached_only)`` must raise :class:`~dvc_cuvis.stat_cache.CacheMiss` when it
+    ``one(item, cached_only)`` must raise :class:`~dvc_cuvis.digests.stat_cache.CacheMiss` when it
     would have to read file contents while ``cached_only`` is true.
     """
     rows: list[Any] = [None] * len(items)
@@ -245,7 +245,7 @@ def parallel_map(
     stat cache entries ``func`` records there come back into ``opts.cache``.
     """
     if opts is not None and opts.executor == "dask" and items:
-        from dvc_cuvis._dask import map_with_cache
+        from dvc_cuvis.digests.cluster import map_with_cache
 
         return map_with_cache(func, items, opts.cache, scheduler=opts.scheduler, desc=desc,
                               show=show)

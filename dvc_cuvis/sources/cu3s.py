@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dvc_cuvis.digests.stat_cache import stamp_key
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.model.universe import is_anomalous
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Scan,
@@ -21,8 +23,6 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     source_id,
 )
-from dvc_cuvis.stat_cache import stamp_key
-from dvc_cuvis.universe import is_anomalous
 
 #: stat cache keys of a session file's measurement count and of an annotation file's summary
 COUNT_KEY = stamp_key("cu3s_count")

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from dvc_cuvis.digests.hashing import stamp_of
+from dvc_cuvis.digests.stat_cache import content_key
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.hashing import stamp_of
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Located,
@@ -34,7 +35,6 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     scan_rows,
 )
-from dvc_cuvis.stat_cache import content_key
 
 # the cache key of frame_info's value; bump the version when frame_info's result changes
 FRAME_INFO = content_key("npz-frame", 1)
@@ -102,7 +102,7 @@ def scan_npz(opts: EnumerateOptions) -> Scan:
     categories = None
     cat_file = opts.root / "categories.json"
     if cat_file.is_file():
-        from dvc_cuvis.categories import load_category_map
+        from dvc_cuvis.model.categories import load_category_map
 
         categories = load_category_map(cat_file)
     return Scan(records, categories)

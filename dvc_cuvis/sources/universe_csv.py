@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.model.universe import PATH_COLUMNS
+from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.sources._common import EnumerateOptions, Scan, parallel_map, rel_to_out
-from dvc_cuvis.universe import PATH_COLUMNS, read_universe
 
 
 def scan_universe_csv(opts: EnumerateOptions) -> Scan:

@@ -1,0 +1,27 @@
+"""The drift check: the pin, content, selection, constraints and staleness of a split
+against the data, and the verdict memo that makes an unchanged check free.
+"""
+
+from __future__ import annotations
+
+from dvc_cuvis.check.drift import (
+    CHECKS,
+    DriftError,
+    DriftReport,
+    Finding,
+    ensure,
+    verify,
+)
+from dvc_cuvis.check.verdicts import (
+    VerdictMemo,
+)
+
+__all__ = [
+    "CHECKS",
+    "DriftError",
+    "DriftReport",
+    "Finding",
+    "VerdictMemo",
+    "ensure",
+    "verify",
+]

@@ -1,0 +1,28 @@
+"""Configuration: option specs per verb, the params file and its sections, "did you mean".
+"""
+
+from __future__ import annotations
+
+from dvc_cuvis.config.options import (
+    Option,
+    OptionSet,
+    check_keys,
+    check_value,
+    closest,
+)
+from dvc_cuvis.config.params import (
+    diff_params,
+    load_params,
+    section,
+)
+
+__all__ = [
+    "Option",
+    "OptionSet",
+    "check_keys",
+    "check_value",
+    "closest",
+    "diff_params",
+    "load_params",
+    "section",
+]

@@ -1,0 +1,99 @@
+"""The data model: the universe (rows, uid, order, ``universe_hash``), the id-range grammar,
+selectors, splits.json, the npz frame, and the per-sample comparison of two splits.
+"""
+
+from __future__ import annotations
+
+from dvc_cuvis.model.categories import (
+    load_category_map,
+    parse_category_map,
+)
+from dvc_cuvis.model.compare import (
+    SplitDiff,
+    Version,
+    diff_versions,
+)
+from dvc_cuvis.model.frames import (
+    FrameWriter,
+    read_npz,
+    write_frame,
+)
+from dvc_cuvis.model.ids import (
+    MAX_RANGE_IDS,
+    parse_id_range,
+)
+from dvc_cuvis.model.selectors import (
+    Resolver,
+    describe,
+    expand_ids,
+    resolve_selectors,
+    split_ids,
+    walk,
+)
+from dvc_cuvis.model.splits import (
+    STAGES,
+    DataSplitConfig,
+    Resolution,
+    dumps_splits,
+    evaluate_constraints,
+    is_baked,
+    load_splits,
+    parse_splits,
+    resolve,
+    save_splits,
+    stage_codes,
+    stage_stats,
+)
+from dvc_cuvis.model.universe import (
+    DIGEST_COLUMNS,
+    Sample,
+    Universe,
+    uid,
+    universe_hash,
+)
+from dvc_cuvis.model.universe_io import (
+    format_universe,
+    parse_universe_bytes,
+    read_universe,
+    write_universe,
+)
+
+__all__ = [
+    "DIGEST_COLUMNS",
+    "MAX_RANGE_IDS",
+    "STAGES",
+    "DataSplitConfig",
+    "FrameWriter",
+    "Resolution",
+    "Resolver",
+    "Sample",
+    "SplitDiff",
+    "Universe",
+    "Version",
+    "describe",
+    "diff_versions",
+    "dumps_splits",
+    "evaluate_constraints",
+    "expand_ids",
+    "format_universe",
+    "is_baked",
+    "load_category_map",
+    "load_splits",
+    "parse_category_map",
+    "parse_id_range",
+    "parse_splits",
+    "parse_universe_bytes",
+    "read_npz",
+    "read_universe",
+    "resolve",
+    "resolve_selectors",
+    "save_splits",
+    "split_ids",
+    "stage_codes",
+    "stage_stats",
+    "uid",
+    "universe_hash",
+    "walk",
+    "write_frame",
+    "write_universe",
+]

@@ -1,0 +1,55 @@
+"""The repository: the one git client, dvc.lock and dvc.yaml through DVC's resolver, what
+tracks a path, pulling a split's files, and setting a repository up (``init``).
+"""
+
+from __future__ import annotations
+
+from dvc_cuvis.repo.git import (
+    Git,
+    find_lock,
+    tracked_by,
+)
+from dvc_cuvis.repo.lockfile import (
+    Comparison,
+    LockFile,
+    LockReadError,
+    Stage,
+    compare,
+    lookup,
+    vouched_below,
+)
+from dvc_cuvis.repo.project import (
+    Init,
+    init_project,
+)
+from dvc_cuvis.repo.pull import (
+    FetchFile,
+    FetchPlan,
+    FetchResult,
+    fetch,
+    not_pulled,
+    plan_fetch,
+    verify_files,
+)
+
+__all__ = [
+    "Comparison",
+    "FetchFile",
+    "FetchPlan",
+    "FetchResult",
+    "Git",
+    "Init",
+    "LockFile",
+    "LockReadError",
+    "Stage",
+    "compare",
+    "fetch",
+    "find_lock",
+    "init_project",
+    "lookup",
+    "not_pulled",
+    "plan_fetch",
+    "tracked_by",
+    "verify_files",
+    "vouched_below",
+]

@@ -1,0 +1,243 @@
+"""Split versions in git: what a change does to a split, per sample (``diff``, ``log``).
+
+DVC's ``dvc diff`` works at file level and its ``.dir`` listings are not in git; a reviewer
+needs per-sample transitions.  Both ends are read from git (gitpython; DVC-tracked files
+through ``dvc.api``), resolved against their own universe, and aligned by ``uid``.
+
+A sample's *stage* here is its train/val/test membership (``unassigned`` when in none;
+predict may overlap anything and is reported by count only).  Transitions use two more
+names: ``new`` (only in the newer universe) and ``removed`` (only in the older one).
+
+This module reads (:class:`GitTree`, :func:`load_version`, :func:`load_pair`: a split and
+its universe at a revision); the per-sample comparison is the model's
+(:mod:`dvc_cuvis.model.compare`), :mod:`dvc_cuvis.review.log` walks the commits that changed a
+split, and :mod:`dvc_cuvis.review.render` writes text and markdown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.model.compare import Version
+from dvc_cuvis.model.splits import (
+    evaluate_constraints,
+    parse_splits,
+    resolve,
+)
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.model.universe_io import parse_universe_bytes
+
+WORKSPACE = "workspace"
+
+
+# -- reading files at a revision ----------------------------------------------------------
+
+
+class GitTree:
+    """Read files of one repository at any revision (or the workspace)."""
+
+    def __init__(self, path: Path | str = ".") -> None:
+        """Open the git repository containing ``path``."""
+        try:
+            import git
+        except ImportError:  # pragma: no cover - a runtime dependency
+            raise DvcCuvisError("diff/log need gitpython: pip install gitpython") from None
+        try:
+            self.repo = git.Repo(path, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise DvcCuvisError(
+                f"{Path(path).resolve()}: not a git repository (diff and log read split "
+                "versions from git history)"
+            ) from None
+        self.root = Path(self.repo.working_tree_dir or ".")
+        self._git = git
+        #: Read git alone: a DVC-tracked path is an error instead of a data read (``--repo``).
+        self.git_only = False
+        #: How the repository was named (a path or URL), for messages.
+        self.name = str(path)
+
+    def rel(self, path: Path | str) -> str:
+        """``path`` (relative to the cwd or absolute) as a repository-relative posix path."""
+        p = Path(path)
+        absolute = p if p.is_absolute() else Path.cwd() / p
+        try:
+            return Path(os.path.relpath(absolute.resolve(), self.root.resolve())).as_posix()
+        except ValueError:
+            raise DvcCuvisError(f"{path}: not inside the repository {self.root}") from None
+
+    def commit(self, rev: str) -> Any:
+        """The commit object for ``rev`` (clear errors for unknown/shallow revisions)."""
+        try:
+            commit = self.repo.commit(rev)
+            _ = commit.tree.hexsha  # force the lookup: a shallow clone fails only here
+            return commit
+        except (self._git.BadName, ValueError, self._git.GitCommandError):
+            shallow = (Path(self.repo.git_dir) / "shallow").exists()
+            hint = (" — this is a shallow clone: fetch more history (`git fetch --unshallow`)"
+                    if shallow else "")
+            raise DvcCuvisError(f"unknown revision {rev!r}{hint}") from None
+
+    def read(self, rev: str | None, path: str) -> bytes:
+        """Bytes of repository path ``path`` at ``rev`` (None = the workspace)."""
+        if rev is None:
+            try:
+                return (self.root / path).read_bytes()
+            except FileNotFoundError:
+                raise DvcCuvisError(f"{path} does not exist in the workspace") from None
+            except OSError as exc:
+                raise DvcCuvisError(f"{path}: cannot read ({exc.strerror})") from None
+        commit = self.commit(rev)
+        try:
+            blob = commit.tree / path
+            data: bytes = blob.data_stream.read()
+            return data
+        except KeyError:
+            pass
+        return self._read_dvc(rev, path, commit)
+
+    def _read_dvc(self, rev: str, path: str, commit: Any) -> bytes:
+        """A DVC-tracked file at ``rev`` (through ``dvc.api``), or a clear error.
+
+        Only a path that no ``.dvc`` file or ``dvc.lock`` output of that revision declares
+        "does not exist at revision"; a declared one that DVC cannot read (data neither in
+        the cache nor on a remote, a broken ``.dvc`` file, no remote configured) is another
+        error, so a missing ``dvc pull`` is never reported as a missing file.
+        """
+        where = f"{rev} ({commit.hexsha[:8]})"
+        if not _dvc_declares(commit, path):
+            raise DvcCuvisError(f"{path} does not exist at revision {where}")
+        if self.git_only:
+            raise DvcCuvisError(f"{self.name}: {path} is tracked by DVC at revision {where}, "
+                                "not by git; --repo reads git alone (no data is pulled): "
+                                "name a git-tracked file")
+        try:
+            import dvc.api
+            from dvc.exceptions import PathMissingError
+        except ImportError:  # pragma: no cover - a runtime dependency
+            raise DvcCuvisError(f"{path} is tracked by DVC: reading it needs dvc") from None
+        try:
+            data: bytes = dvc.api.read(path, repo=str(self.root), rev=rev, mode="rb")
+            return data
+        except Exception as exc:  # dvc raises many kinds; each becomes one clear line
+            if isinstance(exc, PathMissingError):  # dvc's wording for "no data" misleads
+                reason = "its data is neither in the DVC cache nor on a remote"
+            else:
+                first = (str(exc).strip().splitlines() or [""])[0]
+                reason = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+            raise DvcCuvisError(
+                f"{path} is tracked by DVC at revision {where} but cannot be read ({reason}); "
+                f"fetch its data (`dvc fetch --rev {rev}` or `dvc pull`) or check the DVC remote"
+            ) from None
+
+
+def open_tree(repo: str | os.PathLike[str] | None = None) -> GitTree:
+    """The repository whose history ``diff``/``log``/``report --base`` read.
+
+    None: the one holding the current folder.  A local path: that repository, read in place.
+    Anything else is a git URL: a bare mirror of it (git history only, no working tree and
+    no data) is kept under the user's cache folder and refreshed with ``git fetch``.  Both
+    read git alone (:attr:`GitTree.git_only`).
+    """
+    if repo is None:
+        return GitTree(".")
+    name = os.fspath(repo)
+    tree = GitTree(name) if os.path.isdir(name) else GitTree(_mirror(name))
+    tree.git_only, tree.name = True, name
+    return tree
+
+
+def _mirror(url: str) -> Path:
+    """A bare mirror of ``url`` in the user cache (cloned once, then fetched)."""
+    import subprocess
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "dvc-cuvis" / "git" / (hashlib.sha256(url.encode()).hexdigest()[:16]
+                                          + ".git")
+    if (folder / "HEAD").is_file():
+        cmd = ["git", "--git-dir", str(folder), "fetch", "--quiet", "--prune", "--tags",
+               "--force", url, "+refs/heads/*:refs/heads/*"]
+    else:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        cmd = ["git", "clone", "--quiet", "--bare", "--", url, str(folder)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                          env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or [f"git exited with {proc.returncode}"])[-1]
+        raise DvcCuvisError(f"--repo {url}: cannot read its git history ({why})")
+    return folder
+
+
+def _dvc_declares(commit: Any, path: str) -> bool:
+    """Whether a ``.dvc`` file or the root ``dvc.lock`` at ``commit`` tracks ``path``
+    (itself or a folder above it)."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:k]) for k in range(len(parts), 0, -1)]
+    if any(_exists(commit, f"{p}.dvc") for p in prefixes):
+        return True
+    from dvc_cuvis.repo.lockfile import LockFile, LockReadError
+
+    try:  # the one dvc.lock reader
+        text = (commit.tree / "dvc.lock").data_stream.read().decode("utf-8")
+        lock = LockFile.parse(text, Path("dvc.lock"))
+    except (KeyError, UnicodeDecodeError, LockReadError):
+        return False
+    return any(os.path.normpath(str(out.get("path", ""))) in prefixes
+               for stage in lock.stages for out in stage.outs if out.get("path"))
+
+
+def _exists(commit: Any, path: str) -> bool:
+    try:
+        commit.tree / path
+        return True
+    except KeyError:
+        return False
+
+
+def load_version(
+    tree: GitTree, rev: str | None, splits_path: str, universe_path: str,
+    params_path: str | None = "params.yaml", parsed: dict[str, Universe] | None = None,
+) -> Version:
+    """Read, parse and resolve the split at ``rev`` (None = workspace).
+
+    ``parsed`` remembers universes by the digest of their bytes across calls: revisions
+    that share universe.csv (most of a split's history) parse and hash it once.
+    """
+    label = rev or WORKSPACE
+    splits_bytes = tree.read(rev, splits_path)
+    universe_bytes = tree.read(rev, universe_path)
+    try:
+        cfg = parse_splits(splits_bytes.decode("utf-8-sig"), path=f"{label}:{splits_path}")
+    except UnicodeDecodeError:
+        raise DvcCuvisError(f"{label}:{splits_path}: not UTF-8 text") from None
+    key = hashlib.sha256(universe_bytes).hexdigest()
+    uni = parsed.get(key) if parsed is not None else None
+    if uni is None:
+        uni = parse_universe_bytes(universe_bytes, path=Path(f"{label}:{universe_path}"))
+        if parsed is not None:
+            parsed[key] = uni
+    res = resolve(cfg, uni, where=f"{label}:{splits_path}")
+    constraints = [r.to_dict() for r in evaluate_constraints(res, cfg.constraints)]
+    params: dict[str, Any] = {}
+    if params_path:
+        from dvc_cuvis._io import parse_yaml
+
+        try:  # the one YAML reader
+            loaded = parse_yaml(tree.read(rev, params_path), f"{label}:{params_path}")
+            params = loaded if isinstance(loaded, dict) else {}
+        except DvcCuvisError:
+            params = {}
+    return Version(label, uni, res.stages, cfg.universe_hash, constraints, params)
+
+
+def load_pair(
+    tree: GitTree, rev_a: str | None, rev_b: str | None, splits_path: str, universe_path: str,
+    params_path: str | None = None,
+) -> tuple[Version, Version]:
+    """Both ends of a comparison (None = workspace); a universe.csv they share is parsed once."""
+    parsed: dict[str, Universe] = {}
+    return (load_version(tree, rev_a, splits_path, universe_path, params_path, parsed),
+            load_version(tree, rev_b, splits_path, universe_path, params_path, parsed))

@@ -1,0 +1,73 @@
+"""The commits that changed a split (``dvc-cuvis log``), each compared with its predecessor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.model.compare import Version, diff_versions
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.review.history import GitTree, load_version
+
+
+@dataclass
+class LogEntry:
+    """One commit that changed the split."""
+
+    sha: str
+    date: str
+    author: str
+    subject: str
+    counts: dict[str, int]
+    universe_hash: str
+    moved: int | None
+    added: int | None
+    removed: int | None
+    content: int | None = None
+
+
+def split_log(
+    tree: GitTree, splits_path: str, universe_path: str, *, rev: str = "HEAD",
+    max_count: int | None = None,
+) -> Iterator[LogEntry]:
+    """Commits (newest first) that changed ``splits_path``, each compared with its predecessor."""
+    tree.commit(rev)
+    # a re-processed frame changes universe.csv's md5 column but not the split: list both
+    commits = list(tree.repo.iter_commits(rev, paths=[splits_path, universe_path]))
+    if not commits:
+        raise DvcCuvisError(f"no commit in {rev} touches {splits_path}")
+    cache: dict[tuple[str, str], Version] = {}
+    parsed: dict[str, Universe] = {}
+
+    def version(commit: Any) -> Version | None:
+        try:
+            split_sha = (commit.tree / splits_path).hexsha
+            uni_sha = (commit.tree / universe_path).hexsha
+        except KeyError:
+            return None  # the split was deleted in this commit, or has no universe yet
+        key = (split_sha, uni_sha)
+        if key not in cache:
+            cache[key] = load_version(tree, commit.hexsha, splits_path, universe_path, None,
+                                      parsed)
+        return cache[key]
+
+    chosen = commits if max_count is None else commits[: max_count + 1]
+    versions = [version(c) for c in chosen]
+    for k, commit in enumerate(chosen[: max_count or len(chosen)]):
+        v = versions[k]
+        if v is None:
+            continue
+        prev = versions[k + 1] if k + 1 < len(versions) else None
+        moved = added = removed = content = None
+        if prev is not None:
+            d = diff_versions(prev, v)
+            moved, added, removed = (d.moved, d.transitions_total("new"),
+                                     d.transitions_total("removed"))
+            content = len(d.content)
+        when = datetime.fromtimestamp(commit.committed_date, tz=UTC).strftime("%Y-%m-%d")
+        yield LogEntry(commit.hexsha[:8], when, str(commit.author.name),
+                       commit.summary if isinstance(commit.summary, str) else str(commit.summary),
+                       v.counts(), v.universe.hash[:12], moved, added, removed, content)

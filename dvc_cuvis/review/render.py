@@ -1,0 +1,108 @@
+"""Rendering a split diff for people: plain text (``diff``) and markdown (``diff --md``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dvc_cuvis.model.compare import SplitDiff
+from dvc_cuvis.model.splits import STAGES
+
+
+def _constraint_line(constraints: list[dict[str, Any]]) -> str:
+    if not constraints:
+        return "none declared"
+    return ", ".join(f"{c['kind']} {c['status']}" for c in constraints)
+
+
+def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
+    """The readable report."""
+    a, b = d.a, d.b
+    out = [f"split diff {a.label} -> {b.label}"]
+    ha, hb = a.universe.hash[:12], b.universe.hash[:12]
+    hash_part = f"hash {ha} (unchanged)" if ha == hb else f"hash {ha} -> {hb}"
+    out.append(f"universe: {len(a.universe)} -> {len(b.universe)} samples "
+               f"(+{d.transitions_total('new')} new, -{d.transitions_total('removed')} removed); "
+               + hash_part)
+    out.append(f"{'stage':<10}{'before':>9}{'after':>9}{'delta':>9}")
+    ca, cb = a.counts(), b.counts()
+    for s in STAGES:
+        out.append(f"{s:<10}{ca[s]:>9}{cb[s]:>9}{cb[s] - ca[s]:>+9}")
+    out.append(f"moved: {d.moved} sample(s) present at both ends changed stage")
+    if d.transitions:
+        out.append("transitions (samples / sources):")
+        for k, v in d.transitions.items():
+            out.append(f"  {k:<22}{v:>8} / {d.source_transitions.get(k, 0)}")
+    out.extend(_change_lines(d, limit))
+    out.extend(_content_lines(d, limit))
+    if d.params:
+        out.append("params:")
+        out.extend(f"  {k}: {va!r} -> {vb!r}" for k, va, vb in d.params)
+    out.append(f"constraints before: {_constraint_line(a.constraints)}")
+    out.append(f"constraints after:  {_constraint_line(b.constraints)}")
+    return "\n".join(out) + "\n"
+
+
+def _content_lines(d: SplitDiff, limit: int | None) -> list[str]:
+    if not len(d.content):
+        return []
+    stages = ", ".join(f"{k} {v}" for k, v in d.content_by_stage().items())
+    out = [f"content changed: {len(d.content)} sample(s) present at both ends have new bytes "
+           f"({stages})"]
+    shown = d.content_samples(limit)
+    out += [f"  {c['uid']} [{c['stage']}]: {', '.join(c['changed'])}" for c in shown]
+    if len(shown) < len(d.content):
+        out.append(f"  ... {len(d.content) - len(shown)} more (use --all)")
+    return out
+
+
+def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
+    groups, total = d.by_source(limit)
+    if not groups:
+        return []
+    out = ["changed samples by source:"]
+    for src, items in groups:
+        parts = []
+        for k, idx in items:
+            cut = idx if limit is None else idx[:limit]
+            more = f" (+{len(idx) - len(cut)})" if len(cut) < len(idx) else ""
+            parts.append(f"{k} #{', #'.join(cut)}{more}")
+        out.append(f"  {src}: " + "; ".join(parts))
+    if len(groups) < total:
+        out.append(f"  ... {total - len(groups)} more source(s) (use --all)")
+    return out
+
+
+def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
+    """A pull-request comment."""
+    a, b = d.a, d.b
+    lines = [f"### Split diff `{a.label}` → `{b.label}`", ""]
+    ha, hb = a.universe.hash[:12], b.universe.hash[:12]
+    lines.append(f"Universe: **{len(a.universe)} → {len(b.universe)}** samples "
+                 f"(+{d.transitions_total('new')} new, −{d.transitions_total('removed')} "
+                 f"removed), hash `{ha}`" + ("" if ha == hb else f" → `{hb}`") + ". "
+                 f"**{d.moved}** sample(s) moved between stages.")
+    lines += ["", "| stage | before | after | Δ |", "|---|---:|---:|---:|"]
+    ca, cb = a.counts(), b.counts()
+    for s in STAGES:
+        lines.append(f"| {s} | {ca[s]} | {cb[s]} | {cb[s] - ca[s]:+d} |")
+    if d.transitions:
+        lines += ["", "| transition | samples | sources |", "|---|---:|---:|"]
+        for k, v in d.transitions.items():
+            lines.append(f"| {k.replace('->', ' → ')} | {v} | {d.source_transitions.get(k, 0)} |")
+    changes = _change_lines(d, limit)
+    if changes:
+        lines += ["", "<details><summary>Changed samples by source</summary>", "", "```"]
+        lines += [c.strip() for c in changes[1:]]
+        lines += ["```", "", "</details>"]
+    content = _content_lines(d, limit)
+    if content:
+        lines += ["", f"**Content changed:** {content[0].split(': ', 1)[1]}", "",
+                  "<details><summary>Samples with new bytes</summary>", "", "```"]
+        lines += [c.strip() for c in content[1:]]
+        lines += ["```", "", "</details>"]
+    if d.params:
+        lines += ["", "| param | before | after |", "|---|---|---|"]
+        lines += [f"| `{k}` | `{va!r}` | `{vb!r}` |" for k, va, vb in d.params]
+    lines += ["", f"Constraints before: {_constraint_line(a.constraints)}  ",
+              f"Constraints after: {_constraint_line(b.constraints)}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,300 @@
+"""A self-contained HTML picture of a split (and, with a base revision, of a change to it).
+
+One file, no network at view time: charts are matplotlib SVG inlined as text (fonts as
+text, fixed hash salt, no dates), tables are plain HTML with ``data-*`` attributes so
+tests and scripts can read the figures.  Everything is aggregated — counts per stage,
+category, source and transition — so a 1M-sample universe still gives a small page.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvc_cuvis.check.drift import DriftReport
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.model.splits import (
+    EXCLUSIVE_STAGES,
+    STAGE_CODE_NAMES,
+    STAGES,
+    Resolution,
+    stage_stats,
+)
+from dvc_cuvis.model.universe import anomaly_notions_differ, anomaly_notions_note
+
+STAGE_COLORS = {"train": "#4C72B0", "val": "#DD8452", "test": "#55A868", "predict": "#8172B3",
+                "unassigned": "#999999"}
+
+
+@dataclass
+class ReportInput:
+    """Everything a report shows (built by the CLI or by code)."""
+
+    title: str
+    resolution: Resolution
+    constraints: list[dict[str, Any]]
+    drift: DriftReport | None = None
+    categories: dict[str, int] | None = None
+    diff: Any = None  # dvc_cuvis.model.compare.SplitDiff
+    pinned_hash: str | None = None
+
+
+def _mpl() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise DvcCuvisError("report needs matplotlib: pip install 'dvc-cuvis[report]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams.update({"svg.hashsalt": "dvc-cuvis", "svg.fonttype": "none",
+                                "font.size": 10, "figure.dpi": 72})
+    return plt
+
+
+def _svg(fig: Any) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight",
+                metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    _mpl().close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog and doctype
+
+
+def _stage_chart(stats: dict[str, dict[str, Any]]) -> str:
+    plt = _mpl()
+    fig, ax = plt.subplots(figsize=(7, 2.4))
+    names = list(EXCLUSIVE_STAGES)
+    values = [stats[s]["samples"] for s in names]
+    ax.barh(names, values, color=[STAGE_COLORS[s] for s in names])
+    for y, (v, s) in enumerate(zip(values, names, strict=True)):
+        ax.text(v, y, f" {v} samples / {stats[s]['sources']} sources", va="center")
+    ax.invert_yaxis()
+    ax.set_xlabel("samples")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_xlim(0, max([*values, 1]) * 1.45)
+    return _svg(fig)
+
+
+def _category_chart(rows: list[tuple[str, dict[str, int]]]) -> str:
+    plt = _mpl()
+    fig, ax = plt.subplots(figsize=(7.5, 2.8))
+    x = np.arange(len(rows))
+    width = 0.8 / len(EXCLUSIVE_STAGES)
+    for j, stage in enumerate(EXCLUSIVE_STAGES):
+        ax.bar(x + j * width, [r[1].get(stage, 0) for r in rows], width, label=stage,
+               color=STAGE_COLORS[stage])
+    ax.set_xticks(x + width, [r[0] for r in rows])
+    ax.set_ylabel("samples with category")
+    ax.legend(frameon=False, ncols=3)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
+
+
+def _transition_chart(diff: Any) -> str:
+    plt = _mpl()
+    rows = [*STAGE_CODE_NAMES, "new"]
+    cols = [*STAGE_CODE_NAMES, "removed"]
+    a_state = diff.a.state()
+    mat = np.zeros((len(rows), len(cols)), dtype=np.int64)
+    # unchanged samples sit on the diagonal; changes come from the transition counts
+    for k in range(len(STAGE_CODE_NAMES)):
+        mat[k, k] = int((a_state == k).sum())
+    for key, n in diff.transitions.items():
+        frm, to = key.split("->")
+        mat[rows.index(frm), cols.index(to)] += n
+        if frm in STAGE_CODE_NAMES:
+            mat[rows.index(frm), rows.index(frm)] -= n
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    ax.imshow(np.log1p(mat), cmap="Blues")
+    ax.set_xticks(range(len(cols)), [f"to {c}" for c in cols], rotation=30, ha="right")
+    ax.set_yticks(range(len(rows)), [f"from {r}" for r in rows])
+    top = mat.max() if mat.size else 0
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            if mat[i, j]:
+                ax.text(j, i, str(mat[i, j]), ha="center", va="center",
+                        color="white" if mat[i, j] > top / 3 else "black")
+    return _svg(fig)
+
+
+def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(rows_cells) + "</tr>" for rows_cells in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _td(value: Any, **data: str) -> str:
+    attrs = "".join(f' data-{k}="{html.escape(str(v))}"' for k, v in data.items())
+    return f"<td{attrs}>{html.escape(str(value))}</td>"
+
+
+def render(inp: ReportInput) -> str:
+    """The report HTML (deterministic for the same inputs)."""
+    res = inp.resolution
+    uni = res.universe
+    stats = stage_stats(res)
+    parts: list[str] = []
+    pin = inp.pinned_hash
+    pin_state = "not pinned" if not pin else ("matches" if pin == uni.hash else
+                                              f"differs (pinned {pin[:12]})")
+    parts.append('<section id="summary"><h2>Universe</h2>' + _table(
+        ["samples", "sources", "groups", "universe_hash", "pin"],
+        [[_td(len(uni), metric="universe-samples"), _td(len(uni.source_names),
+          metric="universe-sources"), _td(len(uni.groups()[0]), metric="universe-groups"),
+          f'<td data-metric="universe-hash"><code>{uni.hash}</code></td>',
+          _td(pin_state, metric="pin")]]) + "</section>")
+    stage_rows = [[_td(s), _td(stats[s]["samples"], stage=s, metric="samples"),
+                   _td(stats[s]["sources"], stage=s, metric="sources"),
+                   _td(stats[s]["groups"], stage=s, metric="groups"),
+                   _td(f"{100 * stats[s]['samples'] / max(len(uni), 1):.1f} %")]
+                  for s in STAGES]
+    parts.append('<section id="stages"><h2>Stages</h2><div class="chart">'
+                 + _stage_chart(stats) + "</div>"
+                 + _table(["stage", "samples", "sources", "groups", "share"], stage_rows)
+                 + ("<p class='note'>predict is empty in splits.json: it is the whole "
+                    "universe.</p>" if res.predict_is_all else "") + "</section>")
+    parts.append(_categories_section(inp, stats))
+    parts.append(_sources_section(res))
+    parts.append(_checks_section(inp))
+    if inp.diff is not None:
+        parts.append(_diff_section(inp.diff))
+    body = "\n".join(parts)
+    title = html.escape(inp.title)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem auto;
+       max-width: 980px; padding: 0 1rem; color: #222; }}
+h1 {{ font-size: 1.5rem; }} h2 {{ font-size: 1.15rem; border-bottom: 1px solid #ddd; }}
+table {{ border-collapse: collapse; margin: .6rem 0; }}
+th, td {{ border: 1px solid #ddd; padding: .25rem .6rem; text-align: right; }}
+th {{ background: #f4f4f4; }} td:first-child, th:first-child {{ text-align: left; }}
+.missing {{ background: #fde2e1; color: #a00; font-weight: 600; }}
+.ok {{ color: #1a7f37; font-weight: 600; }} .bad {{ color: #c00; font-weight: 600; }}
+.skipped {{ color: #777; }} .chart svg {{ max-width: 100%; height: auto; }}
+code {{ font-size: .85em; word-break: break-all; }} .note {{ color: #555; }}
+</style></head>
+<body><h1>{title}</h1>
+{body}
+<footer class="note">dvc-cuvis split report: aggregated counts only, no sample list.</footer>
+</body></html>
+"""
+
+
+def _categories_section(inp: ReportInput, stats: dict[str, dict[str, Any]]) -> str:
+    if not inp.resolution.universe.has_column("category_ids"):
+        return ('<section id="categories"><h2>Categories</h2><p class="note">The universe '
+                "has no category_ids column.</p></section>")
+    id_to_name = {v: k for k, v in (inp.categories or {}).items()}
+    ids = sorted({int(c) for s in EXCLUSIVE_STAGES for c in stats[s].get("categories", {})}
+                 - {0})
+    rows_for_chart = []
+    table_rows = []
+    missing_any = []
+    for cid in ids:
+        name = id_to_name.get(cid, str(cid))
+        counts = {s: stats[s]["categories"].get(str(cid), 0) for s in EXCLUSIVE_STAGES}
+        rows_for_chart.append((name, counts))
+        cells = [_td(name, category=name)]
+        for s in EXCLUSIVE_STAGES:
+            lacking = counts[s] == 0
+            cls = ' class="missing"' if lacking else ""
+            if lacking:
+                missing_any.append(f"{name} in {s}")
+            cells.append(f'<td{cls} data-category="{html.escape(name)}" data-stage="{s}">'
+                         f"{counts[s]}{' ⚠' if lacking else ''}</td>")
+        table_rows.append(cells)
+    anomalous = [[_td(s), _td(stats[s].get("anomalous", 0), stage=s, metric="anomalous")]
+                 for s in EXCLUSIVE_STAGES]
+    flag = (f'<p class="bad" id="missing-categories">Stages lacking a category: '
+            f'{html.escape(", ".join(missing_any))}</p>' if missing_any else
+            '<p class="ok" id="missing-categories">Every category reaches every stage.</p>')
+    chart = f'<div class="chart">{_category_chart(rows_for_chart)}</div>' if ids else ""
+    differ = anomaly_notions_differ(inp.resolution.universe)
+    notions = (f'<p class="note" id="anomaly-notions" data-samples="{differ}">'
+               f"{html.escape(anomaly_notions_note(differ))}</p>" if differ else "")
+    return ('<section id="categories"><h2>Category balance</h2>' + chart + flag
+            + _table(["category", *EXCLUSIVE_STAGES], table_rows)
+            + _table(["stage", "anomalous samples"], anomalous) + notions + "</section>")
+
+
+def _sources_section(res: Resolution) -> str:
+    uni = res.universe
+    names, codes = uni.groups()
+    state = res.assignment()
+    sizes = np.bincount(codes, minlength=len(names))
+    per_stage = []
+    for k, s in enumerate(STAGE_CODE_NAMES):
+        sel = state == k
+        per_stage.append([_td(s), _td(len(np.unique(uni.codes[sel])), stage=s, metric="sources"),
+                          _td(len(np.unique(codes[sel])), stage=s, metric="groups-in-stage")])
+    order = np.argsort(-sizes, kind="stable")[:15]
+    top = []
+    for g in order.tolist():
+        rows = codes == g
+        mix = {s: int((state[rows] == k).sum()) for k, s in enumerate(EXCLUSIVE_STAGES)}
+        where = ", ".join(f"{s} {n}" for s, n in mix.items() if n) or "unassigned"
+        top.append([_td(names[g]), _td(int(sizes[g])), _td(where)])
+    hist = np.histogram(sizes, bins=min(10, max(1, len(np.unique(sizes)))))[0]
+    return ('<section id="sources"><h2>Sources and groups</h2>'
+            + _table(["stage", "sources", "groups"], per_stage)
+            + f"<p>{len(names)} groups; sizes {int(sizes.min()) if len(sizes) else 0}–"
+              f"{int(sizes.max()) if len(sizes) else 0} samples (histogram counts "
+              f"{', '.join(map(str, hist.tolist()))}). Largest groups:</p>"
+            + _table(["group", "samples", "stages"], top) + "</section>")
+
+
+def _checks_section(inp: ReportInput) -> str:
+    rows = []
+    for c in inp.constraints:
+        cls = "ok" if c["status"] == "satisfied" else ("bad" if c["severity"] == "error"
+                                                       else "skipped")
+        rows.append([_td(c["kind"]), _td(c["severity"]),
+                     f'<td class="{cls}" data-constraint="{c["kind"]}">{c["status"]}</td>',
+                     _td(c.get("reason", ""))])
+    drift_rows = []
+    if inp.drift is not None:
+        for f in inp.drift.findings:
+            cls = {"ok": "ok", "skipped": "skipped"}.get(f.status, "bad")
+            drift_rows.append([_td(f.check), f'<td class="{cls}" data-check="{f.check}">'
+                               f"{f.status}</td>", _td(f.summary)])
+    return ('<section id="checks"><h2>Constraints, leakage and drift</h2>'
+            + _table(["constraint", "severity", "status", "detail"], rows)
+            + (_table(["check", "status", "summary"], drift_rows) if drift_rows else "")
+            + "</section>")
+
+
+def _diff_section(diff: Any) -> str:
+    rows = [[_td(k), _td(v, transition=k), _td(diff.source_transitions.get(k, 0))]
+            for k, v in diff.transitions.items()]
+    groups, total = diff.by_source(25)
+    moved = []
+    for src, items in groups:
+        n = sum(len(idx) for _, idx in items)
+        moved.append([_td(src), _td(n), _td("; ".join(f"{k} {len(idx)}" for k, idx in items))])
+    more = f"<p class='note'>… and {total - len(groups)} more sources.</p>" if total > len(
+        groups) else ""
+    return (f'<section id="diff"><h2>Change from {html.escape(diff.a.label)} to '
+            f"{html.escape(diff.b.label)}</h2>"
+            f'<p><b data-metric="moved">{diff.moved}</b> samples present at both ends moved; '
+            f"{diff.transitions_total('new')} new, {diff.transitions_total('removed')} "
+            "removed.</p>"
+            f'<div class="chart">{_transition_chart(diff)}</div>'
+            + _table(["transition", "samples", "sources"], rows)
+            + "<h3>Changed sources</h3>" + _table(["source", "samples", "transitions"], moved)
+            + more + "</section>")
+
+
+def write(path: Path, text: str) -> None:
+    """Write the report atomically (no partial report is ever left behind)."""
+    from dvc_cuvis._io import atomic_write_text
+
+    atomic_write_text(path, text)

@@ -1,0 +1,415 @@
+"""A drift-guarded DataModule over materialized npz frames, and ``guard()`` for existing ones.
+
+:class:`SplitDataModule` reads a materialized ``universe.csv`` + ``splits.json`` and serves
+batches with exactly the keys of cuvis-ai-dataloader's ``npz_multi`` (``cube, mask,
+class_mask, wavelengths, mesu_index, frame_id``).  Its ``setup()`` runs the drift check
+first: ``verify="strict"`` (default) raises :class:`~dvc_cuvis.check.drift.DriftError` carrying
+the report, ``"warn"`` logs it, ``"off"`` skips it.  It is a ``LightningDataModule`` when
+pytorch-lightning is installed and a plain class otherwise; torch is imported only when a
+dataloader is built.
+
+:func:`guard` gives an existing cuvis-ai DataModule (duck-typed: anything with
+``setup(stage)``) the same check before its own ``setup()``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvc_cuvis.check.drift import DriftReport, check_verify_mode, ensure, verify
+from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.model.frames import read_npz
+from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.model.universe_io import read_universe
+from dvc_cuvis.paths import PathGuard
+
+logger = logging.getLogger(__name__)
+
+BATCH_KEYS: tuple[str, ...] = ("cube", "mask", "class_mask", "wavelengths", "mesu_index",
+                               "frame_id")
+
+
+class NpzFrames:
+    """Map-style dataset of npz frames (works with ``torch.utils.data.DataLoader`` as is)."""
+
+    def __init__(self, paths: list[str], indices: list[int]) -> None:
+        """Frames at ``paths`` with their source read positions ``indices``."""
+        self.paths = paths
+        self.indices = indices
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        z = read_npz(self.paths[i])
+        cube = np.asarray(z["cube"], dtype=np.float32)
+        h, w = cube.shape[:2]
+        mask = (np.asarray(z["mask"], dtype=np.int32) if "mask" in z
+                else np.zeros((h, w), dtype=np.int32))
+        class_mask = (np.asarray(z["class_mask"], dtype=np.uint8) if "class_mask" in z
+                      else np.zeros((h, w), dtype=np.uint8))
+        wavelengths = np.asarray(z["wavelengths"]).ravel().astype(np.int32)
+        return {"cube": cube, "mask": mask, "class_mask": class_mask,
+                "wavelengths": wavelengths, "mesu_index": self.indices[i], "frame_id": i}
+
+
+def _lightning_base() -> type:
+    try:
+        from pytorch_lightning import LightningDataModule
+
+        return LightningDataModule
+    except ImportError:
+        try:
+            from lightning.pytorch import LightningDataModule as Base
+
+            return Base
+        except ImportError:
+            return object
+
+
+class SplitDataModule(_lightning_base()):  # type: ignore[misc]
+    """Train/val/test/predict loaders over a materialized split, drift-checked in setup().
+
+    Point it at the folder :func:`~dvc_cuvis.materialize.core.materialize` wrote: training
+    then reads exactly the frames the split names, in batches shaped like
+    cuvis-ai-dataloader's ``npz_multi``, and refuses to start when the split no longer
+    matches the data (drift is an error before the first batch, not a silent change of
+    what was trained on).
+
+    Parameters
+    ----------
+    universe_csv : path-like
+        The materialized universe.csv (its rows carry ``materialized_path``).
+    splits : path-like
+        The splits.json beside it.
+    batch_size : int, default 1
+    num_workers : int, default 0
+        Passed to ``torch.utils.data.DataLoader``.
+    pin_memory, persistent_workers : bool, default False
+        Passed to the DataLoader (``persistent_workers`` only when ``num_workers > 0``).
+    verify : {"strict", "warn", "off"}, default "strict"
+        What ``setup()`` does with a failed drift check (see
+        :func:`~dvc_cuvis.check.drift.ensure`).
+    deep : bool, default False
+        Re-hash every file in the check instead of trusting the stat cache.
+    lock : path-like, "auto" or None, default "auto"
+        The dvc.lock for the staleness check (None: no staleness check).
+    stat_cache : path-like, "auto" or None, default "auto"
+        Where digests are remembered (``"auto"``: the repository's
+        ``.dvc/tmp/dvc-cuvis``; None: in memory only).
+    shuffle_train : bool, default True
+        Shuffle the train loader (with torch's global RNG: seed it for repeatable order).
+
+    Attributes
+    ----------
+    report : DriftReport or None
+        The last check's report (None before ``setup()`` or with ``verify="off"``).
+    universe : Universe or None
+        The universe read by ``setup()``.
+    datasets : dict of str to NpzFrames
+        One map-style dataset per stage built by ``setup(stage)``: ``"fit"`` builds
+        train and val, ``"validate"`` val, ``"test"`` test, ``"predict"`` predict, None
+        all four.
+
+    Raises
+    ------
+    DvcCuvisError
+        At construction: a bad ``verify``, ``batch_size`` or ``num_workers``.  In
+        ``setup()``: an unknown stage, or a row without ``materialized_path`` (the
+        universe is not a materialized one).  From a loader: ``setup()`` not called.
+    DriftError
+        In ``setup()`` with ``verify="strict"``, when the check fails (the report is on
+        ``err.report``).
+    MissingUniverseError, MissingSplitsFileError
+        In ``setup()``: a file is missing (both are ``FileNotFoundError``).
+    UniverseError, SplitsFileError, SelectorError
+        In ``setup()``: a file is invalid, or (with ``verify`` not strict) the split does
+        not resolve.
+
+    See Also
+    --------
+    guard : the same check in front of an existing cuvis-ai DataModule.
+    dvc_cuvis.materialize.core.materialize : write the folder this reads.
+    dvc_cuvis.check.drift.verify : the check run by ``setup()``.
+
+    Notes
+    -----
+    Batches have the keys ``cube, mask, class_mask, wavelengths, mesu_index,
+    frame_id``; ``mesu_index`` is the sample's index in its source, ``frame_id`` its
+    position in the stage's dataset, and a frame without masks gets zero masks.  The
+    check runs on the split and universe objects ``setup()`` has just read, so what is
+    checked is what is loaded.  It is a ``LightningDataModule`` when pytorch-lightning
+    is installed, a plain class otherwise; torch is imported when a loader is built.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from dvc_cuvis import BakeOptions, bake
+    >>> from dvc_cuvis import SplitDataModule
+    >>> from dvc_cuvis.materialize import ReaderParams, materialize
+    >>> from dvc_cuvis import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for k in range(4):
+    ...     np.savez(d / f"f{k}.npz", cube=np.full((2, 2, 3), k, np.float32),
+    ...              wavelengths=np.array([500, 600, 700]))
+    >>> _ = (d / "universe.csv").write_text(
+    ...     "source,index,format\\n" + "".join(f"f{k}.npz,0,npz\\n" for k in range(4)))
+    >>> uni = read_universe(d / "universe.csv")
+    >>> (baked,) = bake(uni, BakeOptions(val_ratio=0.25, test_ratio=0.25))
+    >>> _ = materialize(uni, baked.config, d / "mat", ReaderParams())
+    >>> dm = SplitDataModule(d / "mat" / "universe.csv", d / "mat" / "splits.json",
+    ...                      batch_size=2, lock=None, stat_cache=None)
+    >>> dm.setup("fit")
+    >>> dm.report.ok, sorted(dm.datasets), len(dm.datasets["train"])
+    (True, ['train', 'val'], 2)
+    >>> batch = next(iter(dm.val_dataloader()))
+    >>> list(batch), tuple(batch["cube"].shape)
+    (['cube', 'mask', 'class_mask', 'wavelengths', 'mesu_index', 'frame_id'], (1, 2, 2, 3))
+
+    A materialized frame that went missing stops ``setup()``:
+
+    >>> (d / "mat" / dm.universe.value("materialized_path", 0)).unlink()
+    >>> SplitDataModule(d / "mat" / "universe.csv", d / "mat" / "splits.json",
+    ...                 lock=None, stat_cache=None).setup()
+    Traceback (most recent call last):
+    ...
+    dvc_cuvis.check.drift.DriftError: ... content (0 file(s) modified, 1 missing since enumerate)
+    """
+
+    def __init__(
+        self,
+        universe_csv: str | Path,
+        splits: str | Path,
+        *,
+        batch_size: int = 1,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        persistent_workers: bool = False,
+        verify: str = "strict",
+        deep: bool = False,
+        lock: str | Path | None = "auto",
+        stat_cache: str | Path | None = "auto",
+        shuffle_train: bool = True,
+    ) -> None:
+        """Configure; nothing is read until ``setup()``."""
+        super().__init__()
+        check_verify_mode(verify)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise DvcCuvisError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise DvcCuvisError(f"num_workers must be an integer >= 0, got {num_workers!r}")
+        self.universe_csv = Path(universe_csv)
+        self.splits_path = Path(splits)
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.pin_memory = bool(pin_memory)
+        self.persistent_workers = bool(persistent_workers)
+        self.verify_mode = verify
+        self.deep = deep
+        self.lock = lock
+        self.stat_cache = stat_cache
+        self._stat_cache_obj: StatCache | None = None
+        self.shuffle_train = shuffle_train
+        self.report: DriftReport | None = None
+        self.universe: Universe | None = None
+        self.datasets: dict[str, NpzFrames] = {}
+
+    def _cache(self) -> StatCache:
+        if self._stat_cache_obj is None:
+            self._stat_cache_obj = open_stat_cache(self.stat_cache, self.universe_csv)
+        return self._stat_cache_obj
+
+    def setup(self, stage: str | None = None) -> None:
+        """Run the drift check (per ``verify``), then resolve the stages into datasets."""
+        uni = read_universe(self.universe_csv)
+        cfg = load_splits(self.splits_path)
+        if self.verify_mode != "off":  # checks exactly what was read (and will be loaded)
+            report = verify(cfg, uni, deep=self.deep, lock=self.lock, cache=self._cache())
+            report.splits = str(self.splits_path)  # a DriftError names the file, not "splits"
+            self.report = ensure(report, self.verify_mode)
+        res = resolve(cfg, uni, where=str(self.splits_path))
+        base = self.universe_csv.parent
+        wanted = {
+            None: ("train", "val", "test", "predict"),
+            "fit": ("train", "val"),
+            "validate": ("val",),
+            "test": ("test",),
+            "predict": ("predict",),
+        }.get(stage)
+        if wanted is None:
+            raise DvcCuvisError(f"unknown stage {stage!r}; use fit, validate, test or predict")
+        for name in wanted:
+            pos = res.stages[name]
+            rels = [uni.value("materialized_path", p) for p in pos.tolist()]
+            missing = [uni.uid(p) for p, r in zip(pos.tolist(), rels, strict=True) if not r]
+            if missing:
+                raise DvcCuvisError(
+                    f"{self.universe_csv}: {missing[0]} has no materialized_path; point the "
+                    "DataModule at a materialized universe (dvc-cuvis materialize)"
+                )
+            guard = PathGuard(base)
+            paths = [guard.resolve(r, what="materialized_path") for r in rels]
+            self.datasets[name] = NpzFrames(paths,
+                                            uni.indices[pos].tolist())
+        self.universe = uni
+
+    def _loader(self, name: str, shuffle: bool) -> Any:
+        if name not in self.datasets:
+            raise DvcCuvisError(f"the {name} dataset is not built; call setup() first")
+        from torch.utils.data import DataLoader
+
+        kwargs: dict[str, Any] = {}
+        if self.num_workers > 0:
+            kwargs["persistent_workers"] = self.persistent_workers
+        dataset: Any = self.datasets[name]  # map-style: __len__ + __getitem__
+        return DataLoader(dataset, batch_size=self.batch_size, shuffle=shuffle,
+                          num_workers=self.num_workers, pin_memory=self.pin_memory, **kwargs)
+
+    def train_dataloader(self) -> Any:
+        """Shuffled loader over the train stage."""
+        return self._loader("train", self.shuffle_train)
+
+    def val_dataloader(self) -> Any:
+        """Loader over the val stage."""
+        return self._loader("val", False)
+
+    def test_dataloader(self) -> Any:
+        """Loader over the test stage."""
+        return self._loader("test", False)
+
+    def predict_dataloader(self) -> Any:
+        """Loader over the predict stage (empty predict = the whole universe)."""
+        return self._loader("predict", False)
+
+
+def guard(
+    datamodule: Any,
+    *,
+    splits: str | Path | Any | None = None,
+    universe: str | Path | Universe | None = None,
+    verify_mode: str = "strict",
+    cache: str | Path | StatCache | None = "auto",
+    **verify_kwargs: Any,
+) -> Any:
+    """Make ``datamodule.setup()`` run the drift check first (returns the same object).
+
+    ``splits`` / ``universe`` default to what the module carries: a cuvis-ai
+    ``BaseCuvisAIDataModule`` keeps its ``DataSplitConfig`` in ``.splits`` and
+    cu3s_multi/npz_multi their universe in ``._universe_csv``.  ``cache`` is the stat
+    cache (``"auto"``: the repository's ``.dvc/tmp/dvc-cuvis``), opened here, once: a
+    ``setup()`` on unchanged files reuses the last clean verdict for the price of one
+    ``stat`` per file.
+
+    Use it when training already goes through a cuvis-ai DataModule (``npz_multi``,
+    ``cu3s_multi``, ...) rather than :class:`SplitDataModule`: one line gives it the
+    same refusal to train on a split that no longer matches the data.
+
+    Parameters
+    ----------
+    datamodule : object
+        Anything with a callable ``setup(stage)``.
+    splits : path-like or DataSplitConfig, optional
+        The split to check (default: ``datamodule.splits``); a
+        ``DataSplitConfig(splits_path=...)`` is checked as the module will load it.
+    universe : path-like or Universe, optional
+        The universe.csv (default: ``datamodule.universe_csv`` or ``._universe_csv``).
+    verify_mode : {"strict", "warn", "off"}, default "strict"
+        What a failed check does (see :func:`~dvc_cuvis.check.drift.ensure`).
+    cache : path-like, StatCache, "auto" or None, default "auto"
+        The stat cache (None: in memory, for this guard's lifetime).
+    **verify_kwargs
+        Passed to :func:`~dvc_cuvis.check.drift.verify` (``lock``, ``deep``, ``checks``,
+        ``allow_partial``, ...).
+
+    Returns
+    -------
+    object
+        ``datamodule`` itself, its ``setup`` replaced on this instance only by one that
+        checks first, stores the report in ``datamodule.drift_report`` and then calls
+        the original ``setup(stage)``.
+
+    Raises
+    ------
+    DvcCuvisError
+        Now: the object has no ``setup``, no split or universe is given or found on it,
+        or ``verify_mode`` is invalid.
+    DriftError
+        Later, from ``setup()`` with ``verify_mode="strict"``, when the check fails; the
+        module's own ``setup`` is then not called.
+    MissingSplitsFileError, MissingUniverseError, SplitsFileError, UniverseError
+        Later, from ``setup()``: an input file is missing or invalid.
+
+    See Also
+    --------
+    SplitDataModule : a DataModule over materialized frames with the check built in.
+    dvc_cuvis.check.drift.verify : the check itself.
+
+    Notes
+    -----
+    The files are read, and the check runs, on every ``setup()`` call, not once in
+    ``guard()``: an edit between two ``setup()`` calls is seen.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from dvc_cuvis import BakeOptions, bake
+    >>> from dvc_cuvis import guard
+    >>> from dvc_cuvis import save_splits
+    >>> from dvc_cuvis import read_universe
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> rows = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6))
+    >>> _ = (d / "universe.csv").write_text("source,index\\n" + rows)
+    >>> (baked,) = bake(read_universe(d / "universe.csv"), BakeOptions())
+    >>> save_splits(baked.config, d / "splits.json")
+    >>> class Module:  # stands for any cuvis-ai DataModule
+    ...     def setup(self, stage=None):
+    ...         print("setup", stage)
+    >>> dm = guard(Module(), splits=d / "splits.json", universe=d / "universe.csv",
+    ...            cache=None, lock=None)
+    >>> dm.setup("fit")
+    setup fit
+    >>> dm.drift_report.ok
+    True
+
+    After the universe changes, ``setup()`` refuses before the module reads anything:
+
+    >>> with open(d / "universe.csv", "a") as fh:
+    ...     _ = fh.write("day6.cu3s,0\\n")
+    >>> dm.setup("fit")
+    Traceback (most recent call last):
+    ...
+    dvc_cuvis.check.drift.DriftError: .../splits.json does not match the data: universe (...)
+    """
+    setup = getattr(datamodule, "setup", None)
+    if not callable(setup):
+        raise DvcCuvisError(f"{type(datamodule).__name__} has no setup(stage) to guard")
+    splits = splits if splits is not None else getattr(datamodule, "splits", None)
+    if universe is None:
+        universe = getattr(datamodule, "universe_csv", None) or getattr(
+            datamodule, "_universe_csv", None)
+    if splits is None or universe is None:
+        raise DvcCuvisError(
+            f"guard({type(datamodule).__name__}): pass splits= and universe= (the module "
+            "carries no splits config or universe_csv to check)"
+        )
+    check_verify_mode(verify_mode)
+
+    stat_cache = open_stat_cache(
+        cache, universe.path if isinstance(universe, Universe) else universe)
+
+    def guarded_setup(stage: str | None = None) -> Any:
+        if verify_mode != "off":
+            # verify() reads a splits_path config now, as the module will in setup()
+            report = verify(splits, universe, cache=stat_cache, **verify_kwargs)
+            datamodule.drift_report = ensure(report, verify_mode)
+        return setup(stage)
+
+    datamodule.setup = guarded_setup
+    return datamodule

@@ -1,0 +1,415 @@
+"""A stage of a dataset *version*: the frames a split's stage needs at a git revision.
+
+The DVC "data registry" pattern: a trainrun names a dataset repository (a path or a git
+URL) and a revision (tag, branch or commit) instead of "whatever is checked out".
+:func:`stage_frames` opens that repository at the revision through DVC (``open_repo``:
+a local repository is read in place, a URL is cloned by DVC into a temporary folder;
+neither working tree is checked out or touched), reads ``splits_path`` and
+``universe_csv`` *at that revision*, resolves the stage, fetches exactly its frames into
+DVC's cache (the repository's own, or ``cache_dir``) from the cache or the remote, and
+verifies each one against the md5 that revision's universe records.  The returned
+paths are the cache objects themselves: nothing is copied into a workspace.
+
+A frame whose bytes differ from its recorded md5 (a corrupted remote object) is refused,
+naming the file, and its cache object is removed so a retry downloads it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.errors import DvcCuvisError
+
+__all__ = ["StageFrames", "Version", "open_version", "resolve_commit", "stage_frames"]
+
+
+@dataclass
+class StageFrames:
+    """One stage of a dataset version, ready to serve.
+
+    ``paths[k]`` is the local (cache) file holding sample ``uids[k]``'s frame;
+    ``files[k]`` the file's path inside the dataset repository.
+    """
+
+    repo: str
+    rev: str
+    commit: str
+    stage: str
+    uids: list[str]
+    files: list[str]
+    paths: list[Path]
+    universe: Any  # the stage's rows of that revision's universe (Universe)
+    fetched: int = 0
+
+    def describe(self) -> str:
+        """One line for a setup log: the repository, revision, commit and stage size."""
+        return (f"{self.repo}@{self.rev} (commit {self.commit[:12]}): stage {self.stage}, "
+                f"{len(self.uids)} samples, {len(set(self.files))} files")
+
+
+def _is_local(repo: str) -> bool:
+    return os.path.isdir(repo)
+
+
+def resolve_commit(repo: str, rev: str) -> str:
+    """The full commit id of ``rev`` in ``repo`` (a path or git URL); unknown = clear error."""
+    import subprocess
+
+    if not rev or not isinstance(rev, str):
+        raise DvcCuvisError(f"rev must name a git tag, branch or commit, got {rev!r}")
+    if _is_local(repo):
+        from dvc_cuvis.review.history import GitTree
+
+        try:
+            commit: str = GitTree(repo).commit(rev).hexsha
+        except DvcCuvisError as exc:
+            raise DvcCuvisError(f"{repo}: {exc} (rev names a git tag, branch or commit of "
+                                "the dataset repository)") from None
+        return commit
+    proc = subprocess.run(["git", "ls-remote", "--", repo, rev, f"{rev}^{{}}"],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["git ls-remote failed"])[-1]
+        raise DvcCuvisError(f"{repo}: cannot read the repository ({why})")
+    refs = [line.split("\t") for line in proc.stdout.splitlines() if "\t" in line]
+    peeled = [sha for sha, ref in refs if ref.endswith("^{}")]
+    if peeled or refs:
+        return (peeled or [refs[0][0]])[0]
+    if len(rev) >= 7 and all(c in "0123456789abcdef" for c in rev.lower()):
+        return rev  # a commit id: DVC's clone checks it
+    raise DvcCuvisError(f"{repo}: unknown revision {rev!r} (rev names a git tag, branch or "
+                        "commit of the dataset repository)")
+
+
+def _open(repo: str, commit: str, cache_dir: str | os.PathLike[str] | None) -> Any:
+    """The DVC repository at ``commit`` (DVC's own opener: local in place, URL cloned)."""
+    from dvc.repo.open_repo import open_repo
+
+    config = {"cache": {"dir": os.fspath(Path(cache_dir).resolve())}} if cache_dir else None
+    try:
+        return open_repo(os.path.abspath(repo) if _is_local(repo) else repo, rev=commit,
+                         config=config)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DvcCuvisError(f"{repo}@{commit[:12]}: cannot open it as a DVC repository "
+                            f"({first})") from None
+
+
+def _read(dvc_repo: Any, path: str, where: str) -> bytes:
+    try:
+        with dvc_repo.dvcfs.open(path, "rb") as fh:
+            data: bytes = fh.read()
+            return data
+    except FileNotFoundError:
+        raise DvcCuvisError(f"{where}: {path} does not exist at that revision") from None
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DvcCuvisError(f"{where}: {path}: cannot read it ({first})") from None
+
+
+def _inside(folder: str, rel: str, where: str) -> str:
+    """``folder/rel`` as a repository path; refuses absolute paths and ``..`` escapes."""
+    if not rel or rel.startswith("/") or "\\" in rel or "\0" in rel:
+        raise DvcCuvisError(f"{where}: {rel!r} is not a relative posix path")
+    joined = posixpath.normpath(posixpath.join(folder, rel))
+    if joined == ".." or joined.startswith("../"):
+        raise DvcCuvisError(f"{where}: {rel!r} leads outside the repository")
+    return joined
+
+
+def stage_frames(
+    rev: str, stage: str, *, repo: str | os.PathLike[str] = ".",
+    splits_path: str = "splits.json", universe_csv: str = "universe.csv",
+    cache_dir: str | os.PathLike[str] | None = None, remote: str | None = None,
+    name_to_id: dict[str, int] | None = None, jobs: int | None = None, splits: Any = None,
+) -> StageFrames:
+    """Fetch and verify the frames of ``stage`` of the dataset at ``rev``.
+
+    Parameters
+    ----------
+    rev : str
+        A git tag, branch or commit of the dataset repository.
+    stage : {"train", "val", "test", "predict"}
+        The stage whose frames are needed.
+    repo : str or path, default "."
+        The dataset repository: a local path or a git URL.
+    splits_path, universe_csv : str
+        Paths *inside the repository* (posix), read at ``rev``; universe paths are
+        relative to ``universe_csv``'s folder.
+    cache_dir : path, optional
+        DVC cache to fetch into (default: the repository's cache; for a URL, a
+        temporary one that DVC manages).
+    remote : str, optional
+        The DVC remote to fetch from (default: the repository's default remote).
+    name_to_id : dict, optional
+        Category name to id for ``categories`` selectors.
+    jobs : int, optional
+        Parallel downloads.
+    splits : DataSplitConfig, optional
+        An inline split to use instead of reading ``splits_path``.
+
+    Returns
+    -------
+    StageFrames
+        The stage's uids, repository files and local cache paths, with the commit.
+
+    Raises
+    ------
+    DvcCuvisError
+        Unknown revision, unreadable files, a stage that selects nothing, a file DVC
+        cannot fetch, or a fetched file whose md5 differs from the universe's record.
+    """
+    from dvc_cuvis.digests.hashing import file_md5
+    from dvc_cuvis.model.splits import STAGES, parse_splits, resolve
+    from dvc_cuvis.model.universe_io import parse_universe_bytes
+    from dvc_cuvis.repo.pull import dvc_error, granular_targets, quiet_dvc
+
+    if stage not in STAGES:
+        raise DvcCuvisError(f"stage {stage!r}: choose from {', '.join(STAGES)}")
+    repo_s = os.fspath(repo)
+    commit = resolve_commit(repo_s, rev)
+    where = f"{repo_s}@{rev}"
+    dvc_repo = _open(repo_s, commit, cache_dir)
+    try:
+        if splits is not None:
+            cfg = splits
+        else:
+            text = _read(dvc_repo, splits_path, where)
+            cfg = parse_splits(text.decode("utf-8-sig"), path=f"{where}:{splits_path}")
+        uni = parse_universe_bytes(_read(dvc_repo, universe_csv, where),
+                                   path=Path(f"{rev}:{universe_csv}"))
+        res = resolve(cfg, uni, name_to_id=name_to_id, where=f"{where}:{splits_path}")
+        positions = [int(p) for p in res.stages[stage]]
+        folder = posixpath.dirname(universe_csv)
+        md5s = uni.column("md5") if uni.has_column("md5") else None
+        paths_col = uni.column("materialized_path") if uni.has_column("materialized_path") \
+            else None
+        files, recorded = [], {}
+        for p in positions:
+            rel = (paths_col[p] if paths_col is not None else "") or uni.source(p)
+            path = _inside(folder, rel, f"{where}:{universe_csv} row {p + 1}")
+            files.append(path)
+            if md5s is None or not md5s[p]:
+                raise DvcCuvisError(f"{where}:{universe_csv}: row {p + 1} records no md5 for "
+                                    f"{path}; a version is served only verified (enumerate "
+                                    "with hashing)")
+            recorded[path] = md5s[p]
+        wanted = sorted(set(files))
+        with quiet_dvc() as log, granular_targets(dvc_repo):
+            try:
+                fetched = int(dvc_repo.fetch(targets=wanted, remote=remote, jobs=jobs) or 0)
+            except Exception as exc:
+                raise dvc_error(exc, f"{where}: fetch", log) from None
+        odb = dvc_repo.cache.local
+        local: dict[str, Path] = {}
+        for path in wanted:
+            try:
+                info = dvc_repo.dvcfs.info(path)
+            except FileNotFoundError:
+                raise DvcCuvisError(f"{where}: {path} is not tracked at that revision "
+                                    "(neither in git nor by DVC)") from None
+            oid = (info.get("dvc_info") or {}).get("md5") or info.get("md5")
+            if not oid:
+                raise DvcCuvisError(f"{where}: {path} is not DVC-tracked at that revision")
+            obj = Path(odb.oid_to_path(oid))
+            if not obj.is_file():  # a granular fetch can skip an entry of a cached .dir
+                with quiet_dvc(), contextlib.suppress(Exception), \
+                        dvc_repo.dvcfs.open(path, "rb", cache=True):
+                    fetched += 1
+            try:
+                actual = file_md5(obj)
+            except OSError:
+                raise DvcCuvisError(f"{where}: {path} was not fetched into the DVC cache "
+                                    f"({obj}); is it pushed to the remote?") from None
+            if actual != recorded[path]:
+                if actual != oid:  # the object itself is corrupt: a retry must download it
+                    with contextlib.suppress(OSError):
+                        os.chmod(obj, 0o644)
+                        os.unlink(obj)
+                raise DvcCuvisError(
+                    f"{where}: {path}: the fetched bytes have md5 {actual}, but "
+                    f"{universe_csv} at {rev} records {recorded[path]}; refusing to serve "
+                    "it (the remote's copy is corrupt, or the universe is stale)")
+            local[path] = obj
+    finally:
+        dvc_repo.close()
+    stage_uni = uni.take(positions)
+    return StageFrames(repo_s, rev, commit, stage, uni.uids(positions), files,
+                       [local[f] for f in files], stage_uni, fetched)
+
+
+# -- a version as a local view: what the plugin's DataModules load ----------------------
+
+
+@dataclass
+class Version:
+    """A dataset version opened for a DataModule: the split and universe as they are at
+    ``rev``, written byte for byte into ``folder`` (under the same repository paths), and
+    each fetched stage's frames linked beside them from the DVC cache."""
+
+    repo: str
+    rev: str
+    commit: str
+    folder: Path
+    splits_path: str | None
+    universe_csv: str
+    cache_dir: str | None
+    fetched: dict[str, StageFrames]
+
+    @property
+    def universe_file(self) -> Path:
+        """The version's universe.csv in the local view."""
+        return self.folder / self.universe_csv
+
+    @property
+    def splits_file(self) -> Path | None:
+        """The version's splits file in the local view (None for an inline split)."""
+        return self.folder / self.splits_path if self.splits_path else None
+
+    def fetch(self, stage: str, *, splits: Any = None) -> StageFrames:
+        """Fetch, verify and link the frames of ``stage`` (once per stage)."""
+        if stage in self.fetched:
+            return self.fetched[stage]
+        got = stage_frames(self.commit, stage, repo=self.repo,
+                           splits_path=self.splits_path or "", universe_csv=self.universe_csv,
+                           cache_dir=self.cache_dir, splits=splits)
+        got.rev = self.rev
+        for rel, src in zip(got.files, got.paths, strict=True):
+            _link(src, self.folder / rel)
+        self.fetched[stage] = got
+        return got
+
+    def describe(self) -> str:
+        """The revision and its commit, for a setup log."""
+        return f"{self.repo}@{self.rev} (commit {self.commit})"
+
+
+def _link(src: Path, dest: Path) -> None:
+    """``dest`` holds ``src``'s bytes: a hard link to the cache object, a copy across devices."""
+    import shutil
+
+    if dest.exists():
+        if os.path.samefile(src, dest):
+            return
+        dest.unlink()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+
+
+def _view_folder(repo: str, commit: str, cache_dir: str | None) -> Path:
+    """Where a version's view lives: under ``cache_dir``, the local repository's
+    ``.dvc/tmp``, or a fresh temporary folder for a URL."""
+    import tempfile
+
+    if cache_dir:
+        return Path(cache_dir).resolve() / "dvc-cuvis-versions" / commit
+    if _is_local(repo):
+        return Path(repo).resolve() / ".dvc" / "tmp" / "dvc-cuvis" / "versions" / commit
+    return Path(tempfile.mkdtemp(prefix=f"dvc-cuvis-{commit[:12]}-"))
+
+
+def open_version(
+    rev: str, *, repo: str | os.PathLike[str] = ".", splits_path: str | None,
+    universe_csv: str, cache_dir: str | os.PathLike[str] | None = None,
+) -> Version:
+    """Read ``splits_path`` and ``universe_csv`` at ``rev`` into a local view (no frames yet).
+
+    Both name files inside the dataset repository (git- or DVC-tracked); nothing is
+    checked out.  :meth:`Version.fetch` then brings each stage's frames.
+    """
+    from dvc_cuvis._io import atomic_write_bytes
+
+    repo_s = os.fspath(repo)
+    commit = resolve_commit(repo_s, rev)
+    cache = os.fspath(Path(cache_dir).resolve()) if cache_dir else None
+    folder = _view_folder(repo_s, commit, cache)
+    dvc_repo = _open(repo_s, commit, cache)
+    try:
+        for name in (splits_path, universe_csv):
+            if name:
+                _inside("", name, f"{repo_s}@{rev}")
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(folder / name, _read(dvc_repo, name, f"{repo_s}@{rev}"))
+    finally:
+        dvc_repo.close()
+    return Version(repo_s, rev, commit, folder, splits_path, universe_csv, cache, {})
+
+
+# -- the plugin's DataModules (dvc_cuvis.plugin): ``rev``, ``repo``, ``cache_dir`` --
+
+#: The stages a DataModule's ``setup(stage)`` reads.
+SETUP_STAGES: dict[str | None, tuple[str, ...]] = {
+    "fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",),
+    None: ("train", "val", "test"),
+}
+
+
+def plugin_pin(module: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Upstream kwargs for a module whose ``guard_settings`` name a ``rev``: ``splits``
+    (its ``splits_path``) and ``universe_csv`` are read at that revision into a local view,
+    which the upstream module then loads; ``module.version`` keeps it for ``setup``."""
+    import logging
+
+    from dvc_cuvis.model.splits import load_splits
+
+    settings = module.guard_settings
+    rev = settings.get("rev")
+    module.version = None
+    if not rev:
+        extra = [k for k in ("repo", "cache_dir") if settings.get(k)]
+        if extra:
+            raise DvcCuvisError(f"{module.DATA_MODULE_NAME}: {' and '.join(extra)} given "
+                                "without rev: name the dataset version to train on (rev: v1)")
+        return kwargs
+    splits = kwargs.get("splits")
+    if isinstance(splits, str | os.PathLike):
+        splits_path: str | None = os.fspath(splits)
+    elif isinstance(splits, dict):
+        splits_path = splits.get("splits_path")
+    else:
+        splits_path = getattr(splits, "splits_path", None)
+    universe_csv = kwargs.get("universe_csv")
+    if not universe_csv:
+        raise DvcCuvisError(f"{module.DATA_MODULE_NAME}: rev {rev!r} needs universe_csv (its "
+                            "path inside the dataset repository)")
+    version = open_version(rev, repo=settings.get("repo") or ".", splits_path=splits_path,
+                           universe_csv=os.fspath(universe_csv),
+                           cache_dir=settings.get("cache_dir"))
+    kwargs = {**kwargs, "universe_csv": str(version.universe_file)}
+    if version.splits_file is not None:
+        kwargs["splits"] = load_splits(version.splits_file)
+    module.version = version
+    module.version_splits = None if splits_path else splits
+    if settings.get("lock") == "auto":  # the working tree's dvc.lock is another version's
+        settings["lock"] = None
+    from dvc_cuvis.check.drift import CHECKS
+
+    # Content: every frame served is md5-verified against this universe when its stage is
+    # fetched (Version.fetch); the other stages' frames are deliberately not downloaded.
+    module.version_checks = tuple(c for c in CHECKS if c != "content")
+    logging.getLogger(__name__).info("dataset version %s", version.describe())
+    return kwargs
+
+
+def plugin_fetch(module: Any, stage: str | None) -> None:
+    """``setup(stage)``'s pre-step: fetch, verify and link the frames the stage reads."""
+    import logging
+
+    version: Version | None = getattr(module, "version", None)
+    if version is None:
+        return
+    log = logging.getLogger(__name__)
+    for name in SETUP_STAGES.get(stage, SETUP_STAGES[None]):
+        got = version.fetch(name, splits=getattr(module, "version_splits", None))
+        log.info("dataset %s: stage %s, %d samples (%d files fetched into the DVC cache)",
+                 version.describe(), name, len(got.uids), got.fetched)

@@ -1,0 +1,261 @@
+"""Each drift finding, whole, on every branch: status, summary, details and fix.
+
+These tests build a handful of tiny files (no git, no ``dvc repro``) and compare the whole
+:meth:`~dvc_cuvis.check.drift.Finding.record` of one check with what a user reads in ``check
+--json``.  They run in milliseconds, so mutation testing (``scripts/mutation.sh``) reaches a
+test that pins a finding's every word first, instead of running the pipeline tests until one
+happens to look at it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dvc_cuvis.check.drift import verify
+from dvc_cuvis.model.universe_io import read_universe
+
+SOURCES = [f"s{k}.cu3s" for k in range(6)]
+
+
+def _files(paths: list[str]) -> dict[str, Any]:
+    return {"kind": "files", "paths": paths}
+
+
+def tiny(root: Path, split: dict[str, Any], *, group: bool = False,
+         constraints: list[dict[str, str]] | None = None, pin: bool = True) -> Path:
+    """universe.csv (6 one-frame sources, groups g0 g0 g1 g1 g2 g2) and splits.json."""
+    cols = "source,index" + (",group" if group else "")
+    rows = "".join(f"{s},0" + (f",g{k // 2}" if group else "") + "\n"
+                   for k, s in enumerate(SOURCES))
+    (root / "universe.csv").write_text(cols + "\n" + rows)
+    doc = {**split, "constraints": constraints or []}
+    if pin:
+        doc["universe_hash"] = read_universe(root / "universe.csv").hash
+    (root / "splits.json").write_text(json.dumps(doc))
+    return root
+
+
+def record(root: Path, check: str, **kwargs: Any) -> dict[str, Any]:
+    """The one finding of ``check`` (run alone with what it needs), as ``record()``."""
+    kwargs.setdefault("lock", None)
+    report = verify(root / "splits.json", root / "universe.csv", **kwargs)
+    return report.finding(check).record()
+
+
+CLEAN = {"train": [_files(SOURCES[:4])], "val": [_files(SOURCES[4:5])],
+         "test": [_files(SOURCES[5:])]}
+LEAKY = {"train": [_files(["s0.cu3s", "s2.cu3s", "s3.cu3s"])], "val": [_files(["s1.cu3s"])],
+         "test": [_files(["s4.cu3s", "s5.cu3s"])]}  # s0/s1 share g0 across train and val
+REBAKE = "re-bake with a strategy that respects the constraint (e.g. --group-by group, --ad-aware)"
+
+
+# -- selection ------------------------------------------------------------------------------
+
+
+def test_selection_ok_counts_every_stage(tmp_path: Path) -> None:
+    tiny(tmp_path, CLEAN)
+    assert record(tmp_path, "selection", checks=["selection"]) == {
+        "check": "selection", "status": "ok", "details": {}, "fix": "",
+        "summary": "every selector resolves fully: train=4 val=1 test=1 predict=6"}
+
+
+def test_selection_an_unresolvable_selector_is_a_violation(tmp_path: Path) -> None:
+    tiny(tmp_path, {"train": [{"kind": "file_indices", "source": "nowhere.cu3s", "ids": [0]}]})
+    rec = record(tmp_path, "selection", checks=["selection"])
+    assert rec["status"] == "violation" and rec["details"] == {}
+    assert rec["summary"].startswith(f"{tmp_path / 'splits.json'}: train[0]")
+    assert "nowhere.cu3s" in rec["summary"]
+    assert rec["fix"] == "fix the selector, or re-bake the split against this universe"
+
+
+def test_selection_partial_is_a_violation_unless_allowed(tmp_path: Path) -> None:
+    tiny(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 4, 5]}],
+                    "val": [_files(["s1.cu3s", "gone.cu3s"])]})
+    rec = record(tmp_path, "selection", checks=["selection"])
+    summary = "2 selector(s) match only partly (3 requested sample(s) absent)"
+    assert (rec["status"], rec["summary"]) == ("violation", summary)
+    assert rec["fix"] == ("re-bake the split (`dvc repro`), or `dvc-cuvis bake --base` to keep "
+                          "assignments")
+    partial = rec["details"]["partial"]
+    assert len(partial) == 2 and "s0.cu3s" in partial[0] and "gone.cu3s" in partial[1]
+    allowed = record(tmp_path, "selection", checks=["selection"], allow_partial=True)
+    assert allowed == {"check": "selection", "status": "ok", "fix": "",
+                       "summary": summary + "; allowed (--allow-partial)",
+                       "details": {"partial": partial}}
+
+
+# -- constraints ----------------------------------------------------------------------------
+
+
+def test_constraints_satisfied_name_each_kind(tmp_path: Path) -> None:
+    tiny(tmp_path, CLEAN, group=True, constraints=[
+        {"kind": "no_split_overlap", "severity": "error"},
+        {"kind": "no_source_overlap", "severity": "warn"}])
+    # g2 holds s4 (val) and s5 (test): group leakage is on ("auto" with a group column)
+    rec = record(tmp_path, "constraints", checks=["constraints"], group_leakage="warn")
+    assert rec == {"check": "constraints", "status": "ok", "details": {}, "fix": "",
+                   "summary": "no_split_overlap satisfied, no_source_overlap satisfied, "
+                              "group_leakage violated (warn)"}
+    off = record(tmp_path, "constraints", checks=["constraints"], group_leakage="off")
+    assert off["summary"] == "no_split_overlap satisfied, no_source_overlap satisfied"
+
+
+def test_constraints_an_error_violation_is_a_violation_with_every_result(tmp_path: Path) -> None:
+    overlap = {**LEAKY, "test": [_files(["s4.cu3s", "s5.cu3s", "s0.cu3s"])]}
+    tiny(tmp_path, overlap, group=True, constraints=[
+        {"kind": "no_split_overlap", "severity": "error"},
+        {"kind": "no_train_anomalous", "severity": "warn"}])
+    rec = record(tmp_path, "constraints", checks=["constraints"])
+    assert rec == {
+        "check": "constraints", "status": "violation",
+        "summary": "no_split_overlap violated, group_leakage violated",
+        "details": {
+            "results": {
+                "no_split_overlap": "violated (error): 1 shared between train and test",
+                "no_train_anomalous": "unavailable (warn): the universe has no category_ids "
+                                      "column",
+                "group_leakage": "violated (error): 1 group(s) span >1 of train/val/test"},
+            "offending": ["s0.cu3s#0", "g0"]},
+        "fix": REBAKE}
+
+
+def test_constraints_without_a_reason_show_status_and_severity_only(tmp_path: Path) -> None:
+    tiny(tmp_path, LEAKY, group=True, constraints=[{"kind": "no_split_overlap",
+                                                     "severity": "error"}])
+    rec = record(tmp_path, "constraints", checks=["constraints"], group_leakage="error")
+    assert rec["status"] == "violation" and rec["summary"] == "group_leakage violated"
+    assert rec["details"] == {
+        "results": {"no_split_overlap": "satisfied (error)",
+                    "group_leakage": "violated (error): 1 group(s) span >1 of train/val/test"},
+        "offending": ["g0"]}
+
+
+def test_constraints_none_declared_and_an_unresolved_split(tmp_path: Path) -> None:
+    tiny(tmp_path, CLEAN)
+    assert record(tmp_path, "constraints", checks=["constraints"]) == {
+        "check": "constraints", "status": "ok", "summary": "no constraints declared",
+        "details": {}, "fix": ""}
+    tiny(tmp_path, {"train": [_files(["nowhere.cu3s"])]},
+         constraints=[{"kind": "no_split_overlap", "severity": "error"}])
+    assert record(tmp_path, "constraints", checks=["constraints"]) == {
+        "check": "constraints", "status": "skipped", "summary": "the split does not resolve",
+        "details": {}, "fix": ""}
+
+
+# -- staleness ------------------------------------------------------------------------------
+
+
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def _entry(root: Path, name: str) -> str:
+    p = root / name
+    return (f"    - path: {name}\n      hash: md5\n      md5: {_md5(p)}\n"
+            f"      size: {p.stat().st_size}\n")
+
+
+def piped(root: Path, *, stage_files: tuple[str, str] = ("universe.csv", "splits.json")) -> Path:
+    """A bake stage in dvc.yaml and its dvc.lock entry, as ``dvc repro`` writes them."""
+    tiny(root, CLEAN)
+    dep, out = stage_files
+    (root / "params.yaml").write_text("bake:\n  seed: 3\n")
+    (root / "dvc.yaml").write_text(
+        f"stages:\n  bake:\n    cmd: dvc-cuvis bake\n    deps: [{dep}]\n    params: [bake]\n"
+        f"    outs:\n      - {out}:\n          cache: false\n")
+    (root / "dvc.lock").write_text(
+        "schema: '2.0'\nstages:\n  bake:\n    cmd: dvc-cuvis bake\n    deps:\n"
+        + _entry(root, dep) + "    params:\n      params.yaml:\n        bake:\n"
+        "          seed: 3\n    outs:\n" + _entry(root, out))
+    return root
+
+
+def stale(root: Path, **kwargs: Any) -> dict[str, Any]:
+    return record(root, "staleness", checks=["staleness"], lock=root / "dvc.lock", **kwargs)
+
+
+def test_staleness_ok_names_the_stages(tmp_path: Path) -> None:
+    piped(tmp_path)
+    assert stale(tmp_path) == {
+        "check": "staleness", "status": "ok", "summary": "matches dvc.lock (stages bake)",
+        "details": {"stages": ["bake"], "changed": [], "params_changed": []}, "fix": ""}
+
+
+def test_staleness_without_a_lock_is_skipped(tmp_path: Path) -> None:
+    piped(tmp_path)
+    assert record(tmp_path, "staleness", checks=["staleness"], lock=None) == {
+        "check": "staleness", "status": "skipped", "summary": "no dvc.lock", "details": {},
+        "fix": ""}
+
+
+def test_staleness_an_edited_file_and_an_edited_param(tmp_path: Path) -> None:
+    piped(tmp_path)
+    doc = json.loads((tmp_path / "splits.json").read_text())
+    (tmp_path / "splits.json").write_text(json.dumps(doc, indent=1))  # same split, new bytes
+    rec = stale(tmp_path)
+    assert rec == {
+        "check": "staleness", "status": "drift",
+        "summary": "the workspace differs from dvc.lock: 1 file(s), 0 param(s)",
+        "details": {"stages": ["bake"], "changed": ["splits.json (stage bake)"],
+                    "params_changed": []},
+        "fix": "run `dvc repro`"}
+    piped(tmp_path)
+    (tmp_path / "params.yaml").write_text("bake:\n  seed: 4\n")
+    rec = stale(tmp_path)
+    assert rec["status"] == "drift" and rec["fix"] == "run `dvc repro`"
+    assert rec["summary"] == "the workspace differs from dvc.lock: 0 file(s), 1 param(s)"
+    assert rec["details"]["changed"] == [] and len(rec["details"]["params_changed"]) == 1
+    assert "seed" in rec["details"]["params_changed"][0]
+
+
+def test_staleness_a_lock_without_a_stage_for_these_files_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "other.csv").write_text("x\n")
+    (tmp_path / "other.json").write_text("{}\n")
+    piped(tmp_path, stage_files=("other.csv", "other.json"))
+    assert stale(tmp_path) == {
+        "check": "staleness", "status": "skipped",
+        "summary": "dvc.lock has no stage for these files", "details": {}, "fix": ""}
+
+
+@pytest.mark.parametrize("text", ["stages: [\n", "schema: '2.0'\nstages: 3\n"])
+def test_staleness_a_corrupt_lock_is_a_violation(tmp_path: Path, text: str) -> None:
+    piped(tmp_path)
+    (tmp_path / "dvc.lock").write_text(text)
+    rec = stale(tmp_path)
+    assert rec["status"] == "violation"
+    assert rec["details"] == {"lock": str(tmp_path / "dvc.lock")}
+    assert rec["summary"].startswith(str(tmp_path / "dvc.lock"))
+    assert rec["fix"] == ("restore dvc.lock (`git checkout dvc.lock`) or write it again with "
+                          "`dvc repro`")
+    report = verify(tmp_path / "splits.json", tmp_path / "universe.csv",
+                    lock=tmp_path / "dvc.lock")
+    assert not report.ok and report.exit_code == 1
+    assert "[FAIL] staleness:" in report.render()
+
+
+# -- hashing: where the check's md5s came from ----------------------------------------------
+
+
+def test_the_report_says_where_its_md5s_came_from(tmp_path: Path) -> None:
+    from dvc_cuvis.digests.stat_cache import StatCache
+
+    data = {f"s{k}.cu3s": bytes([k]) * (100 + k) for k in range(3)}
+    for name, blob in data.items():
+        (tmp_path / name).write_bytes(blob)
+    rows = "".join(f"{n},0,{hashlib.md5(b).hexdigest()}\n" for n, b in data.items())
+    (tmp_path / "universe.csv").write_text("source,index,md5\n" + rows)
+    pin = read_universe(tmp_path / "universe.csv").hash
+    (tmp_path / "splits.json").write_text(json.dumps({"train": [{"kind": "all"}],
+                                                      "universe_hash": pin}))
+    args = (tmp_path / "splits.json", tmp_path / "universe.csv")
+    first = verify(*args, lock=None, cache=StatCache(tmp_path / "c.bin"))
+    assert first.ok and not first.reused_verdict
+    assert (first.hashing["md5_hashed"], first.hashing["bytes_hashed"]) == (3, 303)
+    again = verify(*args, lock=None, cache=StatCache(tmp_path / "c.bin"))  # as a new process
+    assert again.reused_verdict and again.hashing == dict.fromkeys(first.hashing, 0)
+    assert again.findings == first.findings

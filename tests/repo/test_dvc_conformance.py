@@ -1,0 +1,324 @@
+"""Conformance with DVC itself: our staleness verdict is ``dvc status``'s, our universe is
+what DVC tracks.
+
+One repository is built with the README workflow (git + ``dvc init`` + ``dvc-cuvis init`` +
+``dvc repro``) once per module; each case applies one workspace change to a fresh copy and
+compares
+
+* the stages our check calls stale (``dvc-cuvis check --json``, staleness details) with the
+  stages ``dvc status --json`` lists (restricted to the stages our check looks at), and
+* the frames ``enumerate`` lists with the ``.npz`` files in DVC's own tree of the data
+  folder (``dvc_data``'s ``build`` with the repository's ``dvcignore``): never a file DVC
+  ignores, never one it tracks left out.
+
+A hypothesis test applies random sequences of the same changes and compares after each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+
+BIN = str(Path(sys.executable).parent)
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
+       "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+       "DVC_NO_ANALYTICS": "1"}
+GEN = [sys.executable, str(ROOT / "examples/generate.py"), "--sessions", "4", "--frames", "2",
+       "--size", "8", "8", "--bands", "3", "--seed", "3"]
+
+
+def sh(*args: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(list(args), cwd=cwd, env=ENV, capture_output=True, text=True)
+    if ok:
+        assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README workflow, run once: an initialized npz dataset repository, reproduced."""
+    tmp = tmp_path_factory.mktemp("conformance")
+    repo = tmp / "repo"
+    sh(*GEN, "--out", str(tmp / "gen"), cwd=tmp)
+    sh("git", "init", "-q", str(repo), cwd=tmp)
+    sh("dvc", "init", "-q", cwd=repo)
+    shutil.copytree(tmp / "gen/npz", repo / "data/npz")
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=repo)
+    sh("dvc", "repro", "-q", cwd=repo)
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-qm", "split pipeline", cwd=repo)
+    return repo
+
+
+@pytest.fixture
+def repo(built: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "repo"
+    shutil.copytree(built, copy, symlinks=True)
+    return copy
+
+
+# -- the two sides --------------------------------------------------------------------------
+
+
+def dvc_verdict(repo: Path) -> set[str] | None:
+    """Stages ``dvc status`` lists (None: DVC refuses the workspace)."""
+    r = sh("dvc", "status", "--json", cwd=repo, ok=False)
+    if r.returncode != 0:
+        return None
+    return set(json.loads(r.stdout or "{}"))
+
+
+def our_verdict(repo: Path) -> tuple[set[str] | None, set[str]]:
+    """Stages our check calls stale (None: it refuses the workspace, exit 2) and the stages
+    it compared."""
+    r = sh("dvc-cuvis", "check", "--json", cwd=repo, ok=False)
+    if r.returncode == 2:
+        return None, set()
+    assert r.returncode in (0, 1), r.stderr
+    staleness = json.loads(r.stdout)["checks"]["staleness"]
+    details = staleness["details"]
+    stale = {m.group(1) for line in details.get("changed", []) + details.get(
+        "params_changed", []) for m in [re.search(r"stage ([^\s):]+)", line)] if m}
+    assert (staleness["status"] == "drift") == bool(stale), staleness
+    return stale, set(details.get("stages", []))
+
+
+def dvc_tracked_npz(repo: Path, folder: str = "data/npz") -> set[str] | None:
+    """The ``.npz`` files in DVC's tree of ``folder`` (None: DVC refuses to build it)."""
+    from dvc.repo import Repo
+    from dvc_data.hashfile.build import IgnoreInCollectedDirError, build
+
+    with Repo(os.fspath(repo)) as r:
+        try:
+            _, _, tree = build(r.cache.local, os.fspath(repo / folder), r.fs, "md5",
+                               ignore=r.dvcignore, dry_run=True)
+        except IgnoreInCollectedDirError:
+            return None
+    return {"/".join(key) for key, _, _ in tree  # type: ignore[attr-defined]
+            if key[-1].endswith(".npz")}
+
+
+def our_npz(repo: Path, folder: str = "data/npz") -> set[str]:
+    """The frames enumerate lists (sources relative to the data folder)."""
+    opts = EnumerateOptions(format="npz", root=repo / folder, out_dir=repo,
+                            cache=StatCache(None), jobs=1)
+    uni, _ = enumerate_universe(opts)
+    return set(uni.column("source"))
+
+
+def assert_agree(repo: Path, case: str) -> None:
+    dvc = dvc_verdict(repo)
+    ours, compared = our_verdict(repo)
+    if dvc is None or ours is None:
+        assert dvc is None and ours is None, f"{case}: DVC {dvc}, ours {ours}"
+    else:
+        assert compared, case
+        assert ours == dvc & compared, f"{case}: DVC says {sorted(dvc)}, we say {sorted(ours)}"
+    tracked = dvc_tracked_npz(repo)
+    if tracked is not None:
+        hidden = {p for p in tracked if any(part.startswith(".") for part in p.split("/"))}
+        assert our_npz(repo) == tracked - hidden, case
+
+
+# -- the workspace changes ------------------------------------------------------------------
+
+
+def frames(repo: Path) -> list[Path]:
+    return sorted((repo / "data/npz").rglob("*.npz"))
+
+
+def ignored_file(repo: Path) -> None:
+    with open(repo / ".dvcignore", "a") as fh:
+        fh.write("data/npz/**/notes.txt\n")
+    (frames(repo)[0].parent / "notes.txt").write_text("taken on a rainy day\n")
+
+
+def ignored_folder(repo: Path) -> None:
+    with open(repo / ".dvcignore", "a") as fh:
+        fh.write("data/npz/scratch\n")
+    (repo / "data/npz/scratch").mkdir()
+    shutil.copy(frames(repo)[0], repo / "data/npz/scratch/x.npz")
+
+
+def nested_dvcignore(repo: Path) -> None:
+    (repo / "data/.dvcignore").write_text("npz/scratch/\n*.tmp\n")
+    (repo / "data/npz/scratch").mkdir()
+    shutil.copy(frames(repo)[0], repo / "data/npz/scratch/x.npz")
+    shutil.copy(frames(repo)[1], repo / "data/npz/half-written.tmp")
+
+
+def dvcignore_inside_data(repo: Path) -> None:
+    (repo / "data/npz/.dvcignore").write_text("scratch\n")
+    (repo / "data/npz/scratch").mkdir()
+    shutil.copy(frames(repo)[0], repo / "data/npz/scratch/x.npz")
+
+
+def empty_folder(repo: Path) -> None:
+    (repo / "data/npz/empty/deeper").mkdir(parents=True)
+
+
+def symlinked_file(repo: Path) -> None:
+    src = frames(repo)[0]
+    (src.parent / "linked.npz").symlink_to(src.name)
+
+
+def unusual_name(repo: Path) -> None:
+    folder = repo / "data/npz/séance 2 ünïcode"
+    folder.mkdir()
+    shutil.copy(frames(repo)[0], folder / "frame 0 – äö.npz")
+
+
+def touch(repo: Path) -> None:
+    f = frames(repo)[0]
+    os.utime(f, None)
+
+
+def same_bytes_rewrite(repo: Path) -> None:
+    f = frames(repo)[0]
+    data = f.read_bytes()
+    f.unlink()
+    f.write_bytes(data)  # a new inode, same bytes
+
+
+def byte_flip(repo: Path) -> None:
+    f = frames(repo)[0]
+    data = bytearray(f.read_bytes())
+    data[-30] ^= 0x01
+    f.write_bytes(bytes(data))
+
+
+def added_session(repo: Path) -> None:
+    src = frames(repo)[0].parent
+    shutil.copytree(src, src.with_name(src.name + "_copy"))
+
+
+def removed_session(repo: Path) -> None:
+    shutil.rmtree(frames(repo)[-1].parent)
+
+
+def _params(repo: Path, edit: Callable[[dict], None]) -> None:
+    p = yaml.safe_load((repo / "params.yaml").read_text())
+    edit(p)
+    (repo / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+
+
+def unused_params_key(repo: Path) -> None:
+    _params(repo, lambda p: p.update(train={"lr": 0.01}))
+
+
+def bake_param_changed(repo: Path) -> None:
+    _params(repo, lambda p: p["bake"].update(seed=p["bake"]["seed"] + 1))
+
+
+def hand_edited_universe(repo: Path) -> None:
+    p = repo / "universe.csv"
+    lines = p.read_text().splitlines(keepends=True)
+    p.write_text("".join(lines[:-1]))  # one sample dropped by hand
+
+
+def stage_command_changed(repo: Path) -> None:
+    p = repo / "dvc.yaml"
+    p.write_text(p.read_text().replace("dvc-cuvis bake --params params.yaml",
+                                       "dvc-cuvis bake --params ./params.yaml"))
+
+
+CHANGES: dict[str, Callable[[Path], None]] = {
+    "ignored file": ignored_file,
+    "ignored folder of frames": ignored_folder,
+    "nested .dvcignore": nested_dvcignore,
+    ".dvcignore inside the data folder": dvcignore_inside_data,
+    "empty folder": empty_folder,
+    "symlinked file": symlinked_file,
+    "name with spaces and unicode": unusual_name,
+    "touch": touch,
+    "same-bytes rewrite": same_bytes_rewrite,
+    "byte flip": byte_flip,
+    "added session": added_session,
+    "removed session": removed_session,
+    "unused params key": unused_params_key,
+    "bake param changed": bake_param_changed,
+    "hand-edited universe.csv": hand_edited_universe,
+    "stage command changed": stage_command_changed,
+}
+
+
+def test_the_built_repository_is_up_to_date_for_both(built: Path) -> None:
+    assert dvc_verdict(built) == set()
+    assert our_verdict(built)[0] == set()
+
+
+@pytest.mark.parametrize("case", list(CHANGES))
+def test_each_change_agrees_with_dvc(repo: Path, case: str) -> None:
+    CHANGES[case](repo)
+    assert_agree(repo, case)
+
+
+# -- templated dvc.yaml ---------------------------------------------------------------------
+
+
+def _templated(repo: Path) -> None:
+    """dvc.yaml with ``vars`` and ``${...}`` in the bake command, and a ``foreach`` stage
+    that reads the split; reproduced, so dvc.lock records the resolved definitions."""
+    doc = yaml.safe_load((repo / "dvc.yaml").read_text())
+    doc = {"vars": [{"pfile": "params.yaml", "tag": "a"}], **doc}
+    doc["stages"]["bake"]["cmd"] = "dvc-cuvis bake --params ${pfile}"
+    doc["stages"]["summary"] = {"foreach": ["train", "val"], "do": {
+        "cmd": "python -c \"import json; d = json.load(open('splits.json')); "
+               "print(len(d['${item}']))\" > summary-${item}-${tag}.txt",
+        "deps": ["splits.json"], "outs": [{"summary-${item}-${tag}.txt": {"cache": False}}]}}
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    sh("dvc", "repro", "-q", cwd=repo)
+
+
+def test_templated_dvc_yaml_resolved_as_dvc_does(repo: Path) -> None:
+    _templated(repo)
+    assert_agree(repo, "templated, reproduced")
+    assert our_verdict(repo)[1] >= {"bake", "summary@train", "summary@val"}
+    p = repo / "dvc.yaml"
+    p.write_text(p.read_text().replace("pfile: params.yaml", "pfile: ./params.yaml"))
+    assert_agree(repo, "a var used in a command changed")
+    assert our_verdict(repo)[0] == {"bake"}
+
+
+def test_a_foreach_stage_definition_change_agrees(repo: Path) -> None:
+    _templated(repo)
+    p = repo / "dvc.yaml"
+    p.write_text(p.read_text().replace("tag: a", "tag: b"))
+    assert_agree(repo, "foreach outputs renamed through a var")
+    assert our_verdict(repo)[0] == {"summary@train", "summary@val"}
+
+
+# -- random sequences -----------------------------------------------------------------------
+
+SEQUENCE_CHANGES = [c for c in CHANGES if c != ".dvcignore inside the data folder"]
+
+
+@settings(max_examples=4, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.sampled_from(SEQUENCE_CHANGES), min_size=1, max_size=3, unique=True))
+def test_random_change_sequences_agree_after_each_step(built: Path, tmp_path_factory:
+                                                       pytest.TempPathFactory,
+                                                       steps: list[str]) -> None:
+    repo = tmp_path_factory.mktemp("seq") / "repo"
+    shutil.copytree(built, repo, symlinks=True)
+    done = []
+    for step in steps:
+        CHANGES[step](repo)
+        done.append(step)
+        assert_agree(repo, " -> ".join(done))
