@@ -207,6 +207,54 @@ class Settings:
             return SPECS[self.verb].default(name)
         return default
 
+    def _flag_of(self, name: str) -> str:
+        """The long flag of setting ``name`` (``out_dir`` -> ``--out-dir``)."""
+        spec = SPECS.get(self.verb)
+        if spec is not None and name in spec.options:
+            return spec[name].flags[-1]
+        return "--" + name.replace("_", "-")
+
+    def origin(self, name: str) -> str:
+        """Where setting ``name`` came from, as an error names it: the flag the user typed
+        (``--out``), else its params key (``params.yaml: export.out``), else its default.
+
+        An error must never blame a flag the user did not type: a value read from the params
+        file is named by the file and key it came from.
+        """
+        if getattr(self.args, name, None) is not None:
+            return self._flag_of(name)
+        if self.section.get(name) is not None:
+            return f"{self.where}: {self.verb}.{name}"
+        return f"the default of {self._flag_of(name)}"
+
+    def shown(self, name: str) -> str:
+        """Setting ``name`` with its value and origin: ``--to glovita``, or
+        ``glovita (from params.yaml: export.to)``."""
+        if self.typed(name):
+            return f"{self.origin(name)} {self.get(name)}"
+        return f"{self.get(name)} (from {self.origin(name)})"
+
+    def typed(self, name: str) -> bool:
+        """Whether setting ``name`` was given on the command line."""
+        return getattr(self.args, name, None) is not None
+
+    def aside(self, name: str) -> str:
+        """How to set aside a value of ``name`` read from the params file (an error's tail);
+        empty when the value did not come from the file."""
+        if self.typed(name) or self.section.get(name) is None:
+            return ""
+        return (f" (delete '{name}' from the '{self.verb}' section of {self.where}, or pass "
+                "--no-params to read no params file)")
+
+    def exclusive(self, names: tuple[str, ...]) -> None:
+        """Refuse two or more of the settings ``names`` at once, naming where each came from."""
+        chosen = [n for n in names if self.given(n) not in (None, False)]
+        if len(chosen) > 1:
+            asides = "".join(dict.fromkeys(self.aside(n) for n in chosen))
+            raise DvcCuvisError(f"choose one of {', '.join(self._flag_of(n) for n in names)}: "
+                                f"{' and '.join(self.origin(n) for n in chosen)} are both set"
+                                f"{asides}")
+
     def flag(self, name: str) -> bool:
         """A boolean setting (unset = False)."""
         return bool(self.get(name, False))

@@ -20,18 +20,29 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _imported(v: dict[str, Any], uni: Any) -> tuple[str, Any] | None:
+def _imported(s: Settings, v: dict[str, Any], uni: Any) -> tuple[str, Any] | None:
     """Folds read from --from-glovita / --from-soma / --from-indices (None when not asked)."""
     from dvc_cuvis.interop import FORMATS, read_folds
 
+    s.exclusive(tuple(f"from_{k}" for k in FORMATS))
     chosen = [(k, v[f"from_{k}"]) for k in FORMATS]
     chosen = [(k, v) for k, v in chosen if v]
     if not chosen:
         return None
-    if len(chosen) > 1:
-        raise DvcCuvisError("choose one of --from-glovita, --from-soma and --from-indices")
     kind, path = chosen[0]
     return kind, read_folds(kind, Path(path), uni, id_column=v["id_column"])
+
+
+def _refuse_conflicts(s: Settings, v: dict[str, Any], folds: int) -> None:
+    """Settings that cannot go together: an error names where each came from."""
+    if folds and not v["out_dir"]:
+        raise DvcCuvisError(f"{s.origin('folds')} writes one splits file per fold: give "
+                            f"--out-dir DIR{s.aside('folds')}")
+    s.exclusive(("from_csv", "rule", "base"))
+    ruled = [n for n in ("from_csv", "rule", "base") if v[n]]
+    if folds and ruled:
+        raise DvcCuvisError(f"{s.origin('folds')} combines with a strategy, not with "
+                            f"{s.origin(ruled[0])}{s.aside('folds') or s.aside(ruled[0])}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,12 +57,11 @@ def run(args: argparse.Namespace) -> int:
     universe_path = Path(v["universe"])
     out, out_dir, metrics = v["out"], v["out_dir"], v["metrics"]
     opts = BakeOptions.from_values(v, where=s.where)
-    if opts.folds and not out_dir:
-        raise DvcCuvisError("--folds writes one splits file per fold: give --out-dir DIR")
+    _refuse_conflicts(s, v, opts.folds)
     rule_path, base_path = v["rule"], v["base"]
     require_file(universe_path, "universe", s)
     uni = read_universe(universe_path)
-    imported = _imported(v, uni)
+    imported = _imported(s, v, uni)
     if imported is not None:
         kind, folds = imported
         baked = bake_imported(uni, folds.splits, opts, kind)

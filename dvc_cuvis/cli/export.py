@@ -32,11 +32,11 @@ def run(args: argparse.Namespace) -> int:
     universe_path, splits_path = split_paths(s)
     if fmt == CUVIS_AI:
         return _cuvis_ai(s, universe_path, splits_path)
-    for name, flag in (("out", "--out"), ("batch_size", "--batch-size")):
+    for name in ("out", "batch_size"):
         if s.get(name) is not None:  # the data group's settings: never silently ignored
-            hint = "; did you mean --out-dir?" if name == "out" else ""
-            raise DvcCuvisError(f"{flag} is for --to {CUVIS_AI} (one data-group file); "
-                                f"--to {fmt} writes a folder{hint}")
+            hint = "; did you mean --out-dir?" if name == "out" and s.typed(name) else ""
+            raise DvcCuvisError(f"{s.origin(name)} is for --to {CUVIS_AI} (one data-group "
+                                f"file); {s.shown('to')} writes a folder{hint}{s.aside(name)}")
     folds_dir = s.get("folds_dir")
     files = fold_files(folds_dir) if folds_dir else [splits_path]
     for f in files:

@@ -41,7 +41,7 @@ def hook_script(params: str | None, python: str) -> str:
 # Runs the drift check when a splits file or a universe.csv is being committed.
 staged=$(git diff --cached --name-only --diff-filter=ACMR | grep -E '{STAGED}')
 [ -z "$staged" ] && exit 0
-echo "dvc-cuvis: checking staged split files: $staged" >&2
+echo "dvc-cuvis: checking staged split files: $(printf '%s\n' "$staged" | paste -sd ' ' -)" >&2
 if [ -x {py} ]; then
   exec {py} -m dvc_cuvis check{flags}
 fi

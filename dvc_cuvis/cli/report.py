@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if repo and not base:
         from dvc_cuvis.errors import DvcCuvisError
 
-        raise DvcCuvisError("--repo names where --base REV is read: give --base too")
+        raise DvcCuvisError(f"{s.origin('repo')} names where --base REV is read: give --base "
+                            f"too{s.aside('repo')}")
     if base:
         from dvc_cuvis.model.compare import diff_versions
         from dvc_cuvis.review.history import GitTree, load_pair, load_version, open_tree
