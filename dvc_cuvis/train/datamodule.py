@@ -28,6 +28,7 @@ from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.paths import PathGuard
+from dvc_cuvis.train.stages import setup_stages
 
 logger = logging.getLogger(__name__)
 
@@ -236,16 +237,7 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
             self.report = ensure(report, self.verify_mode)
         res = resolve(cfg, uni, where=str(self.splits_path))
         base = self.universe_csv.parent
-        wanted = {
-            None: ("train", "val", "test", "predict"),
-            "fit": ("train", "val"),
-            "validate": ("val",),
-            "test": ("test",),
-            "predict": ("predict",),
-        }.get(stage)
-        if wanted is None:
-            raise DvcCuvisError(f"unknown stage {stage!r}; use fit, validate, test or predict")
-        for name in wanted:
+        for name in setup_stages(stage):
             pos = res.stages[name]
             rels = [uni.value("materialized_path", p) for p in pos.tolist()]
             missing = [uni.uid(p) for p, r in zip(pos.tolist(), rels, strict=True) if not r]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.train.stages import setup_stages
 
 __all__ = ["StageFrames", "Version", "open_version", "resolve_commit", "stage_frames"]
 
@@ -347,13 +348,6 @@ def open_version(
 
 # -- the plugin's DataModules (dvc_cuvis.plugin): ``rev``, ``repo``, ``cache_dir`` --
 
-#: The stages a DataModule's ``setup(stage)`` reads.
-SETUP_STAGES: dict[str | None, tuple[str, ...]] = {
-    "fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",),
-    None: ("train", "val", "test"),
-}
-
-
 def plugin_pin(module: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Upstream kwargs for a module whose ``guard_settings`` name a ``rev``: ``splits``
     (its ``splits_path``) and ``universe_csv`` are read at that revision into a local view,
@@ -409,7 +403,7 @@ def plugin_fetch(module: Any, stage: str | None) -> None:
     if version is None:
         return
     log = logging.getLogger(__name__)
-    for name in SETUP_STAGES.get(stage, SETUP_STAGES[None]):
+    for name in setup_stages(stage):
         got = version.fetch(name, splits=getattr(module, "version_splits", None))
         log.info("dataset %s: stage %s, %d samples (%d files fetched into the DVC cache)",
                  version.describe(), name, len(got.uids), got.fetched)
