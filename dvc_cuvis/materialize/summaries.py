@@ -1,0 +1,230 @@
+"""Spectral summaries of frames: what a reviewer needs to see a split's spectra, without a cube.
+
+materialize holds every cube it writes in memory once, so that is where a frame is summarized:
+per band the mean and standard deviation over valid pixels, per category of the frame's
+``class_mask`` its mean spectrum and exact pixel count, the invalid (NaN, inf) and saturated
+pixels, and, for a capped sample of frames, a small false-colour thumbnail. A summary is a few
+kilobytes, so the report draws a million-frame split from summaries alone and reads no cube.
+
+The recipe (:data:`RECIPE`), documented in docs/spectra.md:
+
+- **pixel sample**: a regular grid, every ``s``-th row and column with
+  ``s = ceil(sqrt(H * W / SAMPLE_PIXELS))`` (every pixel of a frame up to 4,096 pixels). The
+  means, standard deviations, invalid and saturated counts are taken over the sampled pixels;
+  category pixel counts are exact (the whole ``class_mask``).
+- **valid pixel**: every band finite, and no band at the ceiling where the input dtype has
+  one (an integer dtype's maximum); a saturated pixel is counted and left out of the means.
+- **thumbnail**: uint8 RGB, at most 64 px on the long side (every ``t``-th pixel), from the
+  bands nearest 640/550/460 nm when the wavelengths cover 460-640 nm, else three evenly spaced
+  bands; each channel stretched linearly from its 2nd to its 98th percentile over finite
+  values to 0-255, a non-finite pixel black.
+
+Statistics accumulate in float64 and are stored as float32: the same frame gives the same
+values on any machine within float32 rounding.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Bump when any rule above changes: a summary of another recipe is computed again.
+RECIPE = 1
+#: Pixels the statistics sample at most per frame (a regular grid).
+SAMPLE_PIXELS = 4096
+#: The long side of a thumbnail, at most.
+THUMB_PX = 64
+#: The visible bands a false-colour thumbnail prefers (R, G, B), in nm.
+RGB_NM = (640.0, 550.0, 460.0)
+#: The percentiles each thumbnail channel is stretched between.
+STRETCH = (2.0, 98.0)
+
+
+@dataclass(frozen=True)
+class Category:
+    """One category of a frame: its exact pixel count and mean spectrum (None: no valid pixel)."""
+
+    pixels: int
+    mean: tuple[float, ...] | None
+
+
+@dataclass(frozen=True)
+class Thumbnail:
+    """A false-colour thumbnail: raw uint8 RGB rows, and the bands it shows."""
+
+    height: int
+    width: int
+    bands: tuple[int, int, int]
+    rgb: bytes
+
+    def array(self) -> np.ndarray:
+        """The pixels as a ``[height, width, 3]`` uint8 array."""
+        return np.frombuffer(self.rgb, dtype=np.uint8).reshape(self.height, self.width, 3)
+
+
+@dataclass(frozen=True)
+class FrameSummary:
+    """The spectral summary of one frame (see the module's recipe)."""
+
+    shape: tuple[int, int, int]
+    wavelengths: tuple[float, ...]
+    sampled: int
+    invalid: int
+    saturated: int | None
+    mean: tuple[float | None, ...]
+    std: tuple[float | None, ...]
+    categories: dict[int, Category] = field(default_factory=dict)
+    thumbnail: Thumbnail | None = None
+
+    @property
+    def valid(self) -> int:
+        """Sampled pixels that count in the means."""
+        return self.sampled - self.invalid - (self.saturated or 0)
+
+
+def _f32(values: np.ndarray) -> tuple[float | None, ...]:
+    """float32-rounded values as plain floats; a non-finite value (no valid pixel) is None."""
+    out = np.asarray(values, dtype=np.float64).astype(np.float32)
+    return tuple(float(v) if math.isfinite(v) else None for v in out.tolist())
+
+
+def sample_step(height: int, width: int) -> int:
+    """The grid step ``s`` of the pixel sample: at most :data:`SAMPLE_PIXELS` pixels."""
+    return max(1, math.ceil(math.sqrt(height * width / SAMPLE_PIXELS)))
+
+
+def ceiling_of(dtype: np.dtype[Any] | type) -> float | None:
+    """The saturation value an input dtype gives: an integer dtype's maximum, else None."""
+    dt = np.dtype(dtype)
+    return float(np.iinfo(dt).max) if np.issubdtype(dt, np.integer) else None
+
+
+def _valid_pixels(px: np.ndarray, ceiling: float | None) -> tuple[np.ndarray, int, int | None]:
+    """Which sampled pixels are valid, and the invalid and saturated counts."""
+    finite = np.isfinite(px).all(axis=1)
+    invalid = int(px.shape[0] - finite.sum())
+    if ceiling is None:
+        return finite, invalid, None
+    at_top = (px >= ceiling).any(axis=1) & finite
+    return finite & ~at_top, invalid, int(at_top.sum())
+
+
+def _mean_std(px: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-band mean and population standard deviation in float64 (NaN without pixels)."""
+    if px.shape[0] == 0:
+        nan = np.full(px.shape[1], np.nan)
+        return nan, nan
+    wide = px.astype(np.float64)
+    mean = wide.mean(axis=0)
+    return mean, np.sqrt(np.maximum((wide * wide).mean(axis=0) - mean * mean, 0.0))
+
+
+def _categories(
+    cube: np.ndarray, class_mask: np.ndarray, step: int, ok_grid: np.ndarray,
+    ceiling: float | None,
+) -> dict[int, Category]:
+    """Each category of the mask: exact pixel count, mean over its valid sampled pixels.
+
+    A category the sample misses altogether is averaged over all its pixels (it is small).
+    """
+    counts = np.bincount(class_mask.ravel(), minlength=1)
+    grid_cls = class_mask[::step, ::step].ravel()
+    flat = cube[::step, ::step].reshape(-1, cube.shape[2])
+    out: dict[int, Category] = {}
+    for cat in np.flatnonzero(counts).tolist():
+        hit = grid_cls == cat
+        if hit.any():
+            px = flat[hit & ok_grid]
+        else:
+            px = cube[class_mask == cat]
+            px = px[_valid_pixels(px, ceiling)[0]]
+        mean = _mean_std(px)[0]
+        out[int(cat)] = Category(int(counts[cat]),
+                                 _f32(mean) if px.shape[0] else None)  # type: ignore[arg-type]
+    return out
+
+
+def rgb_bands(wavelengths: np.ndarray | tuple[float, ...], channels: int) -> tuple[int, int, int]:
+    """The bands a thumbnail shows: nearest 640/550/460 nm, else three evenly spaced."""
+    wl = np.asarray(wavelengths, dtype=np.float64)
+    if channels >= 3 and wl.size == channels and wl.min() <= RGB_NM[2] and wl.max() >= RGB_NM[0]:
+        r, g, b = (int(np.abs(wl - nm).argmin()) for nm in RGB_NM)
+        return r, g, b
+    if channels >= 3:
+        return channels - 1, (channels - 1) // 2, 0
+    return (0, 0, 0) if channels == 1 else (1, 0, 0)
+
+
+def thumbnail(cube: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
+    """The false-colour thumbnail of a cube (the module's recipe)."""
+    height, width, channels = cube.shape
+    step = max(1, math.ceil(max(height, width) / THUMB_PX))
+    bands = rgb_bands(wavelengths, channels)
+    small = cube[::step, ::step][:, :, list(bands)].astype(np.float64)
+    out = np.zeros(small.shape, dtype=np.uint8)
+    for c in range(3):
+        chan = small[:, :, c]
+        finite = np.isfinite(chan)
+        if not finite.any():
+            continue
+        lo, hi = np.percentile(chan[finite], STRETCH)
+        span = hi - lo
+        scaled = (chan - lo) / span * 255.0 if span > 0 else np.where(finite, 127.0, 0.0)
+        scaled = np.where(finite, np.clip(np.nan_to_num(scaled), 0.0, 255.0), 0.0)
+        out[:, :, c] = np.rint(scaled).astype(np.uint8)
+    return Thumbnail(out.shape[0], out.shape[1], bands, out.tobytes())
+
+
+def summarize(
+    cube: np.ndarray, wavelengths: np.ndarray, class_mask: np.ndarray | None = None, *,
+    ceiling: float | None = None, with_thumbnail: bool = False,
+) -> FrameSummary:
+    """The spectral summary of one ``[H, W, C]`` cube (the module's recipe)."""
+    height, width, channels = cube.shape
+    step = sample_step(height, width)
+    px = cube[::step, ::step].reshape(-1, channels)
+    ok, invalid, saturated = _valid_pixels(px, ceiling)
+    mean, std = _mean_std(px[ok])
+    cats = _categories(cube, class_mask, step, ok, ceiling) if class_mask is not None else {}
+    wl = tuple(float(w) for w in np.asarray(wavelengths).ravel().tolist())
+    return FrameSummary(
+        (height, width, channels), wl, int(px.shape[0]), invalid, saturated, _f32(mean),
+        _f32(std), cats, thumbnail(cube, np.asarray(wavelengths)) if with_thumbnail else None,
+    )
+
+
+# -- the stored form -----------------------------------------------------------------------
+
+
+def to_record(s: FrameSummary) -> dict[str, Any]:
+    """A summary as plain JSON types (the shard's per-frame entry, without its keys)."""
+    rec: dict[str, Any] = {
+        "shape": list(s.shape), "wavelengths": list(s.wavelengths), "sampled": s.sampled,
+        "invalid": s.invalid, "saturated": s.saturated, "mean": list(s.mean),
+        "std": list(s.std),
+        "categories": {str(k): {"pixels": c.pixels, "mean": None if c.mean is None
+                                else list(c.mean)} for k, c in sorted(s.categories.items())},
+    }
+    if s.thumbnail is not None:
+        t = s.thumbnail
+        rec["thumbnail"] = {"height": t.height, "width": t.width, "bands": list(t.bands),
+                            "rgb": base64.b64encode(t.rgb).decode("ascii")}
+    return rec
+
+
+def from_record(rec: dict[str, Any]) -> FrameSummary:
+    """The summary a shard entry holds (the inverse of :func:`to_record`)."""
+    thumb = rec.get("thumbnail")
+    return FrameSummary(
+        tuple(rec["shape"]), tuple(rec["wavelengths"]), int(rec["sampled"]),
+        int(rec["invalid"]), rec["saturated"], tuple(rec["mean"]), tuple(rec["std"]),
+        {int(k): Category(int(v["pixels"]), None if v["mean"] is None else tuple(v["mean"]))
+         for k, v in rec.get("categories", {}).items()},
+        None if thumb is None else Thumbnail(
+            int(thumb["height"]), int(thumb["width"]), tuple(thumb["bands"]),  # type: ignore[arg-type]
+            base64.b64decode(thumb["rgb"])),
+    )

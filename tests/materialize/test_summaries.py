@@ -1,0 +1,156 @@
+"""Spectral summaries of one cube: the recipe's rules, bad pixels, thumbnails, stored form."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.materialize.summaries import (
+    RECIPE,
+    SAMPLE_PIXELS,
+    ceiling_of,
+    from_record,
+    rgb_bands,
+    sample_step,
+    summarize,
+    to_record,
+)
+from dvc_cuvis.materialize.summary_store import (
+    dumps_shard,
+    load_summaries,
+    read_shard,
+    shard_of,
+    write_shard,
+)
+
+
+def _cube(h: int = 16, w: int = 12, c: int = 5, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).random((h, w, c), dtype=np.float32)
+
+
+def test_small_frames_are_summarized_over_every_pixel() -> None:
+    cube = _cube()
+    s = summarize(cube, np.arange(400, 405))
+    assert s.sampled == 16 * 12 and s.invalid == 0 and s.saturated is None
+    flat = cube.reshape(-1, 5).astype(np.float64)
+    np.testing.assert_allclose(s.mean, flat.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(s.std, flat.std(axis=0), rtol=1e-5)
+    assert all(isinstance(v, float) for v in s.mean)
+
+
+def test_large_frames_are_sampled_on_a_regular_grid() -> None:
+    assert sample_step(64, 64) == 1 and sample_step(65, 64) == 2
+    assert sample_step(256, 256) == 4
+    cube = _cube(256, 256, 3)
+    s = summarize(cube, [1, 2, 3])
+    assert s.sampled == 64 * 64 <= SAMPLE_PIXELS
+    grid = cube[::4, ::4].reshape(-1, 3).astype(np.float64)
+    np.testing.assert_allclose(s.mean, grid.mean(axis=0), rtol=1e-6)
+
+
+def test_nan_and_inf_pixels_are_counted_and_left_out() -> None:
+    cube = np.ones((4, 4, 2), dtype=np.float32)
+    cube[0, 0, 1] = np.nan
+    cube[1, 1, 0] = np.inf
+    cube[2, 2] = 3.0
+    s = summarize(cube, [500, 600])
+    assert s.invalid == 2 and s.valid == 14
+    expect = (13 * 1.0 + 3.0) / 14
+    assert s.mean == pytest.approx((expect, expect))
+
+
+def test_a_frame_without_a_valid_pixel_has_no_mean() -> None:
+    cube = np.full((2, 2, 3), np.nan, dtype=np.float32)
+    s = summarize(cube, [1, 2, 3])
+    assert s.invalid == 4 and s.mean == (None, None, None) and s.std == (None, None, None)
+    rec = to_record(s)
+    json.dumps(rec, allow_nan=False)  # stored without NaN
+
+
+def test_a_constant_band_has_zero_std_and_no_division() -> None:
+    cube = np.zeros((3, 3, 2), dtype=np.float32)
+    cube[..., 1] = 7.0
+    s = summarize(cube, [1, 2])
+    assert s.std == (0.0, 0.0) and s.mean == (0.0, 7.0)
+
+
+def test_saturated_pixels_need_a_ceiling_and_are_left_out() -> None:
+    assert ceiling_of(np.uint16) == 65535.0 and ceiling_of(np.float32) is None
+    cube = np.full((2, 2, 2), 10.0, dtype=np.float32)
+    cube[0, 0, 0] = 65535.0
+    s = summarize(cube, [1, 2], ceiling=65535.0)
+    assert s.saturated == 1 and s.invalid == 0 and s.valid == 3
+    assert s.mean == (10.0, 10.0)
+    assert summarize(cube, [1, 2]).saturated is None
+
+
+def test_categories_have_exact_pixel_counts_and_their_own_means() -> None:
+    cube = _cube(256, 256, 2, seed=3)
+    mask = np.zeros((256, 256), dtype=np.uint8)
+    mask[:, :128] = 1
+    mask[5, 7] = 9  # one pixel, off the 4-pixel sample grid
+    cube[:, :128] += 10.0
+    s = summarize(cube, [1, 2], mask)
+    assert {k: c.pixels for k, c in s.categories.items()} == {0: 256 * 128, 1: 256 * 128 - 1,
+                                                               9: 1}
+    assert s.categories[1].mean is not None and s.categories[1].mean[0] > 10.0
+    assert s.categories[0].mean is not None and s.categories[0].mean[0] < 1.0
+    assert s.categories[9].mean == pytest.approx(tuple(cube[5, 7].tolist()))
+
+
+def test_thumbnail_bands_prefer_the_visible_range() -> None:
+    wl = np.arange(400, 1001, 10)
+    r, g, b = rgb_bands(wl, len(wl))
+    assert (wl[r], wl[g], wl[b]) == (640, 550, 460)
+    assert rgb_bands(np.arange(700, 1000, 50), 6) == (5, 2, 0)  # NIR only: evenly spaced
+
+
+def test_thumbnails_are_small_uint8_and_stretched() -> None:
+    cube = _cube(200, 100, 3)
+    cube[0, 0] = np.nan
+    s = summarize(cube, [460, 550, 640], with_thumbnail=True)
+    t = s.thumbnail
+    assert t is not None and max(t.height, t.width) <= 64
+    img = t.array()
+    assert img.dtype == np.uint8 and img.shape == (t.height, t.width, 3)
+    assert img.max() == 255 and img.min() == 0 and tuple(img[0, 0]) == (0, 0, 0)
+    assert summarize(cube, [1, 2, 3]).thumbnail is None
+
+
+def test_the_stored_form_round_trips_and_is_stable(tmp_path: Path) -> None:
+    cube = _cube()
+    mask = (np.arange(16 * 12).reshape(16, 12) % 3).astype(np.uint8)
+    s = summarize(cube, np.arange(5), mask, with_thumbnail=True)
+    rec = to_record(s)
+    assert from_record(json.loads(json.dumps(rec))) == s
+    entries = {"frames/a/x.npz.000000.npz": {"source": "a/x.npz", "index": 0, "md5": "m",
+                                             **rec}}
+    path = tmp_path / shard_of("frames/a/x.npz.000000.npz")
+    assert write_shard(path, entries) and not write_shard(path, entries)
+    assert path.read_text() == dumps_shard(entries) and json.loads(path.read_text())["recipe"] \
+        == RECIPE
+    assert read_shard(path) == json.loads(json.dumps(entries))
+    assert load_summaries(tmp_path, ["frames/a/x.npz.000000.npz", "frames/b/y.npz.000001.npz"]) \
+        .keys() == {"frames/a/x.npz.000000.npz"}
+    assert write_shard(path, {}) and not path.exists()
+
+
+def test_shards_follow_the_frame_layout() -> None:
+    assert shard_of("frames/day1/a.cu3s.000003.npz") == "summaries/day1/%summary.json"
+    assert shard_of("frames/x.npz.000000.npz") == "summaries/%summary.json"
+    with pytest.raises(DvcCuvisError, match="not a frame name"):
+        shard_of("other/x.npz")
+
+
+def test_a_shard_of_another_recipe_counts_as_absent_and_garbage_is_refused(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"recipe": RECIPE + 1, "frames": {"f": {}}}))
+    assert read_shard(path) == {}
+    path.write_text("{not json")
+    with pytest.raises(DvcCuvisError, match="not a summaries shard"):
+        read_shard(path)
