@@ -317,9 +317,7 @@ def _recorded_files(
         if not uni.has_column(digest_col):
             continue
         digests = uni.column(digest_col)
-        paths = uni.column(column)  # all '' when the column is absent
-        if column == "materialized_path" and "" in paths:
-            paths = [rel or uni.source(pos) for pos, rel in enumerate(paths)]
+        paths = uni.files_in(column)  # all '' when the column is absent
         distinct = set(paths)
         distinct.discard("")
         here = distinct & covered  # a dvc.lock hash that still matches covers these bytes

@@ -60,8 +60,7 @@ def explain_not_pulled(findings: list[Any], uni: Any) -> None:
             and "; " not in universe.summary):
         gone = set(d.get("removed_sources") or [])
         files = {uni.source(p) for p in range(len(uni))
-                 if (uni.value("materialized_path", p) if uni.has_column("materialized_path")
-                     else "") in pending or uni.source(p) in pending}
+                 if uni.frame_file(p) in pending or uni.source(p) in pending}
         if gone <= files:
             universe.status = "ok"
             universe.summary = (f"{len(uni)} samples; {d['removed_samples']} not pulled, so "

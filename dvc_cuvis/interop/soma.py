@@ -50,7 +50,7 @@ def export_soma(folds: Folds, *, id_column: str = "uid") -> tuple[str, str, dict
     uni = folds.universe
     id_index(uni, id_column)
     ids = [sample_id(v) for v in column_ids(uni, id_column)]
-    paths = [uni.value("materialized_path", p) or uni.source(p) for p in range(len(uni))]
+    paths = uni.frame_files()
     groups = uni.column("group") if uni.has_column("group") else []
     patient = [g or uni.source(p) for p, g in enumerate(groups)] if groups else [
         uni.source(p) for p in range(len(uni))]
@@ -107,6 +107,27 @@ def checksums(dataset_rows: list[list[Any]], split_rows: list[list[Any]]) -> dic
             "split_checksum": split_digest, "excluded_columns": list(LOCATION_COLUMNS)}
 
 
+def _stage_of(split: str, where: str) -> str:
+    """Our stage for a soma split name: train, tune (val) or test*."""
+    if split == "train":
+        return "train"
+    if split == "tune":
+        return "val"
+    if split.startswith("test"):
+        return "test"
+    raise DvcCuvisError(f"{where}: unknown split {split!r}; soma uses "
+                        "train, tune and test* names")
+
+
+def _fold_of(row: dict[str, Any], where: str) -> int:
+    """The row's ``fold`` cell, a non-negative integer."""
+    raw = (row.get("fold") or "").strip()
+    if not raw.isdigit():
+        raise DvcCuvisError(f"{where}: fold {raw!r} is not a non-negative "
+                            "integer")
+    return int(raw)
+
+
 def read_soma(splits_csv: Path, uni: Universe, *, id_column: str = "uid") -> Folds:
     """Stage positions from a soma splits.csv (folds when it has a ``fold`` column)."""
     try:
@@ -131,22 +152,8 @@ def read_soma(splits_csv: Path, uni: Universe, *, id_column: str = "uid") -> Fol
         if "/" in sid or "\\" in sid:
             raise DvcCuvisError(f"{splits_csv}:{line}: sample_id {sid!r} contains a path "
                                 "separator; soma ids are bare names")
-        if split == "train":
-            stage = "train"
-        elif split == "tune":
-            stage = "val"
-        elif split.startswith("test"):
-            stage = "test"
-        else:
-            raise DvcCuvisError(f"{splits_csv}:{line}: unknown split {split!r}; soma uses "
-                                "train, tune and test* names")
-        fold = 0
-        if has_fold:
-            raw = (row.get("fold") or "").strip()
-            if not raw.isdigit():
-                raise DvcCuvisError(f"{splits_csv}:{line}: fold {raw!r} is not a non-negative "
-                                    "integer")
-            fold = int(raw)
+        stage = _stage_of(split, f"{splits_csv}:{line}")
+        fold = _fold_of(row, f"{splits_csv}:{line}") if has_fold else 0
         if (sid, fold) in seen:
             raise DvcCuvisError(f"{splits_csv}:{line}: sample_id {sid!r} appears twice in "
                                 f"fold {fold}")

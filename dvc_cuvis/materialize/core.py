@@ -55,7 +55,7 @@ import json
 import os
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,6 @@ from urllib.parse import quote, unquote
 import numpy as np
 
 from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
-from dvc_cuvis._testpoints import testpoint
 from dvc_cuvis.config.specs import MATERIALIZE
 from dvc_cuvis.digests.hashing import list_tree
 from dvc_cuvis.digests.stat_cache import StatCache
@@ -294,7 +293,6 @@ def _write_task(task: Task, writer: FrameWriter) -> list[tuple[str, Any]]:
             except zipfile.BadZipFile as exc:  # the input's CRC, checked while writing
                 raise DvcCuvisError(f"{task.path}: cannot read npz frame ({exc})") from None
             written.append((name, handle))
-            testpoint("materialize.frame-written")
     except DvcCuvisError:
         raise
     except Exception as exc:  # a reader or the disk failed on an input we did not foresee
@@ -575,10 +573,7 @@ def plan(
     version, manifest = _load_manifest(out_dir)
     legacy = manifest if version == 1 else {}  # a version-1 folder: its frames move, not rewrite
     manifest = manifest if version == FORMAT_VERSION else {}
-    ref_md5 = {
-        kind: cache.md5(Path(spec.rpartition(":")[0] if _has_frame(spec) else spec))
-        for kind, spec in (("white", params.white_ref), ("dark", params.dark_ref)) if spec
-    }
+    ref_md5 = _reference_md5s(params, cache)
     guard = PathGuard(base)
     names: dict[int, str] = {}
     recipes: dict[str, str] = {}
@@ -587,34 +582,8 @@ def plan(
     migrate: dict[str, tuple[str, dict[str, Any]]] = {}
     for pos in rows:
         source, index = uni.source(pos), uni.index(pos)
-        rel = uni.value("materialized_path", pos) or source
-        phys = Path(guard.resolve(rel, what=f"{uni.uid(pos)}: materialized_path"))
-        fmt = _format_of(uni, pos, rel)
-        if fmt not in ("npz", "tiff", "cu3s"):
-            raise DvcCuvisError(
-                f"{uni.path}: cannot tell the format of {uni.uid(pos)} ({rel!r}); set the "
-                "'format' column to cu3s, tiff or npz"
-            )
-        if not phys.is_file():
-            raise MissingFileError(
-                f"{uni.path}: {uni.uid(pos)}: file {rel!r} not found (run `dvc pull` or "
-                "re-enumerate)"
-            )
-        ann_rel = uni.value("annotation", pos)
-        ann = Path(guard.resolve(ann_rel, what=f"{uni.uid(pos)}: annotation")) if ann_rel else None
-        if ann is not None and not ann.is_file():
-            raise MissingFileError(f"{uni.path}: {uni.uid(pos)}: annotation {ann_rel!r} not found")
-        key = {
-            "version": FORMAT_VERSION,
-            "format": fmt,
-            "source": source,
-            "index": index,
-            "md5": cache.md5(phys),
-            "annotation_md5": cache.md5(ann) if ann is not None else None,
-            "params": params.key() if fmt == "cu3s" else {**params.key(), "processing_mode": None,
-                                                           "white_ref": None, "dark_ref": None},
-            "refs": ref_md5 if fmt == "cu3s" else {},
-        }
+        fmt, phys, ann = _row_inputs(uni, pos, guard)
+        key = _recipe_key(fmt, source, index, phys, ann, params, ref_md5, cache)
         recipe = _recipe(key)
         name = frame_name(source, index)
         names[pos], recipes[name] = name, recipe
@@ -630,12 +599,74 @@ def plan(
         else:
             todo.setdefault((fmt, str(phys), str(ann) if ann else None, source), []).append(
                 (index, name))
+    tasks = _tasks(todo, out_dir, params)
+    delete = _unwanted_files(out_dir, set(recipes) | {old for old, _ in migrate.values()})
+    return Plan(rows, names, recipes, tasks, keep, delete, migrate)
+
+
+def _reference_md5s(params: ReaderParams, cache: StatCache) -> dict[str, str]:
+    """md5 of the cu3s white/dark reference files that ``params`` name (a cu3s recipe's part)."""
+    return {
+        kind: cache.md5(Path(spec.rpartition(":")[0] if _has_frame(spec) else spec))
+        for kind, spec in (("white", params.white_ref), ("dark", params.dark_ref)) if spec
+    }
+
+
+def _row_inputs(uni: Universe, pos: int, guard: PathGuard) -> tuple[str, Path, Path | None]:
+    """The format, physical file and annotation file of the row at ``pos``, all checked."""
+    rel = uni.frame_file(pos)
+    phys = Path(guard.resolve(rel, what=f"{uni.uid(pos)}: materialized_path"))
+    fmt = _format_of(uni, pos, rel)
+    if fmt not in ("npz", "tiff", "cu3s"):
+        raise DvcCuvisError(
+            f"{uni.path}: cannot tell the format of {uni.uid(pos)} ({rel!r}); set the "
+            "'format' column to cu3s, tiff or npz"
+        )
+    if not phys.is_file():
+        raise MissingFileError(
+            f"{uni.path}: {uni.uid(pos)}: file {rel!r} not found (run `dvc pull` or "
+            "re-enumerate)"
+        )
+    ann_rel = uni.value("annotation", pos)
+    ann = Path(guard.resolve(ann_rel, what=f"{uni.uid(pos)}: annotation")) if ann_rel else None
+    if ann is not None and not ann.is_file():
+        raise MissingFileError(f"{uni.path}: {uni.uid(pos)}: annotation {ann_rel!r} not found")
+    return fmt, phys, ann
+
+
+def _recipe_key(
+    fmt: str, source: str, index: int, phys: Path, ann: Path | None,
+    params: ReaderParams, ref_md5: dict[str, str], cache: StatCache,
+) -> dict[str, Any]:
+    """Everything a frame's bytes depend on (cu3s alone reads the processing parameters)."""
+    return {
+        "version": FORMAT_VERSION,
+        "format": fmt,
+        "source": source,
+        "index": index,
+        "md5": cache.md5(phys),
+        "annotation_md5": cache.md5(ann) if ann is not None else None,
+        "params": params.key() if fmt == "cu3s" else {**params.key(), "processing_mode": None,
+                                                       "white_ref": None, "dark_ref": None},
+        "refs": ref_md5 if fmt == "cu3s" else {},
+    }
+
+
+def _tasks(
+    todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]],
+    out_dir: Path, params: ReaderParams,
+) -> list[Task]:
+    """The frames to write, per input file in path order, in chunks of ``_CHUNK``."""
     tasks = []
     for (fmt, phys_s, ann_s, source), frames in sorted(todo.items(), key=lambda kv: kv[0][1:]):
         for lo in range(0, len(frames), _CHUNK):
             tasks.append(Task(fmt, phys_s, ann_s, source, tuple(frames[lo:lo + _CHUNK]),
                               os.path.abspath(out_dir), params))  # workers: own cwd
-    wanted = set(recipes) | {old for old, _ in migrate.values()}
+    return tasks
+
+
+def _unwanted_files(out_dir: Path, wanted: set[str]) -> list[Path]:
+    """Our files under ``OUT/frames`` (frames, temporaries) that no frame of the plan is."""
     delete = []
     frames_dir = out_dir / "frames"
     if frames_dir.is_dir():
@@ -643,7 +674,7 @@ def plan(
             ours = p.suffix == ".npz" or p.name.endswith(".tmp")
             if ours and p.is_file() and p.relative_to(out_dir).as_posix() not in wanted:
                 delete.append(p)
-    return Plan(rows, names, recipes, tasks, keep, delete, migrate)
+    return delete
 
 
 def _recipe(key: dict[str, Any]) -> str:
@@ -805,7 +836,6 @@ def materialize(
     cache = cache if cache is not None else StatCache(None)
     rows = selected_rows(uni, splits_cfg, select)
     with output_lock(out_dir, wait_s=lock_wait):
-        testpoint("materialize.locked")
         p = plan(uni, rows, out_dir, params, cache)
         if not per_file:
             p.tasks = [replace(t, fsync=False) for t in p.tasks]
@@ -815,41 +845,60 @@ def materialize(
         if p.migrate:
             manifest.update(_migrate(out_dir, p.migrate, cache))
             _write_manifest(out_dir, manifest)
-        written = 0
         results = progress(
             execute(p.tasks, jobs=jobs, executor=executor, scheduler=scheduler),
             total=len(p.tasks), desc="materialize", enabled=show_progress,
         )
-        last_checkpoint = time.monotonic()
-        try:
-            for batch in results:
-                for name, md5, size in batch:
-                    manifest[name] = {"recipe": p.recipes[name], "md5": md5, "size": size}
-                    cache.put(out_dir / name, "md5", md5)  # the next run need not re-hash it
-                    written += 1
-                if time.monotonic() - last_checkpoint > 5:
-                    _write_manifest(out_dir, manifest)
-                    last_checkpoint = time.monotonic()
-        except BaseException:  # a failed frame: the rerun keeps every frame finished before it
-            with contextlib.suppress(Exception):
-                _write_manifest(out_dir, manifest)
-                cache.save()
-            raise
+        written = _record_results(results, p.recipes, out_dir, manifest, cache)
         _prune_empty_dirs(out_dir / "frames")
         manifest = {k: manifest[k] for k in sorted(manifest) if k in p.recipes}
         npz_uni = _npz_universe(uni, rows, p.names, manifest, out_dir)
-        atomic_write_text(out_dir / "universe.csv", format_universe(npz_uni))
-        if splits_cfg is not None:
-            copy = splits_cfg
-            if splits_cfg.universe_hash == uni.hash:  # re-pin; a stale pin stays stale
-                copy = splits_cfg.model_copy(update={"universe_hash": npz_uni.hash})
-            atomic_write_text(out_dir / "splits.json", dumps_splits(copy))
-        testpoint("materialize.before-manifest")
+        _write_universe_and_splits(npz_uni, uni, splits_cfg, out_dir)
         _write_manifest(out_dir, manifest)
         _hand_over_outputs(out_dir, cache)
         cache.save()
     return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir,
                              migrated=len(p.migrate))
+
+
+def _record_results(
+    results: Iterable[list[tuple[str, str, int]]], recipes: dict[str, str], out_dir: Path,
+    manifest: dict[str, dict[str, Any]], cache: StatCache,
+) -> int:
+    """Enter each written frame in ``manifest`` (checkpointed every ~5 s); returns the count.
+
+    On a failed frame the manifest is written before the error goes on, so the rerun keeps
+    every frame finished before it.
+    """
+    written = 0
+    last_checkpoint = time.monotonic()
+    try:
+        for batch in results:
+            for name, md5, size in batch:
+                manifest[name] = {"recipe": recipes[name], "md5": md5, "size": size}
+                cache.put(out_dir / name, "md5", md5)  # the next run need not re-hash it
+                written += 1
+            if time.monotonic() - last_checkpoint > 5:
+                _write_manifest(out_dir, manifest)
+                last_checkpoint = time.monotonic()
+    except BaseException:  # a failed frame: the rerun keeps every frame finished before it
+        with contextlib.suppress(Exception):
+            _write_manifest(out_dir, manifest)
+            cache.save()
+        raise
+    return written
+
+
+def _write_universe_and_splits(
+    npz_uni: Universe, uni: Universe, splits_cfg: Any, out_dir: Path
+) -> None:
+    """``OUT/universe.csv``, and ``OUT/splits.json`` re-pinned to it when its pin was ``uni``."""
+    atomic_write_text(out_dir / "universe.csv", format_universe(npz_uni))
+    if splits_cfg is not None:
+        copy = splits_cfg
+        if splits_cfg.universe_hash == uni.hash:  # re-pin; a stale pin stays stale
+            copy = splits_cfg.model_copy(update={"universe_hash": npz_uni.hash})
+        atomic_write_text(out_dir / "splits.json", dumps_splits(copy))
 
 
 def _hand_over_outputs(out_dir: Path, cache: StatCache) -> None:
@@ -913,7 +962,6 @@ def _write_manifest(out_dir: Path, frames: dict[str, dict[str, Any]]) -> None:
     """
     body = {"version": FORMAT_VERSION, "frames": {k: frames[k] for k in sorted(frames)}}
     sync_file_system(out_dir)
-    testpoint("materialize.synced")
     atomic_write_text(out_dir / "manifest.json", dumps_json(body))
 
 

@@ -215,46 +215,20 @@ class Universe:
         if len(idx_a) != n or any(len(v) != n for v in cols.values()):
             raise UniverseError("universe columns have different lengths", path=path)
         line_a = np.asarray(lines, dtype=np.int32) if lines is not None else None
-        none_a = np.asarray(indexless, dtype=bool) if indexless is not None else None
+        none_a = _indexless_mask(indexless, n, path)
         if none_a is not None:
-            if len(none_a) != n:
-                raise UniverseError("universe columns have different lengths", path=path)
-            if not none_a.any():
-                none_a = None
-            else:
-                idx_a = np.where(none_a, 0, idx_a)
-        if n > 1:
-            c0, c1, i0, i1 = codes_a[:-1], codes_a[1:], idx_a[:-1], idx_a[1:]
-            ordered = bool(np.all((c1 > c0) | ((c1 == c0) & (i1 > i0))))
-            if not ordered:
-                perm = np.lexsort((idx_a, codes_a))
-                codes_a, idx_a = codes_a[perm], idx_a[perm]
-                cols = {k: v[perm] for k, v in cols.items()}
-                line_a = line_a[perm] if line_a is not None else None
-                none_a = none_a[perm] if none_a is not None else None
-                dup = np.flatnonzero((codes_a[1:] == codes_a[:-1]) & (idx_a[1:] == idx_a[:-1]))
-                if len(dup):
-                    j = int(dup[0])
-                    src, ix = names[int(codes_a[j])], int(idx_a[j])
-                    if none_a is not None and (none_a[j] or none_a[j + 1]):
-                        _refuse_mixed(names[int(codes_a[j])], line_a, j, path)
-                    where = ""
-                    if line_a is not None:
-                        a, b = sorted((int(line_a[j]), int(line_a[j + 1])))
-                        where = f" (lines {a} and {b})"
-                    raise UniverseError(
-                        f"duplicate identity (source, index)=({src!r}, {ix}){where}; "
-                        "each (source, index) must appear once — remove or renumber the row",
-                        path=path,
-                    )
+            idx_a = np.where(none_a, 0, idx_a)
+        if n > 1 and not _is_canonical(codes_a, idx_a):
+            perm = np.lexsort((idx_a, codes_a))
+            codes_a, idx_a = codes_a[perm], idx_a[perm]
+            cols = {k: v[perm] for k, v in cols.items()}
+            line_a = line_a[perm] if line_a is not None else None
+            none_a = none_a[perm] if none_a is not None else None
+            _refuse_duplicates(names, codes_a, idx_a, line_a, none_a, path)
         if n and (int(idx_a.min()) < 0):
             raise UniverseError("index values must be >= 0", path=path)
         if none_a is not None:
-            # a whole-file row is the only row of its source (its uid is the bare source)
-            counts = np.bincount(codes_a, minlength=len(names))
-            shared = np.flatnonzero(none_a & (counts[codes_a] > 1))
-            if len(shared):
-                _refuse_mixed(names[int(codes_a[shared[0]])], line_a, int(shared[0]), path)
+            _refuse_shared_whole_files(names, codes_a, none_a, line_a, path)
         self._codes = codes_a
         self._indices = idx_a
         self._columns = cols
@@ -442,6 +416,28 @@ class Universe:
         # one decode for the whole column (a cell never holds NUL: refused on read)
         return b"\0".join(col.tolist()).decode("utf-8").split("\0")
 
+    def frame_file(self, position: int) -> str:
+        """THE rule for which file a row names: its ``materialized_path``, else its ``source``.
+
+        Relative to the universe.csv's folder.  :meth:`frame_files` is its form for every
+        row, :meth:`files_in` its form for each of :data:`DIGEST_COLUMNS`.
+        """
+        return self.value("materialized_path", position) or self.source(position)
+
+    def frame_files(self) -> list[str]:
+        """:meth:`frame_file` of every row, in canonical order."""
+        paths = self.column("materialized_path")
+        if "" not in paths:
+            return paths
+        return [rel or self.source(pos) for pos, rel in enumerate(paths)]
+
+    def files_in(self, column: str) -> list[str]:
+        """Per row, the file that ``column`` of :data:`DIGEST_COLUMNS` names ('' for none).
+
+        The frame column names the source where it is empty (:meth:`frame_file`).
+        """
+        return self.frame_files() if column == "materialized_path" else self.column(column)
+
     @overload
     def rows(self, a: str, b: str, /) -> Iterator[tuple[str, str]]: ...
     @overload
@@ -594,6 +590,55 @@ def _as_index(value: Any) -> int:
     if value < 0:
         raise UniverseError(f"index {value} must be >= 0")
     return int(value)
+
+
+def _indexless_mask(indexless: npt.ArrayLike | None, n: int,
+                    path: Path | None) -> npt.NDArray[np.bool_] | None:
+    """The whole-file row mask as a bool array of ``n`` rows, or None when no row is one."""
+    if indexless is None:
+        return None
+    mask = np.asarray(indexless, dtype=bool)
+    if len(mask) != n:
+        raise UniverseError("universe columns have different lengths", path=path)
+    return mask if mask.any() else None
+
+
+def _is_canonical(codes: npt.NDArray[np.int32], indices: IntArray) -> bool:
+    """True when the rows are strictly ascending by ``(source code, index)``."""
+    c0, c1, i0, i1 = codes[:-1], codes[1:], indices[:-1], indices[1:]
+    return bool(np.all((c1 > c0) | ((c1 == c0) & (i1 > i0))))
+
+
+def _refuse_duplicates(names: Sequence[str], codes: npt.NDArray[np.int32], indices: IntArray,
+                       lines: npt.NDArray[np.int32] | None,
+                       indexless: npt.NDArray[np.bool_] | None, path: Path | None) -> None:
+    """Refuse the first repeated ``(source, index)`` of rows in canonical order."""
+    dup = np.flatnonzero((codes[1:] == codes[:-1]) & (indices[1:] == indices[:-1]))
+    if not len(dup):
+        return
+    j = int(dup[0])
+    src, ix = names[int(codes[j])], int(indices[j])
+    if indexless is not None and (indexless[j] or indexless[j + 1]):
+        _refuse_mixed(names[int(codes[j])], lines, j, path)
+    where = ""
+    if lines is not None:
+        a, b = sorted((int(lines[j]), int(lines[j + 1])))
+        where = f" (lines {a} and {b})"
+    raise UniverseError(
+        f"duplicate identity (source, index)=({src!r}, {ix}){where}; "
+        "each (source, index) must appear once — remove or renumber the row",
+        path=path,
+    )
+
+
+def _refuse_shared_whole_files(names: Sequence[str], codes: npt.NDArray[np.int32],
+                               indexless: npt.NDArray[np.bool_],
+                               lines: npt.NDArray[np.int32] | None, path: Path | None) -> None:
+    """A whole-file row is the only row of its source (its uid is the bare source)."""
+    counts = np.bincount(codes, minlength=len(names))
+    shared = np.flatnonzero(indexless & (counts[codes] > 1))
+    if len(shared):
+        _refuse_mixed(names[int(codes[shared[0]])], lines, int(shared[0]), path)
 
 
 def _refuse_mixed(source: str, lines: npt.NDArray[np.int32] | None, row: int,

@@ -186,11 +186,9 @@ def rows_files(uni: Any, positions: Iterable[int], base: Path, root: Path) -> li
     pos = list(positions)
     for column, digest_col in DIGEST_COLUMNS:
         digests = uni.column(digest_col) if uni.has_column(digest_col) else None
-        paths = uni.column(column) if uni.has_column(column) else None
+        paths = uni.files_in(column)
         for p in pos:
-            rel = paths[p] if paths is not None else ""
-            if not rel and column == "materialized_path":
-                rel = uni.source(p)
+            rel = paths[p]
             if not rel:
                 continue
             full = resolve_inside(base, rel, what=f"{column} of row {p + 1}")

@@ -134,14 +134,8 @@ def label_info(path: Path) -> dict[str, Any]:
     return {"shape": [int(arr.shape[0]), int(arr.shape[1])], "ids": ids}
 
 
-def scan_tiff(opts: EnumerateOptions) -> Scan:
-    """Rows for every cube under ``root/images`` with its optional PNG label."""
-    images_dir = opts.root / opts.images
-    if not images_dir.is_dir():
-        raise MissingFileError(f"{images_dir}: images folder not found (check --root / --images)")
-    pattern = opts.pattern or "*.tif*"
-    cubes = [f for f in locate(images_dir, list_files(images_dir, pattern))
-             if f.rel.lower().endswith((".tif", ".tiff"))]
+def _unique_stems(cubes: list[Located], images_dir: Path) -> dict[str, str]:
+    """Each cube's stem -> its path below ``images_dir`` (stems key the labels: unique)."""
     stems: dict[str, str] = {}
     for f in cubes:
         stem = Path(f.rel).stem
@@ -152,7 +146,12 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
                 "one of them"
             )
         stems[stem] = f.rel
-    labels_dir = opts.root / opts.labels if opts.labels else None
+    return stems
+
+
+def _check_labels(opts: EnumerateOptions, labels_dir: Path | None, stems: dict[str, str],
+                  images_dir: Path) -> None:
+    """Every PNG label has its cube; a labels folder named by the user exists."""
     if labels_dir is not None and labels_dir.is_dir():
         for rel in list_files(labels_dir, "*.png"):
             if Path(rel).stem not in stems:
@@ -162,6 +161,19 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
                 )
     elif opts.labels and labels_dir is not None and opts.labels != "labels":
         raise MissingFileError(f"{labels_dir}: labels folder not found (check --labels)")
+
+
+def scan_tiff(opts: EnumerateOptions) -> Scan:
+    """Rows for every cube under ``root/images`` with its optional PNG label."""
+    images_dir = opts.root / opts.images
+    if not images_dir.is_dir():
+        raise MissingFileError(f"{images_dir}: images folder not found (check --root / --images)")
+    pattern = opts.pattern or "*.tif*"
+    cubes = [f for f in locate(images_dir, list_files(images_dir, pattern))
+             if f.rel.lower().endswith((".tif", ".tiff"))]
+    stems = _unique_stems(cubes, images_dir)
+    labels_dir = opts.root / opts.labels if opts.labels else None
+    _check_labels(opts, labels_dir, stems, images_dir)
     image_prefix = rel_to_out(images_dir, opts.out_dir)
     root_abs = os.path.abspath(opts.root)
 

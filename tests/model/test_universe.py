@@ -21,7 +21,7 @@ from dvc_cuvis.model.universe_io import (
     read_universe,
     write_universe,
 )
-from tests.conftest import FIXTURES
+from tests.helpers.files import FIXTURES
 
 
 def parse(text: str, **kw) -> Universe:
@@ -306,7 +306,8 @@ def test_missing_inputs_are_file_not_found_and_ours(tmp_path: Path) -> None:
     ("resolve", "--universe", "{d}/u.csv", "--splits", "{d}/nope.json"),
 ])
 def test_cli_missing_file_is_one_line_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:
-    from tests.conftest import run_subprocess, write_universe_csv
+    from tests.helpers.cli import run_subprocess
+    from tests.helpers.files import write_universe_csv
 
     write_universe_csv(tmp_path / "u.csv", [("a.cu3s", 0), ("a.cu3s", 1)])
     r = run_subprocess(*(a.format(d=tmp_path) for a in args), "--no-params", cwd=tmp_path)
@@ -405,3 +406,29 @@ def test_columns_keeps_only_the_named_optional_columns_and_still_checks_every_ro
         parse(text.replace("h\n", "h,extra\n"), columns=("md5",))
     with pytest.raises(UniverseError, match="duplicate identity"):
         parse(text + "b,0,f/c.cu3s,z,g\n", columns=())
+
+
+def test_a_row_names_its_materialized_path_else_its_source() -> None:
+    uni = parse("source,index,materialized_path,annotation\n"
+                "a.cu3s,0,f/a0.npz,\na.cu3s,1,,l/a1.json\nb.cu3s,0,f/b0.npz,\n")
+    assert [uni.frame_file(p) for p in range(len(uni))] == ["f/a0.npz", "a.cu3s", "f/b0.npz"]
+    assert uni.frame_files() == uni.files_in("materialized_path") == \
+        ["f/a0.npz", "a.cu3s", "f/b0.npz"]
+    assert uni.files_in("annotation") == ["", "l/a1.json", ""]
+    bare = parse("source,index\nb.cu3s,0\na.cu3s,3\n")
+    assert bare.frame_files() == ["a.cu3s", "b.cu3s"] == [bare.frame_file(0), bare.frame_file(1)]
+    assert bare.files_in("annotation") == ["", ""]
+    full = parse("source,index,materialized_path\na,0,x.npz\n")
+    assert full.frame_files() == ["x.npz"]
+
+
+def test_one_home_decides_which_file_a_row_names() -> None:
+    """No module outside the model spells the ``materialized_path``-else-``source`` rule."""
+    import re
+
+    pattern = re.compile(r'value\("materialized_path", *\w+\) or|'
+                         r'column == "materialized_path"')
+    pkg = Path(__file__).resolve().parents[2] / "dvc_cuvis"
+    spelled = sorted(str(f.relative_to(pkg)) for f in pkg.rglob("*.py")
+                     if f.name != "universe.py" and pattern.search(f.read_text("utf-8")))
+    assert spelled == []
