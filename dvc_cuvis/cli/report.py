@@ -61,8 +61,28 @@ def run(args: argparse.Namespace) -> int:
             old = load_version(open_tree(repo), base, splits_rel, uni_rel, None)
             diff = diff_versions(old, load_version(here, None, splits_rel, uni_rel, None))
     title = s.get("title") or f"Split report: {inp.splits_path}"
+    spectra, note = _spectra(s, res)
     text = render(ReportInput(title, res, constraints, drift, inp.name_to_id, diff,
-                              inp.cfg.universe_hash))
+                              inp.cfg.universe_hash, spectra, note))
     write(out, text)
     print(f"wrote {out} ({len(text.encode()) // 1024} KiB)")
     return EXIT_OK
+
+
+def _spectra(s: Settings, res: Any) -> tuple[Any, str]:
+    """The split's spectra from the summaries folder (if one is set), and the plot file."""
+    from dvc_cuvis._io import write_json
+    from dvc_cuvis.materialize.summary_store import shard_files
+    from dvc_cuvis.review.spectra import plot_rows, split_spectra
+
+    folder, plot = s.get("summaries"), s.get("spectra_plot")
+    spectra, note = None, ""
+    if folder and not shard_files(Path(folder)):
+        note = (f"no spectral summaries in {folder}: run dvc-cuvis materialize with summaries on "
+                "(the default; --no-summaries or materialize.no_summaries turns them off)")
+    elif folder:
+        spectra = split_spectra(res, Path(folder), threshold=s.get("spectral_shift_threshold"),
+                                thumbnails=s.get("thumbnails"))
+    if plot:
+        write_json(Path(plot), plot_rows(spectra) if spectra is not None else [])
+    return spectra, note

@@ -202,6 +202,14 @@ REPORT = OptionSet(
     Option("title", "page title", shown="'Split report: <splits>'"),
     Option("no_check", "leave the drift check out of the report", False, bool,
            shown="include it"),
+    Option("summaries", "the materialized folder whose spectral summaries the spectra "
+           "section draws (no cube is read)", metavar="DIR", path=True,
+           shown="leave the spectra out"),
+    Option("spectral_shift_threshold", "the per-band standardized mean difference above which "
+           "two stages count as spectrally unlike", 2.0, float),
+    Option("thumbnails", "false-colour thumbnails shown per stage", 6, int),
+    Option("spectra_plot", "write the stages' mean spectra (wavelength, stage, mean, std) here "
+           "for dvc plots", metavar="PATH", path=True),
     _ALLOW_PARTIAL, _ALLOW_UNPINNED,
 )
 

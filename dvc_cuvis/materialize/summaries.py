@@ -176,7 +176,8 @@ def thumbnail(cube: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
         scaled = (chan - lo) / span * 255.0 if span > 0 else np.where(finite, 127.0, 0.0)
         scaled = np.where(finite, np.clip(np.nan_to_num(scaled), 0.0, 255.0), 0.0)
         out[:, :, c] = np.rint(scaled).astype(np.uint8)
-    return Thumbnail(out.shape[0], out.shape[1], bands, out.tobytes())
+    rows, cols = small.shape[:2]
+    return Thumbnail(int(rows), int(cols), bands, out.tobytes())
 
 
 def summarize(
@@ -216,6 +217,11 @@ def to_record(s: FrameSummary) -> dict[str, Any]:
     return rec
 
 
+def _bands(values: list[int]) -> tuple[int, int, int]:
+    r, g, b = (int(v) for v in values)
+    return r, g, b
+
+
 def from_record(rec: dict[str, Any]) -> FrameSummary:
     """The summary a shard entry holds (the inverse of :func:`to_record`)."""
     thumb = rec.get("thumbnail")
@@ -225,6 +231,6 @@ def from_record(rec: dict[str, Any]) -> FrameSummary:
         {int(k): Category(int(v["pixels"]), None if v["mean"] is None else tuple(v["mean"]))
          for k, v in rec.get("categories", {}).items()},
         None if thumb is None else Thumbnail(
-            int(thumb["height"]), int(thumb["width"]), tuple(thumb["bands"]),  # type: ignore[arg-type]
+            int(thumb["height"]), int(thumb["width"]), _bands(thumb["bands"]),
             base64.b64decode(thumb["rgb"])),
     )

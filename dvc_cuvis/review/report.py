@@ -42,6 +42,8 @@ class ReportInput:
     categories: dict[str, int] | None = None
     diff: Any = None  # dvc_cuvis.model.compare.SplitDiff
     pinned_hash: str | None = None
+    spectra: Any = None  # dvc_cuvis.review.spectra.SplitSpectra
+    spectra_note: str = ""  # why there are no spectra, and how to get them
 
 
 def _mpl() -> Any:
@@ -159,6 +161,11 @@ def render(inp: ReportInput) -> str:
                  + _table(["stage", "samples", "sources", "groups", "share"], stage_rows)
                  + ("<p class='note'>predict is empty in splits.json: it is the whole "
                     "universe.</p>" if res.predict_is_all else "") + "</section>")
+    if inp.spectra is not None or inp.spectra_note:
+        from dvc_cuvis.review.spectra_html import section
+
+        names = {v: k for k, v in (inp.categories or {}).items()}
+        parts.append(section(inp.spectra, inp.spectra_note, names, _mpl(), _svg))
     parts.append(_categories_section(inp, stats))
     parts.append(_sources_section(res))
     parts.append(_checks_section(inp))
@@ -180,11 +187,12 @@ th {{ background: #f4f4f4; }} td:first-child, th:first-child {{ text-align: left
 .missing {{ background: #fde2e1; color: #a00; font-weight: 600; }}
 .ok {{ color: #1a7f37; font-weight: 600; }} .bad {{ color: #c00; font-weight: 600; }}
 .skipped {{ color: #777; }} .chart svg {{ max-width: 100%; height: auto; }}
+.thumbs img {{ margin: 2px; image-rendering: pixelated; }}
 code {{ font-size: .85em; word-break: break-all; }} .note {{ color: #555; }}
 </style></head>
 <body><h1>{title}</h1>
 {body}
-<footer class="note">dvc-cuvis split report: aggregated counts only, no sample list.</footer>
+<footer class="note">dvc-cuvis split report: aggregated counts and spectra, no sample list.</footer>
 </body></html>
 """
 
