@@ -12,7 +12,9 @@ from dvc_cuvis.config.options import (
 )
 from dvc_cuvis.config.params import (
     diff_params,
+    edit_distance,
     load_params,
+    misspelled_section,
     section,
 )
 
@@ -23,6 +25,8 @@ __all__ = [
     "check_value",
     "closest",
     "diff_params",
+    "edit_distance",
     "load_params",
+    "misspelled_section",
     "section",
 ]

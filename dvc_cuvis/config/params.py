@@ -38,10 +38,51 @@ def section(
     """One verb's section ({} when absent); a non-mapping section is an error."""
     value = params.get(name)
     if value is None:
+        near = misspelled_section(params, name) if name not in params else None
+        if near is not None:  # a typo must not bake with the built-in defaults
+            raise ParamsError(f"{path}: no '{name}' section; did you mean '{near}'?")
         return {}
     if not isinstance(value, dict):
         raise ParamsError(f"{path}: section '{name}' must be a mapping, got {type(value).__name__}")
     return value
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions and swaps of
+    two neighbours (``bkae`` is one edit from ``bake``), each counting one."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[-1]
+
+
+#: the most edits a section may lie from a verb's name to be taken for its misspelling
+MAX_EDITS = 2
+
+
+def misspelled_section(params: dict[str, Any], verb: str) -> str | None:
+    """The section of ``params`` that looks like a misspelled ``verb`` section, or None.
+
+    Only a mapping (or empty) section that is no verb's name and no other tool's known
+    section (:data:`~dvc_cuvis.config.specs.OTHER_SECTIONS`) counts, and only within
+    :data:`MAX_EDITS` edits: other verbs' sections (``export`` and ``report`` lie two apart)
+    and a ``train:`` section are left alone.  The nearest wins; ties go by name.
+    """
+    from dvc_cuvis.config.specs import OTHER_SECTIONS, VERBS
+
+    if verb not in VERBS or verb in params:
+        return None
+    known = set(VERBS) | set(OTHER_SECTIONS)
+    near = sorted((edit_distance(k, verb), k) for k, v in params.items()
+                  if isinstance(k, str) and k not in known and (v is None or isinstance(v, dict)))
+    return near[0][1] if near and near[0][0] <= MAX_EDITS else None
 
 
 def diff_params(prefix: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:

@@ -13,6 +13,14 @@ from dvc_cuvis.config.options import Option, OptionSet
 
 FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
 
+#: Every verb of ``dvc-cuvis``: each may have a section of its name in params.yaml.
+VERBS: tuple[str, ...] = ("init", "enumerate", "bake", "resolve", "materialize", "fetch",
+                          "check", "diff", "log", "report", "export", "install-hook",
+                          "plugins-dir")
+#: Sections other tools keep in a shared params.yaml that lie close to a verb's name (``loss``
+#: and ``logs`` to ``log``, ``batch`` to ``fetch``): known, so never taken for a misspelling.
+OTHER_SECTIONS: tuple[str, ...] = ("batch", "data", "logs", "loss", "model", "train")
+
 #: The ``enumerate`` verb's options: flags, params keys, defaults, help (one spec).
 ENUMERATE = OptionSet(
     "enumerate",
