@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis._testpoints import testpoint
 from dvc_cuvis.errors import RepoError, YamlError
 
 Buffer = bytes | bytearray | memoryview
@@ -55,9 +54,7 @@ def atomic_write_parts(path: Path | str, parts: Iterable[Buffer], *, fsync: bool
         if fsync:
             os.fsync(fd)
         os.fchmod(fd, 0o644)
-        testpoint("io.before-rename")
         os.replace(tmp, target)
-        testpoint("io.after-rename")
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -71,7 +68,6 @@ def _locked_temp(tmp: Path) -> int:
     while True:
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
-            testpoint("io.before-lock")
             fcntl.flock(fd, fcntl.LOCK_EX)
             # the writer we waited for may have renamed this inode into place meanwhile
             same = os.fstat(fd).st_ino == os.stat(tmp, follow_symlinks=False).st_ino

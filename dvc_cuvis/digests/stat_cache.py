@@ -60,7 +60,6 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis._io import atomic_write_bytes
-from dvc_cuvis._testpoints import testpoint
 from dvc_cuvis.digests import hashing
 from dvc_cuvis.digests.dvc_hashes import DvcKnownHashes, dvc_hashes_enabled
 from dvc_cuvis.digests.hashing import DIR_KEY, Stamp, stamp_of
@@ -610,7 +609,6 @@ class StatCache:
         try:
             with self._lock:
                 data = self.to_bytes()
-            testpoint("digests.cache-save")
             atomic_write_bytes(self.path, data)
             self._dirty = False
         except (OSError, TypeError, ValueError):

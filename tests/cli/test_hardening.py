@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe_io import parse_universe_bytes
 from dvc_cuvis.paths import resolve_inside
 from examples.generate import generate
+from tests.helpers import crashpoints
 
 CORPUS = Path(__file__).parents[1] / "fuzz_corpus"
 FUZZ = settings(max_examples=120, deadline=None,
@@ -232,10 +232,11 @@ def test_nul_and_separators_are_never_written(tmp_path: Path) -> None:
 
 # -- crash safety: kill -9 at named points -------------------------------------------------
 #
-# ``dvc_cuvis._testpoints`` lets a child process die by SIGKILL at the k-th hit of a named
-# point.  A clean run logs the points it passes; the harness kills a run at points chosen
-# from that log, asserts the kill left a *partial* state (else the point proved nothing),
-# that everything under a final name is whole (the old bytes or the new ones, never a
+# ``tests.helpers.crashpoints`` lets a child process die by SIGKILL at the k-th hit of a
+# named point (a patch it puts on the package from outside; docs/robustness.md lists them).
+# A clean run logs the points it passes; the harness kills a run at points chosen from that
+# log, asserts the kill left a *partial* state (else the point proved nothing), that
+# everything under a final name is whole (the old bytes or the new ones, never a
 # mixture), then reruns and asserts the folder ends byte-identical to a clean run in a fresh
 # folder, with no stray temp file.
 #
@@ -244,8 +245,8 @@ def test_nul_and_separators_are_never_written(tmp_path: Path) -> None:
 # instead (never corrupt; after the rerun it loads with entries).
 
 DVC_CUVIS = Path(sys.executable).with_name("dvc-cuvis")
-TESTPOINT_VARS = ("DVC_CUVIS_TESTPOINT", "DVC_CUVIS_TESTPOINT_PAUSE", "DVC_CUVIS_TESTPOINT_LOG")
 TEMP_NAME = re.compile(r"^\..+\.tmp$")  # _io's temp siblings: .<name>.tmp
+IO_POINTS = {"io.before-lock", "io.before-rename", "io.after-rename"}
 
 ENUMERATE = ("enumerate", "--format", "npz", "--root", "data/npz", "--out", "universe.csv",
              "--metrics", "um.json", "--stat-cache", "cache/sc.bin")
@@ -257,18 +258,19 @@ MATERIALIZE = ("materialize", "--universe", "universe.csv", "--splits", "splits.
                "--jobs", "1")
 
 
-def _cmd(*args: str) -> list[str]:
-    return [str(DVC_CUVIS), *args]
+def _cmd(*args: str, **points: str | Path) -> list[str]:
+    """The console script; with ``points`` (crashpoints' kill, pause, log), the CLI with the
+    crash points in place."""
+    return crashpoints.command(*args, **points) if points else [str(DVC_CUVIS), *args]
 
 
-def _env(**testpoint: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in TESTPOINT_VARS}
-    return {**env, **testpoint}
+def _env() -> dict[str, str]:
+    return crashpoints.child_env()
 
 
-def _run(args: tuple[str, ...] | list[str], cwd: Path, **testpoint: str
+def _run(args: tuple[str, ...] | list[str], cwd: Path, **points: str | Path
          ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_cmd(*args), cwd=cwd, env=_env(**testpoint), capture_output=True,
+    return subprocess.run(_cmd(*args, **points), cwd=cwd, env=_env(), capture_output=True,
                           text=True, timeout=120)
 
 
@@ -335,15 +337,17 @@ def _points(log: list[str]) -> list[tuple[str, int]]:
 
 
 def _crash_harness(dataset: Path, tmp_path: Path, cli, monkeypatch, before: list[tuple[str, ...]],
-                   command: tuple[str, ...], old_args: tuple[str, ...] | None) -> int:
+                   command: tuple[str, ...], old_args: tuple[str, ...] | None,
+                   reaches: set[str]) -> int:
     """Kill ``command`` at points from its own log; returns how many points were tried.
+
+    ``reaches``: the points a clean run must pass (a patch whose code moved would never
+    fire, and the moment it stood for would go untested).
 
     Only the killed runs are child processes (the kill is real); the setup, the clean
     reference and the reruns run in-process, where the imports are already paid for.
     """
     import shutil
-
-    import dvc_cuvis._testpoints as tp
 
     def run_here(args: tuple[str, ...], where: Path) -> None:
         monkeypatch.chdir(where)
@@ -359,13 +363,12 @@ def _crash_harness(dataset: Path, tmp_path: Path, cli, monkeypatch, before: list
 
     clean_dir = fresh("clean")  # the reference: a clean run in a fresh folder
     log_file = tmp_path / "points.log"
-    with monkeypatch.context() as m:  # log the points this run passes
-        m.setattr(tp, "_ACTIVE", True)
-        m.setattr(tp, "_LOG", str(log_file))
+    with crashpoints.installed(log=log_file):  # log the points this run passes
         run_here(command, clean_dir)
     clean = _state(clean_dir)
     log = log_file.read_text().split()
-    uses_cache = "digests.cache-save" in log
+    assert reaches <= set(log), f"never reached: {sorted(reaches - set(log))}"
+    uses_cache = "stat_cache.save" in log
 
     work = fresh("work")
     if old_args is not None:  # an older output in place: a kill must never leave a mixture
@@ -377,7 +380,7 @@ def _crash_harness(dataset: Path, tmp_path: Path, cli, monkeypatch, before: list
     for name, k in points:
         _set_state(work, old)
         point = f"{name}:{k}"
-        killed = _run(command, work, DVC_CUVIS_TESTPOINT=point)
+        killed = _run(command, work, kill=point)
         assert killed.returncode == -signal.SIGKILL, (point, killed.returncode, killed.stderr)
         after = _state(work)
         temps = [n for n in after if TEMP_NAME.match(Path(n).name)]
@@ -401,39 +404,58 @@ def test_kill_9_at_named_points_of_enumerate(dataset: Path, tmp_path: Path, cli,
     n = _crash_harness(dataset, tmp_path, cli, monkeypatch, [], ENUMERATE,
                        ("enumerate", "--format", "npz", "--root", "data/npz/day1_line-a_s01",
                         "--out", "universe.csv", "--metrics", "um.json", "--stat-cache",
-                        "none"))
+                        "none"), {*IO_POINTS, "stat_cache.save"})
     assert n >= 6
 
 
 def test_kill_9_at_named_points_of_bake(dataset: Path, tmp_path: Path, cli,
                                         monkeypatch) -> None:
     n = _crash_harness(dataset, tmp_path, cli, monkeypatch, [ENUMERATE], BAKE,
-                       (*BAKE[:-1], "1"))
+                       (*BAKE[:-1], "1"), IO_POINTS)
     assert n >= 3
 
 
 def test_kill_9_at_named_points_of_materialize(dataset: Path, tmp_path: Path, cli,
                                                monkeypatch) -> None:
     n = _crash_harness(dataset, tmp_path, cli, monkeypatch, [ENUMERATE, BAKE], MATERIALIZE,
-                       (*MATERIALIZE[:-4], "--compress", "none", "--jobs", "1"))
+                       (*MATERIALIZE[:-4], "--compress", "none", "--jobs", "1"),
+                       set(crashpoints.POINTS))
     assert n >= 12
 
 
-def test_testpoints_are_inert_without_the_variable(monkeypatch) -> None:
-    import importlib
+def test_the_package_holds_no_crash_points() -> None:
+    """The crash points live in the tests alone: no variable of a user's environment can
+    make the installed package kill a run or append to a file."""
+    import dvc_cuvis
 
-    import dvc_cuvis._testpoints as tp
+    root = Path(dvc_cuvis.__file__).parent
+    files = [p for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    assert len(files) > 50 and root / "_io.py" in files
+    found = [p.relative_to(root).as_posix() for p in files
+             if re.search(rb"testpoint|crashpoint", p.read_bytes(), re.IGNORECASE)]
+    assert found == []
 
-    for var in TESTPOINT_VARS:
-        monkeypatch.delenv(var, raising=False)
-    importlib.reload(tp)
-    assert not tp._ACTIVE
-    tp.testpoint("io.before-rename")  # returns: we are still here
+
+def test_crash_points_are_gone_after_the_block(tmp_path: Path) -> None:
+    """Inside ``installed`` every point fires (logged here); after it the package's own
+    functions are back, so nothing fires and no later test runs patched code."""
+    from dvc_cuvis import _io
+
+    before = {(owner, attr): vars(owner)[attr] for owner, attr, _ in
+              crashpoints._patches(crashpoints.Hits())}
+    log = tmp_path / "points.log"
+    with crashpoints.installed(log=log):
+        assert all(vars(o)[a] is not f for (o, a), f in before.items())
+        _io.atomic_write_text(tmp_path / "x.txt", "x")
+    assert log.read_text().split() == ["io.before-lock", "io.before-rename", "io.after-rename"]
+    assert all(vars(o)[a] is f for (o, a), f in before.items())
+    _io.atomic_write_text(tmp_path / "x.txt", "y")
+    assert len(log.read_text().split()) == 3 and (tmp_path / "x.txt").read_text() == "y"
 
 
 # -- concurrency ---------------------------------------------------------------------------
 #
-# A run is held at a named point (DVC_CUVIS_TESTPOINT_PAUSE) while the others start, so the
+# A run is held at a named crash point (its pause mode) while the others start, so the
 # overlap is certain rather than a matter of timing.
 
 
@@ -441,10 +463,8 @@ def _paused(args: tuple[str, ...] | list[str], cwd: Path, point: str, gate: Path
             ) -> subprocess.Popen[str]:
     """Start ``args`` held at ``point`` (until ``gate/<name>.go`` exists); wait for it."""
     gate.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(_cmd(*args), cwd=cwd, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE,
-                            env=_env(DVC_CUVIS_TESTPOINT=point,
-                                     DVC_CUVIS_TESTPOINT_PAUSE=str(gate)))
+    proc = subprocess.Popen(_cmd(*args, kill=point, pause=gate), cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     reached = gate / f"{point.rpartition(':')[0] or point}.reached"
     deadline = time.monotonic() + 60
     while not reached.exists():
@@ -456,9 +476,9 @@ def _paused(args: tuple[str, ...] | list[str], cwd: Path, point: str, gate: Path
 
 def _started(args: tuple[str, ...] | list[str], cwd: Path, log: Path, point: str
              ) -> subprocess.Popen[str]:
-    """Start ``args`` and wait until it has passed ``point`` (read from its testpoint log)."""
-    proc = subprocess.Popen(_cmd(*args), cwd=cwd, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env(DVC_CUVIS_TESTPOINT_LOG=str(log)))
+    """Start ``args`` and wait until it has passed ``point`` (read from its crash-point log)."""
+    proc = subprocess.Popen(_cmd(*args, log=log), cwd=cwd, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env())
     deadline = time.monotonic() + 60
     while not (log.exists() and point in log.read_text().split()):
         assert proc.poll() is None, proc.communicate()
@@ -565,7 +585,7 @@ def test_concurrent_stat_cache_writers_leave_a_readable_cache(dataset: Path, tmp
              "--stat-cache", str(shared), "--no-params")
     gate = tmp_path / "gate"
     held = _paused(enum, work, "io.before-rename:1", gate)  # enumerate's cache save, held
-    racer = _started(check, work, tmp_path / "check.log", "digests.cache-save")
+    racer = _started(check, work, tmp_path / "check.log", "stat_cache.save")
     time.sleep(0.1)  # check is saving the same cache file while enumerate is held in its save
     _release(gate, "io.before-rename")
     for p in (held, racer):
