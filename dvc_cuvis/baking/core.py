@@ -63,7 +63,7 @@ from dvc_cuvis.model.splits import (
     resolve,
     stage_stats,
 )
-from dvc_cuvis.model.universe import ANOMALOUS, ANOMALOUS_FOR_PARITY, Universe
+from dvc_cuvis.model.universe import ANOMALOUS, ANOMALOUS_FOR_PARITY, Universe, uid
 
 logger = logging.getLogger(__name__)
 
@@ -649,7 +649,7 @@ def stages_from_base(
             if len(got) == 0:
                 removed.extend(_named(sel))
             for w in resolver.warnings[before:]:
-                removed.extend(f"{sel.source}#{m}" if sel.source else str(m) for m in w.missing)
+                removed.extend(uid(sel.source, m) if sel.source else str(m) for m in w.missing)
             row_stage[got] = code
     if removed and not opts.allow_removed:
         more = f" (+{len(removed) - 5} more)" if len(removed) > 5 else ""
@@ -677,7 +677,8 @@ def _named(sel: Selector) -> list[str]:
         return list(sel.paths)
     from dvc_cuvis.model.selectors import expand_ids
 
-    return [f"{sel.source}#{i}" for i in expand_ids(sel.ids).tolist()]
+    source = sel.source or ""  # the schema gives every file_indices selector a source
+    return [uid(source, i) for i in expand_ids(sel.ids).tolist()]
 
 
 def stages_from_rule(

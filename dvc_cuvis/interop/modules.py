@@ -23,7 +23,6 @@ in which a universe states the module it is for; ``dvc-cuvis materialize`` write
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,24 +63,16 @@ def stated_module(uni: Universe) -> str | None:
     return value
 
 
-def _header_names(path: Path) -> list[str]:
-    """The column names of a CSV file's first line (empty when unreadable)."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            return next(csv.reader(fh), [])
-    except (OSError, UnicodeDecodeError):
-        return []
-
-
 def module_for(path: Path | str, given: str | None) -> tuple[str | None, Universe | None]:
     """The module whose rules apply to the universe.csv at ``path``: ``given`` (a flag or
     params value), else the one the file states; and the universe when it had to be read.
 
     Only the header is read when the file states no module and none is given.
     """
-    if given is None and MODULE_COLUMN not in _header_names(Path(path)):
+    from dvc_cuvis.model.universe_io import read_header, read_universe
+
+    if given is None and MODULE_COLUMN not in read_header(path):
         return None, None
-    from dvc_cuvis.model.universe_io import read_universe
 
     uni = read_universe(path)
     return (given or stated_module(uni)), uni

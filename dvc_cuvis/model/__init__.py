@@ -54,6 +54,7 @@ from dvc_cuvis.model.universe import (
 from dvc_cuvis.model.universe_io import (
     format_universe,
     parse_universe_bytes,
+    read_header,
     read_universe,
     write_universe,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "parse_id_range",
     "parse_splits",
     "parse_universe_bytes",
+    "read_header",
     "read_npz",
     "read_universe",
     "resolve",

@@ -1,7 +1,7 @@
 """The sample universe: identity, canonical order and fingerprint (the model).
 
 Its file format, universe.csv, is read and written by :mod:`dvc_cuvis.model.universe_io`
-(:func:`read_universe` & co. are importable from here too).
+(:func:`read_universe` & co. are importable from :mod:`dvc_cuvis.model` too).
 
 A universe is the set of samples that exist.  Each sample is identified by its ``uid``
 (``source#index`` — the upstream ``SampleRef`` rule), and the universe is always held in

@@ -2,8 +2,9 @@
 
 The model -- identity, canonical order, fingerprint -- lives in :mod:`dvc_cuvis.model.universe`;
 this module is only its file format, as cuvis-ai-core keeps ``splits_io`` apart from the
-schema.  :func:`read_universe`, :func:`parse_universe_bytes`, :func:`format_universe` and
-:func:`write_universe` are also importable from :mod:`dvc_cuvis.model.universe`.
+schema.  :func:`read_universe`, :func:`read_header`, :func:`parse_universe_bytes`,
+:func:`format_universe` and :func:`write_universe` are also importable from
+:mod:`dvc_cuvis.model`.
 
 Why an own reader rather than ``pandas.read_csv(dtype=str)`` or ``pyarrow.csv``: both are
 measured against it on the 1M-row case (``benchmarks/bench_core.py``, figures in
@@ -41,7 +42,8 @@ from dvc_cuvis.model.universe import (
     _order_columns,
 )
 
-__all__ = ["format_universe", "parse_universe_bytes", "read_universe", "write_universe"]
+__all__ = ["format_universe", "parse_universe_bytes", "read_header", "read_universe",
+           "write_universe"]
 
 _CHUNK_BYTES = 4 << 20
 #: A read position must fit in int64 with room to spare.
@@ -246,8 +248,7 @@ def _parse_header(raw: bytes, path: Path | None) -> list[str]:
     if not text.strip():
         raise UniverseError("empty file: expected a header line starting 'source,index'",
                             path=path, line=1)
-    names = next(csv.reader([text]))
-    names = [n.strip() for n in names]
+    names = _header_cells(text)
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise UniverseError(
@@ -264,6 +265,32 @@ def _parse_header(raw: bytes, path: Path | None) -> list[str]:
             raise UniverseError(f"duplicate column {n!r} in header", path=path, line=1)
         seen.add(n)
     return names
+
+
+def _header_cells(text: str) -> list[str]:
+    """The column names of a decoded header line (csv quoting; names stripped)."""
+    return [n.strip() for n in next(csv.reader([text]), [])]
+
+
+def read_header(path: Path | str) -> list[str]:
+    """The column names on a universe.csv's first line, decoded as :func:`read_universe`
+    decodes them (BOM, line ending, quoting, names stripped); only that line is read.
+
+    Not validated, and empty when the file cannot be read: it tells which columns a file
+    has before anyone reads (and checks) it whole.
+    """
+    try:
+        with Path(path).open("rb") as fh:
+            raw = fh.readline()
+    except OSError:
+        return []
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return []
+    return _header_cells(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")[0])
 
 
 def _parse_chunk(chunk: bytes, first_line: int, builder: _Builder) -> int:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cuvis_ai_core.data.splits_io import universe_hash as upstream_hash
 from cuvis_ai_schemas.training.data import SampleRef
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +21,9 @@ from dvc_cuvis.model.universe_io import (
     write_universe,
 )
 from tests.helpers.files import FIXTURES
+
+pytest.importorskip("cuvis_ai_core")  # the upstream reference implementation (plugin extra)
+from cuvis_ai_core.data.splits_io import universe_hash as upstream_hash
 
 
 def parse(text: str, **kw) -> Universe:
@@ -432,3 +434,29 @@ def test_one_home_decides_which_file_a_row_names() -> None:
     spelled = sorted(str(f.relative_to(pkg)) for f in pkg.rglob("*.py")
                      if f.name != "universe.py" and pattern.search(f.read_text("utf-8")))
     assert spelled == []
+
+
+def test_the_header_is_read_by_the_universe_reader_rules(tmp_path: Path) -> None:
+    from dvc_cuvis.model.universe_io import read_header
+
+    f = tmp_path / "u.csv"
+    f.write_bytes(b'\xef\xbb\xbfsource, index ,"data_module"\r\na,0,npz_multi\r\n')
+    assert read_header(f) == ["source", "index", "data_module"]
+    assert read_header(f) == parse_universe_bytes(f.read_bytes()).columns
+    f.write_bytes(b"source,index\ra,0\r")  # old Mac line endings, as the reader takes them
+    assert read_header(f) == ["source", "index"]
+    f.write_bytes(b"source,ind\xffex\na,0\n")
+    assert read_header(f) == []
+    assert read_header(tmp_path / "nowhere.csv") == []
+    f.write_bytes(b"")
+    assert read_header(f) == []
+
+
+def test_the_module_rules_read_the_header_with_the_universe_reader() -> None:
+    import ast
+
+    import dvc_cuvis.interop.modules as mod
+
+    tree = ast.parse(Path(mod.__file__).read_text(encoding="utf-8"))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert "csv" not in imported
