@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dvc_cuvis.repo.git import (
     Git,
-    find_lock,
     tracked_by,
 )
 from dvc_cuvis.repo.lockfile import (
@@ -15,6 +14,7 @@ from dvc_cuvis.repo.lockfile import (
     LockReadError,
     Stage,
     compare,
+    find_lock,
     lookup,
     vouched_below,
 )

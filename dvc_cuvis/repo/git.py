@@ -1,14 +1,13 @@
-"""The repository around a path: its root, its YAML files, its git revisions, what tracks a path.
+"""The one git client, and what tracks a path.
 
-Every question "which repository is this file in, and what does it say?" is answered here, so
-the rules agree everywhere: the root is the nearest folder holding ``.git`` or ``.dvc`` (the DVC
-root is the nearest holding a ``.dvc`` folder, as ``dvc.repo.Repo.find_root``); dvc.lock,
-dvc.yaml and params.yaml are read by one YAML loader whose errors name the file; files at a
-revision are read through GitPython's ``cat-file --batch`` client (one process per repository,
-however many files); and a path is tracked by git, by a ``.dvc`` file, or as a stage's output.
+:class:`Git` reads a repository through GitPython: commits (one error for a revision it
+lacks, :func:`unknown_revision`), files at revisions through GitPython's ``cat-file --batch``
+client (one process per repository, however many files), what git tracks.  A remote is
+asked through the same client (:func:`remote_commit`, :func:`mirror`).  A path is tracked by
+git, by a ``.dvc`` file, or as the output of a dvc.yaml stage as DVC resolves the file
+(:func:`~dvc_cuvis.repo.lockfile.stage_definitions`: ``foreach`` and ``matrix`` stages too).
 
-GitPython and PyYAML are imported on first use only: hashing and the stat cache, which ask
-this module for the DVC root, never pay for them.
+GitPython is imported on first use only.
 """
 
 from __future__ import annotations
@@ -17,45 +16,46 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis._io import read_yaml
 from dvc_cuvis.errors import RepoError
 from dvc_cuvis.paths import ancestors, repo_root
-
-
-def find_lock(start: Path | str) -> Path | None:
-    """The dvc.lock of the project containing ``start``: the nearest one at or above it, not
-    looking past the repository root (None outside DVC projects)."""
-    for folder in ancestors(Path(start).resolve()):
-        if (folder / "dvc.lock").is_file():
-            return folder / "dvc.lock"
-        if (folder / ".dvc").is_dir() or (folder / ".git").exists():
-            return None
-    return None
+from dvc_cuvis.repo.lockfile import LockReadError, declared_outs, stage_definitions
 
 
 class Git:
-    """One git repository, read through GitPython (files at revisions, commits, tracking)."""
+    """One git repository, read through GitPython: the one git client of the package
+    (commits, files at revisions, tracking; remotes through :func:`remote_commit` and
+    :func:`mirror`)."""
 
-    def __init__(self, path: Path | str) -> None:
-        """Open the repository containing ``path`` (:class:`RepoError` when there is none)."""
-        try:
-            import git
-        except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise RepoError(f"GitPython is needed to read git history ({exc})") from None
+    def __init__(self, path: Path | str,
+                 purpose: str = "git init, or pass the dataset repository's path") -> None:
+        """Open the repository containing ``path`` (:class:`RepoError` when there is none;
+        ``purpose`` says why one is needed)."""
+        git = _gitpython()
         try:
             self.repo = git.Repo(path, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise RepoError(f"{path}: not inside a git repository (git init, or pass the "
-                            "dataset repository's path)") from None
+            raise RepoError(f"{Path(path).resolve()}: not a git repository ({purpose})"
+                            ) from None
         self.top = Path(self.repo.working_tree_dir or path)
 
-    def commit(self, rev: str) -> str:
-        """The full commit id ``rev`` names (:class:`RepoError` naming an unknown revision)."""
+    @property
+    def shallow(self) -> bool:
+        """True for a shallow clone (its history stops at some commit)."""
+        return (Path(self.repo.git_dir) / "shallow").exists()
+
+    def revision(self, rev: str) -> Any:
+        """GitPython's commit object for ``rev`` (:class:`RepoError` naming an unknown
+        revision, with a hint in a shallow clone)."""
         try:
-            return str(self.repo.commit(rev).hexsha)
-        except Exception:
-            raise RepoError(f"unknown revision {rev!r} in {self.top} (a tag, branch or commit; "
-                            "`git tag` lists the tags)") from None
+            commit = self.repo.commit(rev)
+            _ = commit.tree.hexsha  # force the lookup: a shallow clone fails only here
+            return commit
+        except Exception:  # BadName, ValueError, GitCommandError, ...: all "not here"
+            raise RepoError(unknown_revision(rev, shallow=self.shallow)) from None
+
+    def commit(self, rev: str) -> str:
+        """The full commit id ``rev`` names (the error of :meth:`revision`)."""
+        return str(self.revision(rev).hexsha)
 
     def read(self, rev: str, rel: str) -> bytes | None:
         """The bytes of the file ``rel`` (posix, relative to the top) at ``rev``; None if it is
@@ -89,12 +89,66 @@ class Git:
         self.close()
 
 
+def unknown_revision(rev: str, *, shallow: bool = False) -> str:
+    """The one message for a revision a repository does not have (a shallow clone says so)."""
+    hint = (" — this is a shallow clone: fetch more history (`git fetch --unshallow`)"
+            if shallow else " (a tag, branch or commit; `git tag` lists the tags)")
+    return f"unknown revision {rev!r}{hint}"
+
+
+def _gitpython() -> Any:
+    """The ``git`` package (GitPython), imported on first use."""
+    try:
+        import git
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise RepoError(f"GitPython is needed to read git history ({exc})") from None
+    return git
+
+
+def _run(args: list[str], what: str) -> str:
+    """``git ARGS`` without a terminal prompt; its output, or :class:`RepoError` ``what
+    (git's last line)``."""
+    git = _gitpython()
+    try:
+        out: str = git.cmd.Git().execute(["git", *args], env={"GIT_TERMINAL_PROMPT": "0"})
+        return out
+    except git.GitCommandError as exc:
+        text = str(exc.stderr or "").strip().removeprefix("stderr: '").removesuffix("'")
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        why = next((ln for ln in lines if ln.startswith("fatal:")),
+                   lines[-1] if lines else f"git exited with {exc.status}")
+        raise RepoError(f"{what} ({why})") from None
+
+
+def remote_commit(url: str, rev: str) -> str | None:
+    """The commit the branch or tag ``rev`` names in the repository at ``url`` (an
+    annotated tag peeled to its commit; None when no ref of that name exists)."""
+    out = _run(["ls-remote", "--", url, rev, f"{rev}^{{}}"], f"{url}: cannot read the "
+               "repository")
+    refs = [line.split("\t") for line in out.splitlines() if "\t" in line]
+    peeled = [sha for sha, ref in refs if ref.endswith("^{}")]
+    return (peeled or [refs[0][0]])[0] if refs else None
+
+
+def mirror(url: str, folder: Path, what: str) -> Path:
+    """``folder`` as a bare mirror of ``url``: cloned once, then fetched (branches, tags);
+    :class:`RepoError` ``what (git's reason)`` when git cannot read it."""
+    if (folder / "HEAD").is_file():
+        _run(["--git-dir", str(folder), "fetch", "--quiet", "--prune", "--tags", "--force",
+              url, "+refs/heads/*:refs/heads/*"], what)
+    else:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        _run(["clone", "--quiet", "--bare", "--", url, str(folder)], what)
+    return folder
+
+
 def tracked_by(path: Path | str) -> tuple[str, str] | None:
     """What tracks ``path`` (a file or a folder): ``(kind, description)`` or None.
 
     ``kind`` is ``"dvc-file"`` (a ``.dvc`` file for it or a folder above it; the description
     names that file), ``"git"`` (git tracks it, or a file under it), or ``"stage"`` (it is,
-    or lies inside, an output of a dvc.yaml stage; the description names the stage).
+    or lies inside, an output of a dvc.yaml stage as DVC resolves it, ``foreach`` and
+    ``matrix`` stages included; the description names the stage).
     """
     target = Path(os.path.abspath(path))
     root = repo_root(target)
@@ -113,16 +167,26 @@ def tracked_by(path: Path | str) -> tuple[str, str] | None:
         except RepoError:
             pass
     for folder in ancestors(target.parent):
-        spec = folder / "dvc.yaml"
-        stages: Any = read_yaml(spec).get("stages") if spec.is_file() else None
-        for name, stage in stages.items() if isinstance(stages, dict) else ():
-            outs = stage.get("outs") or [] if isinstance(stage, dict) else []
-            wdir = folder / str(stage.get("wdir", ".")) if isinstance(stage, dict) else folder
-            for out in outs if isinstance(outs, list) else ():
-                rel = next(iter(out)) if isinstance(out, dict) else str(out)
-                out_path = Path(os.path.normpath(wdir / rel))
-                if out_path == target or out_path in target.parents:
-                    return "stage", f"the output of stage '{name}' in dvc.yaml"
+        name = _stage_writing(folder, target)
+        if name is not None:
+            return "stage", f"the output of stage '{name}' in dvc.yaml"
         if folder == root:
             break
+    return None
+
+
+def _stage_writing(folder: Path, target: Path) -> str | None:
+    """The stage of ``folder``'s dvc.yaml whose output is ``target`` or a folder above it."""
+    try:
+        stages = stage_definitions(folder)
+    except LockReadError:  # DVC cannot resolve that dvc.yaml: DVC itself says so
+        return None
+    for name, stage in sorted(stages.items()):
+        if not isinstance(stage, dict):
+            continue
+        wdir = folder / str(stage.get("wdir", "."))
+        for rel in sorted(declared_outs(stage)):
+            out = Path(os.path.normpath(wdir / rel))
+            if out == target or out in target.parents:
+                return str(name)
     return None

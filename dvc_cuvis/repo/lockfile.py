@@ -23,11 +23,21 @@ from dvc_cuvis.config.params import diff_params
 from dvc_cuvis.digests.hashing import dir_hash
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError, RepoError, YamlError
-from dvc_cuvis.paths import PathGuard, is_within
-from dvc_cuvis.repo.git import find_lock as find_lock  # its home is repo; importable from here
+from dvc_cuvis.paths import PathGuard, ancestors, is_within
 
 #: Stages whose own record is not the pipeline's state (a previous check or report).
 REPORTING_COMMANDS: tuple[str, ...] = ("dvc-cuvis check", "dvc-cuvis report")
+
+
+def find_lock(start: Path | str) -> Path | None:
+    """The dvc.lock of the project containing ``start``: the nearest one at or above it, not
+    looking past the repository root (None outside DVC projects)."""
+    for folder in ancestors(Path(start).resolve()):
+        if (folder / "dvc.lock").is_file():
+            return folder / "dvc.lock"
+        if (folder / ".dvc").is_dir() or (folder / ".git").exists():
+            return None
+    return None
 
 
 class LockReadError(DvcCuvisError):
@@ -63,9 +73,14 @@ class Stage:
         paths = {_norm(e.get("path", "")) for e in self.entries}
         return any(w == p or w.startswith(p + os.sep) for w in wanted for p in paths)
 
+    def output(self, rel: str) -> dict[str, Any] | None:
+        """The recorded entry of the output ``rel`` (relative to the lock's folder), or None."""
+        want = _norm(rel)
+        return next((e for e in self.outs if _norm(e.get("path", "")) == want), None)
+
     def writes(self, rel: str | None) -> bool:
         """True if ``rel`` (relative to the lock's folder) is one of the stage's outputs."""
-        return rel is not None and rel in {_norm(e.get("path", "")) for e in self.outs}
+        return rel is not None and self.output(rel) is not None
 
 
 @dataclass
@@ -248,6 +263,13 @@ def _paths(entries: Any) -> set[str]:
     return out
 
 
+def declared_outs(definition: Mapping[str, Any]) -> set[str]:
+    """The outputs a dvc.yaml stage definition declares (``outs``, ``metrics``, ``plots``),
+    normalized, relative to its ``wdir``."""
+    return (_paths(definition.get("outs")) | _paths(definition.get("metrics"))
+            | _paths(definition.get("plots")))
+
+
 def _compare_definition(stage: Stage, definitions: dict[str, Any]) -> list[str]:
     """What dvc.yaml now defines differently from what ran (``dvc status``'s "changed
     command" / "changed deps" / "changed outs" of a stage)."""
@@ -263,8 +285,7 @@ def _compare_definition(stage: Stage, definitions: dict[str, Any]) -> list[str]:
     deps = _paths(d.get("deps"))
     if deps != {_norm(e.get("path", "")) for e in stage.deps}:
         changed.append(f"stage {stage.name}: dependencies changed in dvc.yaml")
-    outs = _paths(d.get("outs")) | _paths(d.get("metrics")) | _paths(d.get("plots"))
-    if outs != {_norm(e.get("path", "")) for e in stage.outs}:
+    if declared_outs(d) != {_norm(e.get("path", "")) for e in stage.outs}:
         changed.append(f"stage {stage.name}: outputs changed in dvc.yaml")
     return changed
 

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.model.compare import Version
 from dvc_cuvis.model.splits import (
     evaluate_constraints,
@@ -30,6 +30,8 @@ from dvc_cuvis.model.splits import (
 )
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import parse_universe_bytes
+from dvc_cuvis.repo.git import Git, mirror
+from dvc_cuvis.repo.lockfile import LockFile, LockReadError
 
 WORKSPACE = "workspace"
 
@@ -38,23 +40,14 @@ WORKSPACE = "workspace"
 
 
 class GitTree:
-    """Read files of one repository at any revision (or the workspace)."""
+    """Read files of one repository at any revision (or the workspace): git's through the
+    one git client (:class:`~dvc_cuvis.repo.git.Git`), DVC-tracked ones through ``dvc.api``."""
 
     def __init__(self, path: Path | str = ".") -> None:
         """Open the git repository containing ``path``."""
-        try:
-            import git
-        except ImportError:  # pragma: no cover - a runtime dependency
-            raise DvcCuvisError("diff/log need gitpython: pip install gitpython") from None
-        try:
-            self.repo = git.Repo(path, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise DvcCuvisError(
-                f"{Path(path).resolve()}: not a git repository (diff and log read split "
-                "versions from git history)"
-            ) from None
-        self.root = Path(self.repo.working_tree_dir or ".")
-        self._git = git
+        self.git = Git(path, "diff and log read split versions from git history")
+        self.repo = self.git.repo
+        self.root = self.git.top
         #: Read git alone: a DVC-tracked path is an error instead of a data read (``--repo``).
         self.git_only = False
         #: How the repository was named (a path or URL), for messages.
@@ -69,17 +62,9 @@ class GitTree:
         except ValueError:
             raise DvcCuvisError(f"{path}: not inside the repository {self.root}") from None
 
-    def commit(self, rev: str) -> Any:
-        """The commit object for ``rev`` (clear errors for unknown/shallow revisions)."""
-        try:
-            commit = self.repo.commit(rev)
-            _ = commit.tree.hexsha  # force the lookup: a shallow clone fails only here
-            return commit
-        except (self._git.BadName, ValueError, self._git.GitCommandError):
-            shallow = (Path(self.repo.git_dir) / "shallow").exists()
-            hint = (" — this is a shallow clone: fetch more history (`git fetch --unshallow`)"
-                    if shallow else "")
-            raise DvcCuvisError(f"unknown revision {rev!r}{hint}") from None
+    def commit(self, rev: str) -> str:
+        """The full commit id of ``rev`` (the git client's one error for an unknown one)."""
+        return self.git.commit(rev)
 
     def read(self, rev: str | None, path: str) -> bytes:
         """Bytes of repository path ``path`` at ``rev`` (None = the workspace)."""
@@ -90,16 +75,11 @@ class GitTree:
                 raise DvcCuvisError(f"{path} does not exist in the workspace") from None
             except OSError as exc:
                 raise DvcCuvisError(f"{path}: cannot read ({exc.strerror})") from None
-        commit = self.commit(rev)
-        try:
-            blob = commit.tree / path
-            data: bytes = blob.data_stream.read()
-            return data
-        except KeyError:
-            pass
-        return self._read_dvc(rev, path, commit)
+        commit = self.git.commit(rev)
+        data = self.git.read(commit, path)
+        return data if data is not None else self._read_dvc(rev, path, commit)
 
-    def _read_dvc(self, rev: str, path: str, commit: Any) -> bytes:
+    def _read_dvc(self, rev: str, path: str, commit: str) -> bytes:
         """A DVC-tracked file at ``rev`` (through ``dvc.api``), or a clear error.
 
         Only a path that no ``.dvc`` file or ``dvc.lock`` output of that revision declares
@@ -107,8 +87,8 @@ class GitTree:
         the cache nor on a remote, a broken ``.dvc`` file, no remote configured) is another
         error, so a missing ``dvc pull`` is never reported as a missing file.
         """
-        where = f"{rev} ({commit.hexsha[:8]})"
-        if not _dvc_declares(commit, path):
+        where = f"{rev} ({commit[:8]})"
+        if not _dvc_declares(self.git, commit, path):
             raise DvcCuvisError(f"{path} does not exist at revision {where}")
         if self.git_only:
             raise DvcCuvisError(f"{self.name}: {path} is tracked by DVC at revision {where}, "
@@ -126,7 +106,7 @@ class GitTree:
             if isinstance(exc, PathMissingError):  # dvc's wording for "no data" misleads
                 reason = "its data is neither in the DVC cache nor on a remote"
             else:
-                first = (str(exc).strip().splitlines() or [""])[0]
+                first = first_line(exc)
                 reason = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
             raise DvcCuvisError(
                 f"{path} is tracked by DVC at revision {where} but cannot be read ({reason}); "
@@ -152,49 +132,26 @@ def open_tree(repo: str | os.PathLike[str] | None = None) -> GitTree:
 
 def _mirror(url: str) -> Path:
     """A bare mirror of ``url`` in the user cache (cloned once, then fetched)."""
-    import subprocess
-
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     folder = base / "dvc-cuvis" / "git" / (hashlib.sha256(url.encode()).hexdigest()[:16]
                                           + ".git")
-    if (folder / "HEAD").is_file():
-        cmd = ["git", "--git-dir", str(folder), "fetch", "--quiet", "--prune", "--tags",
-               "--force", url, "+refs/heads/*:refs/heads/*"]
-    else:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        cmd = ["git", "clone", "--quiet", "--bare", "--", url, str(folder)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                          env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
-    if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or [f"git exited with {proc.returncode}"])[-1]
-        raise DvcCuvisError(f"--repo {url}: cannot read its git history ({why})")
-    return folder
+    return mirror(url, folder, f"--repo {url}: cannot read its git history")
 
 
-def _dvc_declares(commit: Any, path: str) -> bool:
+def _dvc_declares(git: Git, commit: str, path: str) -> bool:
     """Whether a ``.dvc`` file or the root ``dvc.lock`` at ``commit`` tracks ``path``
     (itself or a folder above it)."""
     parts = path.split("/")
     prefixes = ["/".join(parts[:k]) for k in range(len(parts), 0, -1)]
-    if any(_exists(commit, f"{p}.dvc") for p in prefixes):
+    if any(git.read(commit, f"{p}.dvc") is not None for p in prefixes):
         return True
-    from dvc_cuvis.repo.lockfile import LockFile, LockReadError
-
+    text = git.read(commit, "dvc.lock")
     try:  # the one dvc.lock reader
-        text = (commit.tree / "dvc.lock").data_stream.read().decode("utf-8")
-        lock = LockFile.parse(text, Path("dvc.lock"))
-    except (KeyError, UnicodeDecodeError, LockReadError):
+        lock = LockFile.parse(text.decode("utf-8"), Path("dvc.lock")) if text else None
+    except (UnicodeDecodeError, LockReadError):
         return False
-    return any(os.path.normpath(str(out.get("path", ""))) in prefixes
-               for stage in lock.stages for out in stage.outs if out.get("path"))
-
-
-def _exists(commit: Any, path: str) -> bool:
-    try:
-        commit.tree / path
-        return True
-    except KeyError:
-        return False
+    return lock is not None and any(stage.writes(p) for stage in lock.stages
+                                    for p in prefixes)
 
 
 def load_version(

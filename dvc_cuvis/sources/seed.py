@@ -83,12 +83,11 @@ def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
         if found is None:
             return {}
         lock_dir, stage = found
-        recorded = {os.path.normpath(str(e.get("path", ""))): e.get("md5") for e in stage.outs}
         files = {}
         for path in (out_r, metrics_r):
             rel = os.path.relpath(path, top).replace(os.sep, "/")
             data = read(rel)
-            want = recorded.get(os.path.normpath(os.path.relpath(path, lock_dir)))
+            want = (stage.output(os.path.relpath(path, lock_dir)) or {}).get("md5")
             if data is None or not want or hashlib.md5(data).hexdigest() != want:
                 return {}  # not committed, or not what the stage wrote
             files[path] = data
@@ -181,10 +180,9 @@ def _find_stage(read: Any, top: str, out: str, metrics: str) -> tuple[str, Stage
         text = read(prefix + "dvc.lock")
         if text is not None:
             lock = LockFile.parse(text.decode("utf-8"), Path(d) / "dvc.lock")
-            want = {os.path.normpath(os.path.relpath(p, d)) for p in (out, metrics)}
+            want = [os.path.relpath(p, d) for p in (out, metrics)]
             for stage in lock.stages:
-                outs = {os.path.normpath(str(e.get("path", ""))) for e in stage.outs}
-                if want <= outs and _argv(stage.cmd)[:2] == list(COMMAND):
+                if all(map(stage.writes, want)) and _argv(stage.cmd)[:2] == list(COMMAND):
                     return (d, stage) if _plain_wdir(read(prefix + "dvc.yaml"), stage) else None
         if d == top:
             return None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, RepoError, first_line
 from dvc_cuvis.train.stages import setup_stages
 
 __all__ = ["StageFrames", "Version", "open_version", "resolve_commit", "stage_frames"]
@@ -59,32 +59,21 @@ def _is_local(repo: str) -> bool:
 
 def resolve_commit(repo: str, rev: str) -> str:
     """The full commit id of ``rev`` in ``repo`` (a path or git URL); unknown = clear error."""
-    import subprocess
+    from dvc_cuvis.repo.git import Git, remote_commit, unknown_revision
 
     if not rev or not isinstance(rev, str):
         raise DvcCuvisError(f"rev must name a git tag, branch or commit, got {rev!r}")
     if _is_local(repo):
-        from dvc_cuvis.review.history import GitTree
-
         try:
-            commit: str = GitTree(repo).commit(rev).hexsha
-        except DvcCuvisError as exc:
-            raise DvcCuvisError(f"{repo}: {exc} (rev names a git tag, branch or commit of "
-                                "the dataset repository)") from None
+            return Git(repo).commit(rev)
+        except RepoError as exc:
+            raise RepoError(f"{repo}: {exc}") from None
+    commit = remote_commit(repo, rev)
+    if commit is not None:
         return commit
-    proc = subprocess.run(["git", "ls-remote", "--", repo, rev, f"{rev}^{{}}"],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or ["git ls-remote failed"])[-1]
-        raise DvcCuvisError(f"{repo}: cannot read the repository ({why})")
-    refs = [line.split("\t") for line in proc.stdout.splitlines() if "\t" in line]
-    peeled = [sha for sha, ref in refs if ref.endswith("^{}")]
-    if peeled or refs:
-        return (peeled or [refs[0][0]])[0]
     if len(rev) >= 7 and all(c in "0123456789abcdef" for c in rev.lower()):
         return rev  # a commit id: DVC's clone checks it
-    raise DvcCuvisError(f"{repo}: unknown revision {rev!r} (rev names a git tag, branch or "
-                        "commit of the dataset repository)")
+    raise RepoError(f"{repo}: {unknown_revision(rev)}")
 
 
 def _open(repo: str, commit: str, cache_dir: str | os.PathLike[str] | None) -> Any:
@@ -96,7 +85,7 @@ def _open(repo: str, commit: str, cache_dir: str | os.PathLike[str] | None) -> A
         return open_repo(os.path.abspath(repo) if _is_local(repo) else repo, rev=commit,
                          config=config)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc, type(exc).__name__)
         raise DvcCuvisError(f"{repo}@{commit[:12]}: cannot open it as a DVC repository "
                             f"({first})") from None
 
@@ -109,7 +98,7 @@ def _read(dvc_repo: Any, path: str, where: str) -> bytes:
     except FileNotFoundError:
         raise DvcCuvisError(f"{where}: {path} does not exist at that revision") from None
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc, type(exc).__name__)
         raise DvcCuvisError(f"{where}: {path}: cannot read it ({first})") from None
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from dvc_cuvis import paths
+import dvc_cuvis.repo
+from dvc_cuvis import _io, paths
 from dvc_cuvis.repo import git as repo
+from dvc_cuvis.repo import lockfile
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -61,37 +64,35 @@ def test_roots(project: Path, tmp_path: Path) -> None:
 
 
 def test_find_lock_stops_at_the_repository_root(project: Path, tmp_path: Path) -> None:
-    assert repo.find_lock(project / "data/a") is None
+    assert lockfile.find_lock(project / "data/a") is None
     (project / "dvc.lock").write_text("schema: '2.0'\n")
-    assert repo.find_lock(project / "data/a/b") == project / "dvc.lock"
+    assert lockfile.find_lock(project / "data/a/b") == project / "dvc.lock"
     (tmp_path / "dvc.lock").write_text("schema: '2.0'\n")  # above the root: not this project's
     (project / "dvc.lock").unlink()
-    assert repo.find_lock(project / "data") is None
+    assert lockfile.find_lock(project / "data") is None
 
 
 def test_yaml_errors_name_the_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "params.yaml"
     bad.write_text("bake:\n  seed: 1\n  val: [1,\n")
     with pytest.raises(repo.RepoError, match=r"params.yaml:\d+: not valid YAML"):
-        repo.read_yaml(bad)
+        _io.read_yaml(bad)
     (tmp_path / "empty.yaml").write_text("")
-    assert repo.read_yaml(tmp_path / "empty.yaml") == {}
+    assert _io.read_yaml(tmp_path / "empty.yaml") == {}
     (tmp_path / "bom.yaml").write_bytes(b"\xef\xbb\xbfa: 1\n")
-    assert repo.read_yaml(tmp_path / "bom.yaml") == {"a": 1}
+    assert _io.read_yaml(tmp_path / "bom.yaml") == {"a": 1}
     (tmp_path / "latin.yaml").write_bytes(b"a: \xe9\n")
     with pytest.raises(repo.RepoError, match=r"latin\.yaml: not UTF-8"):
-        repo.read_yaml(tmp_path / "latin.yaml")
+        _io.read_yaml(tmp_path / "latin.yaml")
     with pytest.raises(repo.RepoError, match=r"missing\.yaml: cannot be read"):
-        repo.read_yaml(tmp_path / "missing.yaml")
+        _io.read_yaml(tmp_path / "missing.yaml")
 
 
 def test_dvc_lock_and_its_params_are_read_through_this_module(tmp_path: Path) -> None:
-    """lockfile's readers: find_lock is this module's; a dvc.lock that is not YAML names its
+    """lockfile's readers: find_lock is the face's; a dvc.lock that is not YAML names its
     line (lockfile's own error); a recorded params file that cannot be read, even one that is
     not UTF-8, is a changed value (no traceback)."""
-    from dvc_cuvis.repo import lockfile
-
-    assert lockfile.find_lock is repo.find_lock
+    assert lockfile.find_lock is dvc_cuvis.repo.find_lock
     bad = tmp_path / "dvc.lock"
     bad.write_text("stages:\n  bake:\n    cmd: [x,\n")
     with pytest.raises(lockfile.LockReadError, match=r"dvc\.lock:\d+: unreadable dvc\.lock \(not "
@@ -168,7 +169,7 @@ def test_closing_stops_git_when_a_read_is_cut_short(tmp_path: Path) -> None:
 
 
 def test_not_a_git_repository(tmp_path: Path) -> None:
-    with pytest.raises(repo.RepoError, match="not inside a git repository"):
+    with pytest.raises(repo.RepoError, match="not a git repository"):
         repo.Git(tmp_path)
 
 
@@ -185,3 +186,94 @@ def test_what_tracks_a_path(project: Path) -> None:
     assert repo.tracked_by(project / "sub/plain.txt") == stage
     assert repo.tracked_by(project / "sub/out") is None  # the folder above an output
     assert repo.tracked_by(project / "sub/other.txt") is None
+
+
+def test_what_tracks_a_path_in_foreach_and_matrix_stages(project: Path) -> None:
+    """Stages DVC expands (``foreach``, ``matrix``, ``${}`` from params.yaml) track their
+    outputs under the names DVC gives them, as ``dvc status`` sees them."""
+    import shutil
+
+    from dvc.repo import Repo
+
+    shutil.rmtree(project / ".dvc")
+    Repo.init(str(project)).close()
+    (project / "params.yaml").write_text("days: [mon, tue]\nout: frames\n")
+    (project / "dvc.yaml").write_text(
+        "stages:\n"
+        "  day:\n    foreach: ${days}\n    do:\n      cmd: echo ${item}\n"
+        "      outs:\n      - ${out}/${item}\n"
+        "  grid:\n    matrix:\n      size: [s, l]\n      band: [4, 8]\n"
+        "    cmd: echo ${item.size}\n    outs:\n    - grid/${item.size}-${item.band}.npz\n"
+        "    metrics:\n    - metrics/${item.size}-${item.band}.json:\n        cache: false\n")
+    assert repo.tracked_by(project / "frames/tue/f.npz") == (
+        "stage", "the output of stage 'day@tue' in dvc.yaml")
+    assert repo.tracked_by(project / "frames/mon") == (
+        "stage", "the output of stage 'day@mon' in dvc.yaml")
+    assert repo.tracked_by(project / "frames/wed/f.npz") is None
+    assert repo.tracked_by(project / "frames") is None  # the folder above the outputs
+    assert repo.tracked_by(project / "grid/l-8.npz") == (
+        "stage", "the output of stage 'grid@l-8' in dvc.yaml")
+    assert repo.tracked_by(project / "metrics/s-4.json") == (
+        "stage", "the output of stage 'grid@s-4' in dvc.yaml")
+    assert repo.tracked_by(project / "grid/m-8.npz") is None
+
+
+def test_one_error_for_an_unknown_revision(project: Path, tmp_path: Path) -> None:
+    """Every reader of revisions asks the one git client, so an unknown revision reads the
+    same wherever it is named: the files of a split, its log, a dataset version; a shallow
+    clone's says how to fetch more history."""
+    from dvc_cuvis.review.history import GitTree
+    from dvc_cuvis.review.log import split_log
+    from dvc_cuvis.train.versioned import resolve_commit
+
+    want = "unknown revision 'v9' (a tag, branch or commit; `git tag` lists the tags)"
+    tree = GitTree(project)
+    raised = []
+    for call in (lambda: repo.Git(project).commit("v9"), lambda: tree.commit("v9"),
+                 lambda: tree.read("v9", "notes.txt"),
+                 lambda: next(split_log(tree, "splits.json", "universe.csv", rev="v9"))):
+        with pytest.raises(repo.RepoError) as err:
+            call()
+        raised.append((type(err.value), str(err.value)))
+    assert raised == [(repo.RepoError, want)] * 4
+    with pytest.raises(repo.RepoError) as err:
+        resolve_commit(str(project), "v9")
+    assert str(err.value) == f"{project}: {want}"
+    assert tree.commit("v1") == repo.Git(project).commit("v1") == resolve_commit(
+        str(project), "v1") == git(project, "rev-parse", "v1").strip()
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", project.as_uri(), str(shallow))
+    hint = ("unknown revision 'v1' — this is a shallow clone: fetch more history "
+            "(`git fetch --unshallow`)")
+    for call in (lambda: repo.Git(shallow).commit("v1"),
+                 lambda: GitTree(shallow).read("v1", "notes.txt")):
+        with pytest.raises(repo.RepoError, match=re.escape(hint)):
+            call()
+
+
+def test_a_remote_is_asked_through_the_same_client(project: Path, tmp_path: Path) -> None:
+    """A dataset repository named by URL: its tags resolve to commits (an annotated tag to
+    its commit), an unknown name is the same error, an unreadable remote names git's reason."""
+    from dvc_cuvis.train.versioned import resolve_commit
+
+    git(project, "tag", "-a", "v2", "-m", "annotated")
+    url = project.as_uri()
+    head = git(project, "rev-parse", "HEAD").strip()
+    assert repo.remote_commit(url, "v2") == head == resolve_commit(url, "v2")
+    assert repo.remote_commit(url, "v1") == git(project, "rev-parse", "v1").strip()
+    assert repo.remote_commit(url, "v9") is None
+    with pytest.raises(repo.RepoError, match=re.escape(
+            f"{url}: unknown revision 'v9' (a tag, branch or commit; `git tag` lists the tags)")):
+        resolve_commit(url, "v9")
+    gone = (tmp_path / "gone").as_uri()
+    with pytest.raises(repo.RepoError, match=rf"^{re.escape(gone)}: cannot read the repository "
+                                             r"\(.+\)$"):
+        resolve_commit(gone, "v1")
+    folder = repo.mirror(url, tmp_path / "m.git", "mirror")
+    assert repo.Git(folder).commit("v2") == head
+    git(project, "commit", "-q", "--allow-empty", "-m", "v3")
+    git(project, "tag", "v3")
+    assert repo.Git(repo.mirror(url, folder, "mirror")).commit("v3") == git(
+        project, "rev-parse", "v3").strip()  # fetched, not cloned again
+    with pytest.raises(repo.RepoError, match=r"^mirror \(.+\)$"):
+        repo.mirror(gone, tmp_path / "n.git", "mirror")
