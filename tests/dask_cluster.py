@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -59,18 +59,15 @@ class Cluster:
         """How many clients have connected to the scheduler so far (from its log)."""
         return self.log("scheduler", tail=None).count("Receive client connection")
 
-    def points(self, worker: int) -> list[str]:
-        """The testpoints worker ``worker`` passed so far (``DVC_CUVIS_TESTPOINT_LOG``)."""
-        path = self.tmp / f"worker{worker}.points"
-        return path.read_text().splitlines() if path.exists() else []
-
-    def add_worker(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """One worker process (no nanny: a killed worker stays dead), one thread."""
+    def add_worker(self, env: dict[str, str] | None = None, args: Sequence[str] = ()
+                   ) -> subprocess.Popen[bytes]:
+        """One worker process (no nanny: a killed worker stays dead), one thread; ``args``:
+        more ``dask worker`` options (a ``--preload`` module and its own options, say)."""
         name = f"worker{len(self.workers)}"
         self._spawn(name, ["distributed.cli.dask_worker", self.address, "--nthreads", "1",
                            "--nworkers", "1", "--no-nanny", "--host", "127.0.0.1",
                            "--dashboard-address", "127.0.0.1:0", "--name", name,
-                           "--local-directory", str(self.tmp / name)], env)
+                           "--local-directory", str(self.tmp / name), *args], env)
         self.workers.append(self.procs[-1])
         return self.procs[-1]
 
@@ -101,8 +98,8 @@ def cluster(tmp: Path, workers: int = 0, env: dict[str, str] | None = None
     c = None
     try:
         c = Cluster(tmp, env)
-        for i in range(workers):  # each worker logs the testpoints it passes
-            c.add_worker({"DVC_CUVIS_TESTPOINT_LOG": str(tmp / f"worker{i}.points")})
+        for _ in range(workers):
+            c.add_worker()
         if workers:
             c.wait_for_workers(workers)
         yield c

@@ -25,6 +25,7 @@ import pytest
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.model.universe_io import format_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from tests.helpers import crashpoints
 from tests.dask_cluster import START_S, Cluster, cluster
 from tests.materialize.test_materialize import tiff_project, tree
 
@@ -33,8 +34,18 @@ pytestmark = pytest.mark.slow  # a few seconds per cluster; CI runs every test
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """One scheduler, two worker processes, shared by this module's identity tests."""
-    with cluster(tmp_path_factory.mktemp("cluster"), workers=2) as c:
+    with cluster(tmp_path_factory.mktemp("cluster")) as c:
+        for i in range(2):  # each worker logs the crash points it passes
+            c.add_worker(crashpoints.child_env(),
+                         crashpoints.worker_options(log=c.tmp / f"worker{i}.points"))
+        c.wait_for_workers(2)
         yield c
+
+
+def points(c: Cluster, worker: int) -> list[str]:
+    """The crash points worker ``worker`` of ``c`` passed so far (from its log)."""
+    path = c.tmp / f"worker{worker}.points"
+    return path.read_text().splitlines() if path.exists() else []
 
 
 @pytest.fixture
@@ -73,7 +84,7 @@ def test_materialize_on_worker_processes_writes_the_local_bytes(
     assert "12 written" in done.stdout
     assert tree(project / "dask") == ref
     # both worker processes wrote frames (one worker alone would prove less about a cluster)
-    written = [two_workers.points(i).count("materialize.frame-written") for i in range(2)]
+    written = [points(two_workers, i).count("materialize.frame-written") for i in range(2)]
     assert sum(written) == 12 and min(written) >= 1, written
     assert not (two_workers.cwd / "dask").exists()  # nothing written relative to a worker
 
@@ -185,7 +196,8 @@ def test_a_worker_killed_mid_run(
     with cluster(tmp_path / "kill", env=sched_env) as c:
         # the only worker at first: it takes the tasks and SIGKILLs itself with a frame's
         # bytes in its temp file, not yet renamed into place
-        killer = c.add_worker({"DVC_CUVIS_TESTPOINT": kill_at})
+        killer = c.add_worker(crashpoints.child_env(),
+                              crashpoints.worker_options(kill=kill_at))
         c.wait_for_workers(1)
         run = subprocess.Popen(materialize_cmd("dask", "--executor", "dask", "--scheduler",
                                                c.address),
