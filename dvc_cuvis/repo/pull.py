@@ -283,10 +283,13 @@ def remote_sizes(root: Path, files: Sequence[FetchFile], remote: str | None = No
 
 def verify_files(root: Path, files: Sequence[FetchFile], *, progress: bool = False,
                  where: str = "universe.csv",
-                 path_of: Callable[[FetchFile], Path] | None = None) -> int:
+                 path_of: Callable[[FetchFile], Path] | None = None,
+                 refuse: Callable[[FetchFile, Path, str | None], DvcCuvisError] | None = None,
+                 ) -> int:
     """md5 of every file against what ``where`` records; bytes hashed.
 
-    Raises :class:`DvcCuvisError` naming the first file that is missing or differs.
+    Raises :class:`DvcCuvisError` naming the first file that is missing or differs: the
+    one ``refuse(file, path, actual md5 or None when unreadable)`` returns, when given.
     """
     from dvc_cuvis.digests.hashing import file_md5
     from dvc_cuvis.progress import progress as bar
@@ -300,8 +303,12 @@ def verify_files(root: Path, files: Sequence[FetchFile], *, progress: bool = Fal
             actual = file_md5(path)
             total += path.stat().st_size
         except OSError:
+            if refuse is not None:
+                raise refuse(f, path, None) from None
             raise DvcCuvisError(f"{f.path}: not on disk after the fetch") from None
         if actual != f.md5:
+            if refuse is not None:
+                raise refuse(f, path, actual)
             raise DvcCuvisError(f"{f.path}: md5 {actual} differs from {f.md5} recorded in "
                                 f"{where}; the remote holds other bytes than were enumerated "
                                 "(re-push them, or re-enumerate)")

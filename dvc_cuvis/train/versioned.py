@@ -19,12 +19,17 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.errors import DvcCuvisError, RepoError, first_line
 from dvc_cuvis.train.stages import setup_stages
+
+if TYPE_CHECKING:
+    from dvc_cuvis.repo.pull import FetchFile
 
 __all__ = ["StageFrames", "Version", "open_version", "resolve_commit", "stage_frames"]
 
@@ -154,10 +159,8 @@ def stage_frames(
         Unknown revision, unreadable files, a stage that selects nothing, a file DVC
         cannot fetch, or a fetched file whose md5 differs from the universe's record.
     """
-    from dvc_cuvis.digests.hashing import file_md5
-    from dvc_cuvis.model.splits import STAGES, parse_splits, resolve
-    from dvc_cuvis.model.universe_io import parse_universe_bytes
-    from dvc_cuvis.repo.pull import dvc_error, granular_targets, quiet_dvc
+    from dvc_cuvis.model.splits import STAGES
+    from dvc_cuvis.repo.pull import verify_files
 
     if stage not in STAGES:
         raise DvcCuvisError(f"stage {stage!r}: choose from {', '.join(STAGES)}")
@@ -166,71 +169,112 @@ def stage_frames(
     where = f"{repo_s}@{rev}"
     dvc_repo = _open(repo_s, commit, cache_dir)
     try:
-        if splits is not None:
-            cfg = splits
-        else:
-            text = _read(dvc_repo, splits_path, where)
-            cfg = parse_splits(text.decode("utf-8-sig"), path=f"{where}:{splits_path}")
-        uni = parse_universe_bytes(_read(dvc_repo, universe_csv, where),
-                                   path=Path(f"{rev}:{universe_csv}"))
-        res = resolve(cfg, uni, name_to_id=name_to_id, where=f"{where}:{splits_path}")
-        positions = [int(p) for p in res.stages[stage]]
-        folder = posixpath.dirname(universe_csv)
-        md5s = uni.column("md5") if uni.has_column("md5") else None
-        paths_col = uni.column("materialized_path") if uni.has_column("materialized_path") \
-            else None
-        files, recorded = [], {}
-        for p in positions:
-            rel = (paths_col[p] if paths_col is not None else "") or uni.source(p)
-            path = _inside(folder, rel, f"{where}:{universe_csv} row {p + 1}")
-            files.append(path)
-            if md5s is None or not md5s[p]:
-                raise DvcCuvisError(f"{where}:{universe_csv}: row {p + 1} records no md5 for "
-                                    f"{path}; a version is served only verified (enumerate "
-                                    "with hashing)")
-            recorded[path] = md5s[p]
-        wanted = sorted(set(files))
-        with quiet_dvc() as log, granular_targets(dvc_repo):
-            try:
-                fetched = int(dvc_repo.fetch(targets=wanted, remote=remote, jobs=jobs) or 0)
-            except Exception as exc:
-                raise dvc_error(exc, f"{where}: fetch", log) from None
-        odb = dvc_repo.cache.local
-        local: dict[str, Path] = {}
-        for path in wanted:
-            try:
-                info = dvc_repo.dvcfs.info(path)
-            except FileNotFoundError:
-                raise DvcCuvisError(f"{where}: {path} is not tracked at that revision "
-                                    "(neither in git nor by DVC)") from None
-            oid = (info.get("dvc_info") or {}).get("md5") or info.get("md5")
-            if not oid:
-                raise DvcCuvisError(f"{where}: {path} is not DVC-tracked at that revision")
-            obj = Path(odb.oid_to_path(oid))
-            if not obj.is_file():  # a granular fetch can skip an entry of a cached .dir
-                with quiet_dvc(), contextlib.suppress(Exception), \
-                        dvc_repo.dvcfs.open(path, "rb", cache=True):
-                    fetched += 1
-            try:
-                actual = file_md5(obj)
-            except OSError:
-                raise DvcCuvisError(f"{where}: {path} was not fetched into the DVC cache "
-                                    f"({obj}); is it pushed to the remote?") from None
-            if actual != recorded[path]:
-                if actual != oid:  # the object itself is corrupt: a retry must download it
-                    with contextlib.suppress(OSError):
-                        os.chmod(obj, 0o644)
-                        os.unlink(obj)
-                raise DvcCuvisError(
-                    f"{where}: {path}: the fetched bytes have md5 {actual}, but "
-                    f"{universe_csv} at {rev} records {recorded[path]}; refusing to serve "
-                    "it (the remote's copy is corrupt, or the universe is stale)")
-            local[path] = obj
+        cfg = splits if splits is not None else _read_splits(dvc_repo, splits_path, where)
+        uni, positions, files, wanted = _stage_files(dvc_repo, cfg, stage, where, rev,
+                                                     splits_path, universe_csv, name_to_id)
+        fetched = _fetch(dvc_repo, [f.path for f in wanted], where, remote, jobs)
+        local, oids, more = _cache_objects(dvc_repo, [f.path for f in wanted], where)
+        verify_files(Path("."), wanted, path_of=lambda f: local[f.path],
+                     refuse=_refusal(where, f"{universe_csv} at {rev}", oids))
     finally:
         dvc_repo.close()
-    stage_uni = uni.take(positions)
     return StageFrames(repo_s, rev, commit, stage, uni.uids(positions), files,
-                       [local[f] for f in files], stage_uni, fetched)
+                       [local[f] for f in files], uni.take(positions), fetched + more)
+
+
+def _read_splits(dvc_repo: Any, splits_path: str, where: str) -> Any:
+    """The split file at the revision, parsed (its errors name ``where:splits_path``)."""
+    from dvc_cuvis.model.splits import parse_splits
+
+    text = _read(dvc_repo, splits_path, where)
+    return parse_splits(text.decode("utf-8-sig"), path=f"{where}:{splits_path}")
+
+
+def _stage_files(dvc_repo: Any, cfg: Any, stage: str, where: str, rev: str, splits_path: str,
+                 universe_csv: str, name_to_id: dict[str, int] | None,
+                 ) -> tuple[Any, list[int], list[str], list[FetchFile]]:
+    """The universe at the revision, the stage's rows in it, each row's frame file (a
+    repository path) and the files with the md5 the universe records (each once, sorted)."""
+    from dvc_cuvis.model.splits import resolve
+    from dvc_cuvis.model.universe_io import parse_universe_bytes
+    from dvc_cuvis.repo.pull import FetchFile
+
+    uni = parse_universe_bytes(_read(dvc_repo, universe_csv, where),
+                               path=Path(f"{rev}:{universe_csv}"))
+    res = resolve(cfg, uni, name_to_id=name_to_id, where=f"{where}:{splits_path}")
+    positions = [int(p) for p in res.stages[stage]]
+    folder = posixpath.dirname(universe_csv)
+    md5s, frames = uni.column("md5"), uni.frame_files()
+    files, recorded = [], {}
+    for p in positions:
+        path = _inside(folder, frames[p], f"{where}:{universe_csv} row {p + 1}")
+        if not md5s[p]:
+            raise DvcCuvisError(f"{where}:{universe_csv}: row {p + 1} records no md5 for "
+                                f"{path}; a version is served only verified (enumerate "
+                                "with hashing)")
+        files.append(path)
+        recorded[path] = md5s[p]
+    counts = Counter(files)
+    return uni, positions, files, [FetchFile(f, recorded[f], counts[f]) for f in sorted(recorded)]
+
+
+def _fetch(dvc_repo: Any, paths: list[str], where: str, remote: str | None,
+           jobs: int | None) -> int:
+    """DVC's granular fetch of ``paths`` into the cache; how many objects it downloaded."""
+    from dvc_cuvis.repo.pull import dvc_error, granular_targets, quiet_dvc
+
+    with quiet_dvc() as log, granular_targets(dvc_repo):
+        try:
+            return int(dvc_repo.fetch(targets=paths, remote=remote, jobs=jobs) or 0)
+        except Exception as exc:
+            raise dvc_error(exc, f"{where}: fetch", log) from None
+
+
+def _cache_objects(dvc_repo: Any, paths: list[str], where: str,
+                   ) -> tuple[dict[str, Path], dict[str, str], int]:
+    """Each path's object in the local DVC cache and its DVC md5, and how many objects were
+    read in besides the fetch (a granular fetch can skip an entry of a cached ``.dir``)."""
+    from dvc_cuvis.repo.pull import quiet_dvc
+
+    odb = dvc_repo.cache.local
+    local: dict[str, Path] = {}
+    oids: dict[str, str] = {}
+    more = 0
+    for path in paths:
+        try:
+            info = dvc_repo.dvcfs.info(path)
+        except FileNotFoundError:
+            raise DvcCuvisError(f"{where}: {path} is not tracked at that revision "
+                                "(neither in git nor by DVC)") from None
+        oid = (info.get("dvc_info") or {}).get("md5") or info.get("md5")
+        if not oid:
+            raise DvcCuvisError(f"{where}: {path} is not DVC-tracked at that revision")
+        local[path], oids[path] = Path(odb.oid_to_path(oid)), oid
+        if not local[path].is_file():
+            with quiet_dvc(), contextlib.suppress(Exception), \
+                    dvc_repo.dvcfs.open(path, "rb", cache=True):
+                more += 1
+    return local, oids, more
+
+
+def _refusal(where: str, record: str, oids: dict[str, str],
+             ) -> Callable[[FetchFile, Path, str | None], DvcCuvisError]:
+    """How a served frame that fails its md5 is refused; a corrupt cache object (bytes
+    that are not DVC's md5 either) is removed, so a retry downloads it again."""
+
+    def refuse(f: FetchFile, obj: Path, actual: str | None) -> DvcCuvisError:
+        if actual is None:
+            return DvcCuvisError(f"{where}: {f.path} was not fetched into the DVC cache "
+                                 f"({obj}); is it pushed to the remote?")
+        if actual != oids[f.path]:
+            with contextlib.suppress(OSError):
+                os.chmod(obj, 0o644)
+                os.unlink(obj)
+        return DvcCuvisError(f"{where}: {f.path}: the fetched bytes have md5 {actual}, but "
+                             f"{record} records {f.md5}; refusing to serve it (the remote's "
+                             "copy is corrupt, or the universe is stale)")
+
+    return refuse
 
 
 # -- a version as a local view: what the plugin's DataModules load ----------------------
