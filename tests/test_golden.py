@@ -52,8 +52,11 @@ def write_inputs(root: Path) -> None:
 
 
 def digests(root: Path) -> dict[str, str]:
+    """Every output's sha256, but the spectral summaries: their values are pinned to float32
+    rounding (test_golden_summaries), not their bytes."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".materialize.lock"}
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".materialize.lock"
+            and not p.relative_to(root).as_posix().startswith("out/summaries/")}
 
 
 def run_library(root: Path) -> None:
@@ -147,3 +150,42 @@ def test_the_cli_writes_the_golden_bytes(tmp_path: Path) -> None:
     run("materialize", "--universe", "universe.csv", "--splits", "splits.json", "--out-dir",
         "out", "--stat-cache", "none")
     assert digests(tmp_path) == GOLDEN
+
+
+#: A few summary values of the golden frames, to float32 rounding (summaries: the recipe in
+#: dvc_cuvis/materialize/summaries.py; these frames are small enough that every pixel counts).
+GOLDEN_SUMMARIES = {
+    "frames/day1/line-a/frame_0000.npz.000000.npz": {
+        "mean": [0.4314433, 0.4623711, 0.49329895], "std": [0.27288008] * 3,
+        "categories": {"0": (20, [0.4314433, 0.4623711, 0.49329895])}},
+    "frames/day2/line-a/frame_0000.npz.000000.npz": {
+        "mean": [0.5505155, 0.4329897, 0.5154639], "std": [0.2936317, 0.2770109, 0.2770109],
+        "categories": {"0": (11, [0.60449857, 0.41424555, 0.49671978]),
+                       "2": (9, [0.48453608, 0.45589918, 0.5383734])}},
+}
+
+
+def test_golden_summaries(tmp_path: Path) -> None:
+    """The spectral summaries of the golden frames: pinned values, and numpy's own figures."""
+    write_inputs(tmp_path)
+    run_library(tmp_path)
+    shards = sorted((tmp_path / "out/summaries").rglob("%summary.json"))
+    assert [p.parent.relative_to(tmp_path / "out/summaries").as_posix() for p in shards] == \
+        sorted(RECORDINGS)
+    entries = {k: v for p in shards for k, v in json.loads(p.read_text())["frames"].items()}
+    assert len(entries) == sum(RECORDINGS.values())
+    for name, want in GOLDEN_SUMMARIES.items():
+        got = entries[name]
+        np.testing.assert_allclose(got["mean"], want["mean"], rtol=2e-7)
+        np.testing.assert_allclose(got["std"], want["std"], rtol=2e-7)
+        assert {k: v["pixels"] for k, v in got["categories"].items()} == \
+            {k: n for k, (n, _) in want["categories"].items()}
+        for k, (_, mean) in want["categories"].items():
+            np.testing.assert_allclose(got["categories"][k]["mean"], mean, rtol=2e-7)
+    for name, got in entries.items():  # every frame against numpy, from the frame itself
+        with np.load(tmp_path / "out" / name) as z:
+            cube = z["cube"].reshape(-1, 3).astype(np.float64)
+        np.testing.assert_allclose(got["mean"], cube.mean(axis=0), rtol=1e-6)
+        np.testing.assert_allclose(got["std"], cube.std(axis=0), rtol=1e-6)
+        assert got["invalid"] == 0 and got["sampled"] == 20 and got["md5"]
+        assert got["thumbnail"]["height"] == 4 and got["thumbnail"]["width"] == 5

@@ -69,6 +69,8 @@ from dvc_cuvis.digests.hashing import list_tree
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.interop.modules import MODULE_COLUMN
+from dvc_cuvis.materialize.summaries import ceiling_of, summarize, to_record
+from dvc_cuvis.materialize.summary_store import THUMBNAIL_CAP, refresh, thumbnail_frames
 from dvc_cuvis.model.frames import (
     Compression,
     FrameWriter,
@@ -216,6 +218,10 @@ def _v1_encode_part(part: str, first: bool) -> str:
 # -- readers (run inside workers) ---------------------------------------------------------
 
 
+#: One written frame: its name, md5, size, and its spectral summary (None: summaries off).
+Written = tuple[str, str, int, "dict[str, Any] | None"]
+
+
 @dataclass(frozen=True)
 class Task:
     """Frames of one physical file to (re)write; plain data so it pickles to any executor."""
@@ -229,10 +235,13 @@ class Task:
     params: ReaderParams
     fsync: bool = True  # False: the caller syncs the file system before it claims the frames
     mapped: bool = False  # map (not read) npz inputs: in a worker process only, see execute
+    summaries: bool = True  # summarize each frame's spectra while its cube is in memory
+    thumbs: frozenset[str] = frozenset()  # the frames whose summary keeps a thumbnail
 
 
-def run_task(task: Task) -> list[tuple[str, str, int]]:
-    """Read, convert and atomically write the task's frames; returns (name, md5, size).
+def run_task(task: Task) -> list[Written]:
+    """Read, convert and atomically write the task's frames; returns (name, md5, size,
+    summary).
 
     Any failure leaves the frame it was producing unwritten (atomic writes) and comes back
     as one error naming the file and frame, even from a worker process or a Dask node.
@@ -240,7 +249,7 @@ def run_task(task: Task) -> list[tuple[str, str, int]]:
     return run_tasks([task])[0]
 
 
-def run_tasks(tasks: list[Task]) -> list[list[tuple[str, str, int]]]:
+def run_tasks(tasks: list[Task]) -> list[list[Written]]:
     """:func:`run_task` of each task, in order, with one writer for all of them.
 
     A frame's md5 is taken while the next frame (of this task or the next) is read and
@@ -250,11 +259,11 @@ def run_tasks(tasks: list[Task]) -> list[list[tuple[str, str, int]]]:
     return list(_run_tasks(tasks))
 
 
-def run_group(tasks: list[Task]) -> tuple[list[list[tuple[str, str, int]]], Exception | None]:
+def run_group(tasks: list[Task]) -> tuple[list[list[Written]], Exception | None]:
     """:func:`run_tasks` for a worker process: the results of the tasks that finished, and
     the error that stopped the rest (None), so a failing task does not take its finished
     group-mates down with it (the caller records them before it reports the error)."""
-    done: list[list[tuple[str, str, int]]] = []
+    done: list[list[Written]] = []
     try:
         for results in _run_tasks(tasks):
             done.append(results)
@@ -263,36 +272,36 @@ def run_group(tasks: list[Task]) -> tuple[list[list[tuple[str, str, int]]], Exce
     return done, None
 
 
-def _run_tasks(tasks: list[Task]) -> Iterator[list[tuple[str, str, int]]]:
+def _run_tasks(tasks: list[Task]) -> Iterator[list[Written]]:
     """Each task's results as soon as its frames' md5s are known (those done before a
     failure first, then the failure)."""
     with FrameWriter() as writer:
-        pending: list[tuple[str, Any]] | None = None
+        pending: list[tuple[str, Any, dict[str, Any] | None]] | None = None
         for task in tasks:
             try:
                 written = _write_task(task, writer)
             except BaseException:
                 if pending is not None:
-                    yield [(name, *writer.result(h)) for name, h in pending]
+                    yield [(name, *writer.result(h), summary) for name, h, summary in pending]
                 raise
             if pending is not None:
-                yield [(name, *writer.result(h)) for name, h in pending]
+                yield [(name, *writer.result(h), summary) for name, h, summary in pending]
             pending = written
         if pending is not None:
-            yield [(name, *writer.result(h)) for name, h in pending]
+            yield [(name, *writer.result(h), summary) for name, h, summary in pending]
 
 
-def _write_task(task: Task, writer: FrameWriter) -> list[tuple[str, Any]]:
-    """Write the task's frames; returns (name, md5 handle) for each."""
-    written: list[tuple[str, Any]] = []
+def _write_task(task: Task, writer: FrameWriter) -> list[tuple[str, Any, dict[str, Any] | None]]:
+    """Write the task's frames; returns (name, md5 handle, summary) for each."""
+    written: list[tuple[str, Any, dict[str, Any] | None]] = []
     try:
-        for _index, name, arrays, origin in _read_frames(task):
+        for _index, name, arrays, origin, ceiling in _read_frames(task):
             try:
                 handle = writer.write(Path(task.out_dir) / name, arrays, task.params.compress,
                                       fsync=task.fsync, origin=origin)
             except zipfile.BadZipFile as exc:  # the input's CRC, checked while writing
                 raise DvcCuvisError(f"{task.path}: cannot read npz frame ({exc})") from None
-            written.append((name, handle))
+            written.append((name, handle, _summary(task, name, arrays, ceiling)))
     except DvcCuvisError:
         raise
     except Exception as exc:  # a reader or the disk failed on an input we did not foresee
@@ -307,10 +316,20 @@ def _write_task(task: Task, writer: FrameWriter) -> list[tuple[str, Any]]:
     return written
 
 
+def _summary(task: Task, name: str, arrays: dict[str, np.ndarray], ceiling: float | None
+             ) -> dict[str, Any] | None:
+    """The frame's spectral summary as stored (None when summaries are off)."""
+    if not task.summaries:
+        return None
+    return to_record(summarize(arrays["cube"], arrays["wavelengths"], arrays.get("class_mask"),
+                               ceiling=ceiling, with_thumbnail=name in task.thumbs))
+
+
 def _read_frames(
     task: Task,
-) -> Iterator[tuple[int, str, dict[str, np.ndarray], NpzInput | None]]:
-    """Each frame's arrays, and the input npz they are views of (its CRC not yet checked)."""
+) -> Iterator[tuple[int, str, dict[str, np.ndarray], NpzInput | None, float | None]]:
+    """Each frame's arrays, the input npz they are views of (its CRC not yet checked), and
+    the saturation value of the input's dtype."""
     p = task.params
     if task.fmt == "npz":
         where = f"{task.path}"
@@ -332,7 +351,7 @@ def _read_frames(
                     raise DvcCuvisError(f"{where}: cannot read npz frame ({exc})") from None
                 raise
             # write_frame checks the CRC (beside its md5 thread) before the frame is named
-            yield index, name, arrays, src
+            yield index, name, arrays, src, ceiling_of(cube.dtype)
     elif task.fmt == "tiff":
         from dvc_cuvis.sources.tiff import read_cube, read_label_map
 
@@ -340,7 +359,7 @@ def _read_frames(
             cube, wl = read_cube(Path(task.path))
             classes = read_label_map(Path(task.annotation)) if task.annotation else None
             yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop,
-                                            task.path), None
+                                            task.path), None, ceiling_of(cube.dtype)
     elif task.fmt == "cu3s":
         from dvc_cuvis.sources.cu3s import Cu3sReader
 
@@ -359,7 +378,7 @@ def _read_frames(
                 classes = class_mask(coco, index, cube.shape[:2], where=Path(task.annotation or ""))
             yield index, name, frame_arrays(
                 cube, wl, task.source, classes, p.crop, f"{task.path}#{index}"
-            ), None
+            ), None, ceiling_of(cube.dtype)
     else:
         raise DvcCuvisError(f"{task.path}: no reader for format {task.fmt!r}")
 
@@ -369,7 +388,7 @@ def _read_frames(
 
 def execute(
     tasks: list[Task], *, jobs: int, executor: str = "local", scheduler: str | None = None
-) -> Iterator[list[tuple[str, str, int]]]:
+) -> Iterator[list[Written]]:
     """Run ``run_task`` over ``tasks`` locally (process pool) or on Dask; yields results."""
     if not tasks:
         return
@@ -516,6 +535,8 @@ class Plan:
     keep: dict[str, dict[str, Any]]
     delete: list[Path]
     migrate: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # new: old, entry
+    #: per frame, the one-frame task that reads it (a kept frame's summary is taken from it)
+    inputs: dict[str, Task] = field(default_factory=dict)
 
 
 def _format_of(uni: Universe, pos: int, path: str) -> str:
@@ -580,12 +601,15 @@ def plan(
     todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]] = {}
     keep: dict[str, dict[str, Any]] = {}
     migrate: dict[str, tuple[str, dict[str, Any]]] = {}
+    inputs: dict[str, Task] = {}
     for pos in rows:
         source, index = uni.source(pos), uni.index(pos)
         fmt, phys, ann = _row_inputs(uni, pos, guard)
         key = _recipe_key(fmt, source, index, phys, ann, params, ref_md5, cache)
         recipe = _recipe(key)
         name = frame_name(source, index)
+        inputs[name] = Task(fmt, str(phys), str(ann) if ann else None, source, ((index, name),),
+                            os.path.abspath(out_dir), params)
         names[pos], recipes[name] = name, recipe
         entry = manifest.get(name)
         target = out_dir / name
@@ -601,7 +625,7 @@ def plan(
                 (index, name))
     tasks = _tasks(todo, out_dir, params)
     delete = _unwanted_files(out_dir, set(recipes) | {old for old, _ in migrate.values()})
-    return Plan(rows, names, recipes, tasks, keep, delete, migrate)
+    return Plan(rows, names, recipes, tasks, keep, delete, migrate, inputs)
 
 
 def _reference_md5s(params: ReaderParams, cache: StatCache) -> dict[str, str]:
@@ -720,6 +744,7 @@ def materialize(
     lock_wait: float = 0.0,
     show_progress: bool = False,
     sync: str = "auto",
+    summaries: bool = True,
 ) -> MaterializeResult:
     """Bring ``out_dir`` to exactly the bytes of a clean run for this universe/split/params.
 
@@ -762,6 +787,10 @@ def materialize(
         A progress bar on stderr.
     sync : {"auto", "fs", "file"}, default "auto"
         The durability scheme (above).
+    summaries : bool, default True
+        Record each frame's spectral summary while its cube is in memory
+        (:mod:`dvc_cuvis.materialize.summaries`), in ``OUT/summaries/``; a frame kept
+        without one is read once more. False leaves valid summaries as they are.
 
     Returns
     -------
@@ -837,8 +866,10 @@ def materialize(
     rows = selected_rows(uni, splits_cfg, select)
     with output_lock(out_dir, wait_s=lock_wait):
         p = plan(uni, rows, out_dir, params, cache)
-        if not per_file:
-            p.tasks = [replace(t, fsync=False) for t in p.tasks]
+        thumbs = _thumbnails(uni, p) if summaries else frozenset()
+        p.tasks = [replace(t, fsync=t.fsync and per_file, summaries=summaries,
+                           thumbs=frozenset(n for _, n in t.frames if n in thumbs))
+                   for t in p.tasks]
         for path in p.delete:  # first, so that no stale file or folder is in a new frame's way
             path.unlink(missing_ok=True)
         manifest: dict[str, dict[str, Any]] = dict(p.keep)
@@ -849,12 +880,14 @@ def materialize(
             execute(p.tasks, jobs=jobs, executor=executor, scheduler=scheduler),
             total=len(p.tasks), desc="materialize", enabled=show_progress,
         )
-        written = _record_results(results, p.recipes, out_dir, manifest, cache)
+        fresh: dict[str, dict[str, Any]] = {}
+        written = _record_results(results, p.recipes, out_dir, manifest, cache, fresh)
         _prune_empty_dirs(out_dir / "frames")
         manifest = {k: manifest[k] for k in sorted(manifest) if k in p.recipes}
         npz_uni = _npz_universe(uni, rows, p.names, manifest, out_dir)
         _write_universe_and_splits(npz_uni, uni, splits_cfg, out_dir)
         _write_manifest(out_dir, manifest)
+        _refresh_summaries(out_dir, p, manifest, fresh, thumbs, summaries)
         _hand_over_outputs(out_dir, cache)
         cache.save()
     return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir,
@@ -862,10 +895,11 @@ def materialize(
 
 
 def _record_results(
-    results: Iterable[list[tuple[str, str, int]]], recipes: dict[str, str], out_dir: Path,
-    manifest: dict[str, dict[str, Any]], cache: StatCache,
+    results: Iterable[list[Written]], recipes: dict[str, str], out_dir: Path,
+    manifest: dict[str, dict[str, Any]], cache: StatCache, fresh: dict[str, dict[str, Any]],
 ) -> int:
-    """Enter each written frame in ``manifest`` (checkpointed every ~5 s); returns the count.
+    """Enter each written frame in ``manifest`` (checkpointed every ~5 s) and its summary in
+    ``fresh``; returns the count.
 
     On a failed frame the manifest is written before the error goes on, so the rerun keeps
     every frame finished before it.
@@ -874,8 +908,10 @@ def _record_results(
     last_checkpoint = time.monotonic()
     try:
         for batch in results:
-            for name, md5, size in batch:
+            for name, md5, size, summary in batch:
                 manifest[name] = {"recipe": recipes[name], "md5": md5, "size": size}
+                if summary is not None:
+                    fresh[name] = summary
                 cache.put(out_dir / name, "md5", md5)  # the next run need not re-hash it
                 written += 1
             if time.monotonic() - last_checkpoint > 5:
@@ -887,6 +923,30 @@ def _record_results(
             cache.save()
         raise
     return written
+
+
+def _thumbnails(uni: Universe, p: Plan) -> frozenset[str]:
+    """The frames whose summaries keep a thumbnail (a capped sample, by uid hash)."""
+    return thumbnail_frames({p.names[pos]: uni.uid(pos) for pos in p.rows}, THUMBNAIL_CAP)
+
+
+def _refresh_summaries(
+    out_dir: Path, p: Plan, manifest: dict[str, dict[str, Any]],
+    fresh: dict[str, dict[str, Any]], thumbs: frozenset[str], enabled: bool,
+) -> None:
+    """Bring the summaries shards in step with the frames of ``manifest``."""
+
+    def again(name: str) -> dict[str, Any]:
+        task = replace(p.inputs[name], thumbs=frozenset({name} & thumbs))
+        for _index, frame, arrays, _origin, ceiling in _read_frames(task):
+            summary = _summary(task, frame, arrays, ceiling)
+            if summary is not None:
+                return summary
+        raise DvcCuvisError(f"{task.path}: no frame to summarize for {name}")  # unreachable
+
+    frames = {name: (p.inputs[name].source, p.inputs[name].frames[0][0], entry["md5"])
+              for name, entry in manifest.items() if name in p.inputs}
+    refresh(out_dir, frames, fresh, thumbs, summarize_frame=again if enabled else None)
 
 
 def _write_universe_and_splits(

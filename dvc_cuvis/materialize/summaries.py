@@ -87,9 +87,11 @@ class FrameSummary:
 
 
 def _f32(values: np.ndarray) -> tuple[float | None, ...]:
-    """float32-rounded values as plain floats; a non-finite value (no valid pixel) is None."""
+    """float32-rounded values as the shortest decimals that read back as the same float32
+    (``0.4314433``, not ``0.43144330382347107``); a non-finite value (no valid pixel) is None."""
     out = np.asarray(values, dtype=np.float64).astype(np.float32)
-    return tuple(float(v) if math.isfinite(v) else None for v in out.tolist())
+    return tuple(float(np.format_float_positional(v, unique=True, trim="-"))
+                 if math.isfinite(v) else None for v in out)
 
 
 def sample_step(height: int, width: int) -> int:

@@ -13,9 +13,10 @@ separators, ``\\n`` line endings.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from dvc_cuvis.materialize.summaries import RECIPE
 SUMMARIES_DIR = "summaries"
 #: A shard's file name in its folder.
 SHARD_NAME = "%summary.json"
+#: Frames of a materialized folder that keep a thumbnail in their summary, at most.
+THUMBNAIL_CAP = 512
 FRAMES_PREFIX = "frames/"
 
 
@@ -101,3 +104,55 @@ def shard_files(out_dir: Path) -> list[Path]:
     """Every shard under a materialized folder, sorted."""
     root = out_dir / SUMMARIES_DIR
     return sorted(root.rglob(SHARD_NAME)) if root.is_dir() else []
+
+
+def _kept(prev: dict[str, Any] | None, md5: str, thumb: bool) -> dict[str, Any] | None:
+    """A stored entry that still holds for a frame of ``md5`` (its thumbnail dropped when no
+    longer wanted); None when the frame must be summarized again."""
+    if prev is None or prev.get("md5") != md5:
+        return None
+    if thumb and "thumbnail" not in prev:
+        return None
+    return prev if thumb else {k: v for k, v in prev.items() if k != "thumbnail"}
+
+
+def refresh(
+    out_dir: Path, frames: Mapping[str, tuple[str, int, str]],
+    fresh: Mapping[str, dict[str, Any]], thumbs: frozenset[str], *,
+    summarize_frame: Callable[[str], dict[str, Any]] | None,
+) -> int:
+    """Bring every shard in step with ``frames`` (name -> source, index, md5).
+
+    A frame's entry is its ``fresh`` summary (written this run), else the stored one if it is
+    of the same md5 (and has a thumbnail where one is wanted), else ``summarize_frame(name)``:
+    the frame is read once more. With ``summarize_frame`` None (summaries off) a frame
+    without a valid entry is left out. Entries of frames gone are dropped, and an emptied
+    shard is removed. Returns how many frames were summarized again.
+    """
+    by_shard: dict[str, list[str]] = {}
+    for name in frames:
+        by_shard.setdefault(shard_of(name), []).append(name)
+    present = {p.relative_to(out_dir).as_posix() for p in shard_files(out_dir)}
+    again = 0
+    for shard in sorted(set(by_shard) | present):
+        old = read_shard(out_dir / shard)
+        entries: dict[str, dict[str, Any]] = {}
+        for name in sorted(by_shard.get(shard, [])):
+            source, index, md5 = frames[name]
+            rec = fresh.get(name) or _kept(old.get(name), md5, name in thumbs)
+            if rec is None and summarize_frame is not None:
+                rec, again = summarize_frame(name), again + 1
+            if rec is not None:
+                entries[name] = {**rec, "source": source, "index": index, "md5": md5}
+        write_shard(out_dir / shard, entries)
+    return again
+
+
+def thumbnail_frames(uids: Mapping[str, str], cap: int) -> frozenset[str]:
+    """The frames (name -> uid) that keep a thumbnail: the ``cap`` smallest uid hashes.
+
+    Adding samples moves the choice only at its margin, and the same split always keeps the
+    same thumbnails.
+    """
+    ranked = sorted((hashlib.sha256(uid.encode()).hexdigest(), name) for name, uid in uids.items())
+    return frozenset(name for _, name in ranked[:cap])

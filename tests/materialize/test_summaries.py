@@ -154,3 +154,87 @@ def test_a_shard_of_another_recipe_counts_as_absent_and_garbage_is_refused(
     path.write_text("{not json")
     with pytest.raises(DvcCuvisError, match="not a summaries shard"):
         read_shard(path)
+
+
+def _inputs(root: Path, n: int = 4) -> None:
+    for i in range(n):
+        d = root / f"rec{i % 2}"
+        d.mkdir(parents=True, exist_ok=True)
+        np.savez(d / f"f{i}.npz", cube=_cube(6, 5, 4, seed=i),
+                 wavelengths=np.array([450, 550, 650, 750]))
+    (root / "universe.csv").write_text(
+        "source,index,format\n" + "".join(f"rec{i % 2}/f{i}.npz,0,npz\n" for i in range(n)))
+
+
+def _run(root: Path, monkeypatch: pytest.MonkeyPatch, **kw: object) -> list[str]:
+    """materialize ``root`` (every sample); returns the sources summarized in this run."""
+    import dvc_cuvis.materialize.core as core
+    from dvc_cuvis import read_universe
+    from dvc_cuvis.materialize import ReaderParams, materialize
+
+    seen: list[str] = []
+    real = core.summarize
+
+    def counting(cube, *a, **k):  # type: ignore[no-untyped-def]
+        seen.append(str(cube.shape))
+        return real(cube, *a, **k)
+
+    monkeypatch.setattr(core, "summarize", counting)
+    materialize(read_universe(root / "universe.csv"), None, root / "out", ReaderParams(),
+                select="all", **kw)  # type: ignore[arg-type]
+    return seen
+
+
+def test_one_changed_frame_recomputes_one_summary_and_kept_frames_keep_theirs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _inputs(tmp_path)
+    assert len(_run(tmp_path, monkeypatch)) == 4
+    shards = sorted((tmp_path / "out/summaries").rglob("%summary.json"))
+    assert len(shards) == 2
+    before = {p: p.read_bytes() for p in shards}
+    assert _run(tmp_path, monkeypatch) == []  # nothing changed: nothing read, same bytes
+    assert {p: p.read_bytes() for p in shards} == before
+    np.savez(tmp_path / "rec1/f3.npz", cube=_cube(6, 5, 4, seed=99),
+             wavelengths=np.array([450, 550, 650, 750]))
+    assert len(_run(tmp_path, monkeypatch)) == 1
+    after = {p: p.read_bytes() for p in shards}
+    assert after[shards[0]] == before[shards[0]] and after[shards[1]] != before[shards[1]]
+    entry = json.loads(shards[1].read_text())["frames"]["frames/rec1/f3.npz.000000.npz"]
+    np.testing.assert_allclose(entry["mean"], _cube(6, 5, 4, seed=99).reshape(-1, 4).mean(0),
+                               rtol=1e-6)
+
+
+def test_frames_without_a_summary_are_read_once_after_summaries_were_off(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _inputs(tmp_path)
+    assert _run(tmp_path, monkeypatch, summaries=False) == []
+    assert not (tmp_path / "out/summaries").exists()
+    assert len(_run(tmp_path, monkeypatch)) == 4  # kept frames: summarized from their input
+    assert _run(tmp_path, monkeypatch) == []
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    _inputs(fresh)
+    _run(fresh, monkeypatch)  # the same frames written fresh: the same shards, byte for byte
+    for p in sorted((fresh / "out/summaries").rglob("%summary.json")):
+        assert p.read_bytes() == (tmp_path / "out" / p.relative_to(fresh / "out")).read_bytes()
+
+
+def test_summaries_of_frames_gone_are_dropped_and_empty_shards_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _inputs(tmp_path)
+    _run(tmp_path, monkeypatch)
+    (tmp_path / "universe.csv").write_text("source,index,format\nrec0/f0.npz,0,npz\n")
+    assert _run(tmp_path, monkeypatch) == []
+    shards = sorted((tmp_path / "out/summaries").rglob("%summary.json"))
+    assert [p.parent.name for p in shards] == ["rec0"]
+    assert list(json.loads(shards[0].read_text())["frames"]) == ["frames/rec0/f0.npz.000000.npz"]
+
+
+def test_a_recipe_change_summarizes_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    import dvc_cuvis.materialize.summary_store as store
+
+    _inputs(tmp_path)
+    _run(tmp_path, monkeypatch)
+    monkeypatch.setattr(store, "RECIPE", RECIPE + 1)
+    assert len(_run(tmp_path, monkeypatch)) == 4

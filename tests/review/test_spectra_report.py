@@ -1,0 +1,190 @@
+"""The report's spectra, end to end: enumerate -> bake -> materialize -> report, no cube read."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.review.test_report import CHROME_FLAGS, require_browser
+
+WL = np.arange(450, 901, 15)  # 31 bands
+SESSIONS = 5
+FRAMES = 10
+
+
+def _write(root: Path, shift: float, shifted: str | None) -> None:
+    """SESSIONS recordings of FRAMES frames; ``shifted`` brighter by ``shift`` in 600-700 nm."""
+    rng = np.random.default_rng(11)
+    for s in range(SESSIONS):
+        for f in range(FRAMES):
+            cube = 0.5 + 0.01 * rng.standard_normal((12, 10, len(WL)))
+            mask = np.zeros((12, 10), np.uint8)
+            mask[:6] = 1
+            cube[:6] += 0.1
+            if f"day{s}" == shifted:
+                cube[..., (WL >= 600) & (WL <= 700)] += shift
+            path = root / "data" / f"day{s}" / f"frame_{f}.npz"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(path, cube=cube.astype(np.float32), wavelengths=WL.astype(np.int32),
+                     class_mask=mask)
+
+
+def _pipeline(root: Path, cli, *report_args: str) -> str:
+    def ok(*args: str) -> None:
+        r = cli(*args, "--no-params")
+        assert r.code == 0, r.err
+
+    ok("enumerate", "--format", "npz", "--root", root / "data", "--out", root / "universe.csv",
+       "--group", "parent", "--stat-cache", "none")
+    ok("bake", "--universe", root / "universe.csv", "--out", root / "splits.json", "--seed", "3",
+       "--val-ratio", "0.2", "--test-ratio", "0.2")
+    ok("materialize", "--universe", root / "universe.csv", "--splits", root / "splits.json",
+       "--out-dir", root / "out", "--stat-cache", "none")
+    return _report(root, cli, *report_args)
+
+
+def _report(root: Path, cli, *args: str) -> str:
+    r = cli("report", "--no-params", "--universe", root / "universe.csv", "--splits",
+            root / "splits.json", "--out", root / "report.html", "--no-check",
+            "--summaries", root / "out", *args)
+    assert r.code == 0, r.err
+    return (root / "report.html").read_text()
+
+
+def _test_session(root: Path) -> str:
+    splits = json.loads((root / "splits.json").read_text())
+    paths = [p for sel in splits["test"] for p in sel.get("paths", [sel.get("path", "")])]
+    days = sorted({re.search(r"day\d+", p).group(0) for p in paths if "day" in p})
+    assert len(days) == 1, splits["test"]  # the session lies wholly in test, and is all of it
+    return days[0]
+
+
+def _pairs(page: str) -> dict[tuple[str, str], dict[str, str]]:
+    rows = re.findall(r'<tr class="balance" ([^>]*)>', page)
+    out = {}
+    for attrs in rows:
+        a = dict(re.findall(r'data-([\w-]+)="([^"]*)"', attrs))
+        out[(a["stage-a"], a["stage-b"])] = a
+    return out
+
+
+@pytest.fixture(scope="module")
+def shifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A project whose one test session is brighter in 600-700 nm (built once)."""
+    from dvc_cuvis.cli import main
+
+    class _Cli:
+        def __call__(self, *args: object):  # a module-scoped stand-in for the cli fixture
+            import contextlib
+            import io
+
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = main([str(a) for a in args])
+            return type("R", (), {"code": code, "err": err.getvalue()})
+
+    root = tmp_path_factory.mktemp("spectra")
+    _write(root, 0.0, None)
+    cli = _Cli()
+    _pipeline(root, cli)
+    day = _test_session(root)
+    shutil.rmtree(root / "data")
+    _write(root, 0.2, day)  # the same split (groups hash the same), one test session brighter
+    _pipeline(root, cli)
+    return root, day
+
+
+def test_a_test_session_brighter_in_a_band_range_is_flagged(shifted, cli) -> None:
+    root, _ = shifted
+    page = (root / "report.html").read_text()
+    assert 'id="spectra"' in page
+    pairs = _pairs(page)
+    assert pairs[("train", "test")]["flagged"] == "true"
+    lo, hi = (float(v) for v in pairs[("train", "test")]["range"].split(",")[0].split("-"))
+    assert 600 <= lo <= hi <= 700
+    assert pairs[("train", "val")]["flagged"] == "false"
+    assert "train and test differ in" in page
+    assert len(re.findall(r'<img class="thumb" data-uid="[^"]+" data-stage="test"', page)) >= 1
+
+
+def test_the_same_data_without_the_shift_flags_nothing(tmp_path: Path, cli) -> None:
+    _write(tmp_path, 0.0, None)
+    page = _pipeline(tmp_path, cli)
+    flags = [a["flagged"] for a in _pairs(page).values()]
+    assert flags and set(flags) == {"false"}
+
+
+def test_the_report_draws_every_spectrum_after_the_frames_are_deleted(shifted, cli,
+                                                                      tmp_path: Path) -> None:
+    root, _ = shifted
+    copy = tmp_path / "p"
+    shutil.copytree(root, copy)
+    shutil.rmtree(copy / "out" / "frames")
+    shutil.rmtree(copy / "data")
+    page = _report(copy, cli, "--spectra-plot", copy / "spectra.json")
+    assert _pairs(page) == _pairs((root / "report.html").read_text())
+    rows = json.loads((copy / "spectra.json").read_text())
+    assert {r["stage"] for r in rows} == {"train", "val", "test"}
+    assert len(rows) == 3 * len(WL) and {"wavelength", "mean", "std"} <= set(rows[0])
+
+
+def test_without_summaries_the_report_says_how_to_get_them(tmp_path: Path, cli) -> None:
+    _write(tmp_path, 0.0, None)
+    r = cli("enumerate", "--no-params", "--format", "npz", "--root", tmp_path / "data", "--out",
+            tmp_path / "universe.csv", "--group", "parent", "--stat-cache", "none")
+    assert r.code == 0
+    assert cli("bake", "--no-params", "--universe", tmp_path / "universe.csv", "--out",
+               tmp_path / "splits.json").code == 0
+    assert cli("materialize", "--no-params", "--universe", tmp_path / "universe.csv",
+               "--splits", tmp_path / "splits.json", "--out-dir", tmp_path / "out",
+               "--no-summaries", "--stat-cache", "none").code == 0
+    assert not (tmp_path / "out" / "summaries").exists()
+    page = _report(tmp_path, cli)
+    assert 'data-metric="spectra-absent"' in page and "--no-summaries" in page
+
+
+def test_a_shard_out_of_step_is_refused_naming_it(shifted, cli, tmp_path: Path) -> None:
+    root, _ = shifted
+    copy = tmp_path / "p"
+    shutil.copytree(root, copy)
+    shard = next((copy / "out" / "summaries").rglob("%summary.json"))
+    data = json.loads(shard.read_text())
+    name = sorted(data["frames"])[0]
+    data["frames"][name]["md5"] = "0" * 32
+    shard.write_text(json.dumps(data))
+    r = cli("report", "--no-params", "--universe", copy / "universe.csv", "--splits",
+            copy / "splits.json", "--out", copy / "r.html", "--no-check", "--summaries",
+            copy / "out")
+    assert r.code == 2 and "%summary.json" in r.err and "out of step" in r.err
+    assert not (copy / "r.html").exists()
+
+
+@pytest.mark.slow
+def test_the_browser_shows_the_spectra_and_the_thumbnails(shifted, tmp_path: Path) -> None:
+    chromium = require_browser()
+    root, _ = shifted
+    page = (root / "report.html").read_text()
+    probe = page.replace("</body>", """<script>
+window.addEventListener('load', () => {
+  const imgs = [...document.querySelectorAll('#spectra img.thumb')];
+  const svgs = document.querySelectorAll('#spectra svg').length;
+  document.body.setAttribute('data-probe',
+    imgs.length + ':' + imgs.filter(i => i.complete && i.naturalWidth > 0).length + ':' + svgs);
+});
+</script></body>""")
+    (tmp_path / "probe.html").write_text(probe)
+    dom = subprocess.run([chromium, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                          "--virtual-time-budget=5000", "--dump-dom",
+                          (tmp_path / "probe.html").as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'data-probe="(\d+):(\d+):(\d+)"', dom.stdout)
+    assert found is not None, dom.stdout[-2000:]
+    shown, loaded, charts = (int(g) for g in found.groups())
+    assert shown >= 3 and loaded == shown and charts >= 2
