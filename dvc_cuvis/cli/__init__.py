@@ -27,6 +27,7 @@ from dvc_cuvis.cli import (
     history,
     hook,
     init,
+    lineage,
     materialize,
     plugins_dir,
     report,
@@ -36,8 +37,8 @@ from dvc_cuvis.cli._settings import EXIT_BAD_INPUT, EXIT_CODES, EXIT_OK, Parser
 from dvc_cuvis.errors import DvcCuvisError
 
 #: Verb modules in the order ``dvc-cuvis --help`` lists them (the pipeline's order).
-VERBS = (init, enumerate, bake, resolve, materialize, fetch, check, history, report, export, hook,
-         plugins_dir)
+VERBS = (init, enumerate, bake, resolve, materialize, fetch, check, history, report, export,
+         lineage, hook, plugins_dir)
 
 
 def build_parser() -> tuple[Parser, dict[str, Parser]]:

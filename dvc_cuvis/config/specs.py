@@ -16,7 +16,7 @@ FORMATS: tuple[str, ...] = ("cu3s", "tiff", "npz", "universe")
 #: Every verb of ``dvc-cuvis``: each may have a section of its name in params.yaml.
 VERBS: tuple[str, ...] = ("init", "enumerate", "bake", "resolve", "materialize", "fetch",
                           "check", "diff", "log", "report", "export", "install-hook",
-                          "plugins-dir")
+                          "plugins-dir", "lineage")
 #: Sections other tools keep in a shared params.yaml that lie close to a verb's name (``loss``
 #: and ``logs`` to ``log``, ``batch`` to ``fetch``): known, so never taken for a misspelling.
 OTHER_SECTIONS: tuple[str, ...] = ("batch", "data", "logs", "loss", "model", "train")
@@ -261,6 +261,9 @@ GUARD = OptionSet(
            "null (in memory)", "auto", kinds=_NULLABLE),
 )
 
+    Option("lineage", "folder the dataset record is written to (dataset_lineage.json) when "
+           "training reads its first batch; a trainrun's ${output_dir}", kinds=_NULLABLE,
+           shown="none (checkpoints still carry it)"),
 #: A dataset version (:mod:`dvc_cuvis.train.versioned`): train on the split and frames of a git
 #: revision of the dataset repository, fetched through DVC and verified by md5.
 VERSION = OptionSet(
@@ -322,3 +325,15 @@ DIFF = OptionSet("diff", *_HISTORY,
 LOG = OptionSet("log", *_HISTORY,
                 Option("max_count", "show at most N commits", kind=int, short="-n",
                        shown="all"))
+
+
+#: The ``lineage`` verb's options (its paths, ``--compare`` and ``--json`` are arguments).
+LINEAGE = OptionSet(
+    "lineage",
+    Option("rev", "git revision to compare each model's dataset version with",
+           metavar="REV", shown="the working tree"),
+    Option("repo", "the dataset repository (a path)", metavar="PATH", path=True,
+           shown="the one the record names, else the current one"),
+    Option("fail_on_stale", "exit 1 when any model's split or data has changed since it was "
+           "trained", False, bool, shown="exit 0"),
+)

@@ -49,6 +49,7 @@ from dvc_cuvis.errors import DvcCuvisError, ParamsError
 from dvc_cuvis.interop.modules import check_module_rules
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
+from dvc_cuvis.train.lineage_hooks import Lineage
 
 __all__ = ["GUARD_PARAMS", "DvcCu3sMultiDataModule", "DvcNpzMultiDataModule",
            "DvcTiffPairedDataModule", "TrainingDriftError"]
@@ -190,6 +191,8 @@ class _Guarded:
         self.guard_settings: dict[str, Any] = values
         self.drift_report: DriftReport | None = None
         self._stat_cache: StatCache | None = None
+        self._lineage = Lineage(self.DATA_MODULE_NAME, values["lineage"])
+        self._checked: Path | Universe | None = None
         self._warned: str | None = None
         return kwargs
 
@@ -221,6 +224,7 @@ class _Guarded:
             raise DvcCuvisError(
                 f"{self.DATA_MODULE_NAME}: no splits given; the drift check needs the split "
                 "(data.splits.splits_path: splits.json), or set data.params.verify: off")
+        self._checked = universe  # what the dataset record names
         universe, current, folder = self._universe_for_check()
         report = verify(splits, universe, current=current, deep=self.guard_settings["deep"],
                         lock=self._lock(folder), cache=self._cache(folder / "universe.csv"),
@@ -240,11 +244,58 @@ class _Guarded:
         return report
 
     def setup(self, stage: str | None = None) -> None:
-        """Pre-steps, then the drift check, then the upstream ``setup(stage)``."""
+        """Pre-steps, then the drift check and the dataset record, then the upstream
+        ``setup(stage)``."""
         for step in self.PRE_STEPS:
             step(self, stage)
-        self.check_drift()
+        report = self.check_drift()
+        self._take_record(report)
         super().setup(stage)  # type: ignore[misc]
+    # -- the dataset record (dvc_cuvis.train.lineage_hooks) ----------------------------------
+
+    def _take_record(self, report: DriftReport | None) -> None:
+        splits: Any = getattr(self, "splits", None)
+        universe = self._checked if report is not None else self._record_universe()
+        if splits is None or universe is None:
+            return
+        self._lineage.take(self, splits, universe, mode=self.guard_settings["verify"],
+                           report=report, cache=self._stat_cache,
+                           lock=self.guard_settings["lock"])
+
+    def _record_universe(self) -> Path | Universe | None:
+        """What the record names when nothing was checked (``verify: off``)."""
+        csv = getattr(self, "_universe_csv", None) or self.guard_settings.get("universe_csv")
+        return Path(csv) if csv else None
+
+    @property
+    def dataset_record(self) -> dict[str, Any] | None:
+        """The dataset record of the last ``setup()`` (:mod:`dvc_cuvis.train.lineage`)."""
+        return self._lineage.record
+
+    def state_dict(self) -> dict[str, Any]:
+        """The module's state and its dataset record (kept in every Lightning checkpoint)."""
+        return self._lineage.state(super().state_dict())  # type: ignore[misc]
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Compare a checkpoint's dataset record with the version set up now, then upstream's."""
+        rest = self._lineage.load(self, state_dict, self.guard_settings["verify"])
+        super().load_state_dict(rest)  # type: ignore[misc]
+
+    def train_dataloader(self) -> Any:
+        """Upstream's train loader; the trainrun's record is written first (``lineage``)."""
+        self._lineage.on_loader(self, "train")
+        return super().train_dataloader()  # type: ignore[misc]
+
+    def val_dataloader(self) -> Any:
+        """Upstream's val loader (a resume without a record is noted)."""
+        self._lineage.on_loader(self, "val")
+        return super().val_dataloader()  # type: ignore[misc]
+
+    def test_dataloader(self) -> Any:
+        """Upstream's test loader (a resume without a record is noted)."""
+        self._lineage.on_loader(self, "test")
+        return super().test_dataloader()  # type: ignore[misc]
+
 
 
 class _UniverseCsvGuarded(_Guarded):

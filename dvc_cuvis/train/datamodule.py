@@ -28,6 +28,7 @@ from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.paths import PathGuard
+from dvc_cuvis.train.lineage_hooks import Lineage
 from dvc_cuvis.train.stages import setup_stages
 
 logger = logging.getLogger(__name__)
@@ -106,11 +107,17 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
         ``.dvc/tmp/dvc-cuvis``; None: in memory only).
     shuffle_train : bool, default True
         Shuffle the train loader (with torch's global RNG: seed it for repeatable order).
+    lineage : path-like, optional
+        A folder where the dataset record is written (``dataset_lineage.json``) when the
+        train loader is first built; the record is in ``state_dict()`` (every Lightning
+        checkpoint) either way (see :mod:`dvc_cuvis.train.lineage_hooks`).
 
     Attributes
     ----------
     report : DriftReport or None
         The last check's report (None before ``setup()`` or with ``verify="off"``).
+    dataset_record : dict or None
+        The dataset record taken by the last ``setup()`` (:mod:`dvc_cuvis.train.lineage`).
     universe : Universe or None
         The universe read by ``setup()``.
     datasets : dict of str to NpzFrames
@@ -198,6 +205,7 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
         lock: str | Path | None = "auto",
         stat_cache: str | Path | None = "auto",
         shuffle_train: bool = True,
+        lineage: str | Path | None = None,
     ) -> None:
         """Configure; nothing is read until ``setup()``."""
         super().__init__()
@@ -221,6 +229,24 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
         self.report: DriftReport | None = None
         self.universe: Universe | None = None
         self.datasets: dict[str, NpzFrames] = {}
+        self._lineage = Lineage(type(self).__name__, lineage)
+
+    @property
+    def dataset_record(self) -> dict[str, Any] | None:
+        """The dataset record of the last ``setup()`` (None before it)."""
+        return self._lineage.record
+
+    def state_dict(self) -> dict[str, Any]:
+        """The dataset record (Lightning keeps it in every checkpoint)."""
+        own = super().state_dict() if hasattr(super(), "state_dict") else {}
+        return self._lineage.state(own)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Compare a checkpoint's dataset record with the version set up now (a resume of
+        training on another version is refused under ``verify="strict"``)."""
+        rest = self._lineage.load(self, state_dict, self.verify_mode)
+        if hasattr(super(), "load_state_dict"):
+            super().load_state_dict(rest)
 
     def _cache(self) -> StatCache:
         if self._stat_cache_obj is None:
@@ -251,10 +277,15 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
             self.datasets[name] = NpzFrames(paths,
                                             uni.indices[pos].tolist())
         self.universe = uni
+        self._lineage.take(self, self.splits_path, self.universe_csv, mode=self.verify_mode,
+                           report=self.report, lock=self.lock,
+                           cache=self._cache() if self.verify_mode != "off" else None,
+                           counts={s: len(res.stages[s]) for s in res.stages})
 
     def _loader(self, name: str, shuffle: bool) -> Any:
         if name not in self.datasets:
             raise DvcCuvisError(f"the {name} dataset is not built; call setup() first")
+        self._lineage.on_loader(self, name)
         from torch.utils.data import DataLoader
 
         kwargs: dict[str, Any] = {}
@@ -288,6 +319,7 @@ def guard(
     universe: str | Path | Universe | None = None,
     verify_mode: str = "strict",
     cache: str | Path | StatCache | None = "auto",
+    lineage: str | Path | None = None,
     **verify_kwargs: Any,
 ) -> Any:
     """Make ``datamodule.setup()`` run the drift check first (returns the same object).
@@ -316,6 +348,9 @@ def guard(
         What a failed check does (see :func:`~dvc_cuvis.check.drift.ensure`).
     cache : path-like, StatCache, "auto" or None, default "auto"
         The stat cache (None: in memory, for this guard's lifetime).
+    lineage : path-like, optional
+        A folder where the dataset record is written when the train loader is first built
+        (:mod:`dvc_cuvis.train.lineage_hooks`).
     **verify_kwargs
         Passed to :func:`~dvc_cuvis.check.drift.verify` (``lock``, ``deep``, ``checks``,
         ``allow_partial``, ...).
@@ -324,8 +359,10 @@ def guard(
     -------
     object
         ``datamodule`` itself, its ``setup`` replaced on this instance only by one that
-        checks first, stores the report in ``datamodule.drift_report`` and then calls
-        the original ``setup(stage)``.
+        checks first, stores the report in ``datamodule.drift_report`` and the dataset
+        record in ``datamodule.dataset_record``, and then calls the original
+        ``setup(stage)``.  Its ``state_dict()`` gains the record (merged with the module's
+        own state) and its ``load_state_dict()`` compares a checkpoint's record first.
 
     Raises
     ------
@@ -396,12 +433,49 @@ def guard(
     stat_cache = open_stat_cache(
         cache, universe.path if isinstance(universe, Universe) else universe)
 
+    record = Lineage(type(datamodule).__name__, lineage)
+
     def guarded_setup(stage: str | None = None) -> Any:
+        report = None
         if verify_mode != "off":
             # verify() reads a splits_path config now, as the module will in setup()
             report = verify(splits, universe, cache=stat_cache, **verify_kwargs)
             datamodule.drift_report = ensure(report, verify_mode)
+        datamodule.dataset_record = record.take(
+            datamodule, splits, universe, mode=verify_mode, report=report, cache=stat_cache,
+            lock=verify_kwargs.get("lock", "auto"))
         return setup(stage)
 
     datamodule.setup = guarded_setup
+    hook_lineage(datamodule, record, verify_mode)
     return datamodule
+
+
+def hook_lineage(datamodule: Any, record: Lineage, verify_mode: str) -> None:
+    """Give one instance the record in ``state_dict()``, the resume guard in
+    ``load_state_dict()`` and the loader hook (its own methods are still called)."""
+    own_state = getattr(datamodule, "state_dict", None)
+    own_load = getattr(datamodule, "load_state_dict", None)
+
+    def state_dict() -> dict[str, Any]:
+        return record.state(own_state() if callable(own_state) else None)
+
+    def load_state_dict(state: dict[str, Any]) -> None:
+        rest = record.load(datamodule, state, verify_mode)
+        if callable(own_load):
+            own_load(rest)
+
+    datamodule.state_dict, datamodule.load_state_dict = state_dict, load_state_dict
+    for stage in ("train", "val", "test", "predict"):
+        loader = getattr(datamodule, f"{stage}_dataloader", None)
+        if callable(loader):
+            setattr(datamodule, f"{stage}_dataloader", _hooked(datamodule, record, stage,
+                                                               loader))
+
+
+def _hooked(datamodule: Any, record: Lineage, stage: str, loader: Any) -> Any:
+    def build(*args: Any, **kwargs: Any) -> Any:
+        record.on_loader(datamodule, stage)
+        return loader(*args, **kwargs)
+
+    return build
