@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         cache=cache,
         lock_wait=float(v["lock_wait"]),
         show_progress=progress if progress is not None else sys.stderr.isatty(),
+        summaries=not v["no_summaries"],
     )
     migrated = result.migrated
     moved = f", {migrated} migrated to the current layout" if migrated else ""

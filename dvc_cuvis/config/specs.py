@@ -84,6 +84,8 @@ MATERIALIZE = OptionSet(
     Option("lock_wait", "seconds to wait for another run on the same folder", 0.0, float),
     Option("stat_cache", "stat cache file, or 'none'", metavar="PATH", path=True,
            shown=".dvc/tmp/dvc-cuvis/"),
+    Option("no_summaries", "record no spectral summaries (summaries/ beside the frames; "
+           "the report's spectra section draws them)", False, bool, shown="record them"),
     Option("progress", "progress bar on stderr", None, bool, negatable=True,
            shown="when stderr is a terminal"),
 )
@@ -259,11 +261,11 @@ GUARD = OptionSet(
            "null (none)", "auto", kinds=_NULLABLE),
     Option("stat_cache", "where digests are remembered: auto (.dvc/tmp/dvc-cuvis), a file, or "
            "null (in memory)", "auto", kinds=_NULLABLE),
-)
-
     Option("lineage", "folder the dataset record is written to (dataset_lineage.json) when "
            "training reads its first batch; a trainrun's ${output_dir}", kinds=_NULLABLE,
            shown="none (checkpoints still carry it)"),
+)
+
 #: A dataset version (:mod:`dvc_cuvis.train.versioned`): train on the split and frames of a git
 #: revision of the dataset repository, fetched through DVC and verified by md5.
 VERSION = OptionSet(
