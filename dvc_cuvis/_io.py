@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.errors import RepoError, YamlError
+from dvc_cuvis.errors import RepoError, YamlError, first_line
 
 Buffer = bytes | bytearray | memoryview
 
@@ -157,7 +157,7 @@ def parse_yaml(text: str | bytes, where: Path | str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problem = getattr(exc, "problem", None) or first_line(exc)
         raise YamlError(where, line, problem) from None
     return {} if data is None else data
 

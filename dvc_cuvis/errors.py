@@ -12,6 +12,22 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def first_line(what: object, default: str = "") -> str:
+    """The first line of ``str(what)`` (an exception, a log message), stripped; ``default``
+    when it says nothing.
+
+    Our errors are one line: a library's multi-line message is cut to its first line here,
+    so every such cut is made the same way.
+    """
+    return (str(what).strip().splitlines() or [default])[0]
+
+
+def and_more(total: int, shown: int) -> str:
+    """`` (+N more)``: what a list cut to its first ``shown`` of ``total`` items leaves out
+    ('' when nothing is left out)."""
+    return f" (+{total - shown} more)" if total > shown else ""
+
+
 class DvcCuvisError(ValueError):
     """Base class: a bad input (file, row, selector or argument); CLI exit code 2."""
 

@@ -51,7 +51,7 @@ from cuvis_ai_schemas.training.data import (
 )
 
 from dvc_cuvis.config.specs import BAKE, GROUP_BY, PREDICT, STRATEGIES
-from dvc_cuvis.errors import DvcCuvisError, EmptyStageError, SelectorError
+from dvc_cuvis.errors import DvcCuvisError, EmptyStageError, SelectorError, and_more
 from dvc_cuvis.model.selectors import Positions, Resolver, norm_sources
 from dvc_cuvis.model.splits import (
     EXCLUSIVE_STAGES,
@@ -652,7 +652,7 @@ def stages_from_base(
                 removed.extend(uid(sel.source, m) if sel.source else str(m) for m in w.missing)
             row_stage[got] = code
     if removed and not opts.allow_removed:
-        more = f" (+{len(removed) - 5} more)" if len(removed) > 5 else ""
+        more = and_more(len(removed), 5)
         shown = ", ".join(removed[:5]) + more
         raise DvcCuvisError(
             f"{where}: {len(removed)} sample(s) of the base split left the universe: {shown}; "

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from dvc_cuvis.config.options import OptionSet, check_keys, check_value, closest
+from dvc_cuvis.config.options import OptionSet, check_keys, check_value, closest, did_you_mean
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -86,8 +86,7 @@ class Parser(argparse.ArgumentParser):
         flags = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
         first = next((e for e in extras if e.startswith("-")), extras[0])
         hint = closest(first.split("=", 1)[0], flags) if first.startswith("--") else None
-        more = f" (did you mean {hint}?)" if hint else ""
-        self.error(f"unrecognized arguments: {' '.join(extras)}{more}")
+        self.error(f"unrecognized arguments: {' '.join(extras)}{did_you_mean(hint)}")
 
 
 def verb_parser(sub: Any, name: str, summary: str, *, section: bool = True) -> Parser:

@@ -9,6 +9,7 @@ from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file, split_paths
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.config.options import did_you_mean
 from dvc_cuvis.config.specs import CUVIS_AI, EXPORT
 from dvc_cuvis.errors import DvcCuvisError
 
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         return _cuvis_ai(s, universe_path, splits_path)
     for name in ("out", "batch_size"):
         if s.get(name) is not None:  # the data group's settings: never silently ignored
-            hint = "; did you mean --out-dir?" if name == "out" and s.typed(name) else ""
+            hint = did_you_mean("--out-dir" if name == "out" and s.typed(name) else None)
             raise DvcCuvisError(f"{s.origin(name)} is for --to {CUVIS_AI} (one data-group "
                                 f"file); {s.shown('to')} writes a folder{hint}{s.aside(name)}")
     folds_dir = s.get("folds_dir")

@@ -16,6 +16,7 @@ from dvc_cuvis.cli._settings import (
     verb_parser,
 )
 from dvc_cuvis.config.specs import RESOLVE
+from dvc_cuvis.errors import and_more
 
 
 def module_rules(s: Any, universe_path: Any, uni: Any = None) -> None:
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             extra = f" — {r.reason}" if r.reason and r.status != "satisfied" else ""
             shown = ", ".join(r.offending[:5])
-            more = f" (+{r.count - 5} more)" if r.count > 5 else ""
+            more = and_more(r.count, 5)
             offend = f": {shown}{more}" if r.offending else ""
             print(f"constraint {r.kind} [{r.severity}]: {r.status}{extra}{offend}")
     if failed or partial:

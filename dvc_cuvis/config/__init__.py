@@ -9,6 +9,7 @@ from dvc_cuvis.config.options import (
     check_keys,
     check_value,
     closest,
+    did_you_mean,
 )
 from dvc_cuvis.config.params import (
     diff_params,
@@ -24,6 +25,7 @@ __all__ = [
     "check_keys",
     "check_value",
     "closest",
+    "did_you_mean",
     "diff_params",
     "edit_distance",
     "load_params",

@@ -23,10 +23,22 @@ from typing import Any
 from dvc_cuvis.errors import ParamsError
 
 
-def closest(word: str, candidates: Any) -> str | None:
-    """The candidate nearest to ``word`` (for "did you mean ...?"), or None."""
-    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.5)
+def closest(word: str, candidates: Any, *, cutoff: float = 0.5) -> str | None:
+    """The candidate nearest to ``word`` (for :func:`did_you_mean`), or None.
+
+    ``cutoff`` is difflib's similarity floor: keys and flags take a loose 0.5, a selector's
+    source a stricter 0.6 (a wrong path suggestion misleads more than none).
+    """
+    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=cutoff)
     return found[0] if found else None
+
+
+def did_you_mean(hint: str | None) -> str:
+    """THE "did you mean" tail of an error: ``; did you mean 'val_ratio'?`` (a flag as it is
+    typed: ``; did you mean --out-dir?``); '' without a ``hint``."""
+    if not hint:
+        return ""
+    return f"; did you mean {hint}?" if hint.startswith("--") else f"; did you mean '{hint}'?"
 
 
 def check_value(value: Any, accepts: tuple[type, ...], choices: tuple[Any, ...] | None,
@@ -41,8 +53,7 @@ def check_value(value: Any, accepts: tuple[type, ...], choices: tuple[Any, ...] 
         expected = " or ".join("null" if k is type(None) else k.__name__ for k in accepts)
         raise ParamsError(f"{where} must be {expected}, got {value!r}")
     if choices is not None and value is not None and value not in choices:
-        hint = closest(str(value), [str(c) for c in choices])
-        more = f"; did you mean '{hint}'?" if hint else ""
+        more = did_you_mean(closest(str(value), [str(c) for c in choices]))
         raise ParamsError(f"{where}: {value!r} is not one of "
                           f"{', '.join(map(str, choices))}{more}")
     return value
@@ -54,8 +65,7 @@ def check_keys(section: Mapping[str, Any], known: Mapping[str, tuple[tuple[type,
     value of the wrong type or outside its choices."""
     for key in sorted(section, key=str):
         if key not in known:
-            hint = closest(str(key), list(known))
-            more = f"; did you mean '{hint}'?" if hint else ""
+            more = did_you_mean(closest(str(key), list(known)))
             raise ParamsError(f"{where}: unknown key '{key}' in section '{verb}'{more} "
                               f"(valid keys: {', '.join(sorted(known))})")
         accepts, choices = known[key]

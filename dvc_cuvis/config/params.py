@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dvc_cuvis.config.options import did_you_mean
 from dvc_cuvis.errors import ParamsError
 
 
@@ -40,7 +41,7 @@ def section(
     if value is None:
         near = misspelled_section(params, name) if name not in params else None
         if near is not None:  # a typo must not bake with the built-in defaults
-            raise ParamsError(f"{path}: no '{name}' section; did you mean '{near}'?")
+            raise ParamsError(f"{path}: no '{name}' section{did_you_mean(near)}")
         return {}
     if not isinstance(value, dict):
         raise ParamsError(f"{path}: section '{name}' must be a mapping, got {type(value).__name__}")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, and_more
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, Resolution
 from dvc_cuvis.model.universe import Universe
 
@@ -82,7 +82,7 @@ def map_ids(ids: Sequence[Any], index: dict[str, int], *, where: str) -> Positio
         else:
             out.append(pos)
     if unknown:
-        more = f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        more = and_more(len(unknown), 5)
         raise DvcCuvisError(
             f"{where}: {len(unknown)} id(s) not in the universe: "
             f"{', '.join(repr(u) for u in unknown[:5])}{more}; check --id-column and the universe"

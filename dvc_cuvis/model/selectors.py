@@ -26,7 +26,6 @@ the selector's position and what to change.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import functools
 import itertools
@@ -41,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from dvc_cuvis.errors import SelectorError
+from dvc_cuvis.config.options import closest, did_you_mean
+from dvc_cuvis.errors import SelectorError, and_more
 from dvc_cuvis.model.ids import parse_id_range
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class PartialMatch:
         """One readable line (the missing list truncated to 10 entries)."""
         of = f" of {self.source!r}" if self.source else ""
         shown = ", ".join(str(m) for m in self.missing[:10])
-        more = f" (+{len(self.missing) - 10} more)" if len(self.missing) > 10 else ""
+        more = and_more(len(self.missing), 10)
         noun, plural = (("index", "indices") if self.kind == "file_indices"
                         else ("source", "sources"))
         return (
@@ -392,8 +392,7 @@ class Resolver:
         asked = [sel.source] if sel.source is not None else list(sel.paths)
         unknown = [a for a in asked if norm_source(a) not in self._by_source]
         if unknown:
-            close = difflib.get_close_matches(unknown[0], self.universe.source_names)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(closest(unknown[0], self.universe.source_names, cutoff=0.6))
             msg += f" — source {unknown[0]!r} is not in the universe{hint}"
         elif sel.kind.value == "file_indices":
             msg += " — none of its ids exist in that source"
@@ -420,4 +419,4 @@ def resolve_selectors(
 def _short(values: list[int], limit: int = 10) -> str:
     if len(values) <= limit:
         return str(values)
-    return f"{values[:limit]} (+{len(values) - limit} more)"
+    return f"{values[:limit]}{and_more(len(values), limit)}"

@@ -42,7 +42,7 @@ from dvc_cuvis.check.drift import (
     find_lock,
     verify,
 )
-from dvc_cuvis.config.options import Option, check_value, closest
+from dvc_cuvis.config.options import Option, check_value, closest, did_you_mean
 from dvc_cuvis.config.specs import GUARD, TIFF_UNIVERSE, VERSION
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
@@ -160,8 +160,7 @@ class _Guarded:
                     f"(`git checkout {params.get('rev') or 'REV'} && dvc pull`) and drop "
                     f"'{key}'")
             if key not in valid:
-                hint = closest(str(key), valid)
-                more = f"; did you mean '{hint}'?" if hint else ""
+                more = did_you_mean(closest(str(key), valid))
                 raise DvcCuvisError(
                     f"{cls.DATA_MODULE_NAME}: unknown parameter '{key}'{more} (valid: "
                     f"{', '.join(valid)}); a mistyped parameter would otherwise be ignored")

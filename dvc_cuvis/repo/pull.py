@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.model.universe import DIGEST_COLUMNS
 from dvc_cuvis.paths import require_dvc_root
 
@@ -78,7 +78,7 @@ class _DvcLog(logging.Handler):
         self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        line = (record.getMessage().strip().splitlines() or [""])[0]
+        line = first_line(record.getMessage())
         if record.exc_info and record.exc_info[1] is not None:
             line += f" - {record.exc_info[1]}"
         self.lines.append(line)
@@ -164,7 +164,7 @@ def granular_targets(repo: Any) -> Iterator[None]:
 def dvc_error(exc: Exception, what: str, log: _DvcLog | None = None) -> DvcCuvisError:
     """One clear line for a DVC failure (no remote, object missing there, unreachable)."""
     name = type(exc).__name__
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+    text = first_line(exc, name)
     said = [ln for ln in dict.fromkeys(log.lines if log else []) if ln and ln not in text]
     if said:
         text = f"{'; '.join(said[:3])}; {text}"

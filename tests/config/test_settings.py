@@ -90,7 +90,7 @@ def test_no_abbreviations_and_the_verbs_usage_with_the_closest_flag(tmp_path: Pa
     r = cli("export", "--to", "glovita", "--out-dri", "g")
     assert r.code == 2
     assert "usage: dvc-cuvis export" in r.err
-    assert "unrecognized arguments: --out-dri g (did you mean --out-dir?)" in r.err
+    assert "unrecognized arguments: --out-dri g; did you mean --out-dir?" in r.err
     assert not (tmp_path / "g").exists()
     r = cli("bake", "--val-ratoi", "0.3")
     assert r.code == 2 and "usage: dvc-cuvis bake" in r.err and "--val-ratio?" in r.err
