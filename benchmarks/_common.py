@@ -1,7 +1,7 @@
 """Shared helpers for the benchmarks: result rows, the report table, timing, environment.
 
 This file is also the child process used to measure universe.csv readers in isolation
-(``python benchmarks/_common.py read {ours,upstream,numpy,python} PATH``), so its
+(``python -m benchmarks._common read {ours,upstream,numpy,python} PATH``), so its
 top-level imports are standard library only: a child's peak RSS must not include
 anything the measured reader would not load by itself.
 """
@@ -29,6 +29,21 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM_UNIVERSE_MODULE = "cuvis_ai_dataloader/data/_universe.py"
+#: A child's environment: this venv's bin first on PATH, a git identity, no DVC analytics.
+ENV = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep
+       + os.environ.get("PATH", ""),
+       "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@example.com",
+       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@example.com",
+       "DVC_NO_ANALYTICS": "1"}
+
+
+def sh(*args: str | Path, cwd: Path) -> str:
+    """Run a command in ``cwd`` with ``ENV``; its stdout and stderr (raises on failure)."""
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=ENV, capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{args}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout + proc.stderr
 
 
 # -- result rows ---------------------------------------------------------------------------
@@ -417,6 +432,7 @@ def _child_read(what: str, path: str | None) -> dict[str, Any]:
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] != "read":
-        raise SystemExit("usage: _common.py read {ours,upstream,upstream-text,pandas,pyarrow,"
+        raise SystemExit("usage: python -m benchmarks._common read "
+                         "{ours,upstream,upstream-text,pandas,pyarrow,"
                          "numpy,python} [PATH]")
     print(json.dumps(_child_read(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)))

@@ -2,10 +2,10 @@
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_check.py                 # full run (~4 min, 2 cores)
-    .venv/bin/python benchmarks/bench_check.py --quick         # CI smoke test (~30 s)
-    .venv/bin/python benchmarks/bench_check.py --json out.json # also write the figures
-    .venv/bin/python benchmarks/bench_check.py --strict        # exit 1 if any target fails
+    .venv/bin/python -m benchmarks.bench_check                 # full run (~4 min, 2 cores)
+    .venv/bin/python -m benchmarks.bench_check --quick         # CI smoke test (~30 s)
+    .venv/bin/python -m benchmarks.bench_check --json out.json # also write the figures
+    .venv/bin/python -m benchmarks.bench_check --strict        # exit 1 if any target fails
 
 Options: ``--workdir DIR`` (generated data goes to a fresh temp dir inside DIR; removed at
 the end unless ``--keep``), ``--seed N``, ``--profile`` (cProfile our in-process side of
@@ -75,12 +75,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import _common
 import numpy as np
 import yaml
-from _common import Row, median, profile_top, timed
-from bench_pipeline import SlowdownRow, brief, child_env, count, make_frames, run_cmd
 
+from benchmarks import _common
+from benchmarks._common import Row, median, profile_top, timed
+from benchmarks.bench_pipeline import SlowdownRow, brief, child_env, count, make_frames, run_cmd
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import CHECKS, verify
 from dvc_cuvis.digests.stat_cache import StatCache

@@ -2,10 +2,10 @@
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_core.py                 # full run (~2 min, 2 cores)
-    .venv/bin/python benchmarks/bench_core.py --quick         # CI smoke test (sizes / 20)
-    .venv/bin/python benchmarks/bench_core.py --json out.json # also write the figures
-    .venv/bin/python benchmarks/bench_core.py --strict        # exit 1 if any target fails
+    .venv/bin/python -m benchmarks.bench_core                 # full run (~2 min, 2 cores)
+    .venv/bin/python -m benchmarks.bench_core --quick         # CI smoke test (sizes / 20)
+    .venv/bin/python -m benchmarks.bench_core --json out.json # also write the figures
+    .venv/bin/python -m benchmarks.bench_core --strict        # exit 1 if any target fails
 
 Options: ``--workdir DIR`` (generated data goes to a fresh temp dir inside DIR; removed at
 the end unless ``--keep``), ``--seed N``, ``--upstream-subset N`` (selectors per stage timed
@@ -42,13 +42,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import _common
 import numpy as np
-from _common import Row, median, profile_top, timed
 from cuvis_ai_core.data.selectors import resolve_selectors as upstream_resolve_selectors
 from cuvis_ai_core.data.splits_io import universe_hash as upstream_universe_hash
 from cuvis_ai_schemas.training.data import DataSplitConfig, SampleRef, Selector
 
+from benchmarks import _common
+from benchmarks._common import Row, median, profile_top, timed
 from dvc_cuvis.model.splits import Resolution, resolve
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe

@@ -2,9 +2,9 @@
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_dask.py            # 4000 frames of ~128 KiB (~1 min)
-    .venv/bin/python benchmarks/bench_dask.py --quick    # 400 frames of ~32 KiB, < 30 s
-    .venv/bin/python benchmarks/bench_dask.py --frames 20000 --pad-kib 512 --json out.json
+    .venv/bin/python -m benchmarks.bench_dask            # 4000 frames of ~128 KiB (~1 min)
+    .venv/bin/python -m benchmarks.bench_dask --quick    # 400 frames of ~32 KiB, < 30 s
+    .venv/bin/python -m benchmarks.bench_dask --frames 20000 --pad-kib 512 --json out.json
 
 Options: ``--workdir DIR``, ``--keep``, ``--json PATH``, ``--strict`` (see ``_common``),
 ``--frames N`` (100 per session folder), ``--pad-kib K`` (K KiB more bytes per frame, in a
@@ -34,15 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _common
-from _common import Row, median
-from bench_dvc_hashes import make_frames
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' cluster helper
+from benchmarks import _common
+from benchmarks._common import Row, median
+from benchmarks._dask_cluster import cluster as local_cluster
+from benchmarks.bench_dvc_hashes import make_frames
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.model.universe_io import format_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from tests.dask_cluster import cluster as local_cluster
 
 WORKERS = 2
 
@@ -106,7 +104,7 @@ def main() -> int:
         rows.append(Row(f"dask_vs_{way.split()[1]}_local", f"{dask_way} vs {way}",
                         med[dask_way], baseline=med[way],
                         details={"frames": frames, "bytes": nbytes}))
-    cmd = "benchmarks/bench_dask.py " + " ".join(sys.argv[1:])
+    cmd = "python -m benchmarks.bench_dask " + " ".join(sys.argv[1:])
     notes = [f"command: .venv/bin/python {cmd.strip()} ({os.cpu_count()} cores, shared)",
              f"{frames} npz frames, {nbytes / 2**20:.0f} MiB, every byte hashed in every run; "
              "ratio = local median / Dask median (> 1: Dask faster); universe.csv "

@@ -2,9 +2,9 @@
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_dvc_commit.py           # 40 frames 256x256x61, ~640 MB
-    .venv/bin/python benchmarks/bench_dvc_commit.py --quick   # 8 frames 64x64x61, seconds
-    .venv/bin/python benchmarks/bench_dvc_commit.py --frames 80 --workdir /scratch --keep
+    .venv/bin/python -m benchmarks.bench_dvc_commit           # 40 frames 256x256x61, ~640 MB
+    .venv/bin/python -m benchmarks.bench_dvc_commit --quick   # 8 frames 64x64x61, seconds
+    .venv/bin/python -m benchmarks.bench_dvc_commit --frames 80 --workdir /scratch --keep
 
 Setup (untimed): a git + DVC repository with ``data/npz`` = N frames from
 ``examples/generate.py`` (float32 cubes, every frame's bytes distinct), ``dvc-cuvis init``,
@@ -40,19 +40,18 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-BIN = str(Path(sys.executable).parent)
+from benchmarks import _common
+from benchmarks._common import REPO, Row
 
 
 def env(**extra: str) -> dict[str, str]:
-    """The environment of every child: this interpreter's tools first, no analytics."""
-    return {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-            "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x",
-            "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x", **extra}
+    """The environment of every child (``_common.ENV``), the repository importable (the
+    stage command is this module, run as ``python -m benchmarks.bench_dvc_commit``)."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**_common.ENV, "PYTHONPATH": path, **extra}
 
 
 def sh(*args: str, cwd: Path, e: dict[str, str] | None = None) -> None:
@@ -72,7 +71,7 @@ def setup(work: Path, frames: int, size: int, bands: int) -> Path:
     shutil.move(str(work / "gen/npz"), repo / "data/npz")
     sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=repo)
     text = (repo / "dvc.yaml").read_text()
-    wrapped = (f"{sys.executable} {Path(__file__).resolve()} --time-cmd ../stage.json -- "
+    wrapped = (f"{sys.executable} -m benchmarks.bench_dvc_commit --time-cmd ../stage.json -- "
                "dvc-cuvis materialize --params params.yaml")
     text = text.replace("cmd: dvc-cuvis materialize --params params.yaml", f"cmd: {wrapped}")
     # DVC's floor: a stage whose command does next to nothing, one small cached output
@@ -115,15 +114,11 @@ def run_once(repo: Path, hand_over: bool, cold: bool, cache_type: str) -> dict[s
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="8 frames of 64x64x61")
+    ap = _common.standard_args(__doc__.split("\n")[0])  # --quick: 8 frames of 64x64x61
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--size", type=int, default=256, help="frame height = width")
     ap.add_argument("--bands", type=int, default=61)
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--workdir", type=Path, default=None)
-    ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--time-cmd", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("cmd", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -134,8 +129,8 @@ def main() -> int:
         return rc
     if args.quick:
         args.frames, args.size = 8, 64
-    work = Path(tempfile.mkdtemp(prefix="bench-dvc-commit-", dir=args.workdir))
-    try:
+    log = _common.Clock()
+    with _common.workspace(args, "bench-dvc-commit-") as work:
         t0 = time.perf_counter()
         repo = setup(work, args.frames, args.size, args.bands)
         data = sum(f.stat().st_size for f in (repo / "data/npz").rglob("*.npz"))
@@ -177,13 +172,12 @@ def main() -> int:
         floor = statistics.median(floors)
         print(f"DVC's floor (dvc repro -f -s of a stage that only echoes): {floor:.2f} s; "
               f"a 5 % share needs a stage command of >= {19 * floor:.1f} s")
-        results["DVC floor"] = [{"repro_s": f} for f in floors]
-        if args.json is not None:
-            args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    return 0
+        rows = [Row(f"repro {k}", f"dvc repro -f -s materialize, {k}", r["repro_s"],
+                    details=r) for k, r in best.items()]
+        rows.append(Row("floor", "DVC's floor: dvc repro -f -s of a stage that only echoes",
+                        floor, details={"runs_s": floors}))
+    return _common.finish(rows, args, total=log.elapsed,
+                          extra_json={"rounds": results})
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_dvc_hashes.py            # 20k frames (~3 min, 2 cores)
-    .venv/bin/python benchmarks/bench_dvc_hashes.py --quick    # 500 frames, < 30 s
-    .venv/bin/python benchmarks/bench_dvc_hashes.py --frames 100000 --json out.json
+    .venv/bin/python -m benchmarks.bench_dvc_hashes            # 20k frames (~3 min, 2 cores)
+    .venv/bin/python -m benchmarks.bench_dvc_hashes --quick    # 500 frames, < 30 s
+    .venv/bin/python -m benchmarks.bench_dvc_hashes --frames 100000 --json out.json
 
 Options: ``--workdir DIR``, ``--keep``, ``--json PATH``, ``--strict`` (see ``_common``),
 ``--frames N`` (100 per session folder), ``--pad-kib K`` (K KiB more bytes in every frame,
@@ -61,10 +61,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _common
 import numpy as np
-from _common import Row, median
-from bench_pipeline import child_env, frame_category
+
+from benchmarks import _common
+from benchmarks._common import Row, median
+from benchmarks.bench_pipeline import child_env, frame_category
 
 CHILD = """\
 import json, sys, time

@@ -1,6 +1,6 @@
 """Benchmark: ``dvc-cuvis fetch --stage test`` against a full ``dvc pull``, over a real SSH remote.
 
-Run: ``.venv/bin/python benchmarks/bench_fetch.py [--quick] [--frames N] [--shape HxWxB]
+Run: ``.venv/bin/python -m benchmarks.bench_fetch [--quick] [--frames N] [--shape HxWxB]
 [--rounds R] [--json out.json] [--strict]``
 
 Default data: 50 frames of 256x256x61 float32 (a realistic cube, 16 MB each; 800 MB raw),
@@ -30,12 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from _common import Row, finish, median, standard_args, workspace
-
-from tests._sshd import ENV, clone, find_sshd, sh, start_sshd, use_remote
+from benchmarks._common import ENV, Row, finish, median, sh, standard_args, workspace
+from benchmarks._sshd import clone, find_sshd, start_sshd, use_remote
 
 
 def build(root: Path, server: object, store: Path, sessions: int, frames: int,

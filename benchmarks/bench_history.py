@@ -1,6 +1,6 @@
 """Benchmarks for split history: ``dvc-cuvis diff`` of two 1M-sample versions, ``log`` of 100.
 
-Run: ``.venv/bin/python benchmarks/bench_history.py [--quick] [--json out.json] [--strict]``
+Run: ``.venv/bin/python -m benchmarks.bench_history [--quick] [--json out.json] [--strict]``
 
 Targets (absolute, measured as whole CLI processes so imports and git reads count):
 
@@ -12,26 +12,16 @@ Targets (absolute, measured as whole CLI processes so imports and git reads coun
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from _common import Row, finish, median, standard_args, workspace
-
+from benchmarks._common import ENV, Row, finish, median, standard_args, workspace
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.model.splits import dumps_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import write_universe
-
-BIN = str(Path(sys.executable).parent)
-ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-       "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@example.com",
-       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@example.com"}
 
 
 def git(*args: str, cwd: Path) -> None:

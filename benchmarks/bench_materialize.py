@@ -2,13 +2,13 @@
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_materialize.py                 # full run (~8 min, 2 cores)
-    .venv/bin/python benchmarks/bench_materialize.py --sections throughput   # ~5 min
-    .venv/bin/python benchmarks/bench_materialize.py --quick         # smoke test (~25 s)
-    .venv/bin/python benchmarks/bench_materialize.py --sections throughput \
+    .venv/bin/python -m benchmarks.bench_materialize                 # full run (~8 min, 2 cores)
+    .venv/bin/python -m benchmarks.bench_materialize --sections throughput   # ~5 min
+    .venv/bin/python -m benchmarks.bench_materialize --quick         # smoke test (~25 s)
+    .venv/bin/python -m benchmarks.bench_materialize --sections throughput \
         --variants savez,ours2 --repeats 5    # the 2-jobs target alone (~1.5 min)
-    .venv/bin/python benchmarks/bench_materialize.py --json out.json # also write the figures
-    .venv/bin/python benchmarks/bench_materialize.py --strict        # exit 1 if a target fails
+    .venv/bin/python -m benchmarks.bench_materialize --json out.json # also write the figures
+    .venv/bin/python -m benchmarks.bench_materialize --strict        # exit 1 if a target fails
 
 Options: ``--workdir DIR`` (generated data goes to a fresh temp dir inside DIR; removed at
 the end unless ``--keep``), ``--seed N``, ``--baseline-frames N`` (frames the
@@ -89,10 +89,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import _common
 import numpy as np
-from _common import Row, median, profile_top, timed
 
+from benchmarks import _common
+from benchmarks._common import Row, median, profile_top, timed
 from dvc_cuvis._io import atomic_write_bytes
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.materialize.core import (

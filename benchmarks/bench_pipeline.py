@@ -2,10 +2,10 @@
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_pipeline.py                 # full run (~2.5 min, 2 cores)
-    .venv/bin/python benchmarks/bench_pipeline.py --quick         # CI smoke test (~20 s)
-    .venv/bin/python benchmarks/bench_pipeline.py --json out.json # also write the figures
-    .venv/bin/python benchmarks/bench_pipeline.py --strict        # exit 1 if any target fails
+    .venv/bin/python -m benchmarks.bench_pipeline                 # full run (~2.5 min, 2 cores)
+    .venv/bin/python -m benchmarks.bench_pipeline --quick         # CI smoke test (~20 s)
+    .venv/bin/python -m benchmarks.bench_pipeline --json out.json # also write the figures
+    .venv/bin/python -m benchmarks.bench_pipeline --strict        # exit 1 if any target fails
 
 Options: ``--workdir DIR`` (generated data goes to a fresh temp dir inside DIR; removed at
 the end unless ``--keep``), ``--seed N``, ``--profile`` (cProfile our in-process side of
@@ -62,10 +62,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import _common
 import numpy as np
-from _common import REPO, Row, median, profile_top, timed
 
+from benchmarks import _common
+from benchmarks._common import REPO, Row, median, profile_top, timed
 from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.digests.stat_cache import StatCache

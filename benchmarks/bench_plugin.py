@@ -2,9 +2,9 @@
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_plugin.py           # full run (~2 min, 2 cores)
-    .venv/bin/python benchmarks/bench_plugin.py --quick   # CI smoke test (~20 s)
-    .venv/bin/python benchmarks/bench_plugin.py --json out.json --strict
+    .venv/bin/python -m benchmarks.bench_plugin           # full run (~2 min, 2 cores)
+    .venv/bin/python -m benchmarks.bench_plugin --quick   # CI smoke test (~20 s)
+    .venv/bin/python -m benchmarks.bench_plugin --json out.json --strict
 
 What is measured, all in the same run on the same frames:
 
@@ -31,12 +31,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _common
 import numpy as np
-from _common import Row, median, timed
-from bench_check import epoch_read_of, write_sources
-from bench_pipeline import SlowdownRow
 
+from benchmarks import _common
+from benchmarks._common import Row, median, timed
+from benchmarks.bench_check import epoch_read_of, write_sources
+from benchmarks.bench_pipeline import SlowdownRow
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.materialize.core import ReaderParams, materialize
 from dvc_cuvis.model.universe_io import read_universe, write_universe

@@ -1,6 +1,6 @@
 """Benchmark: ``dvc-cuvis report`` over a 1M-sample universe (10k sources x 100 frames).
 
-Run: ``.venv/bin/python benchmarks/bench_report.py [--quick] [--json out.json] [--strict]``
+Run: ``.venv/bin/python -m benchmarks.bench_report [--quick] [--json out.json] [--strict]``
 
 Targets: renders in <= 10 s (whole CLI process, drift check included) and the file stays
 <= 5 MB (the report aggregates; it never lists every sample).
@@ -11,14 +11,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from _common import Row, finish, standard_args, workspace
-from bench_history import ENV, universe
-
+from benchmarks._common import ENV, Row, finish, standard_args, workspace
+from benchmarks.bench_history import universe
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.model.splits import dumps_splits
 from dvc_cuvis.model.universe import Universe

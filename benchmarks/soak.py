@@ -1,6 +1,6 @@
 """Soak: the whole pipeline over a synthetic 1M-sample universe (10k sessions x 100 frames).
 
-Run: ``.venv/bin/python benchmarks/soak.py [--quick] [--json out.json] [--strict]``
+Run: ``.venv/bin/python -m benchmarks.soak [--quick] [--json out.json] [--strict]``
 
 The sessions are cu3s "files" read through the SDK double in ``tests/sdk_double`` (the
 real SDK cannot be installed here), so the sample count is real while the files stay
@@ -19,9 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Row, finish, standard_args, workspace
-from bench_pipeline import child_env, run_cmd
+from benchmarks._common import Row, finish, standard_args, workspace
+from benchmarks.bench_pipeline import child_env, run_cmd
 
 REPO = Path(__file__).resolve().parent.parent
 SDK_DOUBLE = REPO / "tests" / "sdk_double"

@@ -61,7 +61,7 @@ LOW=.venv/dvc-low
 "$LOW/bin/pytest" -n 2 -q -p no:cacheprovider -k "not test_drift_contract or lock" \
     tests/digests/test_dvc_state.py tests/digests/test_dvc_hashes.py tests/materialize/test_dvc_handover.py \
     tests/repo/test_dvc_conformance.py tests/check/test_drift_contract.py
-.venv/bin/python benchmarks/bench_core.py --quick >/dev/null
-.venv/bin/python benchmarks/bench_check.py --quick --device cpu >/dev/null
-.venv/bin/python benchmarks/bench_plugin.py --quick >/dev/null
+.venv/bin/python -m benchmarks.bench_core --quick >/dev/null
+.venv/bin/python -m benchmarks.bench_check --quick --device cpu >/dev/null
+.venv/bin/python -m benchmarks.bench_plugin --quick >/dev/null
 echo "benchmarks: quick smoke run ok"

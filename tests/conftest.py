@@ -1,26 +1,26 @@
-"""Shared test helpers: fixture paths and a CLI runner that captures exit code and output."""
+"""The suite's shared fixtures (the plain helpers they build on live in ``tests/helpers/``).
+
+Fixtures used by one package's tests only live in that package's ``conftest.py``.
+"""
 
 from __future__ import annotations
 
-import subprocess
+import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from dvc_cuvis.cli import main
+from tests.helpers.cli import Run
+from tests.helpers.files import SDK_DOUBLE
+from tests.helpers.repos import pristine
+from tests.helpers.shell import ENV, sh
 
-FIXTURES = Path(__file__).parent / "fixtures"
-#: A test double of Cubert's ``cuvis`` SDK (the real one needs libcuvis.so).
-SDK_DOUBLE = Path(__file__).parent / "sdk_double"
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
+if TYPE_CHECKING:
+    from benchmarks._sshd import Sshd
 
 
 @pytest.fixture(autouse=True)
@@ -59,23 +59,6 @@ def cli(capsys: pytest.CaptureFixture[str]):
     return run
 
 
-def run_subprocess(*args: str, cwd: Path | None = None) -> Run:
-    """Run the real console entry point in a child process."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "dvc_cuvis", *map(str, args)],
-        cwd=cwd, capture_output=True, text=True, check=False,
-    )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
-
-
-def write_universe_csv(
-    path: Path, rows: list[tuple[str, int]], header: str = "source,index"
-) -> Path:
-    """Write a tiny universe.csv (rows as given, LF endings)."""
-    path.write_text(header + "\n" + "".join(f"{s},{i}\n" for s, i in rows), encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def sdk(monkeypatch: pytest.MonkeyPatch):
     """The cuvis SDK test double on ``sys.path`` (its call log cleared); yields the module."""
@@ -91,6 +74,111 @@ def sdk(monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture(scope="session")
 def npz_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example npz pipeline after ``dvc repro``, built once (never modified: copy it)."""
-    from tests._repos import pristine
-
     return pristine("npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README workflow, run once: an initialized npz dataset repository, reproduced and
+    committed (never modified: copy it)."""
+    return pristine("committed-npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
+
+
+@pytest.fixture(scope="module")
+def materialized(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """6 sessions x 4 frames enumerated, baked (predict = test) and materialized in-process."""
+    from dvc_cuvis.baking.core import BakeOptions, bake
+    from dvc_cuvis.materialize.core import ReaderParams, materialize
+    from dvc_cuvis.model.universe_io import read_universe, write_universe
+    from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+    from examples.generate import generate
+
+    root = tmp_path_factory.mktemp("dm")
+    generate(root / "data", sessions=6, frames=4, size=(8, 8), bands=4, seed=4)
+    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=root / "data/npz",
+                                                 out_dir=root))
+    write_universe(uni, root / "universe.csv")
+    uni = read_universe(root / "universe.csv")
+    (b,) = bake(uni, BakeOptions(strategy="random", seed=3, group_by="group"))
+    cfg = b.config.model_copy(update={"predict": b.config.test})
+    materialize(uni, cfg, root / "mat", ReaderParams())
+    return root / "mat"
+
+
+# -- real git + DVC repositories with a private DVC site cache --------------------------------
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Child environment; DVC's site cache (its state database) in a private folder."""
+    site = tmp_path_factory.mktemp("dvc-site-cache")
+    return {**ENV, "DVC_SITE_CACHE_DIR": str(site)}
+
+
+@pytest.fixture
+def _site_cache(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process DVC (our lookups) must read the state the ``dvc`` commands wrote (a module
+    that needs it says ``pytestmark = pytest.mark.usefixtures("_site_cache")``)."""
+    monkeypatch.setenv("DVC_SITE_CACHE_DIR", env["DVC_SITE_CACHE_DIR"])
+    monkeypatch.delenv("DVC_CUVIS_DVC_HASHES", raising=False)
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
+    """A dataset repository with two revisions (tags v1, v2) pushed to a local remote."""
+    from examples.generate import generate
+
+    root = tmp_path_factory.mktemp("origin")
+    remote = tmp_path_factory.mktemp("remote")
+    sh("git", "init", "-q", cwd=root, env=env)
+    sh("dvc", "init", "-q", cwd=root, env=env)
+    sh("dvc", "remote", "add", "-d", "store", str(remote), cwd=root, env=env)
+    generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=1)
+    sh("dvc", "add", "-q", "data", cwd=root, env=env)
+    sh("git", "add", "-A", cwd=root, env=env)
+    sh("git", "commit", "-qm", "v1", cwd=root, env=env)
+    sh("git", "tag", "v1", cwd=root, env=env)
+    generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=2,
+             extra_sessions=1)  # other pixels in every frame, and one more session
+    sh("dvc", "add", "-q", "data", cwd=root, env=env)
+    sh("git", "commit", "-qam", "v2", cwd=root, env=env)
+    sh("git", "tag", "v2", cwd=root, env=env)
+    sh("dvc", "push", "-q", "-a", "-T", cwd=root, env=env)
+    return root
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every npz frame that enumerate opens to parse (its path), in call order."""
+    import dvc_cuvis.sources.npz as npz_source
+
+    seen: list[str] = []
+    real = npz_source.frame_info
+
+    def counting(path: Path) -> dict:
+        seen.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(npz_source, "frame_info", counting)
+    return seen
+
+
+# -- a real SSH server ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """A running sshd on 127.0.0.1 for the whole session (stopped at the end).  A missing
+    ``sshd`` fails the run in CI (``scripts/test.sh`` installs openssh-server), else skips."""
+    from benchmarks._sshd import find_sshd, start_sshd
+
+    binary = find_sshd()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("sshd not found: install openssh-server (scripts/test.sh does)")
+        pytest.skip("sshd not found (apt-get install openssh-server)")
+    server = start_sshd(tmp_path_factory.mktemp("sshd"), binary)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .test_pipeline import ENV
+from tests.helpers.shell import ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 GEN = [sys.executable, str(ROOT / "examples/generate.py"), "--sessions", "6", "--frames", "3",

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,18 +14,8 @@ import pytest
 from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe_io import read_universe
 from examples.generate import generate
-
-BIN = str(Path(sys.executable).parent)
-ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-       "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-       "DVC_NO_ANALYTICS": "1"}
-
-
-def sh(*args: str, cwd: Path) -> str:
-    proc = subprocess.run(list(args), cwd=cwd, env=ENV, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
-    return proc.stdout + proc.stderr
+from tests.helpers.repos import copy, pristine
+from tests.helpers.shell import ENV, sh
 
 
 def digest_tree(root: Path, names: list[str]) -> dict[str, str]:
@@ -40,17 +28,10 @@ OUTPUTS = ["universe.csv", "splits.json", "metrics/universe.json", "metrics/spli
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("repo")
-    sh("git", "init", "-q", cwd=root)
-    sh("dvc", "init", "-q", cwd=root)
-    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
-    generate(root / "data", sessions=10, frames=4, size=(8, 8), bands=4, seed=3)
-    (root / ".gitignore").write_text("/data/\n")
-    out = sh("dvc", "repro", cwd=root)
-    assert "Running stage 'bake'" in out
-    sh("git", "add", "-A", cwd=root)
-    sh("git", "commit", "-qm", "split v1", cwd=root)
-    return root
+    """10 sessions x 4 frames through ``dvc repro`` (the build asserts bake ran), committed,
+    the data ignored by git: this module's own copy (its tests run ``dvc repro`` in it)."""
+    built = pristine("ignored-data-pipeline", tmp_path_factory.getbasetemp() / "repos")
+    return copy(built, tmp_path_factory.mktemp("repo") / "repo")
 
 
 def test_repro_outputs_are_valid_and_committed(repo: Path) -> None:

@@ -16,11 +16,11 @@ from dvc_cuvis.baking.core import BakeOptions, bake, compact_ids, iterative_stra
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.splits import is_baked, load_splits, resolve
 from dvc_cuvis.model.universe import Universe
-from tests.conftest import write_universe_csv
+from tests.helpers.files import write_universe_csv
 
 
 def _upstream_resolvers():
-    import cuvis_ai_dataloader
+    cuvis_ai_dataloader = pytest.importorskip("cuvis_ai_dataloader")  # the reference
 
     path = Path(cuvis_ai_dataloader.__file__).parent / "data" / "resolvers.py"
     spec = importlib.util.spec_from_file_location("_upstream_resolvers", path)

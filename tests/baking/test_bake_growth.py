@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dvc_cuvis.baking.core import NON_EMPTY_STAGES, BakeOptions, bake
 from dvc_cuvis.model.universe import Universe
-from tests.conftest import write_universe_csv
+from tests.helpers.files import write_universe_csv
 
 names = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8)
 

@@ -6,11 +6,11 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.check.test_drift import _sneaky_edit, repo  # noqa: F401  (fixtures)
+from tests.helpers.files import sneaky_edit
 
 
 def test_plain_check_reads_the_repository_params_and_sees_added_data(
-    repo: Path, cli, monkeypatch  # noqa: F811
+    repo: Path, cli, monkeypatch
 ) -> None:
     monkeypatch.chdir(repo / "data")  # a subfolder: params.yaml is found at the root
     assert cli("check").code == 0
@@ -22,11 +22,11 @@ def test_plain_check_reads_the_repository_params_and_sees_added_data(
     assert universe["status"] == "drift" and "added" in json.dumps(universe)
 
 
-def test_deep_check_sees_an_edit_that_keeps_the_stamp(repo: Path, cli,  # noqa: F811
+def test_deep_check_sees_an_edit_that_keeps_the_stamp(repo: Path, cli,
                                                       monkeypatch) -> None:
     monkeypatch.chdir(repo)
     assert cli("check").code == 0  # warms the repository's stat cache
-    _sneaky_edit(repo / "data/npz/day1_line-a_s01/frame_0001.npz")
+    sneaky_edit(repo / "data/npz/day1_line-a_s01/frame_0001.npz")
     assert cli("check").code == 0  # documented: the stamp is unchanged, the cache trusts it
     r = cli("check", "--deep", "--json")
     assert r.code == 1

@@ -12,14 +12,7 @@ import yaml
 from dvc_cuvis.check.drift import DriftError, ensure, verify
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
-from tests.conftest import FIXTURES
-
-
-@pytest.fixture
-def repo(npz_pipeline: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "repo"
-    shutil.copytree(npz_pipeline, copy, symlinks=True)
-    return copy
+from tests.helpers.files import FIXTURES, sneaky_edit
 
 
 def check(repo: Path, cli, monkeypatch, *extra: str):
@@ -412,31 +405,6 @@ def test_other_checking_code_does_not_reuse_a_verdict(repo: Path, monkeypatch) -
     assert not run().reused_verdict and run().reused_verdict
 
 
-def _sneaky_edit(path: Path) -> None:
-    """Rewrite ``path`` in place, same length, keeping its inode, size and mtime.
-
-    The byte changed is the last one of the frame's ``cube`` member: the file stays a
-    readable npz (a re-scan reads its other members), only its md5 changes.
-    """
-    import os
-    import zipfile
-
-    st = path.stat()
-    data = bytearray(path.read_bytes())
-    with zipfile.ZipFile(path) as z:
-        info = z.getinfo("cube.npy")
-    start = info.header_offset + 30 + int.from_bytes(
-        data[info.header_offset + 26:info.header_offset + 28], "little") + int.from_bytes(
-        data[info.header_offset + 28:info.header_offset + 30], "little")
-    data[start + info.compress_size - 1] ^= 1
-    with path.open("r+b") as fh:  # in place: the inode stays
-        fh.write(bytes(data))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    after = path.stat()
-    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (st.st_ino, st.st_size,
-                                                                 st.st_mtime_ns)
-
-
 def test_deep_reaches_every_digest_and_hashes_each_file_once(repo: Path, monkeypatch) -> None:
     """``deep`` re-enumerates without the persistent cache: an edit that keeps the stat
     triple is seen by the universe part (re-digested) and the content part, and no file is
@@ -458,7 +426,7 @@ def test_deep_reaches_every_digest_and_hashes_each_file_once(repo: Path, monkeyp
 
     assert run(lock=None).ok  # warms the persistent stat cache
     f = repo / read_universe(repo / "universe.csv").value("materialized_path", 2)
-    _sneaky_edit(f)
+    sneaky_edit(f)
     plain = run(lock=None)
     assert plain.ok  # documented: a stat cache cannot see an edit that keeps the stamp
 

@@ -31,15 +31,10 @@ from dvc_cuvis.check.drift import (
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
-from tests._repos import copy, pristine
+from tests.helpers.repos import pristine
 
 ALL_OK = {"universe": "ok", "content": "ok", "selection": "ok", "constraints": "ok",
           "staleness": "ok"}
-
-
-@pytest.fixture
-def repo(npz_pipeline: Path, tmp_path: Path) -> Path:
-    return copy(npz_pipeline, tmp_path / "repo")
 
 
 def check(cli, repo: Path, monkeypatch, *extra: str):
@@ -1256,7 +1251,7 @@ def tracked_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def fresh_clone(tracked_pipeline: Path, tmp_path: Path) -> Path:
     """``git clone`` of the tracked pipeline: no data, no materialized/, no DVC cache."""
-    from tests._repos import sh
+    from tests.helpers.shell import sh
 
     sh("git", "clone", "-q", str(tracked_pipeline), str(tmp_path / "clone"), cwd=tmp_path)
     clone = tmp_path / "clone"
@@ -1305,13 +1300,18 @@ def test_a_clone_whose_remote_is_gone_is_still_told_to_pull(fresh_clone: Path, c
                                                             monkeypatch) -> None:
     """Without a reachable remote DVC cannot even list a tracked folder: the frames under
     it are still "not pulled", never an internal error."""
-    from tests._repos import sh
+    from tests.helpers.shell import sh
 
     sh("dvc", "remote", "remove", "store", cwd=fresh_clone)
     text, code, checks = check(cli, fresh_clone, monkeypatch)
     assert code == 1 and text.code == 1 and verdict(text.out) == "FAILED", text.out + text.err
     assert checks["content"]["status"] == "not-pulled", checks["content"]
-    assert checks["content"]["summary"] == "8 frames not pulled: `dvc pull`"
+    # no remote, so no `dvc pull` to paste: the fix says what to configure, in words
+    assert checks["content"]["summary"] == "8 frames not pulled"
+    assert checks["content"]["fix"] == (
+        "no DVC remote is configured here: add the remote that holds this data "
+        "(dvc remote add -d NAME URL), then pull")
+    assert "`" not in checks["staleness"]["fix"]
     assert "internal error" not in text.err
 
 

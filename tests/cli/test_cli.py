@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import FIXTURES, run_subprocess, write_universe_csv
+from tests.helpers.cli import run_subprocess
+from tests.helpers.files import FIXTURES, write_universe_csv
 
 
 def gui_setup(tmp_path: Path) -> tuple[Path, Path, str]:

@@ -13,8 +13,8 @@ import numpy as np
 
 from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe
-from tests.sources.test_enumerate import write_session
-from tests.sources.test_tiff import write_cube, write_label
+from tests.helpers.files import write_session
+from tests.helpers.tiff import write_cube, write_label
 
 
 def _universe(path: Path, sessions: int = 12, frames: int = 3) -> Path:

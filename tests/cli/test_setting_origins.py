@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_universe_csv
+from tests.helpers.files import write_universe_csv
 
 PIPELINE_EXPORT = ("export:\n  to: cuvis-ai\n  universe: u.csv\n  splits: s.json\n"
                    "  out: data/g.yaml\n  batch_size: 4\n")

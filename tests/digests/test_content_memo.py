@@ -16,50 +16,24 @@ import dvc_cuvis.sources.npz as npz_source
 from dvc_cuvis.digests import stat_cache
 from dvc_cuvis.digests.dvc_hashes import DvcKnownHashes
 from dvc_cuvis.digests.stat_cache import StatCache, _read, content_key
-from dvc_cuvis.model.universe_io import format_universe
-from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from tests.digests.test_dvc_hashes import _site_cache, env, fresh_clone, origin, sh  # noqa: F401
+from tests.helpers.memo import enumerate_text as run
+from tests.helpers.memo import plain
+from tests.helpers.repos import fresh_clone
+from tests.helpers.shell import sh
+
+pytestmark = pytest.mark.usefixtures("_site_cache")
 
 
-@pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every npz frame that enumerate opens to parse (its path), in call order."""
-    seen: list[str] = []
-    real = npz_source.frame_info
-
-    def counting(path: Path) -> dict:
-        seen.append(os.fspath(path))
-        return real(path)
-
-    monkeypatch.setattr(npz_source, "frame_info", counting)
-    return seen
-
-
-def run(root: Path, cache: StatCache, data: str = "data/npz") -> tuple[str, dict]:
-    """enumerate (npz) of ``root/data`` into ``root``: universe.csv text and metrics."""
-    opts = EnumerateOptions(format="npz", root=root / data, out_dir=root, cache=cache, jobs=2)
-    uni, metrics = enumerate_universe(opts)
-    return format_universe(uni), metrics
-
-
-def plain(root: Path, data: str = "data/npz") -> tuple[str, dict]:
-    """The reference: no cache file, no DVC, every frame read and hashed."""
-    cache = StatCache(None)
-    out = run(root, cache, data)
-    assert cache.stats()["derived_from_memo"] == 0 and cache.stats()["md5_cached"] == 0
-    return out
-
-
-def checkout(clone: Path, env: dict[str, str], rev: str) -> None:  # noqa: F811
-    sh(env, "git", "checkout", "-q", rev, cwd=clone)
-    sh(env, "dvc", "checkout", "-q", cwd=clone)
+def checkout(clone: Path, env: dict[str, str], rev: str) -> None:
+    sh("git", "checkout", "-q", rev, cwd=clone, env=env)
+    sh("dvc", "checkout", "-q", cwd=clone, env=env)
 
 
 def test_checkout_back_to_a_revision_seen_before_reads_no_frame(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str]  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str]
 ) -> None:
     clone = fresh_clone(origin, tmp_path, env)
-    sh(env, "dvc", "fetch", "-q", "-T", cwd=clone)
+    sh("dvc", "fetch", "-q", "-T", cwd=clone, env=env)
     cache_file = tmp_path / "sc.bin"
     first = StatCache(cache_file, dvc=DvcKnownHashes())
     run(clone, first)  # v2: every frame read once (a fresh clone has no values of ours)
@@ -88,7 +62,7 @@ def test_checkout_back_to_a_revision_seen_before_reads_no_frame(
 
 
 def test_moved_frames_are_hashed_but_not_parsed_again(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str]  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str]
 ) -> None:
     clone = fresh_clone(origin, tmp_path, env)
     cache_file = tmp_path / "sc.bin"
@@ -117,7 +91,7 @@ def frame(source: str, ids: list[int]) -> bytes:
 
 
 def test_an_edited_frame_is_read_and_a_tampered_universe_csv_in_git_is_not_trusted(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str]  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str]
 ) -> None:
     clone = fresh_clone(origin, tmp_path, env)
     cache_file = tmp_path / "sc.bin"
@@ -132,8 +106,8 @@ def test_an_edited_frame_is_read_and_a_tampered_universe_csv_in_git_is_not_trust
     row[cats], row[tags] = "7", "anomalous"
     lines[1] = ",".join(row) + "\n"
     (clone / "universe.csv").write_text("".join(lines), encoding="utf-8")
-    sh(env, "git", "add", "universe.csv", cwd=clone)
-    sh(env, "git", "commit", "-qm", "tampered universe", cwd=clone)
+    sh("git", "add", "universe.csv", cwd=clone, env=env)
+    sh("git", "commit", "-qm", "tampered universe", cwd=clone, env=env)
     # one frame edited after the pull: new bytes (new md5), so it alone is read
     victim = sorted((clone / "data" / "npz").rglob("*.npz"))[2]
     victim.chmod(0o644)

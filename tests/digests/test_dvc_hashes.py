@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,60 +19,10 @@ from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import format_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from examples.generate import generate
+from tests.helpers.repos import fresh_clone
+from tests.helpers.shell import sh
 
-BIN = str(Path(sys.executable).parent)
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Child environment; DVC's site cache (its state database) in a private folder."""
-    site = tmp_path_factory.mktemp("dvc-site-cache")
-    return {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-            "DVC_NO_ANALYTICS": "1", "DVC_SITE_CACHE_DIR": str(site)}
-
-
-@pytest.fixture(autouse=True)
-def _site_cache(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """In-process DVC (our lookups) must read the state the ``dvc`` commands wrote."""
-    monkeypatch.setenv("DVC_SITE_CACHE_DIR", env["DVC_SITE_CACHE_DIR"])
-    monkeypatch.delenv("DVC_CUVIS_DVC_HASHES", raising=False)
-
-
-def sh(env: dict[str, str], *args: str, cwd: Path) -> str:
-    proc = subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
-    return proc.stdout
-
-
-@pytest.fixture(scope="module")
-def origin(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
-    """A dataset repository with two revisions (tags v1, v2) pushed to a local remote."""
-    root = tmp_path_factory.mktemp("origin")
-    remote = tmp_path_factory.mktemp("remote")
-    sh(env, "git", "init", "-q", cwd=root)
-    sh(env, "dvc", "init", "-q", cwd=root)
-    sh(env, "dvc", "remote", "add", "-d", "store", str(remote), cwd=root)
-    generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=1)
-    sh(env, "dvc", "add", "-q", "data", cwd=root)
-    sh(env, "git", "add", "-A", cwd=root)
-    sh(env, "git", "commit", "-qm", "v1", cwd=root)
-    sh(env, "git", "tag", "v1", cwd=root)
-    generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=2,
-             extra_sessions=1)  # other pixels in every frame, and one more session
-    sh(env, "dvc", "add", "-q", "data", cwd=root)
-    sh(env, "git", "commit", "-qam", "v2", cwd=root)
-    sh(env, "git", "tag", "v2", cwd=root)
-    sh(env, "dvc", "push", "-q", "-a", "-T", cwd=root)
-    return root
-
-
-def fresh_clone(origin: Path, where: Path, env: dict[str, str]) -> Path:
-    clone = where / "clone"
-    sh(env, "git", "clone", "-q", str(origin), str(clone), cwd=where)
-    sh(env, "dvc", "pull", "-q", cwd=clone)
-    return clone
+pytestmark = pytest.mark.usefixtures("_site_cache")
 
 
 def enumerate_npz(root: Path, cache: StatCache) -> tuple[Universe, dict]:
@@ -123,13 +72,13 @@ def test_dvc_checkout_of_another_revision_hashes_no_byte(
     origin: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:
     clone = fresh_clone(origin, tmp_path, env)
-    sh(env, "dvc", "fetch", "-q", "-T", cwd=clone)  # every tagged revision's data in the cache
+    sh("dvc", "fetch", "-q", "-T", cwd=clone, env=env)  # every tagged revision's data in the cache
     warm = StatCache(tmp_path / "warm.bin", dvc=DvcKnownHashes())
     enumerate_npz(clone, warm)
     warm.save()
     for rev in ("v1", "v2", "v1"):
-        sh(env, "git", "checkout", "-q", rev, cwd=clone)
-        sh(env, "dvc", "checkout", "-q", cwd=clone)
+        sh("git", "checkout", "-q", rev, cwd=clone, env=env)
+        sh("dvc", "checkout", "-q", cwd=clone, env=env)
         for cache in (StatCache(None, dvc=DvcKnownHashes()),  # cold
                       StatCache(tmp_path / "warm.bin", dvc=DvcKnownHashes())):  # warm
             uni, _ = enumerate_npz(clone, cache)
@@ -235,7 +184,7 @@ def test_inside_a_running_dvc_repro_stage_dvc_state_is_readable(
     (clone / "dvc.yaml").write_text(
         f"stages:\n  scan:\n    cmd: {sys.executable} stage.py\n"
         "    deps: [data, stage.py]\n    outs: [stats.json]\n", encoding="utf-8")
-    sh(env, "dvc", "repro", "-q", cwd=clone)  # DVC holds its repository lock meanwhile
+    sh("dvc", "repro", "-q", cwd=clone, env=env)  # DVC holds its repository lock meanwhile
     n, stats = json.loads((clone / "stats.json").read_text())
     assert {k: v for k, v in stats.items() if not k.startswith("derived_")} == {
         "bytes_hashed": 0, "md5_cached": 0, "md5_from_dvc": n, "md5_hashed": 0}

@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 from dvc_cuvis.digests import dvc_state
 from dvc_cuvis.digests.dvc_hashes import DvcKnownHashes
 from dvc_cuvis.digests.hashing import stamp_of
-from tests.digests.test_dvc_hashes import env, fresh_clone, origin, sh  # noqa: F401  (fixtures)
+from tests.helpers.repos import fresh_clone
+from tests.helpers.shell import sh
 
 
 @pytest.fixture(autouse=True)
-def _site_cache(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def _site_cache(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process reads must see the state the ``dvc`` commands wrote."""
     monkeypatch.setenv("DVC_SITE_CACHE_DIR", env["DVC_SITE_CACHE_DIR"])
 
@@ -57,8 +58,8 @@ def stamped(root: Path) -> list[tuple[str, tuple[int, int, int]]]:
     return [(str(p), stamp_of(os.stat(p))) for p in files]
 
 
-def test_names_the_database_dvc_uses(origin: Path, tmp_path: Path,  # noqa: F811
-                                     env: dict[str, str]) -> None:  # noqa: F811
+def test_names_the_database_dvc_uses(origin: Path, tmp_path: Path,
+                                     env: dict[str, str]) -> None:
     clone = fresh_clone(origin, tmp_path, env)
     root = os.path.realpath(clone)
     assert dvc_state.state_db(root) == site_db(clone)
@@ -67,19 +68,19 @@ def test_names_the_database_dvc_uses(origin: Path, tmp_path: Path,  # noqa: F811
 
 
 def test_site_cache_dir_from_the_repository_config(
-    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DVC_SITE_CACHE_DIR")
     plain = {k: v for k, v in env.items() if k != "DVC_SITE_CACHE_DIR"}
     repo = tmp_path / "repo"
     repo.mkdir()
-    sh(plain, "git", "init", "-q", cwd=repo)
-    sh(plain, "dvc", "init", "-q", cwd=repo)
+    sh("git", "init", "-q", cwd=repo, env=plain)
+    sh("dvc", "init", "-q", cwd=repo, env=plain)
     site = tmp_path / "site cache"
-    sh(plain, "dvc", "config", "--local", "core.site_cache_dir", str(site), cwd=repo)
+    sh("dvc", "config", "--local", "core.site_cache_dir", str(site), cwd=repo, env=plain)
     (repo / "data").mkdir()
     (repo / "data" / "a.bin").write_bytes(b"abc")
-    sh(plain, "dvc", "add", "-q", "data", cwd=repo)
+    sh("dvc", "add", "-q", "data", cwd=repo, env=plain)
     db = dvc_state.state_db(os.path.realpath(repo))
     assert db is not None and db.startswith(str(site))
     assert db == site_db(repo)
@@ -87,8 +88,8 @@ def test_site_cache_dir_from_the_repository_config(
     assert dvc_state.StateDb(db).md5s(items) == dvc_answers(repo, items) != {}
 
 
-def test_every_answer_equals_dvc_state_get_many(origin: Path, tmp_path: Path,  # noqa: F811
-                                               env: dict[str, str]) -> None:  # noqa: F811
+def test_every_answer_equals_dvc_state_get_many(origin: Path, tmp_path: Path,
+                                               env: dict[str, str]) -> None:
     clone = fresh_clone(origin, tmp_path, env)
     files = sorted((clone / "data").rglob("*.npz"))
     db = dvc_state.StateDb(str(dvc_state.state_db(os.path.realpath(clone))))
@@ -143,7 +144,7 @@ def test_parse_takes_only_plain_md5_entries(entry: dict, expect: tuple | None) -
 
 
 def test_falls_back_to_dvcs_api_when_the_database_cannot_be_read(
-    origin: Path, tmp_path: Path, env: dict[str, str],  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clone = fresh_clone(origin, tmp_path, env)
@@ -182,7 +183,7 @@ def test_a_token_dvc_would_not_equal_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_direct_read_is_used_and_follows_a_linked_root(
-    origin: Path, tmp_path: Path, env: dict[str, str]  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:
     clone = fresh_clone(origin, tmp_path, env)
     items = stamped(clone)

@@ -213,7 +213,7 @@ def test_index_arrays_unreadable_and_missing(tmp_path: Path) -> None:
 
 
 def test_cli_bake_from_bad_indices_is_one_line_exit_2(tmp_path: Path) -> None:
-    from tests.conftest import run_subprocess
+    from tests.helpers.cli import run_subprocess
 
     write_universe(universe(), tmp_path / "universe.csv")
     write_npz(tmp_path / "i.npz", train=np.array([0.5, 1.5]))

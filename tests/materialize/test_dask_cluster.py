@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
+from benchmarks._dask_cluster import START_S, Cluster, cluster
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.model.universe_io import format_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from tests.helpers import crashpoints
-from tests.dask_cluster import START_S, Cluster, cluster
-from tests.materialize.test_materialize import tiff_project, tree
+from tests.helpers.files import tiff_project, tree
 
 pytestmark = pytest.mark.slow  # a few seconds per cluster; CI runs every test
 

@@ -18,7 +18,7 @@ from dvc_cuvis.digests import dvc_state
 from dvc_cuvis.digests.dvc_hashes import DvcKnownHashes
 from dvc_cuvis.digests.hashing import dir_md5, list_tree
 from dvc_cuvis.digests.stat_cache import StatCache
-from tests.repo.test_dvc_conformance import ENV, built, sh  # noqa: F401  (the module's repository)
+from tests.helpers.shell import ENV, sh
 
 #: runs DVC's CLI in-process, counting the files DVC's tree builder reads to hash
 COUNTING = """
@@ -47,7 +47,7 @@ def dvc_hashed(repo: Path, *args: str, env: dict[str, str] | None = None) -> lis
 
 
 @pytest.fixture
-def repo(built: Path, tmp_path: Path) -> Path:  # noqa: F811
+def repo(built: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "repo"
     shutil.copytree(built, copy, symlinks=True)
     return copy
@@ -90,7 +90,7 @@ def test_dvc_reads_none_of_the_bytes_materialize_wrote(repo: Path) -> None:
 def test_a_repro_of_the_stage_hashes_no_output(repo: Path) -> None:
     hashed = dvc_hashed(repo, "repro", "-f", "-s", "materialize")
     assert [p for p in hashed if "/materialized/" in p] == []
-    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
+    assert sh("dvc", "status", "materialize", cwd=repo).strip().endswith("up to date.")
 
 
 def test_enumerate_hands_over_the_files_it_hashed(repo: Path) -> None:
@@ -189,7 +189,7 @@ def test_dvcs_hardlink_cache_links_our_outputs_and_materialize_never_writes_thro
     old = _frame_objects(repo)
     for name, (_, obj) in old.items():
         assert os.stat(repo / "materialized" / name).st_ino == os.stat(obj).st_ino
-    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
+    assert sh("dvc", "status", "materialize", cwd=repo).strip().endswith("up to date.")
     # new frame bytes (a materialize param): rewritten beside the links, never through them
     params = repo / "params.yaml"
     params.write_text(params.read_text().replace("compress: none", "compress: deflate:1"))
@@ -202,9 +202,9 @@ def test_dvcs_hardlink_cache_links_our_outputs_and_materialize_never_writes_thro
     for name, (md5, obj) in new.items():
         assert os.stat(repo / "materialized" / name).st_ino == os.stat(obj).st_ino
         assert _md5_of(obj) == md5
-    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
+    assert sh("dvc", "status", "materialize", cwd=repo).strip().endswith("up to date.")
     sh("dvc", "checkout", "materialize", cwd=repo)
-    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
+    assert sh("dvc", "status", "materialize", cwd=repo).strip().endswith("up to date.")
     for name, (_, obj) in new.items():  # checkout kept the links
         assert os.stat(repo / "materialized" / name).st_ino == os.stat(obj).st_ino
     remote = tmp_path / "remote"
@@ -243,4 +243,4 @@ def test_with_dvcs_default_cache_a_hard_link_into_the_cache_is_copied_back(repo:
         st = os.stat(out / name)
         assert st.st_nlink == 1 and st.st_ino != os.stat(obj).st_ino  # a copy again
         assert _md5_of(obj) == md5
-    assert sh("dvc", "status", "materialize", cwd=repo).stdout.strip().endswith("up to date.")
+    assert sh("dvc", "status", "materialize", cwd=repo).strip().endswith("up to date.")

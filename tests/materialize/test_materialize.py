@@ -29,29 +29,13 @@ from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from examples.generate import generate
-from tests.sources.test_enumerate import write_session
-
-
-def tree(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".materialize.lock"}
+from tests.helpers.files import tiff_project, tree, write_session
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A small dataset with an enumerated universe.csv and a baked splits.json."""
     return tiff_project(tmp_path)
-
-
-def tiff_project(tmp_path: Path) -> Path:
-    """TIFF and npz data, a universe.csv of the TIFF cubes and a baked splits.json."""
-    generate(tmp_path / "data", sessions=4, frames=3, size=(8, 10), bands=4, seed=2)
-    uni, _ = enumerate_universe(EnumerateOptions(format="tiff", root=tmp_path / "data/tiff",
-                                                 out_dir=tmp_path))
-    write_universe(uni, tmp_path / "universe.csv")
-    (b,) = bake(read_universe(tmp_path / "universe.csv"), BakeOptions(seed=1, test_ratio=0.3))
-    (tmp_path / "splits.json").write_text(json.dumps(b.config.to_dict(), indent=2))
-    return tmp_path
 
 
 def run(project: Path, out: str = "out", **kw) -> object:

@@ -37,10 +37,6 @@ from typing import Any, cast
 
 import numpy as np
 import pytest
-from cuvis_ai_core.data import selectors as upstream
-from cuvis_ai_core.data.splits_io import universe_hash as upstream_universe_hash
-from cuvis_ai_core.data.splits_io import verify_universe as upstream_verify_universe
-from cuvis_ai_dataloader.data._universe import parse_universe as upstream_parse_universe
 from cuvis_ai_schemas.training.data import (
     Constraint,
     ConstraintKind,
@@ -64,6 +60,12 @@ from dvc_cuvis.model.splits import (
 )
 from dvc_cuvis.model.universe import Universe, universe_hash
 from dvc_cuvis.model.universe_io import parse_universe_bytes
+
+pytest.importorskip("cuvis_ai_dataloader")  # the upstream reference implementation (plugin extra)
+from cuvis_ai_core.data import selectors as upstream
+from cuvis_ai_core.data.splits_io import universe_hash as upstream_universe_hash
+from cuvis_ai_core.data.splits_io import verify_universe as upstream_verify_universe
+from cuvis_ai_dataloader.data._universe import parse_universe as upstream_parse_universe
 
 #: Under mutation testing (scripts/mutation.sh sets DVC_CUVIS_HYPOTHESIS_EXAMPLES) each
 #: mutant runs these tests again, so a smaller, derandomized budget keeps a survivor cheap

@@ -35,8 +35,7 @@ from dvc_cuvis.model.frames import (
 )
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe, write_universe
-from tests.materialize.test_materialize import tree
-from tests.sources.test_enumerate import write_session
+from tests.helpers.files import tree, write_session
 
 # -- the frame bytes -----------------------------------------------------------------------
 

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cuvis_ai_core.data.selectors import _norm_source as upstream_norm_source
-from cuvis_ai_core.data.selectors import required_attrs as upstream_required_attrs
 from cuvis_ai_schemas.training.data import DataSplitConfig, SampleRef, Selector
 
 from dvc_cuvis.errors import SelectorError
@@ -34,6 +32,10 @@ from dvc_cuvis.model.selectors import (
     walk,
 )
 from dvc_cuvis.model.universe import Universe
+
+pytest.importorskip("cuvis_ai_core")  # the upstream reference implementation (plugin extra)
+from cuvis_ai_core.data.selectors import _norm_source as upstream_norm_source
+from cuvis_ai_core.data.selectors import required_attrs as upstream_required_attrs
 
 HUGE = 2**62
 LOGGER = "dvc_cuvis.model.selectors"

@@ -28,7 +28,7 @@ from dvc_cuvis.model.splits import (
     state,
 )
 from dvc_cuvis.model.universe import Universe
-from tests.conftest import FIXTURES
+from tests.helpers.files import FIXTURES
 
 
 def gui_universe(data_dir: str) -> Universe:
@@ -491,7 +491,7 @@ def test_constraints_from_a_params_file_are_validated_with_their_position() -> N
 
 
 def test_bake_refuses_a_constraint_listed_twice_in_params(tmp_path: Path, cli) -> None:
-    from tests.conftest import write_universe_csv
+    from tests.helpers.files import write_universe_csv
 
     write_universe_csv(tmp_path / "universe.csv", [("a.cu3s", 0), ("a.cu3s", 1), ("b.cu3s", 0)])
     params = tmp_path / "params.yaml"

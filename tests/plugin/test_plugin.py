@@ -18,8 +18,8 @@ import yaml
 from dvc_cuvis.check.drift import DriftError
 from dvc_cuvis.interop.modules import MODULE_COLUMN, check_module_rules, module_for
 from dvc_cuvis.model.universe_io import read_universe
-from tests._repos import copy, sh
-from tests.train.test_datamodule import materialized  # noqa: F401  (module fixture)
+from tests.helpers.repos import copy
+from tests.helpers.shell import sh
 
 pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -73,7 +73,7 @@ def test_plugins_dir_prints_the_manifest_folder(cli) -> None:
     assert Path(r.out.strip()).is_absolute() and (Path(r.out.strip()) / "dvc_cuvis.yaml").is_file()
 
 
-def test_register_plugin_then_create_data_module(materialized: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_register_plugin_then_create_data_module(materialized: Path, tmp_path: Path) -> None:
     from cuvis_ai_core.data.datamodule import create_data_module
     from cuvis_ai_core.utils.node_registry import NodeRegistry
     from cuvis_ai_schemas.training import DataConfig
@@ -149,7 +149,7 @@ capabilities:
 
 
 def test_materialize_states_npz_multi_and_upstream_still_loads_it(
-        materialized: Path) -> None:  # noqa: F811
+        materialized: Path) -> None:
     from cuvis_ai_dataloader.data import MultiNpzDataModule
     from cuvis_ai_schemas.training.data import DataSplitConfig
 
@@ -227,7 +227,7 @@ def test_cu3s_multi_split_column_is_the_module_s_own(tmp_path: Path) -> None:
     assert any("owns the 'split' column" in n for n in notes)
 
 
-def test_resolve_and_check_apply_module_rules(cli, materialized: Path, tmp_path: Path  # noqa: F811
+def test_resolve_and_check_apply_module_rules(cli, materialized: Path, tmp_path: Path
                                               ) -> None:
     bad = _universe(tmp_path / "u.csv", "source,index,split\na.npz,0,train\n")
     splits = materialized / "splits.json"
@@ -254,7 +254,7 @@ def test_resolve_and_check_apply_module_rules(cli, materialized: Path, tmp_path:
     assert r.code == 2 and "npz_multi needs a 'materialized_path'" in r.err
 
 
-def test_module_in_params_yaml_and_a_typo_is_refused(cli, materialized: Path,  # noqa: F811
+def test_module_in_params_yaml_and_a_typo_is_refused(cli, materialized: Path,
                                                      tmp_path: Path) -> None:
     bad = _universe(tmp_path / "u.csv", "source,index,split\na.npz,0,train\n")
     params = tmp_path / "params.yaml"
@@ -273,7 +273,7 @@ def test_module_in_params_yaml_and_a_typo_is_refused(cli, materialized: Path,  #
 # -- export --to cuvis-ai ----------------------------------------------------------------------
 
 
-def test_export_writes_a_cuvis_ai_data_group(cli, materialized: Path, tmp_path: Path  # noqa: F811
+def test_export_writes_a_cuvis_ai_data_group(cli, materialized: Path, tmp_path: Path
                                              ) -> None:
     from cuvis_ai_schemas.training import DataConfig
 
@@ -626,7 +626,7 @@ def test_tiff_paired_checks_its_listing_in_the_images_folder_s_repository(
     from dvc_cuvis.model.splits import save_splits
     from dvc_cuvis.model.universe import Universe
     from dvc_cuvis.plugin.datamodules import DvcTiffPairedDataModule
-    from tests.sources.test_tiff import scrap_folder
+    from tests.helpers.tiff import scrap_folder
 
     images = scrap_folder(repo / "tiff") / "images"  # in the DVC repository; run from elsewhere
     listing = TiffPairedDataModule(images_dir=str(images)).enumerate()  # what it trains on

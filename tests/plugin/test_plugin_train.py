@@ -34,7 +34,7 @@ from dvc_cuvis.materialize.core import ReaderParams, materialize  # noqa: E402
 from dvc_cuvis.model.universe_io import read_universe, write_universe  # noqa: E402
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe  # noqa: E402
 from examples.generate import generate  # noqa: E402
-from tests.plugin import test_plugin_nodes as nodes  # noqa: E402
+from tests.helpers import nodes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "dvc_cuvis" / "plugins"
@@ -270,7 +270,7 @@ def test_dvc_cu3s_multi_with_the_sdk_double(sdk: Any, tmp_path: Path,
     from cuvis_ai_schemas.training import DataConfig
 
     from dvc_cuvis.model.splits import save_splits
-    from tests.sources.test_enumerate import write_session
+    from tests.helpers.files import write_session
 
     for k in range(4):
         write_session(tmp_path / f"day{k}/s.cu3s", 3, seed=k)
@@ -317,7 +317,7 @@ def test_dvc_tiff_paired_checks_its_own_listing(tmp_path: Path,
     from cuvis_ai_schemas.training import DataConfig
 
     from dvc_cuvis.model.splits import save_splits
-    from tests.sources.test_tiff import scrap_folder, write_cube
+    from tests.helpers.tiff import scrap_folder, write_cube
 
     root = scrap_folder(tmp_path / "ds")
     uni, _ = enumerate_universe(EnumerateOptions(format="tiff", root=root, out_dir=root))

@@ -2,8 +2,8 @@
 what DVC tracks.
 
 One repository is built with the README workflow (git + ``dvc init`` + ``dvc-cuvis init`` +
-``dvc repro``) once per module; each case applies one workspace change to a fresh copy and
-compares
+``dvc repro``) once per session (the ``built`` fixture); each case applies one workspace
+change to a fresh copy and compares
 
 * the stages our check calls stale (``dvc-cuvis check --json``, staleness details) with the
   stages ``dvc status --json`` lists (restricted to the stages our check looks at), and
@@ -20,8 +20,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,38 +30,7 @@ from hypothesis import strategies as st
 
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-
-BIN = str(Path(sys.executable).parent)
-ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-       "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-       "DVC_NO_ANALYTICS": "1"}
-GEN = [sys.executable, str(ROOT / "examples/generate.py"), "--sessions", "4", "--frames", "2",
-       "--size", "8", "8", "--bands", "3", "--seed", "3"]
-
-
-def sh(*args: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(list(args), cwd=cwd, env=ENV, capture_output=True, text=True)
-    if ok:
-        assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
-    return proc
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The README workflow, run once: an initialized npz dataset repository, reproduced."""
-    tmp = tmp_path_factory.mktemp("conformance")
-    repo = tmp / "repo"
-    sh(*GEN, "--out", str(tmp / "gen"), cwd=tmp)
-    sh("git", "init", "-q", str(repo), cwd=tmp)
-    sh("dvc", "init", "-q", cwd=repo)
-    shutil.copytree(tmp / "gen/npz", repo / "data/npz")
-    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=repo)
-    sh("dvc", "repro", "-q", cwd=repo)
-    sh("git", "add", "-A", cwd=repo)
-    sh("git", "commit", "-qm", "split pipeline", cwd=repo)
-    return repo
+from tests.helpers.shell import run, sh
 
 
 @pytest.fixture
@@ -78,7 +45,7 @@ def repo(built: Path, tmp_path: Path) -> Path:
 
 def dvc_verdict(repo: Path) -> set[str] | None:
     """Stages ``dvc status`` lists (None: DVC refuses the workspace)."""
-    r = sh("dvc", "status", "--json", cwd=repo, ok=False)
+    r = run("dvc", "status", "--json", cwd=repo)
     if r.returncode != 0:
         return None
     return set(json.loads(r.stdout or "{}"))
@@ -87,7 +54,7 @@ def dvc_verdict(repo: Path) -> set[str] | None:
 def our_verdict(repo: Path) -> tuple[set[str] | None, set[str]]:
     """Stages our check calls stale (None: it refuses the workspace, exit 2) and the stages
     it compared."""
-    r = sh("dvc-cuvis", "check", "--json", cwd=repo, ok=False)
+    r = run("dvc-cuvis", "check", "--json", cwd=repo)
     if r.returncode == 2:
         return None, set()
     assert r.returncode in (0, 1), r.stderr

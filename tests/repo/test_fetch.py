@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks._sshd import Sshd, clone, make_dataset_repo
 from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe_io import read_universe
-from tests._sshd import ENV, Sshd, clone, make_dataset_repo
-from tests._sshd import sshd as sshd  # the session fixture
+from tests.helpers.shell import ENV
 
 pytest.importorskip("dvc_ssh")
 

@@ -4,23 +4,18 @@ data it tracks, the category wiring, and that it never overwrites without ``--fo
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import Run, run_subprocess
+from tests.helpers.cli import Run, run_subprocess
+from tests.helpers.shell import sh
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 STAGES = ["enumerate", "bake", "materialize", "report", "check"]
-
-
-def sh(*args: str, cwd: Path) -> str:
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=True)
-    return proc.stdout
 
 
 def dvc(*args: str, cwd: Path) -> str:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests._sshd import ENV, Sshd, clone, make_dataset_repo, sh
-from tests._sshd import sshd as sshd  # the session fixture
+from benchmarks._sshd import Sshd, clone, make_dataset_repo
+from tests.helpers.shell import ENV, sh
 
 pytest.importorskip("dvc_ssh")
 

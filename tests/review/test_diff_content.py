@@ -9,7 +9,7 @@ from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.model.splits import dumps_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import write_universe
-from tests.test_pipeline import sh
+from tests.helpers.shell import sh
 
 
 def _uni(md5: dict[str, str], ann: dict[str, str]) -> Universe:

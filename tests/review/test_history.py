@@ -11,31 +11,11 @@ import yaml
 
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.model.splits import dumps_splits, load_splits, resolve
-from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe, write_universe
-from tests.test_pipeline import ENV, sh
+from tests.helpers.history import universe_of, write_version
+from tests.helpers.shell import ENV, sh
 
 STAGES3 = ("train", "val", "test")
-
-
-def universe_of(n_sources: int) -> Universe:
-    return Universe.from_records({"source": f"day{s % 3}/s{s:02d}.cu3s", "index": i}
-                                 for s in range(n_sources) for i in range(4))
-
-
-def write_version(repo: Path, uni: Universe, opts: BakeOptions, msg: str,
-                  params: dict | None = None, folds: int = 0) -> None:
-    write_universe(uni, repo / "universe.csv")
-    if folds:
-        for j, b in enumerate(bake(uni, BakeOptions(**{**opts.__dict__, "folds": folds}))):
-            (repo / "splits").mkdir(exist_ok=True)
-            (repo / "splits" / f"fold-{j}.json").write_text(dumps_splits(b.config))
-    (b,) = bake(uni, opts)
-    (repo / "splits.json").write_text(dumps_splits(b.config))
-    (repo / "params.yaml").write_text(yaml.safe_dump(
-        params or {"bake": {"seed": opts.seed, "strategy": opts.strategy}}, sort_keys=True))
-    sh("git", "add", "-A", cwd=repo)
-    sh("git", "commit", "-qm", msg, cwd=repo)
 
 
 @pytest.fixture(scope="module")

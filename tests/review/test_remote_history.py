@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis.baking.core import BakeOptions
-from tests.review.test_history import universe_of, write_version
-from tests.test_pipeline import sh
+from tests.helpers.history import universe_of, write_version
+from tests.helpers.shell import sh
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.model.splits import dumps_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import write_universe
-from tests.test_pipeline import sh
+from tests.helpers.shell import sh
 
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run",

@@ -17,7 +17,7 @@ from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from examples.generate import generate
-from tests.conftest import SDK_DOUBLE  # noqa: F401  (imported from here by other tests)
+from tests.helpers.files import write_session
 
 
 @pytest.fixture(scope="module")
@@ -102,12 +102,6 @@ def test_universe_format_rebases_paths(dataset: Path, tmp_path: Path) -> None:
     assert uni.column("split") == ["train", "val"] and uni.column("camera") == ["c1", "c1"]
     assert uni.value("md5", 0) == file_md5(dataset / "data/npz/day1_line-a_s01/frame_0000.npz")
 
-
-
-def write_session(path: Path, n: int, seed: int = 0) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"measurements": n, "height": 4, "width": 5, "bands": 3,
-                                "seed": seed, "references": ["White", "Dark"]}))
 
 
 def test_cu3s_scan_with_sdk_double_and_sibling_coco(sdk, tmp_path: Path) -> None:

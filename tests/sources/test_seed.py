@@ -21,8 +21,10 @@ from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.sources import seed
 from dvc_cuvis.sources.npz import frame_info, frame_info_from_row
 from examples.generate import generate
-from tests.digests.test_content_memo import plain, reads  # noqa: F401
-from tests.digests.test_dvc_hashes import _site_cache, env, sh  # noqa: F401
+from tests.helpers.memo import plain
+from tests.helpers.shell import sh
+
+pytestmark = pytest.mark.usefixtures("_site_cache")
 
 DVC_YAML = """\
 stages:
@@ -44,32 +46,32 @@ PARAMS = ("enumerate:\n  format: npz\n  root: data/npz\n  out: universe.csv\n"
 
 
 @pytest.fixture(scope="module")
-def origin(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:  # noqa: F811
+def origin(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
     """A pipeline repository (an enumerate stage, as ``dvc-cuvis init`` writes it) with two
     revisions v1, v2 (every frame's bytes differ), each reproduced, committed and pushed."""
     root = tmp_path_factory.mktemp("origin")
     remote = tmp_path_factory.mktemp("remote")
-    sh(env, "git", "init", "-q", cwd=root)
-    sh(env, "dvc", "init", "-q", cwd=root)
-    sh(env, "dvc", "remote", "add", "-d", "store", str(remote), cwd=root)
+    sh("git", "init", "-q", cwd=root, env=env)
+    sh("dvc", "init", "-q", cwd=root, env=env)
+    sh("dvc", "remote", "add", "-d", "store", str(remote), cwd=root, env=env)
     (root / "dvc.yaml").write_text(DVC_YAML, encoding="utf-8")
     (root / "params.yaml").write_text(PARAMS, encoding="utf-8")
     for rev, (seed_, extra) in {"v1": (1, 0), "v2": (2, 1)}.items():
         generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=seed_,
                  extra_sessions=extra)
-        sh(env, "dvc", "add", "-q", "data", cwd=root)
-        sh(env, "dvc", "repro", "-q", cwd=root)
-        sh(env, "git", "add", "-A", cwd=root)
-        sh(env, "git", "commit", "-qm", rev, cwd=root)
-        sh(env, "git", "tag", rev, cwd=root)
-    sh(env, "dvc", "push", "-q", "-a", "-T", cwd=root)
+        sh("dvc", "add", "-q", "data", cwd=root, env=env)
+        sh("dvc", "repro", "-q", cwd=root, env=env)
+        sh("git", "add", "-A", cwd=root, env=env)
+        sh("git", "commit", "-qm", rev, cwd=root, env=env)
+        sh("git", "tag", rev, cwd=root, env=env)
+    sh("dvc", "push", "-q", "-a", "-T", cwd=root, env=env)
     return root
 
 
-def clone_of(origin: Path, where: Path, env: dict[str, str]) -> Path:  # noqa: F811
+def clone_of(origin: Path, where: Path, env: dict[str, str]) -> Path:
     clone = where / "clone"
-    sh(env, "git", "clone", "-q", str(origin), str(clone), cwd=where)
-    sh(env, "dvc", "pull", "-q", cwd=clone)
+    sh("git", "clone", "-q", str(origin), str(clone), cwd=where, env=env)
+    sh("dvc", "pull", "-q", cwd=clone, env=env)
     assert not (clone / ".dvc" / "tmp" / "dvc-cuvis").exists()  # no stat cache of ours
     return clone
 
@@ -83,7 +85,7 @@ def enumerate_cli(clone: Path, monkeypatch: pytest.MonkeyPatch,
     return capsys.readouterr().err
 
 
-def committed(clone: Path, env: dict[str, str], path: str) -> bytes:  # noqa: F811
+def committed(clone: Path, env: dict[str, str], path: str) -> bytes:
     return subprocess.run(["git", "show", f"HEAD:{path}"], cwd=clone, env=env,
                           capture_output=True, check=True).stdout
 
@@ -93,7 +95,7 @@ def n_frames(clone: Path) -> int:
 
 
 def test_fresh_clone_pull_parses_no_frame_and_writes_the_same_bytes(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
@@ -109,14 +111,14 @@ def test_fresh_clone_pull_parses_no_frame_and_writes_the_same_bytes(
 
 
 def test_checkout_of_a_revision_never_enumerated_here_parses_no_frame(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
-    sh(env, "dvc", "fetch", "-q", "-T", cwd=clone)
+    sh("dvc", "fetch", "-q", "-T", cwd=clone, env=env)
     enumerate_cli(clone, monkeypatch, capsys)  # v2, seeded; its values now in our memo
-    sh(env, "git", "checkout", "-q", "v1", cwd=clone)
-    sh(env, "dvc", "checkout", "-q", cwd=clone)  # v1's bytes: none seen on this machine
+    sh("git", "checkout", "-q", "v1", cwd=clone, env=env)
+    sh("dvc", "checkout", "-q", cwd=clone, env=env)  # v1's bytes: none seen on this machine
     reads.clear()
     err = enumerate_cli(clone, monkeypatch, capsys)
     assert reads == [] and "frames parsed 0" in err
@@ -124,18 +126,18 @@ def test_checkout_of_a_revision_never_enumerated_here_parses_no_frame(
 
 
 def test_inside_dvc_repro_the_stage_parses_no_frame(
-    origin: Path, tmp_path: Path, env: dict[str, str],  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
     proc = subprocess.run(["dvc", "repro", "-f", "-s", "enumerate"], cwd=clone, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert f"frames parsed 0, from the memo {n_frames(clone)}" in proc.stdout + proc.stderr
-    assert sh(env, "git", "status", "--porcelain", cwd=clone) == ""  # same bytes, same lock
+    assert sh("git", "status", "--porcelain", cwd=clone, env=env) == ""  # same bytes, same lock
 
 
 def test_a_hand_edited_universe_csv_committed_without_a_run_seeds_nothing(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
@@ -147,14 +149,14 @@ def test_a_hand_edited_universe_csv_committed_without_a_run_seeds_nothing(
     row[cats], row[tags] = "7", "anomalous"  # same md5, other values: only its file knows
     lines[1] = ",".join(row) + "\n"
     (clone / "universe.csv").write_text("".join(lines), encoding="utf-8")
-    sh(env, "git", "commit", "-qam", "hand edit", cwd=clone)
+    sh("git", "commit", "-qam", "hand edit", cwd=clone, env=env)
     err = enumerate_cli(clone, monkeypatch, capsys)
     assert len(reads) == n_frames(clone) and "from the memo 0" in err
     assert (clone / "universe.csv").read_text(encoding="utf-8") == text == plain(clone)[0]
 
 
 def test_metrics_of_another_code_version_or_edited_metrics_seed_nothing(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
@@ -171,14 +173,14 @@ def test_metrics_of_another_code_version_or_edited_metrics_seed_nothing(
         enumerate_cli(clone, monkeypatch, capsys)  # (it writes the true metrics back)
 
     write_metrics(0)  # as an older frame parser would have written them
-    sh(env, "dvc", "commit", "-q", "-f", "enumerate", cwd=clone)  # dvc.lock vouches for it
-    sh(env, "git", "commit", "-qam", "a run of another version", cwd=clone)
+    sh("dvc", "commit", "-q", "-f", "enumerate", cwd=clone, env=env)  # dvc.lock vouches for it
+    sh("git", "commit", "-qam", "a run of another version", cwd=clone, env=env)
     assert (hashlib.md5(committed(clone, env, "metrics/universe.json")).hexdigest()
             in committed(clone, env, "dvc.lock").decode())
     enumerate_cold()
     assert len(reads) == n_frames(clone)  # vouched, but derived by another code version
     write_metrics(1)  # the version claim edited by hand, dvc.lock not: not what ran
-    sh(env, "git", "commit", "-qam", "metrics edited", cwd=clone)
+    sh("git", "commit", "-qam", "metrics edited", cwd=clone, env=env)
     enumerate_cold()
     assert len(reads) == n_frames(clone)
     assert json.loads(mpath.read_text()) == true_metrics
@@ -195,7 +197,7 @@ def npz_frame(source: str, ids: list[int]) -> bytes:
 
 
 def test_a_frame_edited_after_pull_is_parsed_from_its_file(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
@@ -209,13 +211,13 @@ def test_a_frame_edited_after_pull_is_parsed_from_its_file(
 
 
 def test_a_run_whose_group_column_is_not_the_source_member_seeds_nothing(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],  # noqa: F811
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
     (clone / "params.yaml").write_text(PARAMS + "  group: parent\n", encoding="utf-8")
-    sh(env, "dvc", "repro", "-q", cwd=clone)  # group = folders; dvc.lock records the param
-    sh(env, "git", "commit", "-qam", "group by folder", cwd=clone)
+    sh("dvc", "repro", "-q", cwd=clone, env=env)  # group = folders; dvc.lock records the param
+    sh("git", "commit", "-qam", "group by folder", cwd=clone, env=env)
     shutil.rmtree(clone / ".dvc" / "tmp" / "dvc-cuvis")  # as on a fresh clone of this
     reads.clear()
     enumerate_cli(clone, monkeypatch, capsys)

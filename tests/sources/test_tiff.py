@@ -10,8 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cuvis_ai_core.data.selectors import resolve_selectors
-from cuvis_ai_core.data.splits_io import universe_hash as upstream_hash
 from cuvis_ai_schemas.training.data import DataSplitConfig, SampleRef, Selector
 
 from dvc_cuvis.model.splits import load_splits, resolve
@@ -19,48 +17,15 @@ from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import format_universe, parse_universe_bytes, read_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from examples.generate import generate
-from tests.conftest import Run, run_subprocess
+from tests.helpers.cli import Run, run_subprocess
 
 tifffile = pytest.importorskip("tifffile")
 Image = pytest.importorskip("PIL.Image")
 upstream_tiff = pytest.importorskip("cuvis_ai_dataloader.data.datamodule_tiff_paired")
+from cuvis_ai_core.data.selectors import resolve_selectors  # noqa: E402
+from cuvis_ai_core.data.splits_io import universe_hash as upstream_hash  # noqa: E402
 
-WL = (450, 550, 650, 750)
-
-
-def gdal_xml(wl: tuple[int, ...] = WL) -> str:
-    items = ",".join(str(w) for w in wl)
-    return ('<GDALMetadata>\n  <Item name="wavelength" domain="ENVI">{' + items
-            + '}</Item>\n</GDALMetadata>\n')
-
-
-def write_cube(path: Path, h: int = 6, w: int = 5, wl: tuple[int, ...] | None = WL,
-               seed: int = 0) -> np.ndarray:
-    """A (C, H, W) planar cube with GDAL wavelengths (none when ``wl`` is None)."""
-    bands = len(wl) if wl else 4
-    cube = np.random.default_rng(seed).integers(0, 4000, (bands, h, w)).astype(np.uint16)
-    tags = [(42112, "s", 0, gdal_xml(wl), True)] if wl else []
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tifffile.imwrite(path, cube, photometric="minisblack", planarconfig="separate",
-                     extratags=tags)
-    return cube
-
-
-def write_label(path: Path, h: int = 6, w: int = 5, value: int = 0) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    arr = np.zeros((h, w), dtype=np.uint8)
-    arr[1:3, 1:3] = value
-    Image.fromarray(arr, mode="L").save(path)
-
-
-def scrap_folder(root: Path) -> Path:
-    """A ``tiff_dataset_dir``-like folder: images/*.tif(f), labels/*.png for some stems."""
-    for k, name in enumerate(["scrap_10.tif", "scrap_01.tif", "scrap_02.tiff", "Ä_03.tif",
-                              "scrap 04.tif"]):
-        write_cube(root / "images" / name, seed=k)
-    write_label(root / "labels/scrap_01.png", value=1)
-    write_label(root / "labels/scrap_10.png", value=0)
-    return root
+from tests.helpers.tiff import WL, gdal_xml, scrap_folder, write_cube, write_label  # noqa: E402
 
 
 def ours(root: Path, **kw) -> Universe:

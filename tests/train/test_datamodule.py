@@ -9,31 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import DriftError
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.materialize.core import ReaderParams, materialize
 from dvc_cuvis.model.splits import load_splits, resolve
-from dvc_cuvis.model.universe_io import read_universe, write_universe
-from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from examples.generate import generate
+from dvc_cuvis.model.universe_io import read_universe
 
 torch = pytest.importorskip("torch")
 from dvc_cuvis.train.datamodule import BATCH_KEYS, SplitDataModule, guard  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def materialized(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("dm")
-    generate(root / "data", sessions=6, frames=4, size=(8, 8), bands=4, seed=4)
-    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=root / "data/npz",
-                                                 out_dir=root))
-    write_universe(uni, root / "universe.csv")
-    uni = read_universe(root / "universe.csv")
-    (b,) = bake(uni, BakeOptions(strategy="random", seed=3, group_by="group"))
-    cfg = b.config.model_copy(update={"predict": b.config.test})
-    materialize(uni, cfg, root / "mat", ReaderParams())
-    return root / "mat"
 
 
 def make(mat: Path, **kw) -> SplitDataModule:

@@ -11,7 +11,6 @@ from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.drift import DriftError
 from dvc_cuvis.model.splits import load_splits
-from tests.train.test_datamodule import materialized  # noqa: F401  (module fixture)
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -28,7 +27,7 @@ def _module(root: Path, splits: DataSplitConfig, calls: list[str | None]):
 
 
 def test_a_splits_path_config_is_checked_as_the_module_loads_it(
-    materialized: Path, tmp_path: Path  # noqa: F811
+    materialized: Path, tmp_path: Path
 ) -> None:
     root = tmp_path / "mat"
     shutil.copytree(materialized, root)
@@ -54,7 +53,7 @@ def test_a_splits_path_config_is_checked_as_the_module_loads_it(
 
 
 def test_inline_stages_overlay_the_file_as_upstream_does(
-    materialized: Path, tmp_path: Path  # noqa: F811
+    materialized: Path, tmp_path: Path
 ) -> None:
     root = tmp_path / "mat"
     shutil.copytree(materialized, root)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks._sshd import Sshd, clone, make_dataset_repo
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.train.versioned import stage_frames
-from tests._sshd import Sshd, clone, make_dataset_repo, sh
-from tests._sshd import sshd as sshd  # the session fixture
+from tests.helpers.shell import sh
 
 pytest.importorskip("dvc_ssh")
 

@@ -2,10 +2,8 @@
 
 :func:`start_sshd` writes a throwaway host key, a client key authorized for the current
 user and a config (``UsePAM no``, ``StrictModes no``, ``Subsystem sftp internal-sftp``),
-then starts ``sshd -D`` on a free port and waits until it answers.  The ``sshd`` pytest
-fixture (session scope) starts one per test session and stops it afterwards.  A missing
-``sshd`` is a loud failure in CI (``scripts/test.sh`` installs openssh-server) and a skip
-elsewhere.
+then starts ``sshd -D`` on a free port and waits until it answers.  ``bench_fetch`` starts
+one, and so does the tests' ``sshd`` fixture (``tests/conftest.py``, session scope).
 """
 
 from __future__ import annotations
@@ -15,13 +13,11 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from benchmarks._common import sh
 
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
 
@@ -111,36 +107,7 @@ def start_sshd(folder: Path, sshd: str) -> Sshd:
     raise RuntimeError(f"sshd did not start: {log.read_text(errors='replace')[-2000:]}")
 
 
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    """A running sshd on 127.0.0.1 for the whole session (stopped at the end)."""
-    binary = find_sshd()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("sshd not found: install openssh-server (scripts/test.sh does)")
-        pytest.skip("sshd not found (apt-get install openssh-server)")
-    server = start_sshd(tmp_path_factory.mktemp("sshd"), binary)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 # -- a dataset repository whose data lives on the SSH remote --------------------------------
-
-BIN = str(Path(sys.executable).parent)
-ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-       "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-       "DVC_NO_ANALYTICS": "1"}
-
-
-def sh(*args: str | Path, cwd: Path) -> str:
-    """Run a command (this venv's dvc and dvc-cuvis first on PATH); fail with its output."""
-    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=ENV, capture_output=True,
-                          text=True, check=False)
-    assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
-    return proc.stdout + proc.stderr
 
 
 def use_remote(repo: Path, server: Sshd, folder: Path) -> None:

@@ -18,28 +18,13 @@ import fcntl
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from tests.helpers.shell import sh
+
 REPOS_ENV = "DVC_CUVIS_TEST_REPOS"
-ROOT = Path(__file__).resolve().parent.parent
-
-BIN = str(Path(sys.executable).parent)
-ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-       "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-       "DVC_NO_ANALYTICS": "1"}
-ENV.pop("MUTANT_UNDER_TEST", None)
-
-
-def sh(*args: str, cwd: Path) -> str:
-    """Run a command in ``cwd``; its output (the test fails on a non-zero exit)."""
-    proc = subprocess.run(list(args), cwd=cwd, env=ENV, capture_output=True, text=True,
-                          check=False)
-    assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
-    return proc.stdout + proc.stderr
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def build_npz_pipeline(root: Path) -> None:
@@ -74,13 +59,52 @@ def build_tracked_npz_pipeline(root: Path) -> None:
     sh("git", "commit", "-qm", "dataset", cwd=root)
 
 
-BUILDERS: dict[str, Callable[[Path], None]] = {"npz-pipeline": build_npz_pipeline,
-                                               "tracked-npz-pipeline": build_tracked_npz_pipeline}
+def build_committed_npz_pipeline(root: Path) -> None:
+    """The README workflow on a small npz dataset (4 sessions x 2 frames, 3 bands):
+    git + ``dvc init`` + ``dvc-cuvis init`` + ``dvc repro``, everything committed."""
+    from examples.generate import generate
+
+    gen = root.parent / f"{root.name}.gen"
+    shutil.rmtree(gen, ignore_errors=True)
+    generate(gen, sessions=4, frames=2, size=(8, 8), bands=3, seed=3)
+    sh("git", "init", "-q", str(root), cwd=root.parent)
+    sh("dvc", "init", "-q", cwd=root)
+    shutil.copytree(gen / "npz", root / "data/npz")
+    shutil.rmtree(gen)
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
+    sh("dvc", "repro", "-q", cwd=root)
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "split pipeline", cwd=root)
+
+
+def build_ignored_data_pipeline(root: Path) -> None:
+    """The example npz dataset (10 sessions x 4 frames) through ``dvc repro``, its outputs
+    committed and its data ignored by git (not tracked by DVC either)."""
+    from examples.generate import generate
+
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
+    generate(root / "data", sessions=10, frames=4, size=(8, 8), bands=4, seed=3)
+    (root / ".gitignore").write_text("/data/\n")
+    out = sh("dvc", "repro", cwd=root)
+    assert "Running stage 'bake'" in out
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "split v1", cwd=root)
+
+
+BUILDERS: dict[str, Callable[[Path], None]] = {
+    "npz-pipeline": build_npz_pipeline,
+    "tracked-npz-pipeline": build_tracked_npz_pipeline,
+    "committed-npz-pipeline": build_committed_npz_pipeline,
+    "ignored-data-pipeline": build_ignored_data_pipeline,
+}
 
 
 def _fingerprint() -> str:
     h = hashlib.sha256()
-    for f in (Path(__file__), ROOT / "examples" / "generate.py"):
+    for f in (Path(__file__), Path(__file__).with_name("shell.py"),
+              ROOT / "examples" / "generate.py"):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -117,3 +141,11 @@ def copy(src: Path, dest: Path) -> Path:
     """A private copy of a built repository at ``dest``."""
     shutil.copytree(src, dest, symlinks=True)
     return dest
+
+
+def fresh_clone(origin: Path, where: Path, env: dict[str, str]) -> Path:
+    """``git clone`` of ``origin`` into ``where/clone``, then ``dvc pull``."""
+    clone = where / "clone"
+    sh("git", "clone", "-q", str(origin), str(clone), cwd=where, env=env)
+    sh("dvc", "pull", "-q", cwd=clone, env=env)
+    return clone

@@ -1,0 +1,19 @@
+"""The tests' helpers (plain functions and classes; the fixtures live in the conftest files).
+
+* :mod:`tests.helpers.shell`: the child environment ``ENV`` and ``sh`` (run a command, fail
+  the test on a non-zero exit) and ``run`` (the same, the exit code left to the test);
+* :mod:`tests.helpers.cli`: ``Run`` and ``run_subprocess`` (the console entry point in a
+  child process);
+* :mod:`tests.helpers.files`: fixture paths and writers of small data files (universe.csv,
+  SDK-double sessions, TIFF cubes and labels, a TIFF + npz project);
+* :mod:`tests.helpers.repos`: one builder per repository shape, each built once per test
+  session and copied per test;
+* :mod:`tests.helpers.nodes`: a tiny statistical cuvis-ai node (needs torch and
+  cuvis-ai-core: import it after ``pytest.importorskip``);
+* :mod:`tests.helpers.crashpoints`: the kill tests' crash points, patched onto the package
+  from outside (in-process, in a child CLI process, or preloaded into Dask workers).
+
+The local SSH server and Dask cluster, which the benchmarks start too, live in
+``benchmarks/_sshd.py`` and ``benchmarks/_dask_cluster.py`` (the benchmarks import nothing
+from ``tests/``).
+"""

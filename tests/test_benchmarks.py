@@ -1,0 +1,54 @@
+"""Every benchmark imports, as a module of the ``benchmarks`` package, so none can rot
+unnoticed between the runs that measure with it (``scripts/test.sh`` smoke-runs three of
+them with ``--quick``; ``docs/performance.md`` has the full runs)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+MODULES = sorted(p.stem for p in BENCHMARKS.glob("*.py") if p.stem != "__init__")
+#: What a benchmark may need beyond the core install (the test and plugin extras).
+OPTIONAL = {"cuvis_ai_core", "cuvis_ai_dataloader", "torch", "pytorch_lightning", "lightning",
+            "dask", "distributed", "tifffile", "PIL", "pycocotools", "matplotlib", "pandas",
+            "pyarrow", "psutil", "dvc_ssh"}
+
+
+def test_every_benchmark_module_is_listed() -> None:
+    assert {"_common", "bench_core", "bench_check", "bench_dvc_commit", "soak"} <= set(MODULES)
+    assert (BENCHMARKS / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_the_benchmark_imports(name: str) -> None:
+    try:
+        module = importlib.import_module(f"benchmarks.{name}")
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] in OPTIONAL:
+            pytest.skip(f"benchmarks.{name} needs {exc.name}")
+        raise
+    if name.startswith("bench_") or name == "soak":
+        assert callable(module.main), f"benchmarks.{name} has no main()"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_the_benchmark_imports_nothing_from_the_tests_and_edits_no_path(name: str) -> None:
+    tree = ast.parse((BENCHMARKS / f"{name}.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            assert node.module.split(".")[0] != "tests", (name, node.lineno)
+            if node.level == 0 and node.module.split(".")[0] in MODULES:
+                pytest.fail(f"{name}:{node.lineno}: import benchmarks.{node.module}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                assert alias.name.split(".")[0] not in {"tests", *MODULES}, (name, node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            target = node.func.value  # sys.path.insert(...), .append(...), .extend(...)
+            edits_path = (node.func.attr in {"insert", "append", "extend"}
+                          and isinstance(target, ast.Attribute) and target.attr == "path"
+                          and isinstance(target.value, ast.Name) and target.value.id == "sys")
+            assert not edits_path, f"{name}:{node.lineno}: sys.path edited"
