@@ -9,7 +9,7 @@
 # its function changes, so new tests alone do not re-run them).
 # The configuration (modules, fast test selection) is [tool.mutmut] in pyproject.toml; mutmut
 # works in a copy, mutants/ (git-ignored).  Pipelines the tests need are built once and kept
-# in $DVC_CUVIS_TEST_REPOS (tests/_repos.py), not once per mutant.
+# in $DVC_CUVIS_TEST_REPOS (tests/helpers/repos.py), not once per mutant.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KNOWN=(drift selectors splits plugin)  # keep in step with only_mutate in pyproject.toml
