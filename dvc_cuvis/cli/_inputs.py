@@ -1,7 +1,9 @@
-"""The prologue most verbs share: which universe and split, loaded, with the category map."""
+"""The prologue most verbs share: which universe and split, loaded, with the category map;
+the module rules and the re-scan options that several verbs apply (no verb imports another)."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,3 +73,34 @@ def load_inputs(s: Settings) -> Inputs:
     cfg = load_splits(splits_path)
     uni = read_universe(universe_path)
     return Inputs(universe_path, splits_path, cfg, uni, category_map(s))
+
+
+def module_rules(s: Settings, universe_path: Path, uni: Any = None) -> None:
+    """Apply the module's rules to the universe (flag > params > what the file states);
+    print the module's notes; a refused row raises (exit 2)."""
+    from dvc_cuvis.interop.modules import check_module_rules, module_for
+
+    given = s.get("module")
+    if uni is None:
+        module, uni = module_for(universe_path, given)
+    else:
+        from dvc_cuvis.interop.modules import stated_module
+
+        module = given or stated_module(uni)
+    if module is None:
+        return
+    for note in check_module_rules(uni, module):
+        print(f"dvc-cuvis: note: {universe_path}: {note}", file=sys.stderr)
+
+
+def rescan_options(s: Settings, universe_path: Path, cache: Any) -> tuple[Any, str]:
+    """How to re-enumerate the data (EnumerateOptions), or None and why not.
+
+    Known when the params file says how universe.csv was made; the check enumerates only if
+    dvc.lock cannot vouch for the data, and under ``--deep`` through its own fresh cache.
+    """
+    from dvc_cuvis.sources import EnumerateOptions
+
+    if s.flag("no_enumerate"):
+        return None, "--no-enumerate"
+    return EnumerateOptions.for_rescan(s.of("enumerate"), s.base, universe_path, cache, s.where)

@@ -11,9 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
+from dvc_cuvis.cli._inputs import (
+    category_map,
+    module_rules,
+    require_file,
+    rescan_options,
+    split_paths,
+)
 from dvc_cuvis.cli._settings import Settings, register_options, verb_parser
-from dvc_cuvis.cli.resolve import module_rules
 from dvc_cuvis.config.specs import CHECK
 
 
@@ -45,19 +50,6 @@ def run(args: argparse.Namespace) -> int:
     """Drift check of a split against its universe, the data, and dvc.lock."""
     with _no_cyclic_gc():
         return _check(Settings(args))
-
-
-def rescan_options(s: Settings, universe_path: Path, cache: Any) -> tuple[Any, str]:
-    """How to re-enumerate the data (EnumerateOptions), or None and why not.
-
-    Known when the params file says how universe.csv was made; the check enumerates only if
-    dvc.lock cannot vouch for the data, and under ``--deep`` through its own fresh cache.
-    """
-    from dvc_cuvis.sources import EnumerateOptions
-
-    if s.flag("no_enumerate"):
-        return None, "--no-enumerate"
-    return EnumerateOptions.for_rescan(s.of("enumerate"), s.base, universe_path, cache, s.where)
 
 
 def _check(s: Settings) -> int:

@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.cli._inputs import load_inputs
+from dvc_cuvis.cli._inputs import load_inputs, rescan_options
 from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
-from dvc_cuvis.cli.check import rescan_options
 from dvc_cuvis.config.specs import REPORT
 
 

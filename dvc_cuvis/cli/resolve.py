@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from dvc_cuvis.cli._inputs import load_inputs
+from dvc_cuvis.cli._inputs import load_inputs, module_rules
 from dvc_cuvis.cli._settings import (
     EXIT_CHECK_FAILED,
     EXIT_OK,
@@ -17,24 +17,6 @@ from dvc_cuvis.cli._settings import (
 )
 from dvc_cuvis.config.specs import RESOLVE
 from dvc_cuvis.errors import and_more
-
-
-def module_rules(s: Any, universe_path: Any, uni: Any = None) -> None:
-    """Apply the module's rules to the universe (flag > params > what the file states);
-    print the module's notes; a refused row raises (exit 2)."""
-    from dvc_cuvis.interop.modules import check_module_rules, module_for
-
-    given = s.get("module")
-    if uni is None:
-        module, uni = module_for(universe_path, given)
-    else:
-        from dvc_cuvis.interop.modules import stated_module
-
-        module = given or stated_module(uni)
-    if module is None:
-        return
-    for note in check_module_rules(uni, module):
-        print(f"dvc-cuvis: note: {universe_path}: {note}", file=sys.stderr)
 
 
 def add_parser(sub: Any) -> None:
