@@ -76,6 +76,11 @@ class MissingSplitsFileError(SplitsFileError, MissingFileError):
     """The splits.json to read does not exist (upstream ``load_splits`` raises the same)."""
 
 
+class NotPulledError(DvcCuvisError):
+    """Files that DVC tracks are not in the workspace because they were never pulled
+    (``dvc pull``), as opposed to deleted or wrong: the drift check says "not pulled"."""
+
+
 class RepoError(DvcCuvisError):
     """A repository, revision or YAML file that cannot be read."""
 

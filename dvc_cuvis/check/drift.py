@@ -3,61 +3,64 @@
 Upstream verifies ``universe_hash`` only while positional ``dir_indices`` remain; for baked
 splits "staleness detection is the author's concern".  This module is that concern, run
 by ``dvc-cuvis check`` and by :mod:`dvc_cuvis.train.datamodule` before anything loads.  Checks,
-each reported on its own:
+each reported on its own, each in a module of its own:
 
-1. **universe** — the pinned ``universe_hash`` against universe.csv (and, given the
-   enumerate options, universe.csv against what is on disk now: added, removed, renamed,
-   re-digested); it also notes samples on which the two upstream notions of "anomalous"
-   disagree (:data:`dvc_cuvis.model.universe.ANOMALOUS_FOR_PARITY`);
-2. **content** — every physical file against its recorded ``md5`` (stat cache; ``deep``
-   re-hashes everything);
-3. **selection** — every selector resolves, and resolves fully (a partial match fails);
-4. **constraints** — the file's constraints plus group leakage;
-5. **staleness** — where a ``dvc.lock`` exists, its recorded hashes and params of the
-   stages that produce or read these files against the workspace.
+1. **universe** (:mod:`~dvc_cuvis.check.universe`) — the pinned ``universe_hash`` against
+   universe.csv (and, given the enumerate options, universe.csv against what is on disk
+   now: added, removed, renamed, re-digested); it also notes samples on which the two
+   upstream notions of "anomalous" disagree
+   (:data:`dvc_cuvis.model.universe.ANOMALOUS_FOR_PARITY`);
+2. **content** (:mod:`~dvc_cuvis.check.content`) — every physical file against its recorded
+   ``md5`` (stat cache; ``deep`` re-hashes everything);
+3. **selection** (:mod:`~dvc_cuvis.check.selection`) — every selector resolves, and resolves
+   fully (a partial match fails);
+4. **constraints** (same module) — the file's constraints plus group leakage;
+5. **staleness** (:mod:`~dvc_cuvis.check.staleness`) — where a ``dvc.lock`` exists, its
+   recorded hashes and params of the stages that produce or read these files against the
+   workspace.
 
 GUI-authored splits whose sources carry the ``{DATA_DIR}`` token are verified by
-re-tokenizing the data-dir prefix before hashing.
+re-tokenizing the data-dir prefix before hashing (:mod:`~dvc_cuvis.check.tokens`).
 
 Reading dvc.lock lives in :mod:`dvc_cuvis.repo.lockfile`; remembering a clean verdict in
-:mod:`dvc_cuvis.check.verdicts`.  This module owns the checks and the report they make.
+:mod:`dvc_cuvis.check.verdicts`; the report in :mod:`dvc_cuvis.check.report`; the fix lines
+in :mod:`dvc_cuvis.check.fixes`.  This module runs the checks in order, as named steps.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-import numpy as np
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
+from dvc_cuvis.check.content import check_content
+from dvc_cuvis.check.fixes import Workspace
+from dvc_cuvis.check.not_pulled import explain_not_pulled
+from dvc_cuvis.check.report import CHECKS, DriftReport, Finding
+from dvc_cuvis.check.selection import check_constraints, check_selection
+from dvc_cuvis.check.staleness import check_staleness, lock_path
+from dvc_cuvis.check.tokens import (
+    TOKEN,
+    detokenize,
+    infer_data_dir,
+    is_tokenized,
+    resolve_tokens,
+    tokenized_hash,
+)
+from dvc_cuvis.check.universe import check_universe
 from dvc_cuvis.check.verdicts import VerdictMemo
 from dvc_cuvis.config.specs import VERIFY_MODES
-from dvc_cuvis.digests.hashing import Stamp, stamp_of
+from dvc_cuvis.digests.hashing import Stamp
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.errors import DvcCuvisError, SelectorError
-from dvc_cuvis.model.selectors import walk
-from dvc_cuvis.model.splits import (
-    EXCLUSIVE_STAGES,
-    effective_splits,
-    evaluate_constraints,
-    load_splits_stamped,
-    resolve,
-)
-from dvc_cuvis.model.universe import (
-    DIGEST_COLUMNS,
-    Universe,
-    anomaly_notions_differ,
-    anomaly_notions_note,
-)
+from dvc_cuvis.errors import DvcCuvisError, NotPulledError
+from dvc_cuvis.model.splits import effective_splits, load_splits_stamped
+from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
-from dvc_cuvis.paths import PathGuard
-from dvc_cuvis.repo.lockfile import LockFile, LockReadError, compare, find_lock, vouched_below
+from dvc_cuvis.repo.lockfile import find_lock
 
 if TYPE_CHECKING:
     from dvc_cuvis.sources import EnumerateOptions
@@ -65,85 +68,6 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "TOKEN", "VERIFY_MODES", "DriftError", "DriftReport", "Finding",
            "check_verify_mode", "detokenize", "ensure", "find_lock", "infer_data_dir",
            "is_tokenized", "tokenized_hash", "verify"]
-
-CHECKS: tuple[str, ...] = ("universe", "content", "selection", "constraints", "staleness")
-TOKEN = "{DATA_DIR}"
-
-
-@dataclass
-class Finding:
-    """The outcome of one check: ``ok``, ``drift``, ``violation`` or ``skipped``."""
-
-    check: str
-    status: str
-    summary: str
-    details: dict[str, Any] = field(default_factory=dict)
-    fix: str = ""
-
-    @property
-    def failed(self) -> bool:
-        """True for drift or a violation."""
-        return self.status in ("drift", "violation", "not-pulled")
-
-    def record(self) -> dict[str, Any]:
-        """The finding as a plain record (what the verdict memo keeps)."""
-        return {"check": self.check, "status": self.status, "summary": self.summary,
-                "details": self.details, "fix": self.fix}
-
-
-@dataclass
-class DriftReport:
-    """All findings for one split + universe."""
-
-    splits: str
-    universe: str
-    findings: list[Finding]
-    #: True when the findings of the last clean check were reused (no file changed since)
-    reused_verdict: bool = False
-    #: Where this check's md5s came from (:meth:`StatCache.stats` of the cache it used: under
-    #: ``deep`` a fresh one, not the caller's); run statistics, not part of the verdict
-    hashing: dict[str, int] = field(default_factory=dict, compare=False)
-
-    @property
-    def ok(self) -> bool:
-        """True when no check found drift or a violation."""
-        return not any(f.failed for f in self.findings)
-
-    @property
-    def exit_code(self) -> int:
-        """0 clean, 1 drift or violation."""
-        return 0 if self.ok else 1
-
-    def finding(self, check: str) -> Finding:
-        """The finding of ``check``."""
-        return next(f for f in self.findings if f.check == check)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``--json``)."""
-        return {
-            "ok": self.ok,
-            "reused_verdict": self.reused_verdict,
-            "splits": self.splits,
-            "universe": self.universe,
-            "checks": {f.check: {"status": f.status, "summary": f.summary, "fix": f.fix,
-                                 "details": f.details} for f in self.findings},
-        }
-
-    def render(self) -> str:
-        """A readable verdict: one line per check, details, and the command that fixes it."""
-        lines = [f"check {self.splits} against {self.universe}: "
-                 + ("OK" if self.ok else "FAILED")
-                 + (" (the last clean verdict: no file it rests on has changed)"
-                    if self.reused_verdict else "")]
-        for f in self.findings:
-            mark = {"ok": "ok  ", "skipped": "skip", "drift": "DRIFT", "violation": "FAIL",
-                    "not-pulled": "PULL"}
-            lines.append(f"  [{mark.get(f.status, f.status)}] {f.check}: {f.summary}")
-            for line in _detail_lines(f.details):
-                lines.append(f"         {line}")
-            if f.failed and f.fix:
-                lines.append(f"         fix: {f.fix}")
-        return "\n".join(lines) + "\n"
 
 
 class DriftError(DvcCuvisError):
@@ -155,333 +79,6 @@ class DriftError(DvcCuvisError):
         failed = ", ".join(f"{f.check} ({f.summary})" for f in report.findings if f.failed)
         super().__init__(f"{report.splits} does not match the data: {failed}")
         self.report = report
-
-
-def _detail_lines(details: dict[str, Any], limit: int = 8) -> list[str]:
-    out = []
-    for key, value in details.items():
-        if isinstance(value, list):
-            if not value:
-                continue
-            shown = ", ".join(str(v) for v in value[:limit])
-            more = f" (+{len(value) - limit} more)" if len(value) > limit else ""
-            out.append(f"{key}: {shown}{more}")
-        elif isinstance(value, dict):
-            if value:
-                out.append(f"{key}: " + ", ".join(f"{k}={v}" for k, v in value.items()))
-        elif value not in (None, ""):
-            out.append(f"{key}: {value}")
-    return out
-
-
-# -- GUI-authored ({DATA_DIR}) splits -----------------------------------------------------
-
-
-def is_tokenized(cfg: DataSplitConfig) -> bool:
-    """True if any selector names a source through the ``{DATA_DIR}`` token."""
-    for sel in walk(cfg):
-        if any(n and TOKEN in n for n in (sel.source, *sel.paths, sel.pattern)):
-            return True
-    return False
-
-
-def detokenize(cfg: DataSplitConfig, data_dir: str) -> DataSplitConfig:
-    """``cfg`` with ``{DATA_DIR}`` replaced by ``data_dir`` in every source, path and pattern."""
-    data = json.loads(json.dumps(cfg.to_dict()).replace(TOKEN, data_dir.rstrip("/")))
-    return DataSplitConfig.model_validate(data)
-
-
-def tokenized_hash(uni: Universe, data_dir: str) -> str:
-    """``universe_hash`` with the data-dir prefix of every source written as ``{DATA_DIR}``."""
-    prefix = data_dir.rstrip("/") + "/"
-    return uni.spelled_hash([TOKEN + "/" + s[len(prefix):] if s.startswith(prefix) else s
-                             for s in uni.source_names])
-
-
-def infer_data_dir(uni: Universe) -> str:
-    """The longest common folder of all (absolute) sources."""
-    common = os.path.commonpath(uni.source_names) if uni.source_names else ""
-    if len(uni.source_names) == 1:
-        common = os.path.dirname(common)
-    return common
-
-
-# -- the checks ---------------------------------------------------------------------------
-
-
-def _check_universe(
-    cfg: DataSplitConfig,
-    uni: Universe,
-    current: Universe | None,
-    data_dir: str | None,
-    allow_unpinned: bool,
-) -> Finding:
-    details: dict[str, Any] = {}
-    problems = []
-    actual = tokenized_hash(uni, data_dir) if data_dir is not None else uni.hash
-    if data_dir is not None:
-        details["data_dir"] = data_dir
-    if cfg.universe_hash and cfg.universe_hash != actual:
-        problems.append(f"universe.csv changed since the split was baked "
-                        f"(pinned {cfg.universe_hash[:12]}, now {actual[:12]})")
-    if not cfg.universe_hash:
-        details["note"] = ("the split pins no universe_hash: nothing ties it to the universe "
-                           "it was made for")
-        if not allow_unpinned:
-            problems.append("the split is unpinned (no universe_hash): bake it to pin the "
-                            "universe, or accept it with --allow-unpinned")
-    notions = anomaly_notions_differ(uni)
-    if notions:
-        details["anomaly_notions"] = anomaly_notions_note(notions)
-    if current is not None:
-        problems += _compare_with_disk(uni, current, details)
-    if problems:
-        return Finding("universe", "drift", "; ".join(problems), details,
-                       "re-enumerate and re-bake: `dvc repro` (or `dvc-cuvis enumerate` then "
-                       "`dvc-cuvis bake --base <old splits.json>` to keep assignments)")
-    summary = (f"{len(uni)} samples, hash {actual[:12]} matches the pin" if cfg.universe_hash
-               else f"{len(uni)} samples, hash {actual[:12]}; unpinned split (allowed)")
-    if current is not None:
-        summary += "; universe.csv matches the data on disk"
-    return Finding("universe", "ok", summary, details)
-
-
-def _compare_with_disk(uni: Universe, current: Universe, details: dict[str, Any]) -> list[str]:
-    """universe.csv against the re-enumeration: samples added, removed, renamed, re-digested."""
-    problems = []
-    before, now = set(uni.uids()), set(current.uids())
-    added, removed = sorted(now - before), sorted(before - now)
-    if added or removed:
-        problems.append(f"the data on disk differs from universe.csv: {len(added)} sample(s) "
-                        f"added, {len(removed)} removed")
-        details["added_sources"] = _sources(current, added)
-        details["removed_sources"] = _sources(uni, removed)
-        details["renamed"] = [f"{a} -> {b}" for a, b in _renames(uni, current, added, removed)]
-        details["added_samples"] = len(added)
-        details["removed_samples"] = len(removed)
-    changed = _redigested(uni, current)
-    if changed:
-        problems.append(f"{len(changed)} sample(s) on disk no longer have the md5 that "
-                        "universe.csv records")
-        details["redigested_sources"] = _sources(current, changed)
-        details["redigested_samples"] = len(changed)
-    return problems
-
-
-def _sources(uni: Universe, uids: Iterable[str]) -> list[str]:
-    """The sources of ``uids``, as the universe records them (never parsed out of a uid:
-    a source may hold a ``#``)."""
-    wanted = set(uids)
-    return sorted({s for u, s in uni.rows("uid", "source") if u in wanted})
-
-
-def _redigested(old: Universe, new: Universe) -> list[str]:
-    """uids in both whose recorded md5 differs (only where both carry a digest)."""
-    was = dict(old.rows("uid", "md5"))
-    return sorted(u for u, d in new.rows("uid", "md5") if d and was.get(u) and was[u] != d)
-
-
-def _renames(
-    old: Universe, new: Universe, added: list[str], removed: list[str]
-) -> list[tuple[str, str]]:
-    """Removed/added source pairs with identical content digests (a rename or move)."""
-    if not (added and removed):
-        return []
-
-    def by_source(uni: Universe, uids: set[str]) -> dict[str, tuple[str, ...]]:
-        out: dict[str, list[str]] = {}
-        for u, s, d in uni.rows("uid", "source", "md5"):
-            if u in uids:
-                out.setdefault(s, []).append(d)
-        return {s: tuple(sorted(v)) for s, v in out.items() if all(v)}  # no digest: no pair
-
-    gone = by_source(old, set(removed))
-    came = by_source(new, set(added))
-    pairs = []
-    for src, digest in sorted(gone.items()):
-        match = [s for s, d in sorted(came.items()) if d == digest]
-        if match:
-            pairs.append((src, match[0]))
-            came.pop(match[0])
-    return pairs
-
-
-def _recorded_files(
-    uni: Universe, covered: set[str]
-) -> tuple[dict[str, tuple[str, list[int]]], set[str]]:
-    """Each file universe.csv records a digest for -> (digest, its rows), except the files
-    in ``covered``; and the covered files the universe names."""
-    files: dict[str, tuple[str, list[int]]] = {}
-    skipped: set[str] = set()
-    for column, digest_col in DIGEST_COLUMNS:
-        if not uni.has_column(digest_col):
-            continue
-        digests = uni.column(digest_col)
-        paths = uni.files_in(column)  # all '' when the column is absent
-        distinct = set(paths)
-        distinct.discard("")
-        here = distinct & covered  # a dvc.lock hash that still matches covers these bytes
-        skipped |= here
-        if len(here) == len(distinct):
-            continue
-        for pos, digest in enumerate(digests):
-            rel = paths[pos]
-            if not rel or not digest or rel in here:
-                continue
-            entry = files.get(rel)
-            if entry is None:
-                files[rel] = (digest, [pos])
-            else:
-                entry[1].append(pos)
-    return files, skipped
-
-
-def _known_digests(current: Universe | None) -> dict[str, str]:
-    """Digests a re-enumeration just computed through the same cache: never read twice."""
-    known: dict[str, str] = {}
-    if current is not None:
-        for column, digest_col in DIGEST_COLUMNS:
-            if current.has_column(column) and current.has_column(digest_col):
-                known.update(current.rows(column, digest_col))
-    return known
-
-
-def _check_content(
-    uni: Universe, cache: StatCache, assignment: np.ndarray | None,
-    current: Universe | None, vouched: Mapping[str, Sequence[str]] | None,
-    witness: list[tuple[str, Stamp | None]] | None,
-) -> Finding:
-    if not uni.has_column("md5"):
-        return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
-                       "--no-hash to record content digests)")
-    base = uni.path.parent if uni.path is not None else Path(".")
-    files, skipped = _recorded_files(uni, vouched_below(vouched or {}, base))
-    known = _known_digests(current)
-    guard = PathGuard(base)
-    missing, modified = [], []
-    bad_rows: set[int] = set()
-    for rel in sorted(files):
-        expected, rows = files[rel]
-        actual = known.get(rel)
-        if actual is None:
-            path = guard.resolve(rel, what="universe path")
-            try:
-                st = os.stat(path)
-            except OSError:
-                missing.append(rel)
-                bad_rows.update(rows)
-                continue
-            actual, read_stamp = cache.md5_stamped(path, stamp_of(st))
-            if witness is not None:
-                witness.append((path, read_stamp))
-        if actual != expected:
-            modified.append(rel)
-            bad_rows.update(rows)
-    if not missing and not modified:
-        via = f" ({len(skipped)} through dvc.lock's input hashes)" if skipped else ""
-        return Finding("content", "ok",
-                       f"{len(files) + len(skipped)} files match their recorded md5{via}")
-    details: dict[str, Any] = {"missing": missing, "modified": modified,
-                               "affected_samples": len(bad_rows)}
-    if assignment is not None:
-        codes = assignment[np.fromiter(bad_rows, dtype=np.int64)]
-        details["affected_stages"] = {s: int((codes == c).sum())
-                                      for c, s in enumerate(EXCLUSIVE_STAGES) if (codes == c).any()}
-    summary = f"{len(modified)} file(s) modified, {len(missing)} missing since enumerate"
-    return Finding("content", "drift", summary, details,
-                   "restore the files (`dvc checkout` / `dvc pull`) or re-enumerate and re-bake "
-                   "(`dvc repro`)")
-
-
-def _check_selection(
-    cfg: DataSplitConfig, uni: Universe, name_to_id: dict[str, int] | None, where: str,
-    allow_partial: bool,
-) -> tuple[Finding, Any]:
-    try:
-        res = resolve(cfg, uni, name_to_id=name_to_id, where=where)
-    except SelectorError as exc:
-        return Finding("selection", "violation", str(exc), {},
-                       "fix the selector, or re-bake the split against this universe"), None
-    if res.warnings:
-        msgs = [w.message() for w in res.warnings]
-        missing = sum(len(w.missing) for w in res.warnings)
-        summary = (f"{len(res.warnings)} selector(s) match only partly ({missing} requested "
-                   "sample(s) absent)")
-        if allow_partial:
-            return Finding("selection", "ok", summary + "; allowed (--allow-partial)",
-                           {"partial": msgs}), res
-        return Finding("selection", "violation", summary, {"partial": msgs},
-                       "re-bake the split (`dvc repro`), or `dvc-cuvis bake --base` to keep "
-                       "assignments"), res
-    counts = {s: len(res.stages[s]) for s in ("train", "val", "test", "predict")}
-    return Finding("selection", "ok", "every selector resolves fully: "
-                   + " ".join(f"{k}={v}" for k, v in counts.items())), res
-
-
-def _check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str) -> Finding:
-    if res is None:
-        return Finding("constraints", "skipped", "the split does not resolve")
-    results = evaluate_constraints(res, cfg.constraints, group_leakage=group_leakage)
-    failed = [r for r in results if r.failed]
-    details = {r.kind: f"{r.status} ({r.severity})" + (f": {r.reason}" if r.reason else "")
-               for r in results}
-    if failed:
-        return Finding("constraints", "violation",
-                       ", ".join(f"{r.kind} {r.status}" for r in failed),
-                       {"results": details, "offending": [o for r in failed for o in r.offending]},
-                       "re-bake with a strategy that respects the constraint (e.g. --group-by "
-                       "group, --ad-aware)")
-    if not results:
-        return Finding("constraints", "ok", "no constraints declared")
-    return Finding("constraints", "ok", ", ".join(
-        f"{r.kind} {r.status}" + (f" ({r.severity})" if r.status != "satisfied" else "")
-        for r in results))
-
-
-# -- dvc.lock staleness -------------------------------------------------------------------
-
-
-def _check_staleness(
-    lock: Path | None, targets: list[Path], cache: StatCache, universe: Path | None
-) -> tuple[Finding, dict[str, list[str]]]:
-    """The staleness finding, and the files (absolute paths) that dvc.lock vouches for.
-
-    The second value is :attr:`dvc_cuvis.repo.lockfile.Comparison.vouched`: the inputs of the
-    stage that wrote ``universe`` when that stage is entirely unchanged — exactly the
-    bytes universe.csv was enumerated from.
-    """
-    if lock is None:
-        return Finding("staleness", "skipped", "no dvc.lock"), {}
-    try:
-        parsed = LockFile.read(lock)
-    except LockReadError as exc:
-        return Finding("staleness", "violation", str(exc), {"lock": str(lock)},
-                       f"restore {lock.name} (`git checkout {lock.name}`) or write it again "
-                       "with `dvc repro`"), {}
-    cmp = compare(parsed, targets, cache, universe)
-    details = {"stages": cmp.relevant, "changed": cmp.changed,
-               "params_changed": cmp.params_changed}
-    if cmp.changed or cmp.params_changed:
-        return Finding("staleness", "drift",
-                       f"the workspace differs from dvc.lock: {len(cmp.changed)} file(s), "
-                       f"{len(cmp.params_changed)} param(s)", details,
-                       "run `dvc repro`"), cmp.vouched
-    if not cmp.relevant:
-        return Finding("staleness", "skipped",
-                       f"{lock.name} has no stage for these files"), cmp.vouched
-    return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(cmp.relevant)})",
-                   details), cmp.vouched
-
-
-def _lock_path(lock: Path | str | None, splits: Path | None, universe: Path | None) -> Path | None:
-    """``lock="auto"``: the dvc.lock of the repository holding the split (or universe)."""
-    if lock == "auto":
-        anchor = splits or universe
-        return find_lock(anchor.parent if anchor is not None else Path.cwd())
-    return Path(lock) if lock else None
-
-
-# -- entry point --------------------------------------------------------------------------
 
 
 #: What ``verify(current=...)`` accepts: the universe on disk now, the options to enumerate
@@ -505,15 +102,122 @@ def _current_universe(
     return enumerate_universe(dataclasses.replace(current, cache=cache))[0], True
 
 
-def _resolve_tokens(
-    cfg: DataSplitConfig, uni: Universe, data_dir: str | None
-) -> tuple[DataSplitConfig, str | None]:
-    """``cfg`` with ``{DATA_DIR}`` replaced (pin dropped: the universe check compares it
-    against tokenized uids), and the data dir used; ``cfg`` itself when untokenized."""
-    if not is_tokenized(cfg):
-        return cfg, None
-    data_dir = (data_dir or infer_data_dir(uni)).rstrip("/")
-    return detokenize(cfg, data_dir).model_copy(update={"universe_hash": None}), data_dir
+def _rescan(
+    current: Current, cache: StatCache, vouched: Mapping[str, Sequence[str]], uni: Universe
+) -> tuple[Universe | None, bool]:
+    """:func:`_current_universe`, or :class:`NotPulledError` when the re-scan failed because
+    the files universe.csv names are tracked by DVC and not pulled (any other error
+    stands)."""
+    try:
+        return _current_universe(current, cache, vouched)
+    except NotPulledError:
+        raise
+    except DvcCuvisError as exc:
+        from dvc_cuvis.repo.pull import data_not_pulled
+
+        if data_not_pulled(uni):
+            raise NotPulledError(f"{uni.path}: the data it names is not pulled ({exc})") from exc
+        raise
+
+
+def _wanted(checks: Iterable[str]) -> set[str]:
+    """The checks to run; a :class:`DvcCuvisError` for an unknown name."""
+    wanted = set(checks)
+    unknown = wanted - set(CHECKS)
+    if unknown:
+        raise DvcCuvisError(f"unknown check(s) {sorted(unknown)}; choose from {list(CHECKS)}")
+    return wanted
+
+
+@dataclass
+class _Run:
+    """One call of :func:`verify`: its inputs, and what each step hands the next."""
+
+    splits: Path | str | DataSplitConfig
+    universe: Path | str | Universe
+    wanted: set[str]
+    cache: StatCache
+    deep: bool
+    options: list[Any]
+    where: str = ""
+    splits_path: Path | None = None
+    uni_path: Path | None = None
+    staleness: Finding | None = None
+    vouched: dict[str, list[str]] = field(default_factory=dict)
+    witness: list[tuple[str, Stamp | None]] = field(default_factory=list)
+    ws: Workspace = field(init=False)
+
+    def __post_init__(self) -> None:
+        named = None
+        if isinstance(self.splits, DataSplitConfig):  # cuvis-ai's splits_path idiom
+            self.splits, named = effective_splits(self.splits)
+        self.splits_path = None if isinstance(self.splits, DataSplitConfig) \
+            else Path(self.splits)
+        self.where = str(self.splits_path or named or "splits")
+        self.uni_path = self.universe.path if isinstance(self.universe, Universe) \
+            else Path(self.universe)
+        anchor = self.uni_path or self.splits_path
+        self.ws = Workspace(anchor.parent if anchor is not None else None)
+
+    def check_staleness(self, lock: Path | str | None) -> None:
+        """dvc.lock first: what it vouches for is neither re-scanned nor hashed."""
+        if "staleness" not in self.wanted:
+            return
+        targets = [p for p in (self.splits_path, self.uni_path) if p is not None]
+        self.staleness, self.vouched = check_staleness(
+            lock_path(lock, self.splits_path, self.uni_path), targets, self.cache,
+            self.uni_path, self.ws)
+        if self.deep:
+            self.vouched = {}
+
+    def memo(self, current: Current) -> VerdictMemo | None:
+        """The verdict memo slot, where a remembered verdict may stand for this check."""
+        if self.deep or current is not None or self.vouched or self.uni_path is None \
+                or not self.wanted - {"staleness"}:
+            return None
+        return VerdictMemo.before_reading(self.cache, self.splits, self.universe, self.options)
+
+    def reused(self, memo: VerdictMemo | None) -> DriftReport | None:
+        """The remembered clean verdict (with this call's staleness), if it stands."""
+        records = memo.records() if memo is not None else None
+        if records is None:
+            return None
+        findings = [Finding(**r) for r in records]
+        if self.staleness is not None:
+            findings.append(self.staleness)
+        self.cache.save()
+        return DriftReport(self.where, str(self.uni_path), findings, reused_verdict=True,
+                           hashing=self.cache.stats())
+
+    def run_checks(self, cfg: DataSplitConfig, uni: Universe, now: Universe | None,
+                   own_digests: bool, data_dir: str | None, name_to_id: dict[str, int] | None,
+                   group_leakage: str, allow_partial: bool, allow_unpinned: bool
+                   ) -> list[Finding]:
+        """universe, content, selection, constraints, in that order (those wanted)."""
+        cfg_resolved, data_dir = resolve_tokens(cfg, uni, data_dir)
+        findings: list[Finding] = []
+        res = sel_finding = None
+        if self.wanted & {"selection", "constraints", "content"}:
+            sel_finding, res = check_selection(cfg_resolved, uni, name_to_id, self.where,
+                                               allow_partial, self.ws, self.splits_path)
+        if "universe" in self.wanted:
+            finding = check_universe(cfg, uni, now, data_dir, allow_unpinned, self.ws,
+                                     self.splits_path)
+            if self.vouched and finding.status == "ok":
+                finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
+            findings.append(finding)
+        if "content" in self.wanted:  # under deep, only digests computed in this call are reused
+            findings.append(check_content(uni, self.cache, res.assignment() if res else None,
+                                          now if own_digests or not self.deep else None,
+                                          self.vouched, self.witness, self.ws))
+            if findings[-1].status == "drift":
+                explain_not_pulled([*findings, *([self.staleness] if self.staleness else [])],
+                                   uni, self.ws)
+        if "selection" in self.wanted and sel_finding is not None:
+            findings.append(sel_finding)
+        if "constraints" in self.wanted:
+            findings.append(check_constraints(cfg, res, group_leakage))
+        return findings
 
 
 def verify(
@@ -650,85 +354,36 @@ def verify(
     >>> report.ok, report.exit_code, report.finding("universe").summary
     (False, 1, 'universe.csv changed since the split was baked (pinned ..., now ...)')
     """
-    wanted = set(checks)
-    unknown = wanted - set(CHECKS)
-    if unknown:
-        raise DvcCuvisError(f"unknown check(s) {sorted(unknown)}; choose from {list(CHECKS)}")
-    named = None
-    if isinstance(splits, DataSplitConfig):  # cuvis-ai's splits_path idiom: what will load
-        splits, named = effective_splits(splits)
-    splits_path = None if isinstance(splits, DataSplitConfig) else Path(splits)
-    where = str(splits_path or named or "splits")
-    uni_path = universe.path if isinstance(universe, Universe) else Path(universe)
-    cache = StatCache(None) if deep or cache is None else cache
-    staleness: Finding | None = None
-    vouched: dict[str, list[str]] = {}
-    if "staleness" in wanted:
-        targets = [p for p in (splits_path, uni_path) if p is not None]
-        staleness, vouched = _check_staleness(_lock_path(lock, splits_path, uni_path), targets,
-                                              cache, uni_path)
-        if deep:
-            vouched = {}
-    options = [sorted(wanted & set(CHECKS[:4])), group_leakage, data_dir, allow_partial,
-               allow_unpinned,
-               sorted((name_to_id or {}).items())]
-    memo = None
-    if not deep and current is None and not vouched and uni_path is not None \
-            and wanted - {"staleness"}:
-        memo = VerdictMemo.before_reading(cache, splits, universe, options)
-        records = memo.records() if memo is not None else None
-        if records is not None:
-            reused = [Finding(**r) for r in records]
-            if staleness is not None:
-                reused.append(staleness)
-            cache.save()
-            return DriftReport(where, str(uni_path), reused, reused_verdict=True,
-                               hashing=cache.stats())
+
+    run = _Run(splits, universe, _wanted(checks), StatCache(None) if deep or cache is None
+               else cache, deep, [])
+    run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, data_dir,
+                   allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
+    run.check_staleness(lock)
+    memo = run.memo(current)
+    reused = run.reused(memo)
+    if reused is not None:
+        return reused
     split_stamp = None
-    if isinstance(splits, DataSplitConfig):
-        cfg = splits
+    if isinstance(run.splits, DataSplitConfig):
+        cfg = run.splits
     else:
-        cfg, split_stamp = load_splits_stamped(splits)
+        cfg, split_stamp = load_splits_stamped(run.splits)
     uni = universe if isinstance(universe, Universe) else read_universe(universe)
-    cfg_resolved, data_dir = _resolve_tokens(cfg, uni, data_dir)
     try:
-        now, own_digests = _current_universe(current, cache, vouched)
-    except DvcCuvisError:  # a clone that has not pulled: the content check says so
-        from dvc_cuvis.repo.pull import data_not_pulled
-
-        if not data_not_pulled(uni):
-            raise
+        now, own_digests = _rescan(current, run.cache, run.vouched, uni)
+    except NotPulledError:  # a clone that has not pulled: the content check says so
         now, own_digests = None, False
-    findings: list[Finding] = []
-    res = None
-    sel_finding = None
-    if wanted & {"selection", "constraints", "content"}:
-        sel_finding, res = _check_selection(cfg_resolved, uni, name_to_id, where,
-                                            allow_partial)
-    if "universe" in wanted:
-        finding = _check_universe(cfg, uni, now, data_dir, allow_unpinned)
-        if vouched and finding.status == "ok":
-            finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
-        findings.append(finding)
-    witness: list[tuple[str, Stamp | None]] = []
-    if "content" in wanted:  # under deep, only digests computed in this call are reused
-        findings.append(_check_content(uni, cache, res.assignment() if res else None,
-                                       now if own_digests or not deep else None, vouched,
-                                       witness))
-        if findings[-1].status == "drift":
-            from dvc_cuvis.check.not_pulled import explain_not_pulled
-
-            explain_not_pulled([*findings, *([staleness] if staleness else [])], uni)
-    if "selection" in wanted and sel_finding is not None:
-        findings.append(sel_finding)
-    if "constraints" in wanted:
-        findings.append(_check_constraints(cfg, res, group_leakage))
+    findings = run.run_checks(cfg, uni, now, own_digests, data_dir, name_to_id, group_leakage,
+                              allow_partial, allow_unpinned)
     if memo is not None and not any(f.failed for f in findings):
-        memo.store([f.record() for f in findings], witness, uni, splits, split_stamp, options)
-    if staleness is not None:
-        findings.append(staleness)
-    cache.save()
-    return DriftReport(where, str(uni.path or "universe"), findings, hashing=cache.stats())
+        memo.store([f.record() for f in findings], run.witness, uni, run.splits, split_stamp,
+                   run.options)
+    if run.staleness is not None:
+        findings.append(run.staleness)
+    run.cache.save()
+    return DriftReport(run.where, str(uni.path or "universe"), findings,
+                       hashing=run.cache.stats())
 
 
 def check_verify_mode(mode: str) -> str:

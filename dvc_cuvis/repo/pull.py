@@ -29,7 +29,8 @@ from dvc_cuvis.model.universe import DIGEST_COLUMNS
 from dvc_cuvis.paths import require_dvc_root
 
 __all__ = ["FetchFile", "FetchPlan", "FetchResult", "dvc_error", "fetch", "not_pulled",
-           "plan_fetch", "remote_sizes", "rows_files", "verify_files"]
+           "plan_fetch", "pull_command", "remote_sizes", "restorable", "rows_files",
+           "verify_files"]
 
 
 @dataclass(frozen=True)
@@ -410,3 +411,44 @@ def data_not_pulled(uni: Any) -> bool:
                                            base.resolve())
                if not (base / f.path).exists()]
     return bool(missing) and bool(pending_files(uni, missing[:1000])[1])
+
+
+def restorable(root: Path, paths: Iterable[str]) -> bool:
+    """True when DVC tracks every one of ``paths`` (repository-relative) and holds its
+    content in the local cache: ``dvc checkout`` brings each back as DVC recorded it."""
+    paths = list(paths)
+    if not paths:
+        return False
+    try:
+        repo = _open_repo(root)
+    except Exception:
+        return False
+    try:
+        fs, odb = repo.dvcfs, repo.cache.local
+        for rel in paths:
+            info = fs.info(rel).get("dvc_info") or {} if fs.isdvc(rel) else {}
+            oid = info.get("md5")
+            if not oid or info.get("type") == "directory" or not odb.exists(oid):
+                return False
+        return True
+    except Exception:  # a listing DVC cannot read: nothing to restore from here
+        return False
+    finally:
+        repo.close()
+
+
+def pull_command(root: Path) -> str | None:
+    """The ``dvc pull`` that works here: plain with a default remote, ``-r NAME`` with one
+    remote and no default; None when no remote (or several, none default) is configured.
+    Reads DVC's configuration (repository, local, user, system), asks no remote."""
+    try:
+        from dvc.config import Config
+
+        config = Config(dvc_dir=os.fspath(root / ".dvc"))
+        remotes = sorted(config.get("remote") or {})
+        default = (config.get("core") or {}).get("remote")
+    except Exception:  # an unreadable configuration: DVC's own pull would fail alike
+        return None
+    if default and default in remotes:
+        return "dvc pull"
+    return f"dvc pull -r {remotes[0]}" if len(remotes) == 1 else None

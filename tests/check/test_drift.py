@@ -337,7 +337,7 @@ def test_a_data_folder_swapped_for_an_outside_symlink_is_refused(repo: Path,
 
 
 def test_only_the_universe_writing_stage_own_hashes_vouch(repo: Path) -> None:
-    from dvc_cuvis.check.drift import _check_staleness
+    from dvc_cuvis.check.staleness import check_staleness
     from dvc_cuvis.digests.hashing import dir_md5
     from dvc_cuvis.digests.stat_cache import StatCache
 
@@ -349,7 +349,7 @@ def test_only_the_universe_writing_stage_own_hashes_vouch(repo: Path) -> None:
     lock["stages"]["aaa"] = {"cmd": "true", "deps": [{"path": "data/npz", "md5": folder}],
                              "outs": [{"path": "universe.csv", "md5": "0" * 32}]}
     (repo / "dvc.lock").write_text(yaml.safe_dump(lock))
-    _, vouched = _check_staleness(repo / "dvc.lock", [repo / "universe.csv"], StatCache(None),
+    _, vouched = check_staleness(repo / "dvc.lock", [repo / "universe.csv"], StatCache(None),
                                   repo / "universe.csv")
     assert str(repo / "data/npz") not in vouched  # another stage's matching hash is no voucher
 

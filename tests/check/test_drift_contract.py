@@ -195,8 +195,9 @@ def test_a_corrupt_dvc_lock_fails_the_check(repo: Path, cli, monkeypatch,
     assert statuses(checks) == {**ALL_OK, "staleness": "violation"}
     assert verdict(text.out) == "FAILED"
     assert "[FAIL] staleness: " in text.out and "dvc.lock" in checks["staleness"]["summary"]
+    # git does not track this dvc.lock, and `dvc repro` refuses an unreadable one
     assert checks["staleness"]["fix"] == (
-        "restore dvc.lock (`git checkout dvc.lock`) or write it again with `dvc repro`")
+        "write it again (every stage runs): `rm dvc.lock && dvc repro`")
     assert "Traceback" not in text.err and "internal error" not in text.err
 
 
@@ -303,7 +304,10 @@ def test_every_missing_and_modified_frame_is_reported(repo: Path, cli, monkeypat
     assert "[DRIFT] content: 2 file(s) modified, 2 missing since enumerate" in text.out
     assert f"missing: {gone[0]}, {gone[1]}" in text.out
     assert f"modified: {edited[0]}, {edited[1]}" in text.out
-    assert "dvc checkout" in checks["content"]["fix"] and "fix: restore" in text.out
+    # DVC does not track these frames: no `dvc checkout` could bring them back
+    assert checks["content"]["fix"] == (
+        "restore the files, or re-enumerate and re-bake: `dvc repro`")
+    assert "dvc checkout" not in checks["content"]["fix"] and "fix: restore" in text.out
 
 
 #: the split over the cu3s-like universe: rows of one session in several stages
@@ -398,7 +402,7 @@ def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
     """The content check's contract with dvc.lock's vouching (lockfile.Comparison.vouched:
     folder -> the files under it): vouched files are not read but counted, every other
     file named by a digest column is still read."""
-    from dvc_cuvis.check.drift import _check_content
+    from dvc_cuvis.check.content import check_content
     from dvc_cuvis.digests.stat_cache import StatCache
 
     _cu3s_like(tmp_path, annotations=True)
@@ -408,7 +412,7 @@ def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
     top = str(tmp_path.resolve() / "s")
 
     def content(vouched):
-        return _check_content(uni, StatCache(None), None, None, vouched, None)
+        return check_content(uni, StatCache(None), None, None, vouched, None)
 
     everything = content(vouched={top: sessions + labels})
     assert everything.status == "ok"
@@ -495,8 +499,8 @@ def test_allow_partial_passes_and_still_names_the_selector(tmp_path: Path, cli,
     assert "7" in sel["details"]["partial"][0] and "s0.cu3s" in sel["details"]["partial"][0]
     assert "[FAIL] selection: 2 selector(s) match only partly" in text.out
 
-    assert sel["fix"] == ("re-bake the split (`dvc repro`), or `dvc-cuvis bake --base` to keep "
-                          "assignments")
+    assert sel["fix"] == ("re-bake it, keeping assignments: `dvc-cuvis bake --universe "
+                          "universe.csv --base splits.json --out splits.json`")  # no pipeline
 
     text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-partial")
     assert text.code == 0 and verdict(text.out) == "OK", text.out + text.err
@@ -976,8 +980,8 @@ def test_a_pin_mismatch_is_drift_even_when_the_disk_matches_universe_csv() -> No
     assert u.status == "drift" and u.summary == (
         pinned + f"{uni.hash[:12]}); the data on disk differs from universe.csv: 1 sample(s) "
         "added, 0 removed")
-    assert u.fix == ("re-enumerate and re-bake: `dvc repro` (or `dvc-cuvis enumerate` then "
-                     "`dvc-cuvis bake --base <old splits.json>` to keep assignments)")
+    assert u.fix == ("re-enumerate the data with the options universe.csv was made with, then "
+                     "re-bake with --base the old splits.json to keep assignments")
 
 
 
@@ -992,7 +996,7 @@ def test_the_mutation_setup_names_real_modules_and_fast_tests() -> None:
     root = Path(__file__).resolve().parents[2]
     cfg = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mutmut"]
     script = (root / "scripts/mutation.sh").read_text()
-    known = re.search(r"^KNOWN=\((.*?)\)", script, re.M)
+    known = re.search(r"^KNOWN=\((.*?)\)", script, re.M | re.S)
     assert known is not None
     paths = dict(re.findall(r"\[(\w+)\]=([\w/]+)", script))
     assert [f"dvc_cuvis/{paths[m]}.py" for m in known.group(1).split()] == cfg["only_mutate"]
@@ -1004,7 +1008,8 @@ def test_the_mutation_setup_names_real_modules_and_fast_tests() -> None:
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 2
     assert bad.stderr == ("mutation.sh: unknown module 'bogus'; choose from: drift selectors "
-                          "splits plugin\n")
+                          "splits plugin report tokens universe content selection staleness "
+                          "facts fixes\n")
 
 
 def test_every_failed_constraint_is_named(tmp_path: Path) -> None:
@@ -1124,8 +1129,8 @@ def test_the_content_check_alone_counts_the_stages_it_touches(repo: Path) -> Non
     assert (f.status, f.summary) == ("drift", "1 file(s) modified, 0 missing since enumerate")
     assert f.details == {"missing": [], "modified": [f"data/npz/{frame}"],
                          "affected_samples": 1, "affected_stages": {stages[frame]: 1}}
-    assert f.fix == ("restore the files (`dvc checkout` / `dvc pull`) or re-enumerate and "
-                     "re-bake (`dvc repro`)")
+    assert f.fix == ("restore the files, or re-enumerate and re-bake: "
+                     f"`cd {os.path.relpath(repo, Path.cwd())} && dvc repro`")
 
 
 def test_a_universe_path_leading_outside_its_folder_is_refused(tmp_path: Path, cli,
@@ -1259,8 +1264,7 @@ def fresh_clone(tracked_pipeline: Path, tmp_path: Path) -> Path:
     return clone
 
 
-NOT_PULLED_FIX = ("`dvc pull` (everything), or `dvc-cuvis fetch --stage STAGE` for one "
-                  "stage's files")
+NOT_PULLED_FIX = "`dvc pull`"  # the clone's default remote holds the data
 
 
 def test_a_clone_that_has_not_pulled_is_told_to_pull(fresh_clone: Path, cli,

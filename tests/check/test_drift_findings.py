@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +80,9 @@ def test_selection_partial_is_a_violation_unless_allowed(tmp_path: Path) -> None
     rec = record(tmp_path, "selection", checks=["selection"])
     summary = "2 selector(s) match only partly (3 requested sample(s) absent)"
     assert (rec["status"], rec["summary"]) == ("violation", summary)
-    assert rec["fix"] == ("re-bake the split (`dvc repro`), or `dvc-cuvis bake --base` to keep "
-                          "assignments")
+    rel = os.path.relpath(tmp_path, Path.cwd())  # the check ran in another folder
+    assert rec["fix"] == ("re-bake it, keeping assignments: `dvc-cuvis bake --universe "
+                          f"{rel}/universe.csv --base {rel}/splits.json --out {rel}/splits.json`")
     partial = rec["details"]["partial"]
     assert len(partial) == 2 and "s0.cu3s" in partial[0] and "gone.cu3s" in partial[1]
     allowed = record(tmp_path, "selection", checks=["selection"], allow_partial=True)
@@ -203,11 +205,13 @@ def test_staleness_an_edited_file_and_an_edited_param(tmp_path: Path) -> None:
         "summary": "the workspace differs from dvc.lock: 1 file(s), 0 param(s)",
         "details": {"stages": ["bake"], "changed": ["splits.json (stage bake)"],
                     "params_changed": []},
-        "fix": "run `dvc repro`"}
+        "fix": "run the pipeline again"}  # no DVC repository here: no `dvc repro` to run
     piped(tmp_path)
+    (tmp_path / ".dvc").mkdir()  # now a DVC repository: the command, run in its folder
     (tmp_path / "params.yaml").write_text("bake:\n  seed: 4\n")
     rec = stale(tmp_path)
-    assert rec["status"] == "drift" and rec["fix"] == "run `dvc repro`"
+    rel = os.path.relpath(tmp_path, Path.cwd())
+    assert rec["status"] == "drift" and rec["fix"] == f"run `cd {rel} && dvc repro`"
     assert rec["summary"] == "the workspace differs from dvc.lock: 0 file(s), 1 param(s)"
     assert rec["details"]["changed"] == [] and len(rec["details"]["params_changed"]) == 1
     assert "seed" in rec["details"]["params_changed"][0]
@@ -230,8 +234,11 @@ def test_staleness_a_corrupt_lock_is_a_violation(tmp_path: Path, text: str) -> N
     assert rec["status"] == "violation"
     assert rec["details"] == {"lock": str(tmp_path / "dvc.lock")}
     assert rec["summary"].startswith(str(tmp_path / "dvc.lock"))
-    assert rec["fix"] == ("restore dvc.lock (`git checkout dvc.lock`) or write it again with "
-                          "`dvc repro`")
+    assert rec["fix"] == "restore dvc.lock from version control, or run the pipeline again"
+    (tmp_path / ".dvc").mkdir()  # a DVC repository (git tracks no dvc.lock): rewrite it
+    rel = os.path.relpath(tmp_path, Path.cwd())
+    assert stale(tmp_path)["fix"] == (
+        f"write it again (every stage runs): `cd {rel} && rm dvc.lock && dvc repro`")
     report = verify(tmp_path / "splits.json", tmp_path / "universe.csv",
                     lock=tmp_path / "dvc.lock")
     assert not report.ok and report.exit_code == 1

@@ -1,0 +1,64 @@
+"""The selection and constraints checks: every selector resolves fully against the
+universe, and the resolved split keeps its constraints (plus group leakage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cuvis_ai_schemas.training.data import DataSplitConfig
+
+from dvc_cuvis.check.fixes import Workspace
+from dvc_cuvis.check.report import Finding
+from dvc_cuvis.errors import SelectorError
+from dvc_cuvis.model.splits import evaluate_constraints, resolve
+from dvc_cuvis.model.universe import Universe
+
+__all__ = ["check_constraints", "check_selection"]
+
+
+def check_selection(
+    cfg: DataSplitConfig, uni: Universe, name_to_id: dict[str, int] | None, where: str,
+    allow_partial: bool, ws: Workspace | None = None, splits: Path | None = None,
+) -> tuple[Finding, Any]:
+    """The selection finding, and the resolution (None when the split does not resolve)."""
+    try:
+        res = resolve(cfg, uni, name_to_id=name_to_id, where=where)
+    except SelectorError as exc:
+        return Finding("selection", "violation", str(exc), {},
+                       "fix the selector, or re-bake the split against this universe"), None
+    if res.warnings:
+        msgs = [w.message() for w in res.warnings]
+        missing = sum(len(w.missing) for w in res.warnings)
+        summary = (f"{len(res.warnings)} selector(s) match only partly ({missing} requested "
+                   "sample(s) absent)")
+        if allow_partial:
+            return Finding("selection", "ok", summary + "; allowed (--allow-partial)",
+                           {"partial": msgs}), res
+        ws = ws or Workspace(uni.path.parent if uni.path is not None else None)
+        return Finding("selection", "violation", summary, {"partial": msgs},
+                       ws.reselect(splits, uni.path)), res
+    counts = {s: len(res.stages[s]) for s in ("train", "val", "test", "predict")}
+    return Finding("selection", "ok", "every selector resolves fully: "
+                   + " ".join(f"{k}={v}" for k, v in counts.items())), res
+
+
+def check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str) -> Finding:
+    """The constraints finding (``res``: the resolution; None when it failed)."""
+    if res is None:
+        return Finding("constraints", "skipped", "the split does not resolve")
+    results = evaluate_constraints(res, cfg.constraints, group_leakage=group_leakage)
+    failed = [r for r in results if r.failed]
+    details = {r.kind: f"{r.status} ({r.severity})" + (f": {r.reason}" if r.reason else "")
+               for r in results}
+    if failed:
+        return Finding("constraints", "violation",
+                       ", ".join(f"{r.kind} {r.status}" for r in failed),
+                       {"results": details, "offending": [o for r in failed for o in r.offending]},
+                       "re-bake with a strategy that respects the constraint (e.g. --group-by "
+                       "group, --ad-aware)")
+    if not results:
+        return Finding("constraints", "ok", "no constraints declared")
+    return Finding("constraints", "ok", ", ".join(
+        f"{r.kind} {r.status}" + (f" ({r.severity})" if r.status != "satisfied" else "")
+        for r in results))
