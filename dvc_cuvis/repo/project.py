@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.repo.plot_templates import SPECTRA, SPECTRA_TEMPLATE, template_text
 
 #: What to do after ``dvc-cuvis init`` (printed by it, and shown as is in the README).
 NEXT_STEPS = """\
@@ -81,16 +82,23 @@ stages:
       - materialized:
           persist: true
   report:
-    cmd: dvc-cuvis report --params params.yaml --out report.html
+    cmd: dvc-cuvis report --params params.yaml --out report.html --spectra-plot plots/spectra.json
     deps:
       - universe.csv
       - splits.json
       - metrics/universe.json
+      - materialized
     params:
       - report
     outs:
       - report.html:
           cache: false
+    plots:
+      - plots/spectra.json:
+          cache: false
+          template: spectra
+          x: wavelength
+          y: mean
   check:
     cmd: dvc-cuvis check --params params.yaml --metrics metrics/check.json
     deps:
@@ -127,6 +135,7 @@ check:
 {categories}report:
   universe: universe.csv
   splits: splits.json
+  summaries: materialized
 {categories}resolve:
   universe: universe.csv
   splits: splits.json
@@ -243,4 +252,9 @@ def init_project(
                             "root; cu3s: COCO json next to the sessions): reports show ids")
     for path, text in files.items():
         atomic_write_text(path, text)
+    if in_dvc:  # the spectra plot's template, for `dvc plots show` / `dvc plots diff`
+        template = repo / ".dvc" / "plots" / f"{SPECTRA}.json"
+        template.parent.mkdir(exist_ok=True)
+        atomic_write_text(template, template_text(SPECTRA_TEMPLATE))
+        result.written.append(template)
     return result
