@@ -1,24 +1,46 @@
-"""The documentation: it builds strictly, and every command it shows parses and is tested.
+"""The documentation: it builds strictly, every command it shows parses, and every block a user
+would paste runs.
 
 Every ``dvc-cuvis VERB ...`` line inside a fenced code block of README.md or docs/*.md is
 parsed by the real argument parser (optional ``[...]`` groups included, ``...`` elisions
 dropped), so a renamed or removed flag breaks this test, not a reader's shell. Each
 (verb, flag) pair shown must also appear in some other test module, so no documented option
-is left untested. The newcomer workflow block itself is run line by line in
-``tests/test_newcomer.py``.
+is left untested.
+
+Every fenced block names its language. A ``bash`` or ``python`` block is what a user pastes,
+so each one runs here, in a copy of a real repository chosen by the HTML comment on the line
+before the block:
+
+* none, or ``<!-- run: dataset -->``: the repository the README's workflow builds (a user's
+  dataset repository after its first day; tags ``v1``/``v2`` and a ``main`` branch added);
+* ``<!-- run: example -->``: this project's own example pipeline (``dvc.yaml`` at the top)
+  after ``dvc repro``;
+* ``<!-- not-run: REASON -->``: not runnable here (a remote, a cluster, a synopsis with
+  ``[...]`` groups), with the reason beside the marker;
+* ``<!-- newcomer-workflow -->`` and ``<!-- guard-snippet ... -->``: run by
+  ``tests/test_newcomer.py``.
+
+A shell line ending in ``# exit N`` must exit with N, every other line with 0.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dvc_cuvis.cli import build_parser
+from tests.helpers.repos import BUILDERS, copy, pristine
+from tests.helpers.shell import run, sh
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -83,6 +105,8 @@ def _shown_commands() -> list[tuple[str, int, list[str]]]:
         for block in FENCE.finditer(text):
             first = text.count("\n", 0, block.start()) + 2
             for k, line in enumerate(_logical_lines(block.group(1))):
+                if re.search(r"#.*\bexit 2\b", line):  # shown being refused
+                    continue
                 args = _command(line)
                 if args:
                     found.append((f"{doc.relative_to(ROOT)}:{first + k}", first + k, args))
@@ -141,3 +165,180 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
                         str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "site" / "cli" / "index.html").exists()
+
+
+# --- every block a user would paste runs ---------------------------------------------------
+
+PAGES = [*DOCS, ROOT / "examples/README.md"]
+MARK = re.compile(r"<!--\s*(not-run|run|newcomer-workflow|guard-snippet)\b:?\s*(.*?)\s*-->")
+RUNNABLE = {"bash": "shell", "sh": "shell", "python": "python"}
+CONTEXTS = ("dataset", "example")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block: where it is, its language, its text and the marker above it."""
+
+    page: Path
+    line: int
+    lang: str
+    body: str
+    mark: str
+    reason: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def _blocks(page: Path) -> list[Block]:
+    text = page.read_text()
+    out = []
+    for m in FENCE.finditer(text):
+        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
+        mark = MARK.fullmatch(before)
+        out.append(Block(page, text.count("\n", 0, m.start()) + 1,
+                         text[m.start():].split("\n", 1)[0][3:].strip(), m.group(1),
+                         mark.group(1) if mark else "run",
+                         (mark.group(2) if mark else "") or ""))
+    return out
+
+
+BLOCKS = [b for page in PAGES for b in _blocks(page)]
+
+
+def _runs(kind: str, context: str) -> list[Block]:
+    return [b for b in BLOCKS if RUNNABLE.get(b.lang) == kind and b.mark == "run"
+            and (b.reason or "dataset") == context]
+
+
+def test_every_block_names_its_language_and_runs_or_says_why_not() -> None:
+    problems = []
+    for b in BLOCKS:
+        if not b.lang:
+            problems.append(f"{b.where}: a block without a language (```bash, ```text, ...)")
+        elif b.lang in RUNNABLE and b.mark == "not-run" and len(b.reason) < 10:
+            problems.append(f"{b.where}: not-run without its reason")
+        elif b.lang in RUNNABLE and b.mark == "run" and (b.reason or "dataset") not in CONTEXTS:
+            problems.append(f"{b.where}: unknown context {b.reason!r}, one of {CONTEXTS}")
+        elif b.lang not in RUNNABLE and b.mark != "run":
+            problems.append(f"{b.where}: a {b.lang} block is never run: drop its marker")
+    assert not problems, "\n".join(problems)
+    assert len(_runs("shell", "dataset")) >= 10 and _runs("python", "dataset")
+
+
+def _example_pipeline(work: Path) -> None:
+    """This project's example pipeline (dvc.yaml, params.yaml, examples/) after ``dvc repro``."""
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(ROOT / name, work / name)
+    shutil.copytree(ROOT / "examples", work / "examples",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "repro", "-q"],
+                ["git", "add", "-A"], ["git", "commit", "-qm", "example pipeline"]):
+        sh(*cmd, cwd=work)
+
+
+EXAMPLE = "docs-example-" + hashlib.sha256(b"".join(
+    (ROOT / n).read_bytes() for n in ("dvc.yaml", "params.yaml"))).hexdigest()[:10]
+BUILDERS.setdefault(EXAMPLE, _example_pipeline)
+#: Run in the dataset repository before a block: the revisions the docs name.
+PRELUDE = {"dataset": "git tag v1 HEAD~1 && git tag v2 HEAD && "
+                      "{ git rev-parse -q --verify main >/dev/null || git branch main HEAD~1; }",
+           "example": "true"}
+
+
+@pytest.fixture(scope="module")
+def contexts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Callable[[], Path]]:
+    """Each context's built repository, built on first use (once per test session)."""
+    from tests.test_newcomer import newcomer_repo
+
+    return {"dataset": lambda: newcomer_repo(tmp_path_factory),
+            "example": lambda: pristine(EXAMPLE, tmp_path_factory.getbasetemp() / "repos")}
+
+
+def _copy(contexts: dict[str, Callable[[], Path]], context: str, tmp: Path) -> Path:
+    repo = copy(contexts[context](), tmp / "repo")
+    sh("bash", "-c", PRELUDE[context], cwd=repo)
+    return repo
+
+
+WANT = re.compile(r"#.*?\bexit (\d)\b(?::\s*(.*))?$")
+
+
+def _shell_script(block: Block, out: Path) -> tuple[str, dict[int, tuple[int, str]]]:
+    """The block as one script, each logical line's output kept in ``out/<line>``, and what
+    each line must give: ``# exit N[: TEXT]`` (``...`` in TEXT skips), else exit 0."""
+    lines = ["set -u", 'fail() { cat "$4"; echo "line $1 ended with exit $2, expected $3" >&2; '
+             "exit 99; }"]
+    wants: dict[int, tuple[int, str]] = {}
+    for k, line in enumerate(_logical_lines(block.body), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = WANT.search(line)
+        code, text = (int(m.group(1)), (m.group(2) or "").strip()) if m else (0, "")
+        n = block.line + k
+        wants[n] = (code, text)
+        lines.append(f"{{ {line}\n}} >{out}/{n} 2>&1; rc=$?; "
+                     f"[ $rc -eq {code} ] || fail {n} $rc {code} {out}/{n}")
+    return "\n".join(lines) + "\n", wants
+
+
+def _says(output: str, text: str) -> bool:
+    """``output`` holds the pieces of ``text`` between ``...``, in order."""
+    at = 0
+    for piece in (p.strip() for p in text.split("...")):
+        at = output.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
+
+
+def _params(kind: str) -> list[Any]:
+    return [pytest.param(b, c, id=b.where) for c in CONTEXTS for b in _runs(kind, c)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block,context", _params("shell"))
+def test_every_shell_block_runs(block: Block, context: str, contexts: Any,
+                                tmp_path: Path) -> None:
+    repo = _copy(contexts, context, tmp_path)
+    (out := tmp_path / "out").mkdir()
+    script, wants = _shell_script(block, out)
+    r = run("bash", "-c", script, cwd=repo)
+    assert r.returncode == 0, f"{block.where}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    for n, (_, text) in wants.items():
+        said = (out / str(n)).read_text()
+        assert _says(said, text), f"{block.page.name}:{n} does not print {text!r}:\n{said}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block,context", _params("python"))
+def test_every_python_block_runs(block: Block, context: str, contexts: Any,
+                                 tmp_path: Path) -> None:
+    repo = _copy(contexts, context, tmp_path)
+    r = run(sys.executable, "-c", block.body, cwd=repo)
+    assert r.returncode == 0, f"{block.where}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+
+
+# --- pages are for users --------------------------------------------------------------------
+
+ISSUE = re.compile(r"(?<![\w/&])#\d+\b|\bissues? \d+\b|\bthe issue\b", re.I)
+
+
+def _prose(text: str) -> str:
+    """``text`` without fenced blocks, inline code and link targets (where ``#3`` is data)."""
+    text = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)  # lines kept
+    text = re.sub(r"`[^`\n]*`", "", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return re.sub(r"<https?://[^>]*>|https?://\S+", "", text)
+
+
+def test_no_page_mentions_an_issue_number() -> None:
+    found = [f"{p.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}: {m.group(0)}"
+             for p in PAGES for text in [_prose(p.read_text())]
+             for m in ISSUE.finditer(text)]
+    assert not found, "issue numbers mean nothing to a user:\n" + "\n".join(found)
+    assert ISSUE.search("fixed in #20") and ISSUE.search("for issue 24")
+    assert ISSUE.search("not the 15 % the issue asks for")
+    assert not ISSUE.search(_prose("a uid `day1#3`, [link](page.md#cost), &#8212;"))

@@ -7,6 +7,7 @@ mistake a new user makes is made on purpose, asserting the exit code and the mes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers.repos import BUILDERS, pristine
 from tests.helpers.shell import ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,17 +48,31 @@ def _script(lines: list[str], tmp: Path) -> str:
         if cmd.startswith("mkdir -p data/npz"):  # "your frames"
             out.append(f"{' '.join(GEN)} --out {tmp}/gen >/dev/null && "
                        f"cp -r {tmp}/gen/npz/. data/npz/")
-    out.append(f"pwd > {tmp}/repo-path")
     return "\n".join(out) + "\n"
+
+
+def build_day_one(work: Path) -> None:
+    """The README workflow, run as written in ``work`` (the repository: ``work/my-dataset``)."""
+    proc = subprocess.run(["bash", "-c", _script(readme_workflow(), work)], cwd=work, env=ENV,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (work / "my-dataset" / "dvc.yaml").is_file()
+
+
+#: The workflow's repository, built once per test session (test_docs runs the docs' commands
+#: in copies of it too); its name follows the README block, so an edited block builds anew.
+NEWCOMER = "newcomer-" + hashlib.sha256("\n".join(readme_workflow()).encode()).hexdigest()[:10]
+BUILDERS.setdefault(NEWCOMER, build_day_one)
+
+
+def newcomer_repo(factory: pytest.TempPathFactory) -> Path:
+    """The README workflow's repository after its last line (never modify it: copy it)."""
+    return pristine(NEWCOMER, factory.getbasetemp() / "repos") / "my-dataset"
 
 
 @pytest.fixture(scope="module")
 def day_one(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("newcomer")
-    proc = subprocess.run(["bash", "-c", _script(readme_workflow(), tmp)], cwd=tmp, env=ENV,
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return Path((tmp / "repo-path").read_text().strip())
+    return newcomer_repo(tmp_path_factory)
 
 
 def run(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
