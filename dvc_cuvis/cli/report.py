@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import load_inputs, rescan_options
-from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
+from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import REPORT
 
 
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
                        current=current, allow_partial=s.flag("allow_partial"),
                        allow_unpinned=s.flag("allow_unpinned"))
     diff = None
+    base_version: tuple[Any, Any] | None = None
     base = s.get("base")
     repo = s.get("repo")
     if repo and not base:
@@ -52,15 +54,17 @@ def run(args: argparse.Namespace) -> int:
 
         if not repo:
             tree = GitTree(".")
-            diff = diff_versions(*load_pair(tree, base, None, str(tree.rel(inp.splits_path)),
-                                            str(tree.rel(inp.universe_path))))
+            old, new = load_pair(tree, base, None, str(tree.rel(inp.splits_path)),
+                                 str(tree.rel(inp.universe_path)))
+            diff = diff_versions(old, new)
+            base_version = (tree, old)
         else:  # the base from another repository, the split as it is here
             here = GitTree(".")
             splits_rel, uni_rel = str(here.rel(inp.splits_path)), str(here.rel(inp.universe_path))
             old = load_version(open_tree(repo), base, splits_rel, uni_rel, None)
             diff = diff_versions(old, load_version(here, None, splits_rel, uni_rel, None))
     title = s.get("title") or f"Split report: {inp.splits_path}"
-    spectra, note = _spectra(s, res)
+    spectra, note = _spectra(s, res, base_version)
     text = render(ReportInput(title, res, constraints, drift, inp.name_to_id, diff,
                               inp.cfg.universe_hash, spectra, note))
     write(out, text)
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _spectra(s: Settings, res: Any) -> tuple[Any, str]:
+def _spectra(s: Settings, res: Any, base: tuple[Any, Any] | None) -> tuple[Any, str]:
     """The split's spectra from the summaries folder (if one is set), and the plot file."""
     from dvc_cuvis._io import write_json
     from dvc_cuvis.materialize.summary_store import shard_files
@@ -82,6 +86,24 @@ def _spectra(s: Settings, res: Any) -> tuple[Any, str]:
     elif folder:
         spectra = split_spectra(res, Path(folder), threshold=s.get("spectral_shift_threshold"),
                                 thumbnails=s.get("thumbnails"))
+        if s.get("base"):
+            _base_shift(spectra, Path(folder), base, s.get("base"))
     if plot:
         write_json(Path(plot), plot_rows(spectra) if spectra is not None else [])
     return spectra, note
+
+
+def _base_shift(spectra: Any, folder: Path, base: tuple[Any, Any] | None, rev: str) -> None:
+    """Train at ``rev`` against train now, from the local DVC cache (else a note why not)."""
+    from dvc_cuvis.review.spectra_base import base_entries, train_shift
+
+    if base is None:
+        spectra.base_note = (f"train at {rev} is not compared spectrally: --repo reads git "
+                             "alone, and the summaries are data")
+        return
+    tree, old = base
+    entries, why = base_entries(tree, rev, tree.rel(folder))
+    if entries:
+        now = {grid: stages.get("train", []) for grid, stages in spectra.entries.items()}
+        spectra.base, why = train_shift(old, entries, now, spectra.threshold)
+    spectra.base_note = "" if spectra.base else f"train at {rev} is left out: {why}"

@@ -82,6 +82,9 @@ class SplitSpectra:
     threshold: float
     base: list[Balance] = field(default_factory=list)  # train at the base vs now
     base_note: str = ""
+    #: the summaries drawn: grid -> stage -> entries (what a base comparison needs)
+    entries: dict[tuple[float, ...], dict[str, list[dict[str, Any]]]] = field(
+        default_factory=dict)
 
 
 def frame_summaries(
@@ -135,7 +138,7 @@ def _frame_md5s(summaries_dir: Path, read_universe: Any) -> dict[str, str]:
     return dict(mat.rows("materialized_path", "md5"))
 
 
-def _stage_spectrum(entries: Sequence[dict[str, Any]]) -> StageSpectrum | None:
+def stage_spectrum(entries: Sequence[dict[str, Any]]) -> StageSpectrum | None:
     """The spectrum of a stage's frames on one grid (None: no frame with valid pixels)."""
     rows = [e for e in entries if all(v is not None for v in e["mean"])]
     if not rows:
@@ -239,10 +242,11 @@ def split_spectra(res: Resolution, summaries_dir: Path, *, threshold: float = DE
     for wl, entries in sorted(by_grid.items(), key=lambda kv: (-sum(map(len, kv[1].values())),
                                                                kv[0])):
         stages = {s: sp for s, rows in entries.items()
-                  if (sp := _stage_spectrum(rows)) is not None}
+                  if (sp := stage_spectrum(rows)) is not None}
         balance, too_few = _balance(stages, wl, threshold)
         grids.append(GridSpectra(wl, stages, _category_means(entries), balance, too_few))
-    return SplitSpectra(grids, missing, _thumbnails(res, found, thumbnails), threshold)
+    return SplitSpectra(grids, missing, _thumbnails(res, found, thumbnails), threshold,
+                        entries=by_grid)
 
 
 def plot_rows(spectra: SplitSpectra) -> list[dict[str, Any]]:

@@ -1,0 +1,94 @@
+"""The train stage's spectra at a base revision against now (``report --base REV``).
+
+The base's summaries are read from the local DVC cache alone, without a checkout: dvc.lock at
+REV (from git) names the materialized folder's ``.dir`` object, which lists each shard's md5,
+and each shard is a cache file. When any of that is not in the local cache, the comparison is
+left out and the report says so: ``--base`` otherwise reads git alone, never a remote.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis._io import parse_yaml
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR
+from dvc_cuvis.model.compare import Version
+from dvc_cuvis.review.spectra import Balance, shifted_ranges, smd, stage_spectrum
+
+
+def _cache_file(root: Path, md5: str) -> Path:
+    """Where the local DVC cache keeps the object ``md5`` (DVC 3 layout, its cache.dir)."""
+    try:
+        from dvc.repo import Repo
+
+        with Repo(str(root)) as repo:
+            return Path(repo.cache.local.oid_to_path(md5))
+    except Exception:  # no DVC repository or an unreadable config: DVC's default place
+        return root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+
+
+def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
+    """The ``.dir`` md5 dvc.lock records for the output ``folder`` (None: no such output)."""
+    lock = parse_yaml(lock_text, where)
+    for stage in (lock.get("stages") or {}).values() if isinstance(lock, dict) else ():
+        for out in stage.get("outs") or [] if isinstance(stage, dict) else []:
+            path = posixpath.normpath(str(out.get("path", ""))) if isinstance(out, dict) else ""
+            if path == folder and str(out.get("md5", "")).endswith(".dir"):
+                return str(out["md5"])
+    return None
+
+
+def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, Any]], str]:
+    """The summaries entries of ``folder`` (repository-relative) at ``rev`` from the local
+    cache, or why they are not at hand."""
+    try:
+        dir_md5 = _dir_md5(tree.read(rev, "dvc.lock"), folder, f"{rev}:dvc.lock")
+    except DvcCuvisError as exc:
+        return {}, f"dvc.lock at {rev} cannot be read ({exc})"
+    if dir_md5 is None:
+        return {}, f"dvc.lock at {rev} records no output {folder}"
+    listing = _cache_file(tree.root, dir_md5.removesuffix(".dir") + ".dir")
+    if not listing.is_file():
+        return {}, (f"{folder} at {rev} is not in the local DVC cache (`dvc fetch` at that "
+                    "revision brings it)")
+    entries: dict[str, dict[str, Any]] = {}
+    for item in json.loads(listing.read_text(encoding="utf-8")):
+        rel = str(item.get("relpath", ""))
+        if not rel.startswith(SUMMARIES_DIR + "/"):
+            continue
+        shard = _cache_file(tree.root, str(item.get("md5", "")))
+        if not shard.is_file():
+            return {}, f"{folder}/{rel} at {rev} is not in the local DVC cache"
+        data = json.loads(shard.read_text(encoding="utf-8"))
+        entries.update(data.get("frames") or {})
+    if not entries:
+        return {}, f"{folder} at {rev} holds no spectral summaries"
+    return entries, ""
+
+
+def train_shift(base: Version, entries: dict[str, dict[str, Any]],
+                now: dict[tuple[float, ...], list[dict[str, Any]]], threshold: float
+                ) -> tuple[list[Balance], str]:
+    """The balance of train at the base against train now, per shared wavelength grid."""
+    from dvc_cuvis.materialize.core import frame_name
+
+    uni = base.universe
+    by_grid: dict[tuple[float, ...], list[dict[str, Any]]] = {}
+    for pos in base.stages["train"].tolist():
+        index = 0 if uni.indexless is not None and bool(uni.indexless[pos]) else \
+            int(uni.indices[pos])
+        entry = entries.get(frame_name(uni.source(pos), index))
+        if entry is not None:
+            by_grid.setdefault(tuple(entry["wavelengths"]), []).append(entry)
+    out: list[Balance] = []
+    for grid, rows in sorted(by_grid.items()):
+        a, b = stage_spectrum(rows), stage_spectrum(now.get(grid, []))
+        values = smd(a, b) if a is not None and b is not None else None
+        if values is not None:
+            ranges = shifted_ranges(values, grid, threshold)
+            out.append(Balance(f"train at {base.label}", "train", values, ranges, bool(ranges)))
+    return out, "" if out else f"no train frames at {base.label} share a grid with train now"
