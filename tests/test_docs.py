@@ -342,3 +342,46 @@ def test_no_page_mentions_an_issue_number() -> None:
     assert ISSUE.search("fixed in #20") and ISSUE.search("for issue 24")
     assert ISSUE.search("not the 15 % the issue asks for")
     assert not ISSUE.search(_prose("a uid `day1#3`, [link](page.md#cost), &#8212;"))
+
+
+# --- every name and path a page shows exists -----------------------------------------------
+
+DOTTED = re.compile(r"\bdvc_cuvis(?:\.[A-Za-z_]\w*)+")
+FILE = re.compile(r"(?<![\w./-])((?:dvc_cuvis|tests|benchmarks|scripts|examples|docs)/[\w./-]*\w)")
+
+
+def _resolves(dotted: str) -> bool:
+    """``dotted`` names a module, or an attribute of one (a class's member included)."""
+    import importlib
+
+    parts = dotted.split(".")
+    for k in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[k:]:
+                obj = getattr(obj, name)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+@pytest.mark.slow  # imports every module a page names: torch and lightning with the plugin
+def test_every_module_path_and_file_a_page_names_exists() -> None:
+    missing = []
+    for page in PAGES:
+        text = page.read_text()
+        for m in DOTTED.finditer(text):
+            if m.group(0).rsplit(".", 1)[-1] in ("yaml", "py") or "__mutmut_" in m.group(0):
+                continue  # a file name (dvc_cuvis.yaml), a mutant's name
+            if not _resolves(m.group(0)):
+                missing.append(f"{page.relative_to(ROOT)}: {m.group(0)}")
+        for m in FILE.finditer(text):
+            if not (ROOT / m.group(1)).exists():
+                missing.append(f"{page.relative_to(ROOT)}: {m.group(1)}")
+    assert not missing, "names no user can find:\n" + "\n".join(sorted(set(missing)))
+    assert not _resolves("dvc_cuvis.check.drift.no_such_name")
+    assert not _resolves("dvc_cuvis.no_such_package.verify")
