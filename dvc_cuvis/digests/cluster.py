@@ -215,7 +215,7 @@ def _worker_cache(use_dvc: bool) -> StatCache:
 
 # what the workers did; their cache hits are the seeds, which we counted when we asked
 _COUNTERS = ("misses", "md5_from_dvc", "md5_hashed", "bytes_hashed", "derived_computed",
-             "derived_from_memo")
+             "derived_from_memo", "checked_computed", "checked_from_memo")
 
 
 def _run_chunk(chunk: list[Any], seeds: dict[str, tuple[Any, str]], payload: bytes

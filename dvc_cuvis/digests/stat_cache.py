@@ -74,21 +74,28 @@ CONTENT_KEYS: set[str] = set()
 #: (:func:`stamp_key`): the md5 itself, a folder's hash, the verdict memo's slots (a verdict
 #: rests on other files than the universe.csv it is recorded under).
 STAMP_KEYS: set[str] = {"md5", DIR_KEY}
+#: Content keys whose values are verdicts on the bytes (is this frame whole?), not values
+#: derived for the universe: kept by md5 like any content key, counted apart (``checked_*``)
+#: so that "frames parsed" keeps counting what enumerate derived.
+CHECK_KEYS: set[str] = set()
 MEMO_MIN_KEEP = 10_000  # values of bytes no longer at any path kept at least (per key)
 
 
-def content_key(name: str, version: int) -> str:
+def content_key(name: str, version: int, *, check: bool = False) -> str:
     """Register and return ``name/v<version>``: a cache key whose value is a pure function of
     the file's bytes (so it may be reused for the same md5 at another path or stamp).
 
     Bump ``version`` whenever the function that computes the value changes what it returns:
     values derived by another version are never looked up again.  A name that is a
     :func:`stamp_key` is refused (ValueError): the two kinds never share a name.
+    ``check``: the value is a verdict on the bytes (:data:`CHECK_KEYS`), counted apart.
     """
     if name in STAMP_KEYS:
         raise ValueError(f"{name!r} is a stamp key; a content key needs a name of its own")
     key = f"{name}/v{version}"
     CONTENT_KEYS.add(key)
+    if check:
+        CHECK_KEYS.add(key)
     return key
 
 
@@ -254,6 +261,9 @@ class StatCache:
         # content values (keys of CONTENT_KEYS) read from files vs taken from the memo
         self.derived_computed = 0
         self.derived_from_memo = 0
+        # verdicts (keys of CHECK_KEYS) read from files vs taken from the memo
+        self.checked_computed = 0
+        self.checked_from_memo = 0
         self._memo_new: dict[str, dict[str, Any]] = {}  # key -> md5 -> value, this process
         self._hashed: list[tuple[str, Stamp, str]] = []  # files read for their md5, this process
         self._dvc_asked: dict[str, tuple[Stamp, str | None]] = {}  # prefetched DVC answers
@@ -435,7 +445,10 @@ class StatCache:
                 self.record(abs_path, key, stamp, value)
                 with self._lock:
                     self.hits += 1
-                    self.derived_from_memo += 1
+                    if key in CHECK_KEYS:
+                        self.checked_from_memo += 1
+                    else:
+                        self.derived_from_memo += 1
                 return value
         if cached_only:
             raise CacheMiss(abs_path)
@@ -453,7 +466,9 @@ class StatCache:
                     self._memo_new.setdefault(key, {})[md5] = value
         with self._lock:
             self.misses += 1
-            if content:
+            if key in CHECK_KEYS:
+                self.checked_computed += 1
+            elif content:
                 self.derived_computed += 1
         return value
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.config.specs import ENUMERATE
 from dvc_cuvis.digests import dvcignore
@@ -22,6 +22,9 @@ from dvc_cuvis.digests.stat_cache import CacheMiss, StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.paths import PathGuard, is_within
 from dvc_cuvis.progress import progress
+
+if TYPE_CHECKING:
+    from dvc_cuvis.sources.door import BadFrame
 
 
 @dataclass
@@ -44,6 +47,7 @@ class EnumerateOptions:
     executor: str = ENUMERATE.default("executor")  # "dask": cold hashing on a Dask cluster
     scheduler: str | None = None  # its address; None: an in-process cluster
     cache: StatCache = field(default_factory=lambda: StatCache(None))
+    verify: bool = True  # the door (sources.door): refuse files materialize would trip on
 
     @classmethod
     def from_values(cls, values: dict[str, Any], cache: StatCache | None = None,
@@ -100,6 +104,7 @@ class EnumerateOptions:
             return None, f"{universe} is not what the enumerate section writes ({out})"
         opts.progress = False
         opts.executor = "local"
+        opts.verify = False  # a check compares md5s; the door is enumerate's, not the check's
         return opts, ""
 
 
@@ -110,9 +115,15 @@ class Scan:
     records: list[dict[str, Any]]
     categories: dict[str, int] | None = None
     columns: dict[str, list[Any]] | None = None  # columnar rows (cu3s: one row per frame)
+    bad: list[BadFrame] = field(default_factory=list)  # files the door refused
 
     def __len__(self) -> int:
         return len(self.columns["source"]) if self.columns is not None else len(self.records)
+
+    @property
+    def scanned(self) -> int:
+        """Files or samples the scan saw: the rows plus the files the door refused."""
+        return len(self) + len(self.bad)
 
 
 def rel_to_out(path: Path | str, out_dir: Path) -> str:

@@ -57,6 +57,11 @@ def scan(opts: EnumerateOptions) -> Scan:
 def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]]:
     """Scan, digest and canonicalize a universe; returns it with its metrics."""
     result = scan(opts)
+    if result.bad:  # the door: keep the verdicts of the good frames, then refuse
+        from dvc_cuvis.sources.door import refuse
+
+        opts.cache.save()
+        raise refuse(result.bad, result.scanned, opts.format, opts.root)
     if not len(result):
         raise DvcCuvisError(
             f"{opts.root}: no samples found for format {opts.format!r}"

@@ -35,6 +35,7 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     scan_rows,
 )
+from dvc_cuvis.sources.door import NPZ_VERDICT, REFUSED, collect, npz_verdict
 
 # the cache key of frame_info's value; bump the version when frame_info's result changes
 FRAME_INFO = content_key("npz-frame", 1)
@@ -72,14 +73,20 @@ def scan_npz(opts: EnumerateOptions) -> Scan:
     cache = opts.cache
     # the md5s DVC knows, in one query: they give the md5 column and open the content memo
     stamped = [(f.abs, stamp_of(f.st)) for f in files if f.st is not None]
+    keys = (FRAME_INFO, NPZ_VERDICT) if opts.verify else (FRAME_INFO,)
     cache.prefetch_dvc(stamped if opts.hash_content else
-                       [(p, s) for p, s in stamped if not cache.lookup(p, FRAME_INFO, s)[0]])
+                       [(p, s) for p, s in stamped
+                        if not all(cache.lookup(p, k, s)[0] for k in keys)])
 
     def one(f: Located, cached_only: bool) -> dict[str, Any]:
         # a file that must be read anyway is hashed first: its md5 may find its values in
         # the content memo (a moved or copied frame); served from the cache, the frame's
         # values are asked first, so a miss leaves no md5 counted twice
         md5 = (cache.md5(f.abs, f.st) if opts.hash_content and not cached_only else None)
+        if opts.verify:  # the door: a frame materialize would trip on is refused here
+            problems = cache.get(f.abs, NPZ_VERDICT, npz_verdict, f.st, cached_only=cached_only)
+            if problems:
+                return {REFUSED: problems, "path": os.path.join(opts.root, f.rel)}
         info = cache.get(f.abs, FRAME_INFO, frame_info, f.st, cached_only=cached_only)
         ids = info["ids"]
         source = os.path.realpath(f.abs) if opts.absolute_sources else f.rel
@@ -98,14 +105,14 @@ def scan_npz(opts: EnumerateOptions) -> Scan:
         row["category_ids"] = "" if ids is None else ";".join(map(str, ids))
         return row
 
-    records = scan_rows(files, one, opts, "npz")
+    records, bad = collect(scan_rows(files, one, opts, "npz"))
     categories = None
     cat_file = opts.root / "categories.json"
     if cat_file.is_file():
         from dvc_cuvis.model.categories import load_category_map
 
         categories = load_category_map(cat_file)
-    return Scan(records, categories)
+    return Scan(records, categories, bad=bad)
 
 
 def frame_info_from_row(row: dict[str, str]) -> dict[str, Any] | None:

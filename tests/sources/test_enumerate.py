@@ -72,7 +72,7 @@ def test_stat_cache_skips_unchanged_files(dataset: Path, tmp_path: Path) -> None
     assert o.cache.misses > 0 and cache_path.is_file()
     warm = StatCache(cache_path)
     again, _ = enumerate_universe(opts(dataset / "data/npz", "npz", dataset, cache=warm))
-    assert warm.misses == 0 and warm.hits == 24  # md5 + frame info for 12 files
+    assert warm.misses == 0 and warm.hits == 36  # md5 + frame info + verdict for 12 files
     assert again.column("md5") == first.column("md5")
 
 
@@ -213,7 +213,8 @@ def test_small_files_are_read_on_one_thread(tmp_path: Path, monkeypatch: pytest.
     root.mkdir()
     for i in range(80):  # more than the 64 misses from which a pool is used at all
         np.savez(root / f"f{i:03d}.npz", cube=rng.random((2, 2, 3)).astype(np.float32),
-                 source=np.array(f"s{i // 10}"), pad=np.zeros(pad, np.uint8) + i)
+                 wavelengths=np.arange(3, dtype=np.int32), source=np.array(f"s{i // 10}"),
+                 pad=np.zeros(pad, np.uint8) + i)
     pools: list[int] = []
     real = common.ThreadPoolExecutor
 

@@ -24,7 +24,8 @@ from examples.generate import generate
 from tests.helpers.memo import plain
 from tests.helpers.shell import sh
 
-pytestmark = pytest.mark.usefixtures("_site_cache")
+pytestmark = [pytest.mark.usefixtures("_site_cache"),
+              pytest.mark.slow]  # a pipeline repository pushed to a remote, ~9 s in all
 
 DVC_YAML = """\
 stages:
@@ -192,7 +193,7 @@ def npz_frame(source: str, ids: list[int]) -> bytes:
     for i, c in enumerate(ids):
         mask[i, i] = c
     np.savez(buf, cube=np.ones((8, 8, 4), np.float32), class_mask=mask,
-             source=np.array(source))
+             wavelengths=np.arange(4, dtype=np.int32), source=np.array(source))
     return buf.getvalue()
 
 
@@ -242,7 +243,8 @@ def test_a_row_gives_back_exactly_what_the_frame_parser_derived(tmp_path: Path) 
     frames = {"labeled": npz_frame("rec a", [4, 1]), "clean": npz_frame("rec,b", []),
               "ws": npz_frame(" padded", [1])}
     buf = io.BytesIO()
-    np.savez(buf, cube=np.ones((2, 2, 2), np.float32))  # no mask, no source: unlabeled
+    np.savez(buf, cube=np.ones((2, 2, 2), np.float32),  # no mask, no source: unlabeled
+             wavelengths=np.arange(2, dtype=np.int32))
     frames["bare"] = buf.getvalue()
     for name, data in frames.items():
         (tmp_path / f"{name}.npz").write_bytes(data)

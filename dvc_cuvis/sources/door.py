@@ -1,0 +1,210 @@
+"""The door: every frame is checked at enumerate, before any stage builds on it.
+
+Under ``dvc repro``, DVC commits the raw data (``data/npz.dvc``) before any stage runs, so no
+stage of ours can keep damaged bytes out of DVC's cache; ``enumerate`` is the first one that
+can see them.  It refuses a frame that ``materialize`` would trip on -- a zip member whose
+CRC fails, a missing member, a cube that is not a numeric 3-D array, wavelengths that are
+not one per band, a mask that is not the cube's height x width -- and lists every such frame
+at once, with the command that brings the last good data back.
+
+A verdict is a pure function of the frame's bytes, so it is kept in the stat cache's content
+memo by md5 (:data:`NPZ_VERDICT`, a :func:`~dvc_cuvis.digests.stat_cache.content_key` of the
+``check`` kind): an unchanged frame is never read again, and a frame whose md5 DVC vouches
+for (a fresh clone, a checkout) is read once, for its verdict.  Dtypes that materialize
+converts (a float64 cube, float wavelengths) are not checked.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvc_cuvis.digests.stat_cache import content_key
+from dvc_cuvis.errors import DvcCuvisError
+
+# the cache keys of the verdicts; bump a version when its verdict function changes
+NPZ_VERDICT = content_key("npz-verdict", 1, check=True)
+TIFF_VERDICT = content_key("tiff-verdict", 1, check=True)
+#: the key a scanner's row carries instead of its cells when the door refused the file
+REFUSED = "__refused__"
+#: the most bad frames the error lists one by one (the count says how many more)
+LISTED = 50
+
+_NEEDED = {
+    "cube": "a numeric array [H, W, C]",
+    "wavelengths": "one wavelength per band of the cube [C]",
+}
+
+
+@dataclass(frozen=True)
+class BadFrame:
+    """A file the door refused: its path as the user named it, and what is wrong with it."""
+
+    path: str
+    problems: tuple[str, ...]
+
+
+class DoorError(DvcCuvisError):
+    """Frames that materialize would trip on (exit 2: nothing is written)."""
+
+
+def npz_verdict(path: Path) -> list[str]:
+    """What is wrong with one npz frame ([] when materialize can read it): one entry per
+    member, each naming the member and what was expected (no path: a function of bytes)."""
+    data = Path(path).read_bytes()
+    try:
+        infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except Exception as exc:  # whatever a damaged file makes zipfile raise: unreadable
+        return [f"not a readable npz frame ({exc}); expected a zip of .npy members"]
+    from dvc_cuvis.model.frames import load_npz_bytes
+
+    problems: list[str] = []
+    try:
+        arrays = load_npz_bytes(data)
+    except Exception:  # damaged: zipfile and numpy raise many kinds; find out which member
+        arrays, problems = _members_one_by_one(data, infos)
+    return problems + _shape_problems(arrays, problems)
+
+
+def _members_one_by_one(data: bytes, infos: list[zipfile.ZipInfo]
+                        ) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Every member read on its own, to name the one that fails and how."""
+    arrays: dict[str, np.ndarray] = {}
+    problems: list[str] = []
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        for info in infos:
+            name = info.filename.removesuffix(".npy")
+            try:
+                raw = zf.read(info)
+            except (zipfile.BadZipFile, zlib.error) as exc:
+                problems.append(f"member {name!r}: damaged bytes ({exc})")
+                continue
+            except Exception as exc:  # an unknown method, an encrypted member, ...
+                problems.append(f"member {name!r}: cannot be read ({exc})")
+                continue
+            if not info.filename.endswith(".npy"):
+                continue
+            try:
+                arrays[name] = np.lib.format.read_array(io.BytesIO(raw), allow_pickle=False)
+            except Exception as exc:  # numpy's header parser raises many kinds
+                problems.append(f"member {name!r}: not a numpy array file ({exc}); expected "
+                                "an array written by numpy (no pickled objects)")
+    return arrays, problems
+
+
+def _numeric(arr: np.ndarray) -> bool:
+    return bool(np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_)
+
+
+def _shape_problems(arrays: dict[str, np.ndarray], read: list[str]) -> list[str]:
+    """The members materialize needs, and their shapes against the cube's."""
+    # a damaged frame says so; what seems missing from it may only be unreadable
+    out = [] if read else [f"member '{m}' missing; expected {what}"
+                           for m, what in _NEEDED.items() if m not in arrays]
+    cube = arrays.get("cube")
+    if cube is None:
+        return out
+    if not _numeric(cube):
+        return [*out, f"member 'cube': expected numbers, got dtype {cube.dtype}"]
+    if cube.ndim != 3:
+        return [*out, f"member 'cube': expected a 3-D array [H, W, C], got shape "
+                      f"{tuple(cube.shape)}"]
+    h, w, c = (int(n) for n in cube.shape)
+    wl = arrays.get("wavelengths")
+    if wl is not None and (not _numeric(wl) or wl.size != c):
+        got = f"dtype {wl.dtype}" if not _numeric(wl) else f"shape {tuple(wl.shape)}"
+        out.append(f"member 'wavelengths': expected {c} numbers (one per band of the cube "
+                   f"{(h, w, c)}), got {got}")
+    for name in ("class_mask", "mask"):
+        mask = arrays.get(name)
+        if mask is None:
+            continue
+        if not _numeric(mask) or tuple(mask.shape) != (h, w):
+            got = f"dtype {mask.dtype}" if not _numeric(mask) else f"shape {tuple(mask.shape)}"
+            out.append(f"member '{name}': expected the cube's height x width {(h, w)}, "
+                       f"got {got}")
+        elif name == "class_mask" and mask.size and not 0 <= int(mask.min()) <= int(
+                mask.max()) <= 255:
+            out.append(f"member 'class_mask': expected category ids 0-255, got "
+                       f"{int(mask.min())}..{int(mask.max())}")
+    return out
+
+
+def collect(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[BadFrame]]:
+    """The scanner's rows split into admitted rows and refused files (rows with
+    :data:`REFUSED`), in scan order."""
+    rows, bad = [], []
+    for r in records:
+        if REFUSED in r:
+            bad.append(BadFrame(r["path"], tuple(r[REFUSED])))
+        else:
+            rows.append(r)
+    return rows, bad
+
+
+def refuse(bad: list[BadFrame], total: int, fmt: str, root: Path) -> DoorError:
+    """The error for ``bad`` frames out of ``total``: every file and problem, and how to
+    get the last good data back."""
+    kind = {"npz": "npz frames", "tiff": "TIFF cubes"}.get(fmt, f"{fmt} files")
+    lines = [f"{len(bad)} of {total} {kind} in {root} would fail materialize; enumerate "
+             "refuses them and writes nothing:"]
+    for b in bad[:LISTED]:
+        lines += [f"  {b.path}: {p}" for p in b.problems]
+    if len(bad) > LISTED:
+        lines.append(f"  ... and {len(bad) - LISTED} more")
+    lines.append(restore_hint(root))
+    return DoorError("\n".join(lines))
+
+
+def restore_hint(root: Path) -> str:
+    """How to get the last good data of ``root`` back, as fits what tracks it."""
+    from dvc_cuvis.errors import RepoError
+    from dvc_cuvis.repo.git import tracked_by
+
+    fix = "or replace the damaged files and run enumerate again"
+    try:
+        found = tracked_by(root)
+    except RepoError:
+        found = None
+    if found is None:
+        return f"to go on: {fix.removeprefix('or ')}"
+    kind, what = found
+    if kind == "stage":
+        return f"the data is {what}: rerun that stage (`dvc repro`), {fix}"
+    if kind == "git":
+        where = os.path.relpath(root)
+        return f"to get the last good data back: `git checkout HEAD -- {where}`, {fix}"
+    return _dvc_file_hint(root, what, fix)
+
+
+def _dvc_file_hint(root: Path, dvc_file: str, fix: str) -> str:
+    """The restore command for data tracked by ``dvc_file`` (relative to the repository)."""
+    from dvc_cuvis.repo.git import Git
+
+    rev = None
+    try:
+        with Git(root) as git:
+            rel = (Path(git.top) / dvc_file)
+            local = os.path.relpath(rel)
+            committed = git.read("HEAD", dvc_file)
+            if committed is not None and committed != rel.read_bytes():
+                rev = "HEAD"  # changed since the commit (by `dvc repro`'s commit of the data)
+            elif committed is not None:
+                last = git.repo.git.log("-1", "--format=%H %P", "--", dvc_file).split()
+                if len(last) > 1:  # the commit that recorded these bytes has a parent
+                    head = git.commit("HEAD")
+                    rev = "HEAD~" if last[0] == head else f"{last[0][:12]}~"
+    except Exception:  # git unreadable (RepoError, GitPython's own): no revision to name
+        rev, local = None, dvc_file
+    if rev is None:
+        return f"to go on: {fix.removeprefix('or ')} (no committed version of {dvc_file} " \
+               "to go back to)"
+    return (f"to get the last good data back: `git checkout {rev} -- {local} && dvc checkout "
+            f"--force {local}` (replaces the damaged files), {fix}")
