@@ -385,3 +385,13 @@ def test_every_module_path_and_file_a_page_names_exists() -> None:
     assert not missing, "names no user can find:\n" + "\n".join(sorted(set(missing)))
     assert not _resolves("dvc_cuvis.check.drift.no_such_name")
     assert not _resolves("dvc_cuvis.no_such_package.verify")
+
+
+def test_the_nav_and_the_index_list_every_page() -> None:
+    import yaml
+
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")}
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    assert {page for entry in nav for page in entry.values()} == pages
+    index = (ROOT / "docs/index.md").read_text()
+    assert {p for p in pages if f"]({p})" in index} == pages - {"index.md"}
