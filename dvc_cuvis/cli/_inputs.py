@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.cli._settings import Settings
+from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.errors import DvcCuvisError
 
 

@@ -1,32 +1,20 @@
-"""Where a verb's settings come from: flag > the verb's params section > built-in default.
+"""The CLI's side of the settings rule: argparse parsers built from the verbs' option specs.
 
-One rule for every verb, so a user can predict any command:
-
-1. a flag given on the command line wins;
-2. else the value in the verb's section of the params file — ``--params FILE``, else
-   ``params.yaml`` in the current folder, else ``params.yaml`` at the repository root
-   (``--no-params`` reads no file);
-3. else the built-in default shown in ``--help``.
-
-Paths written in a params file are relative to that file's folder (as DVC runs stages there).
-Every key of each section a command reads (its own; ``resolve``/``bake`` for the split's
-paths; ``enumerate`` for check's re-scan) is checked against the flags of that verb: a typo is
-an error naming the file, the section, the key and the closest valid key — never ignored.
-Sections a command does not read are left alone, so a params.yaml shared with other tools
-(a training ``log:`` or ``export:`` section) does not break unrelated verbs.
+The rule itself — flag > the verb's params section > built-in default, which params file is
+read, how its keys are checked and its paths resolved — lives in
+:mod:`dvc_cuvis.config.settings` (:class:`~dvc_cuvis.config.settings.Settings`); this module
+builds each verb's parser from the same :class:`~dvc_cuvis.config.options.OptionSet` and
+registers that spec there.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NoReturn
 
-from dvc_cuvis.config.options import OptionSet, check_keys, check_value, closest, did_you_mean
-from dvc_cuvis.errors import DvcCuvisError, ParamsError
+from dvc_cuvis.config.options import OptionSet, closest, did_you_mean
+from dvc_cuvis.config.settings import register
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -34,38 +22,6 @@ EXIT_CODES = "exit codes: 0 ok, 1 a check failed, 2 bad input or usage"
 RULE = ("settings: a flag wins over the '{verb}' section of the params file, which wins over\n"
         "the default shown. The params file is --params FILE, else ./params.yaml, else\n"
         "params.yaml at the repository root; --no-params reads none.")
-
-
-
-@dataclass(frozen=True)
-class Key:
-    """One params key of a verb: the types it accepts, its choices, whether it is a path."""
-
-    kinds: tuple[type, ...]
-    choices: tuple[Any, ...] | None = None
-    path: bool = False
-
-
-@dataclass
-class Section:
-    """The keys a verb's params section may hold (built from the verb's own flags)."""
-
-    keys: dict[str, Key] = field(default_factory=dict)
-
-
-#: verb -> its section's keys; filled as each verb's parser is built.
-SECTIONS: dict[str, Section] = {}
-#: verb -> its option spec (verbs declared through :mod:`dvc_cuvis.config.specs`).
-SPECS: dict[str, OptionSet] = {}
-
-#: Other verbs' sections a verb reads (and so validates): the split's paths from ``resolve``
-#: and ``bake``; for ``check`` also how ``enumerate`` made the universe.
-_SPLIT = ("resolve", "bake")
-READS: dict[str, tuple[str, ...]] = {
-    "check": (*_SPLIT, "enumerate"), "resolve": _SPLIT, "report": (*_SPLIT, "enumerate"),
-    "export": _SPLIT,
-    "diff": _SPLIT, "log": _SPLIT,
-}
 
 
 class Parser(argparse.ArgumentParser):
@@ -110,163 +66,5 @@ def verb_parser(sub: Any, name: str, summary: str, *, section: bool = True) -> P
 def register_options(p: argparse.ArgumentParser, options: OptionSet) -> None:
     """Add the flags of ``options`` to ``p`` and record its params keys (the one spec)."""
     options.add_to(p)
-    SPECS[options.verb] = options
-    SECTIONS[options.verb] = Section({o.name: Key(o.accepts, o.choices, o.path)
-                                      for o in options})
+    register(options)
 
-
-def find_params(explicit: str | None, no_params: bool) -> Path | None:
-    """The params file a command reads: ``--params``, ./params.yaml, or the repo root's."""
-    if no_params:
-        if explicit:
-            raise ParamsError("--params and --no-params contradict each other: give one")
-        return None
-    if explicit:
-        return Path(explicit)
-    here = Path("params.yaml")
-    if here.is_file():
-        return here
-    from dvc_cuvis.paths import repo_root
-
-    root = repo_root(Path.cwd())
-    if root is not None and (root / "params.yaml").is_file():
-        return Path(os.path.relpath(root / "params.yaml"))
-    return None
-
-
-def validate(params: dict[str, Any], where: Path | str, verbs: list[str]) -> None:
-    """Refuse unknown keys, wrong types and invalid choices in the sections of ``verbs``."""
-    from dvc_cuvis.config.params import section as get_section
-
-    for verb in verbs:
-        if verb in SECTIONS:
-            known = {k: (v.kinds, v.choices) for k, v in SECTIONS[verb].keys.items()}
-            check_keys(get_section(params, verb, path=where), known, str(where), verb)
-
-
-def _typed(value: Any, key: Key, where: str) -> Any:
-    """``value`` if it has one of ``key``'s types (and choices); a null means "not set"."""
-    return check_value(value, key.kinds, key.choices, where)
-
-
-class Settings:
-    """A verb's settings: flags, then its params section, then defaults (see module doc)."""
-
-    def __init__(self, args: argparse.Namespace, verb: str | None = None) -> None:
-        from dvc_cuvis.config.params import load_params, section
-
-        self.args = args
-        self.verb = verb or args.command
-        self.file = find_params(getattr(args, "params", None),
-                                bool(getattr(args, "no_params", False)))
-        self.params: dict[str, Any] = load_params(self.file) if self.file else {}
-        if self.file is not None:
-            validate(self.params, self.file, [self.verb, *READS.get(self.verb, ())])
-        where = self.file or Path("params.yaml")
-        self.where = str(where)
-        self.section = section(self.params, self.verb, path=where)
-        self.base = self.file.parent if self.file is not None else Path(".")
-
-    def of(self, verb: str) -> dict[str, Any]:
-        """Another verb's section (check reads how enumerate made the universe)."""
-        from dvc_cuvis.config.params import section
-
-        return section(self.params, verb, path=self.where)
-
-    def from_file(self, name: str, value: Any, verb: str | None = None) -> Any:
-        """A value read from the params file, as a path relative to the file when it is one."""
-        key = SECTIONS.get(verb or self.verb, Section()).keys.get(name)
-        if (isinstance(value, str) and key is not None and key.path
-                and value not in ("none", "auto") and not os.path.isabs(value)
-                and str(self.base) not in ("", ".")):
-            return os.path.normpath(self.base / value)
-        return value
-
-    def given(self, name: str) -> Any:
-        """The flag's value if given, else the section's value (paths made relative to the
-        params file), else None: what the user said, without any default."""
-        value = getattr(self.args, name, None)
-        if value is not None:
-            return value
-        value = self.section.get(name)
-        if value is not None:  # a null in params.yaml means "not set"
-            key = SECTIONS.get(self.verb, Section()).keys.get(name)
-            if key is not None:
-                _typed(value, key, f"{self.where}: {self.verb}.{name}")
-            return self.from_file(name, value)
-        return None
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """Flag value if given, else the section's value, else ``default``, else the default
-        of the verb's option spec (:mod:`dvc_cuvis.config.specs`)."""
-        value = self.given(name)
-        if value is not None:
-            return value
-        if default is None and self.verb in SPECS and name in SPECS[self.verb].options:
-            return SPECS[self.verb].default(name)
-        return default
-
-    def _flag_of(self, name: str) -> str:
-        """The long flag of setting ``name`` (``out_dir`` -> ``--out-dir``)."""
-        spec = SPECS.get(self.verb)
-        if spec is not None and name in spec.options:
-            return spec[name].flags[-1]
-        return "--" + name.replace("_", "-")
-
-    def origin(self, name: str) -> str:
-        """Where setting ``name`` came from, as an error names it: the flag the user typed
-        (``--out``), else its params key (``params.yaml: export.out``), else its default.
-
-        An error must never blame a flag the user did not type: a value read from the params
-        file is named by the file and key it came from.
-        """
-        if getattr(self.args, name, None) is not None:
-            return self._flag_of(name)
-        if self.section.get(name) is not None:
-            return f"{self.where}: {self.verb}.{name}"
-        return f"the default of {self._flag_of(name)}"
-
-    def shown(self, name: str) -> str:
-        """Setting ``name`` with its value and origin: ``--to glovita``, or
-        ``glovita (from params.yaml: export.to)``."""
-        if self.typed(name):
-            return f"{self.origin(name)} {self.get(name)}"
-        return f"{self.get(name)} (from {self.origin(name)})"
-
-    def typed(self, name: str) -> bool:
-        """Whether setting ``name`` was given on the command line."""
-        return getattr(self.args, name, None) is not None
-
-    def aside(self, name: str) -> str:
-        """How to set aside a value of ``name`` read from the params file (an error's tail);
-        empty when the value did not come from the file."""
-        if self.typed(name) or self.section.get(name) is None:
-            return ""
-        return (f" (delete '{name}' from the '{self.verb}' section of {self.where}, or pass "
-                "--no-params to read no params file)")
-
-    def exclusive(self, names: tuple[str, ...]) -> None:
-        """Refuse two or more of the settings ``names`` at once, naming where each came from."""
-        chosen = [n for n in names if self.given(n) not in (None, False)]
-        if len(chosen) > 1:
-            asides = "".join(dict.fromkeys(self.aside(n) for n in chosen))
-            raise DvcCuvisError(f"choose one of {', '.join(self._flag_of(n) for n in names)}: "
-                                f"{' and '.join(self.origin(n) for n in chosen)} are both set"
-                                f"{asides}")
-
-    def flag(self, name: str) -> bool:
-        """A boolean setting (unset = False)."""
-        return bool(self.get(name, False))
-
-    def path(self, name: str, default: str | None = None) -> Path | None:
-        """A path setting (None when unset and no default)."""
-        value = self.get(name, default)
-        return Path(value) if value is not None else None
-
-    def required(self, name: str, flag: str) -> Any:
-        """A setting the verb cannot do without: one line naming the flag and the key."""
-        value = self.get(name)
-        if value is None or value == "":
-            raise DvcCuvisError(f"{self.verb} needs {flag} (or '{name}' in the '{self.verb}' "
-                                f"section of {self.where})")
-        return value

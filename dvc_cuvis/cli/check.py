@@ -18,7 +18,8 @@ from dvc_cuvis.cli._inputs import (
     rescan_options,
     split_paths,
 )
-from dvc_cuvis.cli._settings import Settings, register_options, verb_parser
+from dvc_cuvis.cli._settings import register_options, verb_parser
+from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import CHECK
 
 

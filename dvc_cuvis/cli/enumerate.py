@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
+from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import ENUMERATE
 
 __all__ = ["add_parser", "run"]

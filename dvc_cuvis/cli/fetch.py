@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
-from dvc_cuvis.cli._settings import EXIT_OK, Settings, register_options, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
+from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import FETCH
 
 

@@ -11,10 +11,10 @@ from dvc_cuvis.cli._inputs import load_inputs, module_rules
 from dvc_cuvis.cli._settings import (
     EXIT_CHECK_FAILED,
     EXIT_OK,
-    Settings,
     register_options,
     verb_parser,
 )
+from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import RESOLVE
 from dvc_cuvis.errors import and_more
 

@@ -1,4 +1,5 @@
-"""Configuration: option specs per verb, the params file and its sections, "did you mean".
+"""Configuration: option specs per verb, the params file and its sections, the settings rule
+(flag > params section > default), "did you mean".
 """
 
 from __future__ import annotations
@@ -6,7 +7,6 @@ from __future__ import annotations
 from dvc_cuvis.config.options import (
     Option,
     OptionSet,
-    check_keys,
     check_value,
     closest,
     did_you_mean,
@@ -18,16 +18,18 @@ from dvc_cuvis.config.params import (
     misspelled_section,
     section,
 )
+from dvc_cuvis.config.settings import Settings, find_params
 
 __all__ = [
     "Option",
     "OptionSet",
-    "check_keys",
+    "Settings",
     "check_value",
     "closest",
     "did_you_mean",
     "diff_params",
     "edit_distance",
+    "find_params",
     "load_params",
     "misspelled_section",
     "section",

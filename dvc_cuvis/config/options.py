@@ -59,19 +59,6 @@ def check_value(value: Any, accepts: tuple[type, ...], choices: tuple[Any, ...] 
     return value
 
 
-def check_keys(section: Mapping[str, Any], known: Mapping[str, tuple[tuple[type, ...],
-               tuple[Any, ...] | None]], where: str, verb: str) -> None:
-    """Refuse a key of ``section`` that is not ``known`` (naming the closest valid key), and a
-    value of the wrong type or outside its choices."""
-    for key in sorted(section, key=str):
-        if key not in known:
-            more = did_you_mean(closest(str(key), list(known)))
-            raise ParamsError(f"{where}: unknown key '{key}' in section '{verb}'{more} "
-                              f"(valid keys: {', '.join(sorted(known))})")
-        accepts, choices = known[key]
-        check_value(section[key], accepts, choices, f"{where}: {verb}.{key}")
-
-
 @dataclass(frozen=True)
 class Option:
     """One option of a verb: the params key (= the flag's dest) and everything about it.
@@ -114,6 +101,19 @@ class Option:
         if self.many:
             return (self.kind, list)
         return (int, float) if self.kind is float else (self.kind,)
+
+    def check(self, value: Any, where: str) -> Any:
+        """``value`` if a params file may hold it for this option (:func:`check_value`)."""
+        return check_value(value, self.accepts, self.choices, where)
+
+    def from_params(self, value: Any, base: Path | str) -> Any:
+        """A value read from a params file in folder ``base``: a path option's relative path
+        is relative to that file (as DVC runs stages there), so it is joined to ``base``;
+        ``none``, ``auto``, absolute paths and every other value stay as written."""
+        if (self.path and isinstance(value, str) and value not in ("none", "auto")
+                and not os.path.isabs(value) and str(base) not in ("", ".")):
+            return os.path.normpath(Path(base) / value)
+        return value
 
     def default_text(self) -> str:
         """The default as ``--help`` shows it."""
@@ -195,8 +195,14 @@ class OptionSet:
         return {opt.name: get(opt.name, opt.default) for opt in self}
 
     def check(self, section: Mapping[str, Any], where: str) -> None:
-        """Refuse unknown keys, wrong types and invalid choices in a params ``section``."""
-        check_keys(section, {o.name: (o.accepts, o.choices) for o in self}, where, self.verb)
+        """Refuse a key of a params ``section`` that is no option (naming the closest valid
+        key), and a value of the wrong type or outside its choices."""
+        for key in sorted(section, key=str):
+            if key not in self.options:
+                raise ParamsError(f"{where}: unknown key '{key}' in section '{self.verb}'"
+                                  f"{did_you_mean(closest(str(key), list(self.options)))} "
+                                  f"(valid keys: {', '.join(sorted(self.options))})")
+            self.options[key].check(section[key], f"{where}: {self.verb}.{key}")
 
     def from_section(self, section: Mapping[str, Any], base: Path | str = ".",
                      where: str = "params.yaml") -> dict[str, Any]:
@@ -207,12 +213,7 @@ class OptionSet:
         out = {}
         for opt in self:
             value = section.get(opt.name)
-            if value is None:
-                value = opt.default
-            elif opt.path and isinstance(value, str) and value not in ("none", "auto") \
-                    and not os.path.isabs(value) and str(base) not in ("", "."):
-                value = os.path.normpath(Path(base) / value)
-            out[opt.name] = value
+            out[opt.name] = opt.default if value is None else opt.from_params(value, base)
         return out
 
     def template(self, names: list[str], **given: Any) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Each verb reads its own top-level section (``resolve:``, ``bake:``, ...).  A flag given on
 the command line wins over the file; the file wins over the built-in default.  Which file is
-read, and how its keys are checked, is the CLI's rule (:mod:`dvc_cuvis.cli._settings`).
+read, and how its keys are checked, is the settings rule (:mod:`dvc_cuvis.config.settings`).
 """
 
 from __future__ import annotations
