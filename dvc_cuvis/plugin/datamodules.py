@@ -88,6 +88,13 @@ def _pin_version(module: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return plugin_pin(module, kwargs)
 
 
+def _version_params(name: str, params: dict[str, Any], upstream: dict[str, Any],
+                    ) -> dict[str, Any]:
+    from dvc_cuvis.train.versioned import plugin_validate
+
+    return plugin_validate(name, params, upstream)
+
+
 def _fetch_version(module: Any, stage: str | None) -> None:
     from dvc_cuvis.train.versioned import plugin_fetch
 
@@ -173,8 +180,11 @@ class _Guarded:
         """Refuse unknown or mistyped parameters (naming the closest), then upstream's checks."""
         cls._check_names(dict(params))
         ours = cls.guard_params()
+        theirs = {k: v for k, v in params.items() if k not in ours}
+        if "rev" in ours:  # a dataset version: its files are read at the revision
+            theirs = _version_params(cls.DATA_MODULE_NAME, dict(params), theirs)
         upstream: Any = cls.UPSTREAM
-        upstream.validate_params({k: v for k, v in params.items() if k not in ours})
+        upstream.validate_params(theirs)
 
     def _take_guard_params(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Split ``kwargs`` (flat or DataConfig-shaped) into ours (set on self) and upstream's."""

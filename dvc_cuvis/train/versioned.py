@@ -173,7 +173,7 @@ def stage_frames(
         uni, positions, files, wanted = _stage_files(dvc_repo, cfg, stage, where, rev,
                                                      splits_path, universe_csv, name_to_id)
         fetched = _fetch(dvc_repo, [f.path for f in wanted], where, remote, jobs)
-        local, oids, more = _cache_objects(dvc_repo, [f.path for f in wanted], where)
+        local, oids, more = _cache_objects(dvc_repo, [f.path for f in wanted], where, remote)
         verify_files(Path("."), wanted, path_of=lambda f: local[f.path],
                      refuse=_refusal(where, f"{universe_csv} at {rev}", oids))
     finally:
@@ -230,16 +230,14 @@ def _fetch(dvc_repo: Any, paths: list[str], where: str, remote: str | None,
             raise dvc_error(exc, f"{where}: fetch", log) from None
 
 
-def _cache_objects(dvc_repo: Any, paths: list[str], where: str,
+def _cache_objects(dvc_repo: Any, paths: list[str], where: str, remote: str | None,
                    ) -> tuple[dict[str, Path], dict[str, str], int]:
     """Each path's object in the local DVC cache and its DVC md5, and how many objects were
-    read in besides the fetch (a granular fetch can skip an entry of a cached ``.dir``)."""
-    from dvc_cuvis.repo.pull import quiet_dvc
-
+    brought in besides the fetch: a granular fetch can skip entries of a ``.dir`` it has
+    seen before, so an object still missing is copied from the remote by its md5."""
     odb = dvc_repo.cache.local
     local: dict[str, Path] = {}
     oids: dict[str, str] = {}
-    more = 0
     for path in paths:
         try:
             info = dvc_repo.dvcfs.info(path)
@@ -250,11 +248,23 @@ def _cache_objects(dvc_repo: Any, paths: list[str], where: str,
         if not oid:
             raise DvcCuvisError(f"{where}: {path} is not DVC-tracked at that revision")
         local[path], oids[path] = Path(odb.oid_to_path(oid)), oid
-        if not local[path].is_file():
-            with quiet_dvc(), contextlib.suppress(Exception), \
-                    dvc_repo.dvcfs.open(path, "rb", cache=True):
-                more += 1
-    return local, oids, more
+    missing = sorted({oids[p] for p in paths if not local[p].is_file()})
+    return local, oids, _copy_objects(dvc_repo, missing, remote) if missing else 0
+
+
+def _copy_objects(dvc_repo: Any, oids: list[str], remote: str | None) -> int:
+    """Copy the objects ``oids`` from the remote into the local DVC cache; how many came
+    (a remote that cannot give them leaves them missing: the md5 check then says so)."""
+    from dvc_data.hashfile.hash_info import HashInfo
+    from dvc_data.hashfile.transfer import transfer
+
+    from dvc_cuvis.repo.pull import quiet_dvc
+
+    with quiet_dvc(), contextlib.suppress(Exception):
+        rodb = dvc_repo.cloud.get_remote_odb(remote, hash_name="md5")
+        done = transfer(rodb, dvc_repo.cache.local, {HashInfo("md5", o) for o in oids})
+        return len(done.transferred)
+    return 0
 
 
 def _refusal(where: str, record: str, oids: dict[str, str],
@@ -359,7 +369,8 @@ def open_version(
     """Read ``splits_path`` and ``universe_csv`` at ``rev`` into a local view (no frames yet).
 
     Both name files inside the dataset repository (git- or DVC-tracked); nothing is
-    checked out.  :meth:`Version.fetch` then brings each stage's frames.
+    checked out.  An absolute path is taken back to the repository path it stands for
+    (:func:`repository_path`).  :meth:`Version.fetch` then brings each stage's frames.
     """
     from dvc_cuvis._io import atomic_write_bytes
 
@@ -367,16 +378,51 @@ def open_version(
     commit = resolve_commit(repo_s, rev)
     cache = os.fspath(Path(cache_dir).resolve()) if cache_dir else None
     folder = _view_folder(repo_s, commit, cache)
+    where = f"{repo_s}@{rev}"
     dvc_repo = _open(repo_s, commit, cache)
     try:
-        for name in (splits_path, universe_csv):
-            if name:
-                _inside("", name, f"{repo_s}@{rev}")
-                (folder / name).parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(folder / name, _read(dvc_repo, name, f"{repo_s}@{rev}"))
+        names = {key: repository_path(dvc_repo, repo_s, name, where, key)
+                 for key, name in (("splits_path", splits_path), ("universe_csv", universe_csv))
+                 if name}
+        for name in names.values():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(folder / name, _read(dvc_repo, name, where))
     finally:
         dvc_repo.close()
-    return Version(repo_s, rev, commit, folder, splits_path, universe_csv, cache, {})
+    return Version(repo_s, rev, commit, folder, names.get("splits_path"),
+                   names["universe_csv"], cache, {})
+
+
+def repository_path(dvc_repo: Any, repo: str, name: str, where: str, key: str) -> str:
+    """The repository path ``name`` (a setting ``key``) stands for at the open revision.
+
+    A relative path is one already.  An absolute one is what cuvis-ai's ``restore_trainrun``
+    makes of a relative ``splits_path`` (it joins it to the trainrun's folder): inside a
+    local dataset repository it is taken relative to it; a file that exists elsewhere is
+    refused; otherwise it is the longest tail of it that names a file at the revision
+    (``/runs/materialized/splits.json`` -> ``materialized/splits.json``), said in the log.
+    """
+    import logging
+
+    if not os.path.isabs(name):
+        return _inside("", name, where)
+    path = Path(os.path.normpath(name))
+    if _is_local(repo) and path.is_relative_to(Path(repo).resolve()):
+        return _inside("", path.relative_to(Path(repo).resolve()).as_posix(), where)
+    if path.exists():
+        raise DvcCuvisError(f"{where}: {key} {name} is a file outside the dataset repository; "
+                            f"with rev, {key} names a file inside it, as the repository "
+                            "spells it (materialized/splits.json)")
+    for k in range(1, len(path.parts)):
+        rel = "/".join(path.parts[k:])
+        with contextlib.suppress(Exception):
+            if dvc_repo.dvcfs.isfile(rel):
+                logging.getLogger(__name__).info(
+                    "%s: %s %s is read as %s of the dataset repository", where, key, name, rel)
+                return rel
+    raise DvcCuvisError(f"{where}: {key} {name} names no file of the dataset repository at "
+                        f"that revision; with rev, {key} names a file inside it, as the "
+                        "repository spells it (materialized/splits.json)")
 
 
 # -- the plugin's DataModules (dvc_cuvis.plugin): ``rev``, ``repo``, ``cache_dir`` --
@@ -405,10 +451,7 @@ def plugin_pin(module: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         splits_path = splits.get("splits_path")
     else:
         splits_path = getattr(splits, "splits_path", None)
-    universe_csv = kwargs.get("universe_csv")
-    if not universe_csv:
-        raise DvcCuvisError(f"{module.DATA_MODULE_NAME}: rev {rev!r} needs universe_csv (its "
-                            "path inside the dataset repository)")
+    universe_csv = _versioned_universe(module.DATA_MODULE_NAME, rev, kwargs)
     version = open_version(rev, repo=settings.get("repo") or ".", splits_path=splits_path,
                            universe_csv=os.fspath(universe_csv),
                            cache_dir=settings.get("cache_dir"))
@@ -426,6 +469,30 @@ def plugin_pin(module: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     module.version_checks = tuple(c for c in CHECKS if c != "content")
     logging.getLogger(__name__).info("dataset version %s", version.describe())
     return kwargs
+
+
+def _versioned_universe(name: str, rev: str, params: dict[str, Any]) -> str | os.PathLike[str]:
+    """The ``universe_csv`` a module at ``rev`` names (an error naming the module if none)."""
+    universe_csv = params.get("universe_csv")
+    if not universe_csv:
+        raise DvcCuvisError(f"{name}: rev {rev!r} needs universe_csv (its path inside the "
+                            "dataset repository)")
+    return universe_csv
+
+
+def plugin_validate(name: str, params: dict[str, Any], upstream: dict[str, Any],
+                    ) -> dict[str, Any]:
+    """``upstream`` (the upstream module's params) as its ``validate_params`` may check them
+    for a module at ``params["rev"]``: ``universe_csv`` is read at that revision into the
+    local view, so upstream's "does it exist" asks the view, not the current folder."""
+    rev = params.get("rev")
+    if not rev:
+        return upstream
+    universe_csv = _versioned_universe(name, rev, params)
+    version = open_version(rev, repo=params.get("repo") or ".", splits_path=None,
+                           universe_csv=os.fspath(universe_csv),
+                           cache_dir=params.get("cache_dir"))
+    return {**upstream, "universe_csv": str(version.universe_file)}
 
 
 def plugin_fetch(module: Any, stage: str | None) -> None:
