@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# Each step's wall time goes to stderr ("time: <step> <s> s"): the installs are timed apart
+# from the checks, as they vary with the package registry (docs/development.md).
+T0=$SECONDS
+took() { echo "time: $1 $((SECONDS - T0)) s" >&2; T0=$SECONDS; }
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 # torch is pinned to the CPU build on local disk (an unpinned torch pulls a multi-GB CUDA build).
@@ -40,28 +44,46 @@ if ! command -v sshd >/dev/null 2>&1 && [ ! -x /usr/sbin/sshd ]; then
         exit 1
     fi
 fi
+took "installs (main environment, chromium, sshd)"
+# The tests that depend on what DVC itself reads or writes (marker lowest_dvc: DVC's state
+# database, dvc.lock parsing, conformance with dvc status, the hand-over) run again on the
+# lowest supported DVC (pyproject: dvc>=3.54,<4; 3.54 is the first whose dvc-data has
+# State.get_many), in a second environment inside .venv/. DVC before 3.66 sets no upper bound
+# on pathspec but fails to import with pathspec>=0.13, hence the pin. Its install runs in the
+# background while the checks below run (it waits on the registry more than on the CPU).
+LOW=.venv/dvc-low
+low_install() {
+    set -e
+    [ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"
+    "$LOW/bin/python" -m pip install -q --disable-pip-version-check "dvc==3.54.0" \
+        "pathspec<0.13" "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" "numpy>=2.0" \
+        gitpython pyyaml "matplotlib>=3.8" "tifffile>=2024.1" "pillow>=10" pytest \
+        pytest-xdist hypothesis
+    "$LOW/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
+    "$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.54."), dvc.__version__'
+}
+low_install >.venv/dvc-low.log 2>&1 &
+LOW_PID=$!
 # In CI the browser test fails instead of skipping when no browser is found.
 export CI="${CI:-true}"
 .venv/bin/ruff check dvc_cuvis tests benchmarks examples
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache
-.venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
+took "lint, types, import layers"
+# Every test (the fast tier alone: pytest -m "not slow"); the docs' strict build is one.
 .venv/bin/pytest -n 2 -q "$@"
-# The DVC-facing tests (DVC's state read and written, dvc.lock parsing, conformance with dvc
-# status, the hand-over) again on the lowest supported DVC (pyproject: dvc>=3.54,<4; 3.54 is the
-# first whose dvc-data has State.get_many), in a second environment inside .venv/. DVC before
-# 3.66 sets no upper bound on pathspec but fails to import with pathspec>=0.13, hence the pin.
-LOW=.venv/dvc-low
-[ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"
-"$LOW/bin/python" -m pip install -q --disable-pip-version-check "dvc==3.54.0" "pathspec<0.13" \
-    "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" "numpy>=2.0" gitpython pyyaml \
-    "matplotlib>=3.8" "tifffile>=2024.1" "pillow>=10" pytest pytest-xdist hypothesis
-"$LOW/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
-"$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.54."), dvc.__version__'
-"$LOW/bin/pytest" -n 2 -q -p no:cacheprovider -k "not test_drift_contract or lock" \
-    tests/digests/test_dvc_state.py tests/digests/test_dvc_hashes.py tests/materialize/test_dvc_handover.py \
-    tests/repo/test_dvc_conformance.py tests/check/test_drift_contract.py
+took "pytest"
+wait "$LOW_PID" || { cat .venv/dvc-low.log >&2; echo "error: the DVC 3.54 environment" \
+    "could not be installed (log above)" >&2; exit 1; }
+took "install of the DVC 3.54 environment (the part not hidden behind the checks)"
+"$LOW/bin/pytest" -n 2 -q -p no:cacheprovider -m lowest_dvc \
+    tests/digests tests/materialize/test_dvc_handover.py tests/repo/test_dvc_conformance.py \
+    tests/repo/test_repo.py tests/check/test_drift_contract.py
+took "pytest -m lowest_dvc on DVC 3.54"
+# A quick smoke run of three benchmarks, two at a time (each is one process).
+.venv/bin/python -m benchmarks.bench_check --quick --device cpu >/dev/null & BENCH_PID=$!
 .venv/bin/python -m benchmarks.bench_core --quick >/dev/null
-.venv/bin/python -m benchmarks.bench_check --quick --device cpu >/dev/null
 .venv/bin/python -m benchmarks.bench_plugin --quick >/dev/null
+wait "$BENCH_PID"
+took "benchmarks --quick"
 echo "benchmarks: quick smoke run ok"

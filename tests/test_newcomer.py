@@ -79,6 +79,7 @@ def run(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess
     return subprocess.run(list(args), cwd=repo, env=env or ENV, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_readme_workflow_runs_as_written(day_one: Path) -> None:
     log = run(day_one, "git", "log", "--format=%s").stdout.split("\n")
     assert log[:2] == ["New recording", "Split pipeline"]
@@ -137,6 +138,7 @@ def test_an_abbreviated_flag_is_refused(repo: Path) -> None:
     assert run(repo, "dvc-cuvis", "export", "--to", "glovita", "--out-dir", "gv").returncode == 0
 
 
+@pytest.mark.slow
 def test_a_deleted_frame_is_restored_by_the_checks_own_fix(repo: Path) -> None:
     frame = sorted((repo / "data/npz").rglob("frame_*.npz"))[0]
     frame.unlink()
@@ -159,6 +161,7 @@ def test_the_hook_runs_from_a_shell_without_the_venv(repo: Path) -> None:
     assert "selection" in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_every_verb_works_with_its_defaults(repo: Path) -> None:
     outputs = {p: p.read_bytes() for p in (repo / "report.html", repo / "metrics/check.json")}
     r = run(repo / "data", "dvc-cuvis", "report", "--base", "HEAD~1")  # from a subfolder too
@@ -174,6 +177,7 @@ def test_every_verb_works_with_its_defaults(repo: Path) -> None:
     assert "report" not in run(repo, "dvc", "status").stdout
 
 
+@pytest.mark.slow
 def test_diff_shows_a_reprocessed_frame(repo: Path) -> None:
     frame = sorted((repo / "data/npz").rglob("frame_*.npz"))[0]
     data = bytearray(frame.read_bytes())
@@ -186,6 +190,7 @@ def test_diff_shows_a_reprocessed_frame(repo: Path) -> None:
     assert "content changed: 1 sample(s)" in run(repo, "dvc-cuvis", "diff").stdout
 
 
+@pytest.mark.slow
 def test_a_partial_selector_fails_resolve_and_check_alike(repo: Path) -> None:
     doc = json.loads((repo / "splits.json").read_text())
     sel = doc["test"][0]
@@ -210,6 +215,7 @@ def test_help_describes_every_verb(repo: Path) -> None:
     assert os.environ.get("PATH") is not None
 
 
+@pytest.mark.slow
 def test_the_readme_guard_snippet_runs_as_written(repo: Path) -> None:
     text = (ROOT / "README.md").read_text().split("<!-- guard-snippet", 1)[1]
     code = text.split("```python\n", 1)[1].split("```", 1)[0]

@@ -17,6 +17,8 @@ from examples.generate import generate
 from tests.helpers.repos import copy, pristine
 from tests.helpers.shell import ENV, sh
 
+pytestmark = pytest.mark.slow  # dvc repro in each test, ~11 s in all (2 cores)
+
 
 def digest_tree(root: Path, names: list[str]) -> dict[str, str]:
     return {n: hashlib.sha256((root / n).read_bytes()).hexdigest() for n in names}

@@ -184,6 +184,7 @@ def test_report_verdict_words_and_marks() -> None:
 # -- dvc.lock that cannot be read ----------------------------------------------------------
 
 
+@pytest.mark.lowest_dvc
 @pytest.mark.parametrize("content", [b"stages: [unterminated\n", b"\x00\xff\xfe not text",
                                      b"stages:\n  - 1\n  - 2\n", b"- just\n- a list\n"],
                          ids=["bad-yaml", "not-utf8", "stages-a-list", "top-level-list"])
@@ -201,6 +202,7 @@ def test_a_corrupt_dvc_lock_fails_the_check(repo: Path, cli, monkeypatch,
     assert "Traceback" not in text.err and "internal error" not in text.err
 
 
+@pytest.mark.lowest_dvc
 def test_a_corrupt_dvc_lock_is_not_vouched_for_and_no_verdict_is_remembered(
         repo: Path) -> None:
     from dvc_cuvis.digests.stat_cache import StatCache
@@ -218,6 +220,7 @@ def test_a_corrupt_dvc_lock_is_not_vouched_for_and_no_verdict_is_remembered(
     assert "staleness" in str(info.value) and info.value.exit_code == 1
 
 
+@pytest.mark.lowest_dvc
 def test_the_lock_is_looked_up_beside_the_split_file_first(tmp_path: Path) -> None:
     """splits.json in one project, universe.csv elsewhere: the split's dvc.lock is checked."""
     _small(tmp_path / "data", {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
@@ -235,6 +238,7 @@ def test_the_lock_is_looked_up_beside_the_split_file_first(tmp_path: Path) -> No
 # -- the split given as a config object ----------------------------------------------------
 
 
+@pytest.mark.lowest_dvc
 def test_a_config_object_split_is_checked_against_the_universes_dvc_lock(
         repo: Path, tmp_path: Path, monkeypatch) -> None:
     elsewhere = tmp_path / "elsewhere"
@@ -262,6 +266,7 @@ def test_a_config_object_split_is_checked_against_the_universes_dvc_lock(
     assert verify(inline, other / "universe.csv").finding("staleness").status == "violation"
 
 
+@pytest.mark.lowest_dvc
 def test_lock_none_and_an_explicit_lock(repo: Path) -> None:
     sp, csv = repo / "splits.json", repo / "universe.csv"
     assert verify(sp, csv, lock=None).finding("staleness").summary == "no dvc.lock"
@@ -397,6 +402,7 @@ def test_every_row_naming_a_modified_file_is_counted(tmp_path: Path) -> None:
     assert r.finding("constraints").status == "skipped"
 
 
+@pytest.mark.lowest_dvc
 def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
         tmp_path: Path) -> None:
     """The content check's contract with dvc.lock's vouching (lockfile.Comparison.vouched:
@@ -1032,6 +1038,7 @@ def test_check_verify_mode() -> None:
         check_verify_mode("loud")
 
 
+@pytest.mark.lowest_dvc
 def test_an_in_memory_split_and_universe_use_the_current_repositorys_lock(
         repo: Path, monkeypatch) -> None:
     monkeypatch.chdir(repo)
@@ -1284,6 +1291,7 @@ def test_a_clone_that_has_not_pulled_is_told_to_pull(fresh_clone: Path, cli,
     assert text.err == ""
 
 
+@pytest.mark.lowest_dvc
 def test_a_clone_that_has_not_pulled_without_dvc_lock(fresh_clone: Path, cli,
                                                       monkeypatch) -> None:
     text, code, checks = check(cli, fresh_clone, monkeypatch, "--no-lock")

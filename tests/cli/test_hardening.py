@@ -399,6 +399,7 @@ def _crash_harness(dataset: Path, tmp_path: Path, cli, monkeypatch, before: list
     return len(points)
 
 
+@pytest.mark.slow  # a child process per point, 2-6 s
 def test_kill_9_at_named_points_of_enumerate(dataset: Path, tmp_path: Path, cli,
                                              monkeypatch) -> None:
     n = _crash_harness(dataset, tmp_path, cli, monkeypatch, [], ENUMERATE,
@@ -408,6 +409,7 @@ def test_kill_9_at_named_points_of_enumerate(dataset: Path, tmp_path: Path, cli,
     assert n >= 6
 
 
+@pytest.mark.slow  # a child process per point, 2-6 s
 def test_kill_9_at_named_points_of_bake(dataset: Path, tmp_path: Path, cli,
                                         monkeypatch) -> None:
     n = _crash_harness(dataset, tmp_path, cli, monkeypatch, [ENUMERATE], BAKE,
@@ -415,6 +417,7 @@ def test_kill_9_at_named_points_of_bake(dataset: Path, tmp_path: Path, cli,
     assert n >= 3
 
 
+@pytest.mark.slow  # a child process per point, 2-6 s
 def test_kill_9_at_named_points_of_materialize(dataset: Path, tmp_path: Path, cli,
                                                monkeypatch) -> None:
     n = _crash_harness(dataset, tmp_path, cli, monkeypatch, [ENUMERATE, BAKE], MATERIALIZE,

@@ -41,6 +41,7 @@ def plain_md5s(uni: Universe, base: Path) -> list[str]:
             for p in uni.column("materialized_path")]
 
 
+@pytest.mark.lowest_dvc
 def test_fresh_clone_pull_hashes_no_byte_and_matches_a_hashing_run(
     origin: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -68,6 +69,7 @@ def test_fresh_clone_pull_hashes_no_byte_and_matches_a_hashing_run(
                              "md5_hashed": 0}
 
 
+@pytest.mark.lowest_dvc
 def test_dvc_checkout_of_another_revision_hashes_no_byte(
     origin: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -90,6 +92,7 @@ def test_dvc_checkout_of_another_revision_hashes_no_byte(
         assert s["md5_from_dvc"] > 0  # checkout rewrote frames: new stamps DVC vouches for
 
 
+@pytest.mark.lowest_dvc
 def test_a_file_edited_after_pull_is_hashed_not_taken_from_dvc(
     origin: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -144,6 +147,7 @@ def test_switched_off_every_byte_is_hashed(
     assert cache.dvc is None and cache.stats()["md5_hashed"] == len(uni)
 
 
+@pytest.mark.lowest_dvc
 def test_check_and_materialize_on_a_fresh_clone_hash_no_input_byte(
     origin: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -176,6 +180,7 @@ Path("stats.json").write_text(json.dumps([len(uni), cache.stats()]))
 """
 
 
+@pytest.mark.lowest_dvc
 def test_inside_a_running_dvc_repro_stage_dvc_state_is_readable(
     origin: Path, tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -190,6 +195,7 @@ def test_inside_a_running_dvc_repro_stage_dvc_state_is_readable(
         "bytes_hashed": 0, "md5_cached": 0, "md5_from_dvc": n, "md5_hashed": 0}
 
 
+@pytest.mark.lowest_dvc
 def test_the_stamp_rebuilds_the_mtime_dvc_validates_with(tmp_path: Path) -> None:
     for i in range(50):
         f = tmp_path / f"f{i}"

@@ -20,6 +20,8 @@ from dvc_cuvis.digests.hashing import stamp_of
 from tests.helpers.repos import fresh_clone
 from tests.helpers.shell import sh
 
+pytestmark = pytest.mark.lowest_dvc  # DVC's state database, read and written
+
 
 @pytest.fixture(autouse=True)
 def _site_cache(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,9 @@
 """Shared test repositories: built once (git + ``dvc init`` + ``dvc repro``), copied per test.
 
 A real pipeline takes seconds to build; a copy takes milliseconds.  :func:`pristine` builds
-a named repository once per test session (in pytest's session tmp folder) and every test
-works on its own :func:`copy` of it, so tests that break a file never see each other.
+a named repository once per test run (in pytest's tmp folder of the run, which the workers of
+``pytest -n`` share) and every test works on its own :func:`copy` of it, so tests that break
+a file never see each other.
 
 Mutation testing (``scripts/mutation.sh``) starts one pytest session per mutant; there the
 variable ``DVC_CUVIS_TEST_REPOS`` names a folder that keeps the built repositories across
@@ -120,10 +121,21 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _shared(session_dir: Path) -> Path:
+    """``session_dir`` of a pytest-xdist worker (``<run>/popen-gw0/repos``) as the folder
+    every worker of the run shares (``<run>/repos``): a repository is built once per run,
+    not once per worker (the lock makes the others wait for it)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and session_dir.parent.name == f"popen-{worker}":
+        return session_dir.parent.parent / session_dir.name
+    return session_dir
+
+
 def pristine(name: str, session_dir: Path) -> Path:
-    """The built repository ``name`` (never to be modified: copy it)."""
+    """The built repository ``name`` (never to be modified, not even by a read-only ``dvc``
+    command, which writes DVC's temporary files: copy it)."""
     keep = os.environ.get(REPOS_ENV)
-    base = Path(keep) / _fingerprint() if keep else session_dir
+    base = Path(keep) / _fingerprint() if keep else _shared(session_dir)
     target = base / name
     if target.is_dir():
         return target

@@ -20,6 +20,8 @@ from dvc_cuvis.digests.hashing import dir_md5, list_tree
 from dvc_cuvis.digests.stat_cache import StatCache
 from tests.helpers.shell import ENV, sh
 
+pytestmark = [pytest.mark.slow, pytest.mark.lowest_dvc]  # dvc repro in each test, ~14 s
+
 #: runs DVC's CLI in-process, counting the files DVC's tree builder reads to hash
 COUNTING = """
 import sys

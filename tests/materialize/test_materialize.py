@@ -191,6 +191,7 @@ def test_lock_refuses_a_concurrent_run(project: Path, cli) -> None:
     assert r.code == 0 and "12 written" in r.out
 
 
+@pytest.mark.slow  # ~8 s
 def test_kill_9_then_rerun_gives_clean_bytes(tmp_path: Path) -> None:
     generate(tmp_path / "data", sessions=3, frames=10, size=(48, 48), bands=32, seed=5)
     uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=tmp_path / "data/npz",

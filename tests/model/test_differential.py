@@ -637,6 +637,7 @@ def constraint_rows(results: Sequence[Any], *, with_reason: bool) -> list[tuple[
     return rows
 
 
+@pytest.mark.slow  # ~3 s of examples
 @SETTINGS
 @given(case=split_configs())
 def test_split_config_matches_upstream(

@@ -240,6 +240,7 @@ def _cli(root: Path) -> subprocess.CompletedProcess[str]:
         cwd=root / "examples/trainrun", capture_output=True, text=True, env=env, timeout=600)
 
 
+@pytest.mark.slow  # ~7 s
 @pytest.mark.child_process
 def test_restore_trainrun_cli_exits_non_zero_on_drift(proj: Path) -> None:
     ok = _cli(proj)

@@ -16,6 +16,8 @@ from tests.helpers.shell import ENV
 
 pytest.importorskip("dvc_ssh")
 
+pytestmark = pytest.mark.slow  # a dataset repository pushed over SSH, ~14 s in all (2 cores)
+
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["dvc-cuvis", *args], cwd=cwd, env=ENV, capture_output=True,

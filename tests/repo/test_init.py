@@ -54,6 +54,7 @@ def init(repo: Path, *args: str) -> Run:
     return run_subprocess("init", "--dir", repo, *args)
 
 
+@pytest.mark.slow  # dvc init + dvc add, 2-3 s each
 @pytest.mark.parametrize("fmt", ["cu3s", "tiff", "npz", "universe"])
 def test_init_writes_the_pipeline_for_each_format(tmp_path: Path, fmt: str) -> None:
     repo, root = make_repo(tmp_path, fmt)
@@ -94,6 +95,7 @@ def test_init_writes_the_pipeline_for_each_format(tmp_path: Path, fmt: str) -> N
         assert "categories" not in params["bake"] and "no category names found" in r.err
 
 
+@pytest.mark.slow  # dvc init + dvc add, 2-3 s each
 def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     repo, root = make_repo(tmp_path, "npz")
     (repo / "params.yaml").write_text("mine: 1\n")
@@ -114,6 +116,7 @@ def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     assert "tracked the data" not in r.out  # already tracked: not added twice
 
 
+@pytest.mark.slow  # dvc init + dvc add, 2-3 s each
 def test_init_no_track_and_outside_a_repository(tmp_path: Path) -> None:
     repo, root = make_repo(tmp_path, "npz")
     r = init(repo, "--format", "npz", "--root", root, "--no-track")

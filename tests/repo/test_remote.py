@@ -16,6 +16,8 @@ from tests.helpers.shell import ENV, sh
 
 pytest.importorskip("dvc_ssh")
 
+pytestmark = pytest.mark.slow  # a dataset repository pushed over SSH, ~11 s in all (2 cores)
+
 
 def tree_digests(root: Path, folders: list[str]) -> dict[str, str]:
     """sha256 of every file below ``folders`` (relative posix path -> digest)."""

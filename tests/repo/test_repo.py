@@ -88,6 +88,7 @@ def test_yaml_errors_name_the_file_and_line(tmp_path: Path) -> None:
         _io.read_yaml(tmp_path / "missing.yaml")
 
 
+@pytest.mark.lowest_dvc
 def test_dvc_lock_and_its_params_are_read_through_this_module(tmp_path: Path) -> None:
     """lockfile's readers: find_lock is the face's; a dvc.lock that is not YAML names its
     line (lockfile's own error); a recorded params file that cannot be read, even one that is
@@ -173,6 +174,7 @@ def test_not_a_git_repository(tmp_path: Path) -> None:
         repo.Git(tmp_path)
 
 
+@pytest.mark.lowest_dvc
 def test_what_tracks_a_path(project: Path) -> None:
     assert repo.tracked_by(project / "notes.txt") == ("git", "git")
     assert repo.tracked_by(project / "data") is None
@@ -188,6 +190,7 @@ def test_what_tracks_a_path(project: Path) -> None:
     assert repo.tracked_by(project / "sub/other.txt") is None
 
 
+@pytest.mark.lowest_dvc
 def test_what_tracks_a_path_in_foreach_and_matrix_stages(project: Path) -> None:
     """Stages DVC expands (``foreach``, ``matrix``, ``${}`` from params.yaml) track their
     outputs under the names DVC gives them, as ``dvc status`` sees them."""

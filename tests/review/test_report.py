@@ -116,6 +116,7 @@ def require_browser() -> str:
     return found
 
 
+@pytest.mark.slow  # starts chromium
 def test_report_in_a_real_browser(project: Path, tmp_path: Path, cli, monkeypatch) -> None:
     chromium = require_browser()
     monkeypatch.chdir(project)

@@ -17,6 +17,8 @@ from tests.helpers.shell import sh
 
 pytest.importorskip("dvc_ssh")
 
+pytestmark = pytest.mark.slow  # two dataset repositories on an SSH remote, ~20 s in all (2 cores)
+
 
 def add_recording(repo: Path) -> None:
     """v2: one more recording session, tracked, re-baked, committed, tagged, pushed."""
