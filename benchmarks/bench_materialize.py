@@ -702,6 +702,84 @@ def bench_incremental(args: argparse.Namespace, ds: Dataset, work: Path, enforce
     return rows
 
 
+# -- spectral summaries ---------------------------------------------------------------------
+
+
+def _cpu(fn: Callable[[], Any]) -> float:
+    """CPU seconds of this process (all its threads) spent in ``fn()``."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def summaries_cpu(ds: Dataset, work: Path, sample: list[str], rounds: int) -> tuple[float, ...]:
+    """Median CPU seconds, in this process, of materializing ``sample`` (no summaries), of
+    summarizing the same cubes, and of summarizing them with a thumbnail each."""
+    from dvc_cuvis.materialize.core import Task, run_tasks
+    from dvc_cuvis.materialize.summaries import summarize
+
+    out = work / "out_summaries_cpu"
+    tasks = [Task("npz", str(ds.root / rel), None, rel, ((0, frame_name(rel, 0)),),
+                  str(out), ReaderParams(), summaries=False) for rel in sample]
+    cubes = [load_input(ds, rel) for rel in sample]
+    mat, plain, thumbs = [], [], []
+    for _ in range(rounds):
+        clear(out)
+        mat.append(_cpu(lambda: run_tasks(tasks)))
+        plain.append(_cpu(lambda: [summarize(c, w, m) for c, w, m in cubes]))
+        thumbs.append(_cpu(lambda: [summarize(c, w, m, with_thumbnail=True) for c, w, m in cubes]))
+    clear(out)
+    return median(mat), median(plain), median(thumbs)
+
+
+def bench_summaries(args: argparse.Namespace, ds: Dataset, work: Path, enforce: bool,
+                    log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
+    """What recording spectral summaries adds to materialize: CPU in process, and end to end
+    on 2 jobs (summaries on vs off, interleaved rounds, medians)."""
+    files = ds.all_files
+    sample = spread(files, 8 if args.quick else 24)
+    t_mat, t_sum, t_thumb = summaries_cpu(ds, work, sample, 3)
+    log(f"[4] summaries: in-process CPU on {len(sample)} frames: materialize {t_mat:.3f} s, "
+        f"summaries {t_sum:.3f} s ({100 * t_sum / t_mat:.1f} %), with thumbnails "
+        f"{t_thumb:.3f} s")
+    cache_file = work / "inputs-known.bin"
+    known_input_md5s(ds, cache_file)
+    out = work / "out_summaries"
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    for r in range(args.repeats * 2):
+        for on in ((True, False) if r % 2 == 0 else (False, True)):
+            clear(out)
+            os.sync()
+            dt, _ = timed(lambda on=on: materialize(ds.uni, None, out, ReaderParams(),
+                                                    select="all", jobs=2,
+                                                    cache=StatCache(cache_file), summaries=on))
+            walls[on].append(dt)
+    on_s, off_s = median(walls[True]), median(walls[False])
+    shard_bytes = sum(p.stat().st_size for p in (out / "summaries").rglob("*") if p.is_file())
+    frame_bytes = sum(p.stat().st_size for p in (out / "frames").rglob("*.npz"))
+    clear(out)
+    added = 100 * (on_s - off_s) / off_s
+    log(f"    end to end, 2 jobs, {len(files)} frames: on {on_s:.2f} s, off {off_s:.2f} s "
+        f"(+{added:.1f} %); summaries {shard_bytes / 1e3:.0f} kB = "
+        f"{100 * shard_bytes / frame_bytes:.3f} % of the frames' bytes")
+    notes.append(f"summaries: {len(walls[True])} interleaved rounds each of on and off; "
+                 f"walls on {[round(x, 2) for x in walls[True]]}, off "
+                 f"{[round(x, 2) for x in walls[False]]}")
+    return [
+        Row(key="summaries_cpu", label=f"summaries CPU / materialize CPU, in process "
+            f"({len(sample)} frames)", ours=100 * t_sum / t_mat, unit="%", enforce=enforce),
+        Row(key="summaries_cpu_thumbnails", label="  (context) the same with a thumbnail each",
+            ours=100 * t_thumb / t_mat, unit="%", enforce=enforce),
+        Row(key="summaries_added", label=f"summaries added to materialize, 2 jobs, "
+            f"{len(files)} frames (<= 5 %)", ours=max(added, 0.0), unit="%",
+            goal_kind="max_abs", goal_value=5.0, enforce=enforce,
+            details={"on_s": on_s, "off_s": off_s}),
+        Row(key="summaries_bytes", label="summaries' bytes / the frames' bytes (< 1 %)",
+            ours=100 * shard_bytes / frame_bytes, unit="%", goal_kind="max_abs",
+            goal_value=1.0, enforce=enforce),
+    ]
+
+
 # -- main -----------------------------------------------------------------------------------
 
 
@@ -721,15 +799,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="comma-separated throughput variants to run (default: all; (a) "
                          "'savez' always runs; 'compressed' = the np.savez_compressed context "
                          "row), e.g. --variants savez,ours2 for the 2-jobs target alone")
-    ap.add_argument("--sections", default="compression,throughput,incremental",
-                    help="comma-separated sections to run (default: all three)")
+    ap.add_argument("--sections", default="compression,throughput,incremental,summaries",
+                    help="comma-separated sections to run (default: all four)")
     args = ap.parse_args(argv)
     args.sections = set(args.sections.split(","))
     args.variants = {"savez", *args.variants.split(",")}
     if not args.variants <= {*VARIANTS, "compressed"}:
         ap.error(f"--variants: choose from {', '.join([*VARIANTS, 'compressed'])}")
-    if not args.sections <= {"compression", "throughput", "incremental"}:
-        ap.error("--sections: choose from compression, throughput, incremental")
+    if not args.sections <= {"compression", "throughput", "incremental", "summaries"}:
+        ap.error("--sections: choose from compression, throughput, incremental, summaries")
     if args.repeats is None:
         args.repeats = 2 if args.quick else 3
     if args.baseline_frames is None:
@@ -762,6 +840,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += bench_throughput(args, ds, work, enforce, log, notes, profiles)
         if "incremental" in args.sections:
             rows += bench_incremental(args, ds, work, enforce, log, notes, profiles)
+        if "summaries" in args.sections:
+            rows += bench_summaries(args, ds, work, enforce, log, notes, profiles)
     print()
     if tables:
         print(tables)

@@ -115,38 +115,46 @@ def _valid_pixels(px: np.ndarray, ceiling: float | None) -> tuple[np.ndarray, in
     return finite & ~at_top, invalid, int(at_top.sum())
 
 
-def _mean_std(px: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-band mean and population standard deviation in float64 (NaN without pixels)."""
-    if px.shape[0] == 0:
-        nan = np.full(px.shape[1], np.nan)
+def _mean_std(wide: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-band mean and population standard deviation of float64 pixels (NaN without any):
+    two passes, so a band far from zero keeps its small spread."""
+    if wide.shape[0] == 0:
+        nan = np.full(wide.shape[1], np.nan)
         return nan, nan
-    wide = px.astype(np.float64)
     mean = wide.mean(axis=0)
-    return mean, np.sqrt(np.maximum((wide * wide).mean(axis=0) - mean * mean, 0.0))
+    dev = wide - mean
+    np.multiply(dev, dev, out=dev)
+    return mean, np.sqrt(dev.mean(axis=0))
 
 
 def _categories(
-    cube: np.ndarray, class_mask: np.ndarray, step: int, ok_grid: np.ndarray,
+    cube: np.ndarray, class_mask: np.ndarray, step: int, ok: np.ndarray, wide: np.ndarray,
     ceiling: float | None,
 ) -> dict[int, Category]:
-    """Each category of the mask: exact pixel count, mean over its valid sampled pixels.
+    """Each category of the mask: exact pixel count, mean over its valid sampled pixels
+    (``wide``: the valid sampled pixels in float64, ``ok``: which sampled pixels they are).
 
-    A category the sample misses altogether is averaged over all its pixels (it is small).
+    The sums of all categories are one ``reduceat`` over the pixels sorted by category (no
+    BLAS: its threads and summation order vary by machine); a category the sample misses
+    altogether is averaged over all its pixels (it is small).
     """
     counts = np.bincount(class_mask.ravel(), minlength=1)
-    grid_cls = class_mask[::step, ::step].ravel()
-    flat = cube[::step, ::step].reshape(-1, cube.shape[2])
+    present = np.flatnonzero(counts)
+    labels = class_mask[::step, ::step].ravel()[ok]
+    order = np.argsort(labels, kind="stable")
+    cats, starts, sampled = np.unique(labels[order], return_index=True, return_counts=True)
+    sums = np.add.reduceat(wide[order], starts, axis=0) if len(starts) else wide[:0]
+    row = {int(c): k for k, c in enumerate(cats.tolist())}
     out: dict[int, Category] = {}
-    for cat in np.flatnonzero(counts).tolist():
-        hit = grid_cls == cat
-        if hit.any():
-            px = flat[hit & ok_grid]
+    for cat in present.tolist():
+        k = row.get(int(cat))
+        if k is not None:
+            mean = sums[k] / sampled[k]
         else:
             px = cube[class_mask == cat]
-            px = px[_valid_pixels(px, ceiling)[0]]
-        mean = _mean_std(px)[0]
-        out[int(cat)] = Category(int(counts[cat]),
-                                 _f32(mean) if px.shape[0] else None)  # type: ignore[arg-type]
+            px = px[_valid_pixels(px, ceiling)[0]].astype(np.float64)
+            mean = px.mean(axis=0) if px.shape[0] else None
+        out[int(cat)] = Category(int(counts[cat]), None if mean is None else _f32(mean))  # type: ignore[arg-type]
     return out
 
 
@@ -191,8 +199,10 @@ def summarize(
     step = sample_step(height, width)
     px = cube[::step, ::step].reshape(-1, channels)
     ok, invalid, saturated = _valid_pixels(px, ceiling)
-    mean, std = _mean_std(px[ok])
-    cats = _categories(cube, class_mask, step, ok, ceiling) if class_mask is not None else {}
+    wide = (px if invalid == 0 and not saturated else px[ok]).astype(np.float64)
+    mean, std = _mean_std(wide)
+    cats = (_categories(cube, class_mask, step, ok, wide, ceiling)
+            if class_mask is not None else {})
     wl = tuple(float(w) for w in np.asarray(wavelengths).ravel().tolist())
     return FrameSummary(
         (height, width, channels), wl, int(px.shape[0]), invalid, saturated, _f32(mean),

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis._io import atomic_write_text
+from dvc_cuvis._io import atomic_write_parts, sync_file_system
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.summaries import RECIPE
 
@@ -65,10 +65,12 @@ def dumps_shard(entries: Mapping[str, Mapping[str, Any]]) -> str:
                       sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
 
 
-def write_shard(path: Path, entries: Mapping[str, Mapping[str, Any]]) -> bool:
+def write_shard(path: Path, entries: Mapping[str, Mapping[str, Any]], *,
+                fsync: bool = True) -> bool:
     """Write a shard atomically unless it already holds these bytes; an empty one is removed.
 
-    Returns whether the file changed.
+    ``fsync=False``: the caller syncs the file system once after many shards. Returns
+    whether the file changed.
     """
     if not entries:
         if path.exists():
@@ -82,7 +84,7 @@ def write_shard(path: Path, entries: Mapping[str, Mapping[str, Any]]) -> bool:
     except (FileNotFoundError, UnicodeDecodeError):
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, text)
+    atomic_write_parts(path, [text.encode("utf-8")], fsync=fsync)
     return True
 
 
@@ -133,7 +135,7 @@ def refresh(
     for name in frames:
         by_shard.setdefault(shard_of(name), []).append(name)
     present = {p.relative_to(out_dir).as_posix() for p in shard_files(out_dir)}
-    again = 0
+    again = changed = 0
     for shard in sorted(set(by_shard) | present):
         old = read_shard(out_dir / shard)
         entries: dict[str, dict[str, Any]] = {}
@@ -144,7 +146,9 @@ def refresh(
                 rec, again = summarize_frame(name), again + 1
             if rec is not None:
                 entries[name] = {**rec, "source": source, "index": index, "md5": md5}
-        write_shard(out_dir / shard, entries)
+        changed += write_shard(out_dir / shard, entries, fsync=False)
+    if changed:  # one sync of the file system for every shard written
+        sync_file_system(out_dir)
     return again
 
 
