@@ -371,10 +371,11 @@ def not_pulled(root: Path, paths: Iterable[str]) -> list[str]:
         odb = repo.cache.local
         out = []
         for rel in paths:
+            at = "/" + rel  # from the root: DVC's fs reads a relative path from the cwd
             try:
-                if not fs.isdvc(rel):
+                if not fs.isdvc(at):
                     continue
-                info = fs.info(rel).get("dvc_info") or {}
+                info = fs.info(at).get("dvc_info") or {}
                 oid = info.get("md5")
                 if oid and info.get("type") != "directory" and odb.exists(oid):
                     continue  # in the local cache: `dvc checkout` brings it back
@@ -426,7 +427,8 @@ def restorable(root: Path, paths: Iterable[str]) -> bool:
     try:
         fs, odb = repo.dvcfs, repo.cache.local
         for rel in paths:
-            info = fs.info(rel).get("dvc_info") or {} if fs.isdvc(rel) else {}
+            at = "/" + rel  # from the root: DVC's fs reads a relative path from the cwd
+            info = fs.info(at).get("dvc_info") or {} if fs.isdvc(at) else {}
             oid = info.get("md5")
             if not oid or info.get("type") == "directory" or not odb.exists(oid):
                 return False

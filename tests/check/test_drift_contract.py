@@ -31,7 +31,6 @@ from dvc_cuvis.check.drift import (
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
-from tests.helpers.repos import pristine
 
 ALL_OK = {"universe": "ok", "content": "ok", "selection": "ok", "constraints": "ok",
           "staleness": "ok"}
@@ -1253,22 +1252,6 @@ def test_a_universe_that_does_not_exist_is_a_missing_universe(tmp_path: Path) ->
 
 
 # -- a clone that has not pulled: "not pulled", never drift or a crash --------------------
-
-
-@pytest.fixture(scope="session")
-def tracked_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return pristine("tracked-npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
-
-
-@pytest.fixture
-def fresh_clone(tracked_pipeline: Path, tmp_path: Path) -> Path:
-    """``git clone`` of the tracked pipeline: no data, no materialized/, no DVC cache."""
-    from tests.helpers.shell import sh
-
-    sh("git", "clone", "-q", str(tracked_pipeline), str(tmp_path / "clone"), cwd=tmp_path)
-    clone = tmp_path / "clone"
-    assert not (clone / "data/npz").exists() and not (clone / ".dvc/cache").exists()
-    return clone
 
 
 NOT_PULLED_FIX = "`dvc pull`"  # the clone's default remote holds the data

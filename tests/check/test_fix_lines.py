@@ -1,0 +1,174 @@
+"""Every command a ``fix:`` line shows works when pasted, as a whole step.
+
+For each drift state the check can report, a real repository is put in that state (a copy
+of a pipeline built once per session), ``dvc-cuvis check`` runs as a user runs it, every
+backticked command of its fix lines is pasted into ``bash -c`` in a fresh copy of that
+state, on its own, and ``dvc-cuvis check`` must then pass.  The commands each state prints
+are pinned too, so a state whose fix lines lost their commands fails as well.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers.repos import copy
+from tests.helpers.shell import run, sh
+
+pytestmark = pytest.mark.slow
+
+FRAME = "data/npz/day1_line-a_s01/frame_0000.npz"
+OTHER = "data/npz/day1_line-a_s01/frame_0001.npz"
+
+
+def fix_commands(out: str) -> list[str]:
+    """The backticked commands of the report's ``fix:`` lines, in order, each once."""
+    found: list[str] = []
+    for line in out.splitlines():
+        text = line.strip()
+        if text.startswith("fix: "):
+            found += [c for c in re.findall(r"`([^`]+)`", text) if c not in found]
+    return found
+
+
+def check(repo: Path) -> tuple[int, str]:
+    """``dvc-cuvis check`` in ``repo``, as a user types it: its exit code and report."""
+    r = run("dvc-cuvis", "check", cwd=repo)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    return r.returncode, r.stdout
+
+
+def edit_frame(repo: Path) -> None:
+    """The frame rewritten with other (still valid) content: a modified frame."""
+    path = repo / FRAME
+    with np.load(path) as z:
+        members = {k: z[k] for k in z.files}
+    members["cube"] = members["cube"] + 1
+    with path.open("wb") as fh:
+        np.savez(fh, **members)
+
+
+def delete_frame(repo: Path) -> None:
+    (repo / FRAME).unlink()
+
+
+def add_frame(repo: Path) -> None:
+    shutil.copy(repo / FRAME, repo / "data/npz/day1_line-a_s01/frame_0099.npz")
+
+
+def remove_session(repo: Path) -> None:
+    shutil.rmtree(repo / "data/npz/day1_line-a_s01")
+
+
+def edit_params(repo: Path) -> None:
+    params = repo / "params.yaml"
+    params.write_text(params.read_text().replace("seed: 0", "seed: 7"))
+
+
+def corrupt_lock(repo: Path) -> None:
+    (repo / "dvc.lock").write_text("stages: [\n")
+
+
+def unpin(repo: Path) -> None:
+    """The split pinned to another universe (a pin mismatch)."""
+    doc = json.loads((repo / "splits.json").read_text())
+    doc["universe_hash"] = "0" * 64
+    (repo / "splits.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def partial_selector(repo: Path) -> None:
+    doc = json.loads((repo / "splits.json").read_text())
+    doc["val"].append({"kind": "files", "paths": ["npz/nowhere/frame_0000.npz"]})
+    (repo / "splits.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+
+#: state -> (the pipeline it starts from, what breaks it, the commands its fix lines show)
+STATES: dict[str, tuple[str, Callable[[Path], None], list[str]]] = {
+    "modified frame, DVC tracks the data": (
+        "tracked", edit_frame, ["dvc repro", f"dvc checkout --force {FRAME}"]),
+    "missing frame, DVC tracks the data": (
+        "tracked", delete_frame, ["dvc repro", f"dvc checkout {FRAME}"]),
+    "removed session, DVC tracks the data": (
+        "tracked", remove_session, ["dvc repro", f"dvc checkout {FRAME} {OTHER}"]),
+    "added frame": ("tracked", add_frame, ["dvc repro"]),
+    "edited params": ("tracked", edit_params, ["dvc repro"]),
+    "unreadable dvc.lock in git": (
+        "tracked", corrupt_lock, ["git checkout -- dvc.lock", "rm dvc.lock && dvc repro"]),
+    "pin mismatch": ("tracked", unpin, ["dvc repro"]),
+    "partial selector": ("tracked", partial_selector, ["dvc repro"]),
+    "modified frame, untracked data": ("untracked", edit_frame, ["dvc repro"]),
+    "unreadable dvc.lock, not in git": (
+        "untracked", corrupt_lock, ["rm dvc.lock && dvc repro"]),
+}
+
+
+@pytest.fixture
+def bases(npz_pipeline: Path, tracked_pipeline: Path) -> dict[str, Path]:
+    return {"tracked": tracked_pipeline, "untracked": npz_pipeline}
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_each_fix_command_works_when_pasted(state: str, bases: dict[str, Path],
+                                            tmp_path: Path) -> None:
+    base, breaks, expected = STATES[state]
+    broken = copy(bases[base], tmp_path / "broken")
+    breaks(broken)
+    code, out = check(broken)
+    assert code == 1, out
+    commands = fix_commands(out)
+    assert sorted(commands) == sorted(expected), out
+    for k, command in enumerate(commands):
+        repo = copy(broken, tmp_path / f"paste{k}")
+        pasted = run("bash", "-c", command, cwd=repo)
+        assert pasted.returncode == 0, (command, pasted.stdout, pasted.stderr)
+        code, after = check(repo)
+        assert code == 0, (command, after)
+
+
+def test_a_clone_that_has_not_pulled_is_fixed_by_its_fix_line(fresh_clone: Path) -> None:
+    code, out = check(fresh_clone)
+    assert code == 1, out
+    assert fix_commands(out) == ["dvc pull"], out
+    sh("bash", "-c", "dvc pull", cwd=fresh_clone)
+    assert check(fresh_clone)[0] == 0
+
+
+def test_without_a_remote_no_pull_is_offered(fresh_clone: Path) -> None:
+    """``dvc pull`` would fail here: the fix says what to configure, in words."""
+    sh("dvc", "remote", "remove", "store", cwd=fresh_clone)
+    code, out = check(fresh_clone)
+    assert code == 1 and "not pulled" in out, out
+    assert fix_commands(out) == [], out
+    assert "dvc remote add -d NAME URL" in out
+    assert run("bash", "-c", "dvc pull", cwd=fresh_clone).returncode != 0  # indeed refused
+
+
+def test_fix_commands_run_from_a_subfolder(bases: dict[str, Path], tmp_path: Path) -> None:
+    """From a subfolder the commands go to the repository first (``cd ... &&``)."""
+    broken = copy(bases["tracked"], tmp_path / "broken")
+    edit_frame(broken)
+    r = run("dvc-cuvis", "check", cwd=broken / "data")
+    assert r.returncode == 1, r.stdout + r.stderr
+    commands = fix_commands(r.stdout)
+    assert sorted(commands) == ["cd .. && dvc checkout --force " + FRAME, "cd .. && dvc repro"]
+    for k, command in enumerate(commands):
+        repo = copy(broken, tmp_path / f"paste{k}")
+        pasted = run("bash", "-c", command, cwd=repo / "data")
+        assert pasted.returncode == 0, (command, pasted.stderr)
+        assert check(repo)[0] == 0, command
+
+
+def test_a_clone_checked_from_a_subfolder_is_told_to_pull(fresh_clone: Path) -> None:
+    """DVC reads a relative path from the folder it runs in: the check asks it from the root."""
+    (fresh_clone / "notes").mkdir()
+    r = run("dvc-cuvis", "check", cwd=fresh_clone / "notes")
+    assert r.returncode == 1 and "[PULL] content: 8 frames not pulled" in r.stdout, r.stdout
+    assert fix_commands(r.stdout) == ["cd .. && dvc pull"]
+    sh("bash", "-c", "cd .. && dvc pull", cwd=fresh_clone / "notes")
+    assert check(fresh_clone)[0] == 0
