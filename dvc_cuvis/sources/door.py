@@ -153,8 +153,12 @@ def refuse(bad: list[BadFrame], total: int, fmt: str, root: Path) -> DoorError:
     """The error for ``bad`` frames out of ``total``: every file and problem, and how to
     get the last good data back."""
     kind = {"npz": "npz frames", "tiff": "TIFF cubes"}.get(fmt, f"{fmt} files")
-    lines = [f"{len(bad)} of {total} {kind} in {root} would fail materialize; enumerate "
-             "refuses them and writes nothing:"]
+    count = f"{len(bad)} of {total} {kind} in {root} would fail materialize"
+    if len(bad) == 1:  # one line, as every other error
+        (b,) = bad
+        return DoorError(f"{b.path}: {'; '.join(b.problems)}; enumerate refuses it ({count}) "
+                         f"and writes nothing; {restore_hint(root)}")
+    lines = [f"{count}; enumerate refuses them and writes nothing:"]
     for b in bad[:LISTED]:
         lines += [f"  {b.path}: {p}" for p in b.problems]
     if len(bad) > LISTED:

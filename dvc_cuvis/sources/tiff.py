@@ -26,6 +26,7 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     scan_rows,
 )
+from dvc_cuvis.sources.door import REFUSED, TIFF_VERDICT, collect
 
 _WAVELENGTH_RE = re.compile(r'<Item name="wavelength"[^>]*>\{([^}]+)\}')
 
@@ -178,6 +179,9 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
     root_abs = os.path.abspath(opts.root)
 
     def one(f: Located, cached_only: bool) -> dict[str, Any]:
+        refused = _door(opts, f, labels_dir, cached_only) if opts.verify else None
+        if refused is not None:
+            return refused
         source = (os.path.realpath(f.abs) if opts.absolute_sources
                   else os.path.relpath(f.abs, root_abs).replace(os.sep, "/"))
         row: dict[str, Any] = {
@@ -212,4 +216,40 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
             row["group"] = posixpath.dirname(row["source"])
         return row
 
-    return Scan(scan_rows(cubes, one, opts, "tiff"))
+    records, bad = collect(scan_rows(cubes, one, opts, "tiff"))
+    return Scan(records, bad=bad)
+
+
+def tiff_verdict(path: Path) -> list[str]:
+    """What materialize would trip on in one TIFF cube ([] when nothing): its pixels and its
+    wavelengths, read as :func:`read_cube` reads them (no path: a function of the bytes)."""
+    try:
+        read_cube(Path(path))
+    except DvcCuvisError as exc:
+        return [str(exc).removeprefix(f"{path}: ")]
+    return []
+
+
+def _door(opts: EnumerateOptions, f: Located, labels_dir: Path | None, cached_only: bool
+          ) -> dict[str, Any] | None:
+    """The door for one cube (:mod:`dvc_cuvis.sources.door`): a refused row when the cube
+    is unreadable or its label unreadable or of another height and width, else None."""
+    if opts.hash_content and not cached_only:  # hashed first: its verdict may be in the memo
+        opts.cache.md5(f.abs, f.st)
+    problems = opts.cache.get(f.abs, TIFF_VERDICT, tiff_verdict, f.st, cached_only=cached_only)
+    cube = os.path.join(opts.root, opts.images, f.rel)
+    if problems:
+        return {REFUSED: problems, "path": cube}
+    png = labels_dir / f"{Path(f.rel).stem}.png" if labels_dir is not None else None
+    if png is None or not png.is_file():
+        return None
+    try:
+        info = opts.cache.get(png, "label", label_info, cached_only=cached_only)
+    except DvcCuvisError as exc:
+        return {REFUSED: [str(exc).removeprefix(f"{os.path.abspath(png)}: ")],
+                "path": str(png)}
+    shape = opts.cache.get(f.abs, "tiff_shape", cube_shape, f.st, cached_only=cached_only)
+    if info["shape"] != shape[:2]:
+        return {REFUSED: [f"label shape {tuple(info['shape'])} does not match cube "
+                          f"{cube} {tuple(shape[:2])} (height, width)"], "path": str(png)}
+    return None

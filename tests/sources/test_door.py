@@ -4,6 +4,7 @@ writes nothing, says how to get the good data back, and reads an unchanged frame
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -137,8 +138,7 @@ def test_every_bad_frame_is_listed_and_the_good_ones_keep_their_verdict(
     assert lines[5].startswith("to go on: replace the damaged files")  # no git: no restore
     assert not (here / "u.csv").exists()
     assert len(reads["verdict"]) == 7
-    # the good frames' verdicts were kept: a second run reads only the bad ones again? no:
-    # a bad verdict is a fact of the bytes too, so it is not read again either
+    # every verdict was kept, the bad ones too (a fact of the bytes): none is read again
     reads["verdict"].clear()
     assert cli(*ARGS).err == r.err
     assert reads["verdict"] == []
@@ -213,8 +213,9 @@ def damage(path: Path) -> None:
 
 
 def _restore_command(err: str) -> str:
-    line = next(ln for ln in err.splitlines() if ln.startswith("to get the last good data"))
-    return line.split("`")[1]
+    found = re.search(r"to get the last good data back: `([^`]*)`", err)
+    assert found, err
+    return found.group(1)
 
 
 @pytest.mark.slow
@@ -254,3 +255,52 @@ def test_under_dvc_repro_the_door_fails_the_stage_and_its_restore_command_works(
     subprocess.run(command, shell=True, cwd=repo, env=ENV, check=True, capture_output=True)
     assert {p: p.read_bytes() for p in frames} == good
     assert run("dvc-cuvis", "enumerate", "--params", "params.yaml", cwd=repo).returncode == 0
+
+
+def test_tiff_cubes_are_read_and_labels_matched_at_the_door(
+    tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("tifffile")
+    pytest.importorskip("PIL.Image")
+    import dvc_cuvis.sources.tiff as tiff_source
+    from tests.helpers.tiff import write_cube, write_label
+
+    monkeypatch.chdir(tmp_path)
+    write_cube(tmp_path / "t/images/good.tif")
+    write_label(tmp_path / "t/labels/good.png", value=1)
+    write_cube(tmp_path / "t/images/plain.tif", seed=1)  # unlabeled: its cube is read all the same
+    write_cube(tmp_path / "t/images/cut.tif", h=32, w=32)
+    cut = tmp_path / "t/images/cut.tif"
+    cut.write_bytes(cut.read_bytes()[:2000])
+    write_cube(tmp_path / "t/images/nowl.tif", wl=None)
+    write_cube(tmp_path / "t/images/wide.tif", seed=2)
+    write_label(tmp_path / "t/labels/wide.png", h=5, w=6, value=2)
+    write_cube(tmp_path / "t/images/junk.tif", seed=3)
+    (tmp_path / "t/labels/junk.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    calls: list[str] = []
+    real = tiff_source.tiff_verdict
+    monkeypatch.setattr(tiff_source, "tiff_verdict",
+                        lambda p: calls.append(os.fspath(p)) or real(p))
+    args = ("enumerate", "--format", "tiff", "--root", "t", "--out", "u.csv", "--no-params")
+    r = cli(*args)
+    assert r.code == 2 and not Path("u.csv").exists()
+    lines = r.err.splitlines()
+    assert lines[0] == ("dvc-cuvis: error: 4 of 6 TIFF cubes in t would fail materialize; "
+                        "enumerate refuses them and writes nothing:")
+    listed = dict(ln.strip().split(": ", 1) for ln in lines[1:5])
+    assert sorted(listed) == ["t/images/cut.tif", "t/images/nowl.tif", "t/labels/junk.png",
+                              "t/labels/wide.png"]
+    assert listed["t/images/cut.tif"].startswith("not a readable TIFF cube")
+    assert "GDAL_METADATA has no <Item name='wavelength'>" in listed["t/images/nowl.tif"]
+    assert listed["t/labels/junk.png"].startswith("not a readable PNG label map")
+    assert listed["t/labels/wide.png"] == ("label shape (5, 6) does not match cube "
+                                           "t/images/wide.tif (6, 5) (height, width)")
+    assert len(calls) == 6
+    calls.clear()
+    assert cli(*args).err == r.err and calls == []  # every verdict kept by the stat cache
+    for name in ("cut.tif", "nowl.tif", "wide.tif", "junk.tif"):
+        (tmp_path / "t/images" / name).unlink()
+    for name in ("wide.png", "junk.png"):
+        (tmp_path / "t/labels" / name).unlink()
+    assert cli(*args).code == 0 and calls == []
+    assert Path("u.csv").read_text().count("\n") == 3
