@@ -170,7 +170,8 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
 # --- every block a user would paste runs ---------------------------------------------------
 
 PAGES = [*DOCS, ROOT / "examples/README.md"]
-MARK = re.compile(r"<!--\s*(not-run|run|newcomer-workflow|guard-snippet)\b:?\s*(.*?)\s*-->")
+MARK = re.compile(r"<!--\s*(not-run|run|output-of|newcomer-workflow|guard-snippet)\b:?"
+                  r"\s*(.*?)\s*-->")
 RUNNABLE = {"bash": "shell", "sh": "shell", "python": "python"}
 CONTEXTS = ("dataset", "example")
 
@@ -221,6 +222,9 @@ def test_every_block_names_its_language_and_runs_or_says_why_not() -> None:
             problems.append(f"{b.where}: not-run without its reason")
         elif b.lang in RUNNABLE and b.mark == "run" and (b.reason or "dataset") not in CONTEXTS:
             problems.append(f"{b.where}: unknown context {b.reason!r}, one of {CONTEXTS}")
+        elif b.lang == "text" and b.mark == "output-of":
+            if b.reason.split(":", 1)[0] not in CONTEXTS:
+                problems.append(f"{b.where}: output-of CONTEXT: COMMAND, CONTEXT one of {CONTEXTS}")
         elif b.lang not in RUNNABLE and b.mark != "run":
             problems.append(f"{b.where}: a {b.lang} block is never run: drop its marker")
     assert not problems, "\n".join(problems)
@@ -321,6 +325,44 @@ def test_every_python_block_runs(block: Block, context: str, contexts: Any,
     assert r.returncode == 0, f"{block.where}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
 
 
+def _shows(output: str, block: str) -> list[str]:
+    """The lines of ``block`` that ``output`` does not show, in order (``...`` or ``…`` in a
+    line skips; a line of the block may skip lines of the output)."""
+    lines = [ln.rstrip() for ln in output.splitlines()]
+    at, missing = 0, []
+    for want in (w.rstrip() for w in block.splitlines()):
+        if not want.strip():
+            continue
+        pieces = [p for p in re.split(r"\.\.\.|…", want) if p.strip()]
+        k = next((k for k in range(at, len(lines)) if _says(lines[k], "...".join(pieces))),
+                 None)
+        if k is None:
+            missing.append(want)
+        else:
+            at = k + 1
+    return missing
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.where) for b in BLOCKS
+                                   if b.mark == "output-of"])
+def test_every_shown_output_is_what_the_command_prints(block: Block, contexts: Any,
+                                                       tmp_path: Path) -> None:
+    context, command = (x.strip() for x in block.reason.split(":", 1))
+    repo = _copy(contexts, context, tmp_path)
+    r = run("bash", "-c", command, cwd=repo)
+    missing = _shows(r.stdout + r.stderr, block.body)
+    assert not missing, (f"{block.where}: `{command}` does not print\n" + "\n".join(missing)
+                         + f"\n--- it printed:\n{r.stdout}{r.stderr}")
+
+
+def test_an_output_block_is_matched_line_by_line() -> None:
+    out = "a\nstage  samples\ntrain  54  (x)\nz\n"
+    assert _shows(out, "stage  samples\ntrain  ...(x)") == []
+    assert _shows(out, "train  54\nstage  samples") == ["stage  samples"]  # order counts
+    assert _shows(out, "val  12") == ["val  12"]
+
+
 # --- pages are for users --------------------------------------------------------------------
 
 ISSUE = re.compile(r"(?<![\w/&])#\d+\b|\bissues? \d+\b|\bthe issue\b", re.I)
@@ -395,3 +437,4 @@ def test_the_nav_and_the_index_list_every_page() -> None:
     assert {page for entry in nav for page in entry.values()} == pages
     index = (ROOT / "docs/index.md").read_text()
     assert {p for p in pages if f"]({p})" in index} == pages - {"index.md"}
+
