@@ -1,26 +1,54 @@
 """Bake: the split strategies behind one protocol, and a universe baked into splits.json.
+
+One module per concept: :mod:`~dvc_cuvis.baking.options` (:class:`BakeOptions`),
+:mod:`~dvc_cuvis.baking.groups`, :mod:`~dvc_cuvis.baking.splitters`,
+:mod:`~dvc_cuvis.baking.assign`, :mod:`~dvc_cuvis.baking.write`,
+:mod:`~dvc_cuvis.baking.baked` (:class:`Baked`) and :mod:`~dvc_cuvis.baking.core`
+(:func:`bake`).
 """
 
 from __future__ import annotations
 
-from dvc_cuvis.baking.core import (
+from dvc_cuvis.baking.assign import fold_splits, split_universe
+from dvc_cuvis.baking.baked import NON_EMPTY_STAGES, Baked, bake_imported, plot_data
+from dvc_cuvis.baking.core import bake
+from dvc_cuvis.baking.groups import Groups
+from dvc_cuvis.baking.options import BakeOptions
+from dvc_cuvis.baking.splitters import (
     SPLITTERS,
-    STRATEGIES,
-    Baked,
-    BakeOptions,
+    Folds,
+    HashSplitter,
+    MultilabelSplitter,
+    RandomSplitter,
     Splitter,
-    bake,
-    split_universe,
+    StratifiedSplitter,
+    iterative_stratify,
     splitter,
 )
+from dvc_cuvis.baking.write import compact_ids, stage_selectors, to_config
+from dvc_cuvis.config.specs import STRATEGIES
 
 __all__ = [
+    "NON_EMPTY_STAGES",
     "SPLITTERS",
     "STRATEGIES",
     "BakeOptions",
     "Baked",
+    "Folds",
+    "Groups",
+    "HashSplitter",
+    "MultilabelSplitter",
+    "RandomSplitter",
     "Splitter",
+    "StratifiedSplitter",
     "bake",
+    "bake_imported",
+    "compact_ids",
+    "fold_splits",
+    "iterative_stratify",
+    "plot_data",
     "split_universe",
     "splitter",
+    "stage_selectors",
+    "to_config",
 ]

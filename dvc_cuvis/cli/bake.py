@@ -49,7 +49,7 @@ def _refuse_conflicts(s: Settings, v: dict[str, Any], folds: int) -> None:
 def run(args: argparse.Namespace) -> int:
     """Generate a baked splits.json (or one per fold) with split metrics."""
     from dvc_cuvis._io import write_json
-    from dvc_cuvis.baking.core import BakeOptions, bake, bake_imported, plot_data
+    from dvc_cuvis.baking import BakeOptions, bake, bake_imported, plot_data
     from dvc_cuvis.model.splits import load_splits, save_folds, save_splits
     from dvc_cuvis.model.universe_io import read_universe
 

@@ -91,7 +91,7 @@ MATERIALIZE = OptionSet(
 )
 
 
-#: Bake strategies, by name (``dvc_cuvis.baking.core.SPLITTERS`` holds the splitter of each).
+#: Bake strategies, by name (``dvc_cuvis.baking.splitters.SPLITTERS`` holds the splitter of each).
 STRATEGIES: tuple[str, ...] = ("hash", "random", "stratified", "multilabel")
 #: What a bake keeps together: ``auto`` = the ``group`` column if present, else the source.
 GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample")
@@ -99,7 +99,7 @@ GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample")
 PREDICT: tuple[str, ...] = ("all", "test")
 
 #: The ``bake`` verb's options: flags, params keys, defaults, help (one spec); the defaults of
-#: :class:`~dvc_cuvis.baking.core.BakeOptions` and ``init``'s bake section come from it.
+#: :class:`~dvc_cuvis.baking.options.BakeOptions` and ``init``'s bake section come from it.
 BAKE = OptionSet(
     "bake",
     Option("universe", "universe.csv", "universe.csv", metavar="PATH", path=True),

@@ -1,7 +1,7 @@
 """Other projects' split conventions: GloViTa, soma, and plain index arrays.
 
 Exports turn a baked split (or its K folds) into the other convention; imports turn such
-files back into per-stage universe positions, which :mod:`dvc_cuvis.baking.core` writes as a
+files back into per-stage universe positions, which :mod:`dvc_cuvis.baking` writes as a
 baked splits.json with the universe hash pinned.  Ids are always mapped through the
 universe, and every id that does not map, or maps twice, is an error naming it.
 """

@@ -12,7 +12,7 @@ from cuvis_ai_schemas.training.data import DataSplitConfig, SampleRef, Selector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dvc_cuvis.baking.core import BakeOptions, bake, compact_ids, iterative_stratify
+from dvc_cuvis.baking import BakeOptions, bake, compact_ids, iterative_stratify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.splits import is_baked, load_splits, resolve
 from dvc_cuvis.model.universe import Universe
@@ -328,7 +328,7 @@ def test_drop_in_strategies_keep_resolve_splits_notion_for_parity(strategy, seed
 
 @pytest.mark.parametrize("strategy", ["hash", "random", "stratified", "multilabel"])
 def test_each_strategy_is_a_splitter_and_folds_wrap_any_of_them(strategy: str) -> None:
-    from dvc_cuvis.baking.core import SPLITTERS, STRATEGIES, Folds, Groups, splitter
+    from dvc_cuvis.baking import SPLITTERS, STRATEGIES, Folds, Groups, splitter
 
     uni = make_universe(11, n_sources=30, groups=0)
     uni = Universe.from_records([{**r.extra, "source": r.source, "index": r.index,
@@ -364,27 +364,31 @@ def test_each_strategy_is_a_splitter_and_folds_wrap_any_of_them(strategy: str) -
 
 
 def test_metrics_come_from_the_positions_not_from_resolving_the_config(monkeypatch) -> None:
-    import dvc_cuvis.baking.core as bake_mod
+    import dvc_cuvis.baking.assign as assign_mod
+    import dvc_cuvis.baking.write as write_mod
+    from dvc_cuvis.model.splits import evaluate_constraints, stage_stats
 
     uni = make_universe(3)
     want = [json.dumps(b.metrics) for b in bake(uni, BakeOptions(seed=2, predict="test"))]
     calls: list[int] = []
-    real = bake_mod.resolve
-    monkeypatch.setattr(bake_mod, "resolve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = write_mod.resolve
+    counting = lambda *a, **k: calls.append(1) or real(*a, **k)  # noqa: E731
+    for mod in (write_mod, assign_mod):  # every module of the bake that may resolve
+        monkeypatch.setattr(mod, "resolve", counting)
     (baked,) = bake(uni, BakeOptions(seed=2, predict="test"))
     assert calls == [] and [json.dumps(baked.metrics)] == want
     # and they are what resolving the written config gives
     res = real(baked.config, uni)
-    assert baked.metrics["stages"] == bake_mod.stage_stats(res)
+    assert baked.metrics["stages"] == stage_stats(res)
     assert baked.metrics["constraints"][:-1] == [
-        r.to_dict() for r in bake_mod.evaluate_constraints(res, baked.config.constraints)]
+        r.to_dict() for r in evaluate_constraints(res, baked.config.constraints)]
     # two sources that are one path once normalized: the file means what resolving it gives
     twins = Universe.from_records([{"source": "a/b.npz", "index": 0, "format": "npz"},
                                    {"source": "a//b.npz", "index": 0, "format": "npz"},
                                    {"source": "c.npz", "index": 0, "format": "npz"}])
     (b2,) = bake(twins, BakeOptions(group_by="sample", allow_empty=True))
     assert calls == [1]
-    assert b2.metrics["stages"] == bake_mod.stage_stats(real(b2.config, twins))
+    assert b2.metrics["stages"] == stage_stats(real(b2.config, twins))
 
 
 def test_baked_carries_typed_verdicts_and_the_cli_prints_them(tmp_path: Path, cli) -> None:
@@ -420,7 +424,7 @@ def test_bake_defaults_have_one_home(tmp_path: Path) -> None:
 
     import yaml
 
-    from dvc_cuvis.baking.core import SPLITTERS
+    from dvc_cuvis.baking import SPLITTERS
     from dvc_cuvis.cli.bake import add_parser
     from dvc_cuvis.config.specs import BAKE, STRATEGIES
     from dvc_cuvis.errors import ParamsError

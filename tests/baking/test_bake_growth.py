@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dvc_cuvis.baking.core import NON_EMPTY_STAGES, BakeOptions, bake
+from dvc_cuvis.baking import NON_EMPTY_STAGES, BakeOptions, bake
 from dvc_cuvis.model.universe import Universe
 from tests.helpers.files import write_universe_csv
 

@@ -16,7 +16,7 @@ def _choices(verb: str, flag: str) -> tuple[str, ...]:
 
 
 def test_strategies_and_formats_come_from_the_one_list() -> None:
-    from dvc_cuvis.baking.core import SPLITTERS, BakeOptions
+    from dvc_cuvis.baking import SPLITTERS, BakeOptions
     from dvc_cuvis.config.specs import FORMATS, GROUP_BY, PREDICT, STRATEGIES
 
     assert _choices("bake", "--strategy") == STRATEGIES == tuple(SPLITTERS)

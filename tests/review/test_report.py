@@ -78,7 +78,7 @@ def test_missing_category_is_flagged(tmp_path: Path, cli) -> None:
         {"source": f"s{s}", "index": 0, "category_ids": "5" if s == 0 else ""} for s in range(10))
     write_universe(uni, tmp_path / "u.csv")
     stages = {"train": np.arange(0, 6), "val": np.arange(6, 8), "test": np.arange(8, 10)}
-    from dvc_cuvis.baking.core import to_config
+    from dvc_cuvis.baking import to_config
 
     (tmp_path / "s.json").write_text(dumps_splits(to_config(uni, stages, BakeOptions())))
     r = cli("report", "--universe", tmp_path / "u.csv", "--splits", tmp_path / "s.json",
