@@ -3,7 +3,7 @@
 Each test states what a user sees — the exit code, each check's status, the files, stages
 and counts named, and the verdict line ("OK" / "FAILED") — for one way the data, the split
 or dvc.lock can go wrong.  The real pipeline (git + ``dvc repro``) is built once per
-session (:mod:`tests._repos`) and copied per test; small universes are written by hand.
+session (:mod:`tests.helpers.repos`) and copied per test; small universes are written by hand.
 These are the tests ``scripts/mutation.sh`` runs against every mutant of ``drift.py``.
 """
 

@@ -4,7 +4,7 @@ The layout is the repository's: ``example/materialized`` (the pipeline's output)
 ``examples/data/dvc_example.yaml`` (written by ``dvc-cuvis export --to cuvis-ai``), the
 repository's own ``examples/trainrun/dvc_rx_statistical.yaml`` (copied unchanged), and, in
 place of its RX pipeline (cuvis-ai's nodes), a pipeline of the tiny statistical node from
-:mod:`tests.plugin.test_plugin_nodes` under the same name.  A run trains on clean data and
+:mod:`tests.helpers.nodes` under the same name.  A run trains on clean data and
 stops before reading a frame on each kind of drift.
 """
 
@@ -45,7 +45,7 @@ metadata:
   name: channel_mean
 nodes:
 - name: score
-  class_name: tests.plugin.test_plugin_nodes.ChannelMeanScore
+  class_name: tests.helpers.nodes.ChannelMeanScore
 connections: []
 """
 
