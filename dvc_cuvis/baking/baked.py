@@ -11,10 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from cuvis_ai_schemas.training.data import (
-    Constraint,
-    DataSplitConfig,
-)
+from cuvis_ai_schemas.training.data import Constraint, DataSplitConfig
 
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.baking.write import baked_resolution, to_config

@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cuvis_ai_schemas.training.data import (
-    Constraint,
-)
+from cuvis_ai_schemas.training.data import Constraint
 
 from dvc_cuvis.config.specs import BAKE, GROUP_BY, PREDICT, STRATEGIES
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.model.splits import (
-    parse_constraints,
-)
+from dvc_cuvis.model.splits import parse_constraints
 
 
 @dataclass

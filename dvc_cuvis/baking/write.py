@@ -21,11 +21,7 @@ from cuvis_ai_schemas.training.data import (
 
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.model.selectors import Positions, norm_sources
-from dvc_cuvis.model.splits import (
-    EXCLUSIVE_STAGES,
-    Resolution,
-    resolve,
-)
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, Resolution, resolve
 from dvc_cuvis.model.universe import Universe
 
 
