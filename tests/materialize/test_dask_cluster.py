@@ -71,6 +71,9 @@ def local_reference(project: Path) -> dict[str, str]:
     assert done.returncode == 0, done.stderr
     ref = tree(project / "local")
     assert "manifest.json" in ref and sum(k.startswith("frames/") for k in ref) == 12
+    # the spectral summaries too: on a worker they are taken from the cube it holds, and the
+    # shards come out byte for byte as the local pool's
+    assert any(k.startswith("summaries/") and k.endswith("%summary.json") for k in ref), ref
     return ref
 
 
