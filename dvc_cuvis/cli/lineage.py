@@ -62,7 +62,7 @@ def _render_model(m: dict[str, Any]) -> list[str]:
              f"sha256 {_short(ds.get('splits_sha256'))}, universe_hash "
              f"{_short(ds.get('universe_hash'))}",
              f"  samples: {stages}" + (f"; data: {data}" if data else ""),
-             f"  check: {check.get('mode')}, {check.get('verdict')}; dvc-cuvis "
+             f"  check: {check.get('mode')}, {check.get('verdict')}; dvc_cuvis "
              f"{ds.get('dvc_cuvis')} ({ds.get('module')})"]
     if m["current"]:
         lines.append(f"  {m['rev']}: current (the same split, universe.csv and data)")

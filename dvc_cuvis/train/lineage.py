@@ -58,22 +58,34 @@ class LineageError(DvcCuvisError):
 # -- the split --------------------------------------------------------------------------
 
 
-def _split_doc(splits: Path | str | DataSplitConfig) -> tuple[dict[str, Any], str, Path | None]:
-    """The split as plain JSON, the sha256 of its bytes, and its file (None: inline)."""
-    if isinstance(splits, DataSplitConfig):
-        effective, _ = effective_splits(splits)
-        if isinstance(effective, DataSplitConfig):
-            text = dumps_splits(effective).encode("utf-8")
-            return json.loads(text), hashlib.sha256(text).hexdigest(), None
-        splits = effective
-    path = Path(splits)
+def _read_split(path: Path) -> tuple[dict[str, Any], str, dict[str, int | None]]:
+    """A splits file as plain JSON, the sha256 of its bytes, and its samples per stage."""
     try:
         data = path.read_bytes()
         doc = json.loads(data)
     except (OSError, ValueError) as exc:
         raise DvcCuvisError(f"{path}: cannot read the split for the dataset record "
                             f"({exc})") from None
-    return doc, hashlib.sha256(data).hexdigest(), path
+    return doc, hashlib.sha256(data).hexdigest(), _stage_counts(doc)
+
+
+def _split_facts(
+    splits: Path | str | DataSplitConfig,
+) -> tuple[dict[str, Any], str, dict[str, int | None], Path | None]:
+    """The split as plain JSON, the sha256 of its bytes, its samples per stage and its file
+    (None: inline); a file is read again only when its stamp changed."""
+    if isinstance(splits, DataSplitConfig):
+        effective, _ = effective_splits(splits)
+        if isinstance(effective, DataSplitConfig):
+            text = dumps_splits(effective).encode("utf-8")
+            doc = json.loads(text)
+            return doc, hashlib.sha256(text).hexdigest(), _stage_counts(doc), None
+        splits = effective
+    path = Path(splits)
+    facts = _stamped(path, _read_split)
+    if facts is None:
+        raise DvcCuvisError(f"{path}: cannot read the split for the dataset record")
+    return (*facts, path)
 
 
 def _selector_samples(sel: dict[str, Any]) -> set[tuple[str, int | None]] | None:
@@ -113,24 +125,50 @@ def split_samples(doc: dict[str, Any]) -> dict[str, list[tuple[str, int | None]]
     return stages
 
 
+def _runs(ids: list[Any]) -> list[range]:
+    """A selector's ids as ranges (an int is a range of one)."""
+    runs = []
+    for i in ids:
+        run = parse_id_range(i) if isinstance(i, str) else None
+        runs.append(run if run is not None else range(int(i), int(i) + 1))
+    return runs
+
+
+def _union_size(runs: list[range]) -> int:
+    """How many distinct ids ``runs`` hold (intervals merged; stepped ones expanded)."""
+    if any(r.step != 1 for r in runs):
+        return len(set().union(*runs))
+    total, end = 0, None
+    for r in sorted(runs, key=lambda r: r.start):
+        start = r.start if end is None else max(r.start, end)
+        if r.stop > start:
+            total += r.stop - start
+            end = r.stop if end is None else max(end, r.stop)
+    return total
+
+
 def _stage_counts(doc: dict[str, Any]) -> dict[str, int | None]:
-    """Samples per stage of a baked split, counted from its ids (no universe is read); a
-    rule stage, and an empty predict (the whole universe), count as None."""
+    """Samples per stage of a baked split, counted from its ids without expanding a range
+    (no universe is read); a rule stage, and an empty predict (the whole universe), count
+    as None."""
     counts: dict[str, int | None] = {}
     for stage in STAGES:
         selectors = doc.get(stage) or []
-        if stage == "predict" and not selectors:
-            counts[stage] = None
-            continue
-        named: set[tuple[str, int | None]] = set()
+        files: set[str] = set()
+        by_source: dict[str, list[range]] = {}
         for sel in selectors:
-            pairs = _selector_samples(sel) if isinstance(sel, dict) else None
-            if pairs is None:
+            kind = sel.get("kind") if isinstance(sel, dict) else None
+            if kind == "files":
+                files.update(str(p) for p in sel.get("paths") or [])
+            elif kind == "file_indices":
+                by_source.setdefault(str(sel.get("source")), []).extend(
+                    _runs(sel.get("ids") or []))
+            else:
                 break
-            named |= pairs
         else:
-            counts[stage] = len(named)
-            continue
+            if selectors or stage != "predict":
+                counts[stage] = len(files) + sum(_union_size(r) for r in by_source.values())
+                continue
         counts[stage] = None
     return counts
 
@@ -148,11 +186,12 @@ def _stamped(path: Path, parse: Any) -> Any:
     except OSError:
         return None
     stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    known = _MEMO.get(str(path))
+    key = f"{parse.__qualname__}:{path}"
+    known = _MEMO.get(key)
     if known is not None and known[0] == stamp:
         return known[1]
     value = parse(path)
-    _MEMO[str(path)] = (stamp, value)
+    _MEMO[key] = (stamp, value)
     return value
 
 
@@ -184,20 +223,24 @@ def _packed_refs(path: Path) -> dict[str, str]:
     return refs
 
 
-def _head_commit(git_dir: Path, common: Path) -> str | None:
-    """The commit HEAD names, read from git's files (no git process); None when unborn."""
+def _read_text(path: str) -> str | None:
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip()
     except OSError:
         return None
-    if not head.startswith("ref:"):
+
+
+def _head_commit(git_dir: Path, common: Path) -> str | None:
+    """The commit HEAD names, read from git's files (no git process); None when unborn."""
+    head = _read_text(os.path.join(git_dir, "HEAD"))
+    if not head or not head.startswith("ref:"):
         return head or None
     ref = head[4:].strip()
     for folder in (git_dir, common):
-        try:
-            return (folder / ref).read_text(encoding="utf-8").strip() or None
-        except OSError:
-            continue
+        sha = _read_text(os.path.join(folder, ref))
+        if sha:
+            return sha
     packed = _stamped(common / "packed-refs", _packed_refs) or {}
     return packed.get(ref)
 
@@ -217,30 +260,43 @@ def _origin(path: Path) -> str | None:
     return None
 
 
+#: Folder -> (its git work tree's top, git folder, common folder); found repositories only.
+_TOPS: dict[str, tuple[Path, tuple[Path, Path] | None]] = {}
+
+
+def _git_top(anchor: Path) -> tuple[Path, tuple[Path, Path] | None] | None:
+    """The git work tree holding ``anchor`` and its git folders (remembered while it exists)."""
+    known = _TOPS.get(str(anchor))
+    if known is not None and os.path.exists(os.path.join(known[0], ".git")):
+        return known
+    top = next((f for f in ancestors(anchor) if (f / ".git").exists()), None)
+    if top is None:
+        return None
+    _TOPS[str(anchor)] = (top, _git_dirs(top))
+    return _TOPS[str(anchor)]
+
+
 def _repo_facts(anchor: Path) -> dict[str, Any]:
     """Root, origin and commit of the repository holding ``anchor`` (dirty: see finish)."""
-    git_top = next((f for f in ancestors(anchor) if (f / ".git").exists()), None)
-    if git_top is None:
+    found = _git_top(anchor)
+    if found is None:
         dvc_top = next((f for f in ancestors(anchor) if (f / ".dvc").is_dir()), None)
         return {"root": str(dvc_top) if dvc_top else None, "origin": None, "commit": None,
                 "dirty": None}
-    dirs = _git_dirs(git_top)
+    git_top, dirs = found
     commit = _head_commit(*dirs) if dirs else None
     origin = _stamped(dirs[1] / "config", _origin) if dirs else None
     return {"root": str(git_top), "origin": origin, "commit": commit, "dirty": None}
 
 
-def _rel(path: Path | None, root: str | None) -> str | None:
-    """``path`` relative to the repository root, posix (as given when outside it)."""
+def _rel(path: Path | str | None, root: str | None) -> str | None:
+    """``path`` relative to the repository root, posix (absolute when outside it)."""
     if path is None:
         return None
-    absolute = Path(os.path.abspath(path))
-    if root is not None:
-        try:
-            return absolute.relative_to(root).as_posix()
-        except ValueError:
-            pass
-    return absolute.as_posix()
+    absolute = os.path.abspath(path)
+    if root is not None and absolute.startswith(root.rstrip(os.sep) + os.sep):
+        return absolute[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+    return absolute.replace(os.sep, "/")
 
 
 # -- what DVC recorded for the data -----------------------------------------------------
@@ -292,23 +348,52 @@ def _dvc_file_entries(universe: Path, root: str | None) -> list[dict[str, Any]]:
     return []
 
 
+#: Folder -> the dvc.lock found for it (while that file exists).
+_LOCKS: dict[str, Path] = {}
+
+
+def _find_lock(folder: Path) -> Path | None:
+    known = _LOCKS.get(str(folder))
+    if known is not None and known.is_file():
+        return known
+    found = find_lock(folder)
+    if found is not None:
+        _LOCKS[str(folder)] = found
+    return found
+
+
 def _data_entries(universe: Path | None, lock: Path | str | None,
                   root: str | None) -> list[dict[str, Any]]:
     if universe is None:
         return []
-    lock_path = find_lock(universe.parent) if lock == "auto" else (Path(lock) if lock else None)
+    lock_path = _find_lock(universe.parent) if lock == "auto" else (
+        Path(lock) if lock else None)
     if lock_path is not None:
         try:
             parsed = _stamped(lock_path, LockFile.read)
         except LockReadError:
             parsed = None
         if parsed is not None:
-            found = lock_entries(parsed, os.path.relpath(os.path.abspath(universe),
-                                                         parsed.root.absolute()),
-                                 str(_rel(lock_path, root)))
+            found = _lock_entries_of(parsed, os.path.abspath(universe), lock_path, root)
             if found:
-                return found
+                return [dict(e) for e in found]
     return _dvc_file_entries(Path(os.path.abspath(universe)), root)
+
+
+#: (parsed dvc.lock, universe.csv, root) -> its entries: one parse, one search per lock.
+_ENTRIES: dict[tuple[int, str, str | None], tuple[LockFile, list[dict[str, Any]]]] = {}
+
+
+def _lock_entries_of(parsed: LockFile, universe: str, lock_path: Path,
+                     root: str | None) -> list[dict[str, Any]]:
+    key = (id(parsed), universe, root)
+    known = _ENTRIES.get(key)
+    if known is not None and known[0] is parsed:
+        return known[1]
+    found = lock_entries(parsed, os.path.relpath(universe, parsed.root.absolute()),
+                         str(_rel(lock_path, root)))
+    _ENTRIES[key] = (parsed, found)
+    return found
 
 
 # -- the record -------------------------------------------------------------------------
@@ -353,24 +438,77 @@ def take_record(
     samples per stage when the caller resolved the split anyway (else they are counted from
     the baked split's ids, without reading the universe).
     """
-    doc, sha, split_file = _split_doc(splits)
+    split_file = _split_file(splits)
+    uni_file = universe.path if isinstance(universe, Universe) else Path(universe)
+    key = (str(split_file), str(uni_file), str(lock), id(cache))
+    known = _FACTS.get(key) if split_file is not None and uni_file is not None else None
+    if known is not None and [_stamp(p) for p in known[0]] == known[1]:
+        facts = known[2]
+    else:
+        facts, witnesses = _facts(splits, universe, cache, lock)
+        if split_file is not None and uni_file is not None:
+            _FACTS[key] = (witnesses, [_stamp(p) for p in witnesses], facts)
+    return {
+        "kind": KIND, "format": FORMAT, "dvc_cuvis": __version__, "module": module,
+        **facts,
+        "repo": dict(facts["repo"]),
+        "stages": dict(counts if counts is not None else facts["stages"]),
+        "check": _check_facts(mode, report),
+    }
+
+
+#: The facts of the last record per (split file, universe.csv, lock, cache), with the files
+#: they were read from and those files' stamps: while no stamp changed they stand.
+_FACTS: dict[tuple[str, str, str, int], tuple[list[str], list[Any], dict[str, Any]]] = {}
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _split_file(splits: Path | str | DataSplitConfig) -> Path | None:
+    """The file a split is read from (None: an inline config), without reading it."""
+    if isinstance(splits, DataSplitConfig):
+        if not splits.splits_path or any(getattr(splits, s) for s in STAGES):
+            return None
+        return Path(splits.splits_path)
+    return Path(splits)
+
+
+def _facts(splits: Path | str | DataSplitConfig, universe: Path | str | Universe,
+           cache: StatCache | None, lock: Path | str | None) -> tuple[dict[str, Any], list[str]]:
+    """The record's facts about the data, and every file they were read from."""
+    doc, sha, stage_counts, split_file = _split_facts(splits)
     anchor = split_file or (universe.path if isinstance(universe, Universe) else Path(universe))
     repo = _repo_facts(Path(os.path.abspath(anchor or ".")).parent)
     uni_facts, uni_path = _universe_facts(universe, cache, repo["root"])
-    return {
-        "kind": KIND,
-        "format": FORMAT,
-        "dvc_cuvis": __version__,
-        "module": module,
-        "repo": repo,
-        "splits": {"path": _rel(split_file, repo["root"]), "sha256": sha},
-        "universe": uni_facts,
-        "universe_hash": doc.get("universe_hash"),
-        "stages": dict(counts) if counts is not None else _stage_counts(doc),
-        "data": _data_entries(uni_path, lock, repo["root"]),
-        "check": _check_facts(mode, report),
-        "split": doc,
-    }
+    data = _data_entries(uni_path, lock, repo["root"])
+    witnesses = [os.path.abspath(p) for p in (split_file, uni_path) if p is not None]
+    witnesses += _git_witnesses(Path(os.path.abspath(anchor or ".")).parent)
+    witnesses += [os.path.join(repo["root"] or "/", str(e["source"])) for e in data]
+    facts = {"repo": repo, "splits": {"path": _rel(split_file, repo["root"]), "sha256": sha},
+             "universe": uni_facts, "universe_hash": doc.get("universe_hash"),
+             "stages": stage_counts, "data": data, "split": doc}
+    return facts, witnesses
+
+
+def _git_witnesses(anchor: Path) -> list[str]:
+    """git's files the commit and origin were read from (HEAD, its ref, packed-refs, config)."""
+    found = _git_top(anchor)
+    if found is None or found[1] is None:
+        return [os.path.join(a, ".git") for a in map(str, ancestors(anchor))]
+    git_dir, common = map(str, found[1])
+    head = _read_text(os.path.join(git_dir, "HEAD")) or ""
+    paths = [os.path.join(git_dir, "HEAD"), os.path.join(common, "packed-refs"),
+             os.path.join(common, "config")]
+    if head.startswith("ref:"):
+        ref = head[4:].strip()
+        paths += sorted({os.path.join(git_dir, ref), os.path.join(common, ref)})
+    return paths
 
 
 def finish(record: dict[str, Any]) -> dict[str, Any]:

@@ -225,7 +225,9 @@ def _data_at(tree: Any, rev: str | None, record: dict[str, Any]) -> dict[str, st
 
 
 def changes_of(d: SplitDiff, content_known: bool) -> dict[str, Any]:
-    """What changed per sample, as ``dvc-cuvis diff`` counts it."""
+    """What changed per sample, as ``dvc-cuvis diff`` counts it (content changes are
+    unknown unless both universes are known and record content digests)."""
+    content_known = content_known and all(v.universe.has_column("md5") for v in (d.a, d.b))
     files = sorted({d.b.universe.frame_file(p) for p in d.content.tolist()})
     return {
         "moved": d.moved,
@@ -325,7 +327,7 @@ def describe_text(changes: dict[str, Any]) -> str:
     if changes.get("modified_files") is not None:
         parts.append(f"{changes['modified_files']} modified file(s)")
     else:
-        parts.append("modified files unknown (the recorded universe.csv is not here)")
+        parts.append("modified files unknown (no content digests recorded at both ends)")
     if changes.get("data_changed"):
         parts.append("the recorded md5 of " + ", ".join(changes["data_changed"]) + " changed")
     return ", ".join(parts)

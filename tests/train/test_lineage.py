@@ -242,20 +242,6 @@ def test_a_checkpoint_without_a_record_passes_with_a_note(
     assert run.code == 2 and str(bare) in run.err and "no dataset record" in run.err
 
 
-def test_missing_and_foreign_files_are_bad_input(cli: Any, tmp_path: Path) -> None:
-    foreign = tmp_path / "notes.json"
-    foreign.write_text('{"hello": 1}')
-    for path in (tmp_path / "missing.ckpt", foreign):
-        run = cli("lineage", str(path))
-        assert run.code == 2 and str(path) in run.err and "Traceback" not in run.err
-    broken = tmp_path / "model.ckpt"
-    broken.write_bytes(b"not a zip")
-    run = cli("lineage", str(broken))
-    assert run.code == 2 and "weights_only=True" in run.err
-    assert cli("lineage").code == 2
-    assert cli("lineage", str(foreign), "--compare", str(foreign), str(foreign)).code == 2
-
-
 # -- without Lightning's trainer: the record itself ------------------------------------------
 
 

@@ -1,0 +1,94 @@
+"""A statistical cuvis-ai trainrun leaves its dataset record in its output folder.
+
+cuvis-ai-core's ``restore_trainrun`` builds no Lightning trainer for a statistical run and gives
+the DataModule no ``output_dir``: the repository's example trainrun names the folder itself
+(``data.params.lineage: ${output_dir}``), and ``dvc-cuvis lineage`` reads the run's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("hydra")
+
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.cli import main
+from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.model.universe_io import read_universe, write_universe
+from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from examples.generate import generate
+
+REPO = Path(__file__).resolve().parents[2]
+TRAINRUN = "dvc_rx_statistical.yaml"
+PIPELINE = """\
+metadata:
+  name: channel_mean
+nodes:
+- name: score
+  class_name: tests.helpers.nodes.ChannelMeanScore
+connections: []
+"""
+GIT = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, env=GIT, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example, materialized, with the repository's own trainrun, committed."""
+    root = tmp_path / "p"
+    ex = root / "example"
+    generate(ex / "data", sessions=4, frames=3, size=(8, 8), bands=4, seed=4)
+    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=ex / "data/npz",
+                                                 out_dir=ex))
+    write_universe(uni, ex / "universe.csv")
+    uni = read_universe(ex / "universe.csv")
+    (b,) = bake(uni, BakeOptions(strategy="random", seed=3, group_by="group"))
+    materialize(uni, b.config, ex / "materialized", ReaderParams())
+    (root / "examples/trainrun").mkdir(parents=True)
+    shutil.copy(REPO / "examples/trainrun" / TRAINRUN, root / "examples/trainrun")
+    (root / "examples/pipeline").mkdir()
+    (root / "examples/pipeline/rx_statistical.yaml").write_text(PIPELINE)
+    assert main(["export", "--no-params", "--to", "cuvis-ai",
+                 "--universe", str(ex / "materialized/universe.csv"),
+                 "--splits", str(ex / "materialized/splits.json"),
+                 "--out", str(root / "examples/data/dvc_example.yaml")]) == 0
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "dataset")
+    monkeypatch.chdir(root / "examples/trainrun")
+    return root
+
+
+@pytest.mark.slow
+def test_a_statistical_trainrun_output_is_traced(project: Path, cli: Any) -> None:
+    from cuvis_ai_core.utils.restore import restore_trainrun
+
+    restore_trainrun(TRAINRUN, mode="train", plugins_dirs=[str(REPO / "dvc_cuvis/plugins")],
+                     overrides=[f"output_dir={project / 'out'}"])
+    out = project / "out"
+    assert (out / "trained_models/channel_mean_restored.yaml").is_file()
+    record = json.loads((out / "dataset_lineage.json").read_text())
+    assert record["module"] == "dvc_npz_multi" and record["check"]["verdict"] == "ok"
+    run = cli("lineage", str(out), "--json")
+    assert run.code == 0, run.err
+    (model,) = json.loads(run.out)["models"]
+    splits = project / "example/materialized/splits.json"
+    res_counts = record["stages"]
+    assert model["path"] == str(out / "dataset_lineage.json") and model["current"] is True
+    assert model["dataset"]["commit"] == git(project, "rev-parse", "HEAD")
+    assert model["dataset"]["splits"] == "example/materialized/splits.json"
+    assert model["dataset"]["universe_hash"] == json.loads(splits.read_text())["universe_hash"]
+    assert model["dataset"]["stages"] == res_counts and res_counts["train"] > 0
