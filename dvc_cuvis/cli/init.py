@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
                         track=not args.no_track)
     for p in done.written:
         print(f"wrote {p}")
+    if done.ignored:
+        print(f"ignored in {Path(args.dir) / '.gitignore'}: {', '.join(done.ignored)}")
     if done.tracked:
         print(f"tracked the data with DVC: {done.tracked}")
     if done.categories:

@@ -2,8 +2,10 @@
 
 It writes dvc.yaml + params.yaml (enumerate, bake, materialize, report, check), tracks the
 raw data with DVC (so ``dvc checkout`` — the check's own fix — can restore a deleted file),
-and wires category names where the format has them.  The stages call this package's CLI
-with ``--params params.yaml`` so every option lives in params.yaml, where DVC tracks it.
+wires category names where the format has them, and adds to ``.gitignore`` what the verbs
+and DVC write outside the pipeline (:data:`IGNORED`), so ``git add -A`` leaves it out.  The
+stages call this package's CLI with ``--params params.yaml`` so every option lives in
+params.yaml, where DVC tracks it.
 Review outputs (universe.csv, splits.json, metrics) are ``cache: false``: they are small,
 committed to git, and read in pull requests.
 """
@@ -142,6 +144,26 @@ check:
 """
 
 
+#: What the verbs and DVC write outside the pipeline, for people rather than for git:
+#: ``dvc-cuvis report``'s default output and ``dvc plots show``'s folder.
+IGNORED: tuple[str, ...] = ("split-report.html", "dvc_plots/")
+
+
+def ignore_outputs(repo: Path) -> list[str]:
+    """Append the :data:`IGNORED` entries ``repo/.gitignore`` lacks (its lines kept as they
+    are); returns those added, none on a second run."""
+    path = repo / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    have = {line.strip() for line in text.splitlines()}
+    missing = [e for e in IGNORED if e not in have and f"/{e}" not in have]
+    if missing:
+        if text and not text.endswith("\n"):
+            text += "\n"
+        text += "# written outside the pipeline (dvc-cuvis report, dvc plots show)\n"
+        atomic_write_text(path, text + "".join(f"{e}\n" for e in missing))
+    return missing
+
+
 #: The bake knobs ``init`` writes out, with the defaults of the one spec (``specs.BAKE``).
 BAKE_KNOBS: tuple[str, ...] = ("strategy", "seed", "val_ratio", "test_ratio", "group_by")
 
@@ -159,6 +181,7 @@ class Init:
 
     written: list[Path]
     tracked: str | None = None
+    ignored: list[str] = field(default_factory=list)  # entries added to .gitignore
     categories: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -257,4 +280,5 @@ def init_project(
         template.parent.mkdir(exist_ok=True)
         atomic_write_text(template, template_text(SPECTRA_TEMPLATE))
         result.written.append(template)
+    result.ignored = ignore_outputs(repo)
     return result

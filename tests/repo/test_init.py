@@ -165,3 +165,37 @@ def test_init_names_why_dvc_add_failed(tmp_path: Path) -> None:
     assert f"`dvc add {root}` failed: Cannot add files inside symlinked directories" in r.err
     assert "--no-track" in r.err
     assert not (repo / "dvc.yaml").exists()  # refused: nothing written
+
+
+def test_init_ignores_what_report_and_dvc_plots_write_keeping_the_lines_there(
+    tmp_path: Path,
+) -> None:
+    from dvc_cuvis.repo.project import IGNORED, init_project
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    sh("git", "init", "-q", cwd=repo)
+    (repo / ".gitignore").write_text("/data/\n*.tmp")  # no final newline
+    r = init(repo, "--format", "npz", "--root", "data/npz", "--no-track")
+    assert r.code == 0, r.err
+    assert f"ignored in {repo / '.gitignore'}: split-report.html, dvc_plots/" in r.out
+    want = ("/data/\n*.tmp\n# written outside the pipeline (dvc-cuvis report, dvc plots show)\n"
+            "split-report.html\ndvc_plots/\n")
+    assert (repo / ".gitignore").read_text() == want
+    (repo / "split-report.html").write_text("<html></html>")
+    (repo / "dvc_plots").mkdir()
+    (repo / "dvc_plots" / "index.html").write_text("<html></html>")
+    (repo / "kept.txt").write_text("x")
+    assert sh("git", "status", "--porcelain", "--untracked-files=all", cwd=repo).split() == [
+        "??", ".gitignore", "??", "dvc.yaml", "??", "kept.txt", "??", "params.yaml"]
+    # a second init adds nothing (and says nothing); an entry written anchored counts
+    again = init(repo, "--format", "npz", "--root", "data/npz", "--no-track", "--force")
+    assert again.code == 0 and "ignored in" not in again.out
+    assert (repo / ".gitignore").read_text() == want
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".gitignore").write_text("/dvc_plots/\n")
+    done = init_project(other, fmt="npz", root="data/npz", track=False)
+    assert done.ignored == ["split-report.html"] and IGNORED == ("split-report.html",
+                                                                 "dvc_plots/")
+    assert (other / ".gitignore").read_text().splitlines()[0] == "/dvc_plots/"
