@@ -256,7 +256,7 @@ PRELUDE = {"dataset": "git tag v1 HEAD~1 && git tag v2 HEAD && "
 @pytest.fixture(scope="module")
 def contexts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Callable[[], Path]]:
     """Each context's built repository, built on first use (once per test session)."""
-    from tests.test_newcomer import newcomer_repo
+    from tests.helpers.newcomer import newcomer_repo
 
     return {"dataset": lambda: newcomer_repo(tmp_path_factory),
             "example": lambda: pristine(EXAMPLE, tmp_path_factory.getbasetemp() / "repos")}
@@ -440,3 +440,29 @@ def test_the_nav_and_the_index_list_every_page() -> None:
     index = (ROOT / "docs/index.md").read_text()
     assert {p for p in pages if f"]({p})" in index} == pages - {"index.md"}
 
+
+def _map_bullets() -> dict[str, str]:
+    """architecture.md's package map: each package's bullet text (and the leaf modules')."""
+    text = (ROOT / "docs/architecture.md").read_text()
+    bullets = re.findall(r"^- \*\*(`?[\w ]+/?`?)\*\*:(.*?)(?=^- \*\*|^#|\Z)", text, re.M | re.S)
+    return {name.strip("`").rstrip("/"): body for name, body in bullets}
+
+
+def test_the_architecture_map_names_every_package_and_module() -> None:
+    bullets = _map_bullets()
+    pkg = ROOT / "dvc_cuvis"
+    unnamed = []
+    for d in sorted(p for p in pkg.iterdir() if (p / "__init__.py").is_file()):
+        body = bullets.get(d.name)
+        if body is None:
+            unnamed.append(f"{d.name}/ (the package)")
+            continue
+        for mod in sorted(d.glob("*.py")):
+            if mod.stem == "__init__" or (d.name == "cli" and not mod.stem.startswith("_")):
+                continue  # cli: one module per verb, named by the verb
+            if not re.search(rf"`(?:{d.name}/)?{mod.stem}(?:\.py)?`", body):
+                unnamed.append(f"{d.name}/{mod.name}")
+    leaf = bullets.get("leaf modules", "")
+    unnamed += [m.name for m in sorted(pkg.glob("*.py"))
+                if m.stem not in ("__init__", "__main__") and f"`{m.stem}`" not in leaf]
+    assert not unnamed, "docs/architecture.md's package map does not name:\n" + "\n".join(unnamed)
