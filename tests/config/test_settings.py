@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis.cli import build_parser
-from tests.conftest import FIXTURES, write_universe_csv
+from tests.helpers.files import FIXTURES, write_universe_csv
 
 
 def _gui(tmp: Path) -> None:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,11 +14,8 @@ from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.model.splits import dumps_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import write_universe
+from tests.helpers.browser import CHROME_FLAGS, require_browser
 from tests.helpers.shell import sh
-
-CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run",
-                "--hide-scrollbars"]
 
 
 @pytest.fixture(scope="module")
@@ -103,17 +98,6 @@ def test_bad_input_leaves_no_report(project: Path, tmp_path: Path, cli, monkeypa
     r = cli("report", "--universe", project / "universe.csv", "--splits", bad, "--out", out)
     assert r.code == 2 and "matched 0 samples" in r.err and not out.exists()
     assert not list(tmp_path.glob(".r.html.*"))
-
-
-def require_browser() -> str:
-    """The chromium binary; in CI (env ``CI`` set) its absence fails, elsewhere it skips."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        why = "Debian chromium is not installed (scripts/test.sh installs it when run as root)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {why}: the report was never opened in a browser")
-        pytest.skip(why)
-    return found
 
 
 @pytest.mark.slow  # starts chromium

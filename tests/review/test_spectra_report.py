@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.review.test_report import CHROME_FLAGS, require_browser
+from tests.helpers.browser import CHROME_FLAGS, require_browser
 
 WL = np.arange(450, 901, 15)  # 31 bands
 SESSIONS = 5
