@@ -28,7 +28,8 @@ def add_parser(sub: Any) -> None:
                         "dataset_lineage.json")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"),
                    help="whether models A and B were tested on the same test set, and "
-                        "whether either trained on the other's test samples")
+                        "whether either trained on the other's test samples (default: each "
+                        "PATH's version against --rev)")
     register_options(p, LINEAGE)
     p.add_argument("--json", action="store_true", help="machine-readable")
     p.set_defaults(func=run)

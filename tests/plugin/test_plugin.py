@@ -349,7 +349,7 @@ def statuses(dm: Any) -> dict[str, str]:
     return {f.check: f.status for f in dm.drift_report.findings}
 
 
-VALID_NPZ = ("cache_dir, deep, lock, persistent_workers, pin_memory, repo, rev, "
+VALID_NPZ = ("cache_dir, deep, lineage, lock, persistent_workers, pin_memory, repo, rev, "
              "samples_per_frame, stat_cache, universe_csv, verify, worker_multiprocessing_context")
 
 
@@ -394,8 +394,8 @@ def test_strict_is_the_default_and_stops_before_any_frame(repo: Path) -> None:
     unpin(repo)
     dm = npz(repo)
     assert dm.drift_report is None and dm.guard_settings == {
-        "verify": "strict", "deep": False, "lock": "auto", "stat_cache": "auto", "rev": None,
-        "repo": None, "cache_dir": None}
+        "verify": "strict", "deep": False, "lock": "auto", "stat_cache": "auto",
+        "lineage": None, "rev": None, "repo": None, "cache_dir": None}
     with pytest.raises(TrainingDriftError) as err:
         dm.setup("fit")
     splits = repo / "materialized/splits.json"
