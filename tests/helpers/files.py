@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import zipfile
+import zlib
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -51,11 +52,27 @@ def tiff_project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def sneaky_edit(path: Path) -> None:
+def _write_crc(data: bytearray, info: zipfile.ZipInfo, start: int) -> None:
+    """The CRC-32 of a stored member's bytes, written where the zip records it."""
+    assert info.compress_type == zipfile.ZIP_STORED, info.filename
+    crc = zlib.crc32(bytes(data[start:start + info.compress_size])).to_bytes(4, "little")
+    data[info.header_offset + 14:info.header_offset + 18] = crc  # the local header
+    name = info.filename.encode()
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:  # and the member's entry in the central directory
+        name_len = int.from_bytes(data[at + 28:at + 30], "little")
+        if data[at + 46:at + 46 + name_len] == name:
+            data[at + 16:at + 20] = crc
+        at = data.find(b"PK\x01\x02", at + 46 + name_len)
+
+
+def sneaky_edit(path: Path, *, valid: bool = False) -> None:
     """Rewrite ``path`` in place, same length, keeping its inode, size and mtime.
 
-    The byte changed is the last one of the frame's ``cube`` member: the file stays a
-    readable npz (a re-scan reads its other members), only its md5 changes.
+    The byte changed is the last one of the frame's ``cube`` member: the zip stays
+    readable but the member's CRC-32 fails (enumerate's door refuses it).  With ``valid``
+    the CRC is written again (local header and central directory), so the file stays a
+    valid npz that the door accepts, and only its md5 changes.
     """
     st = path.stat()
     data = bytearray(path.read_bytes())
@@ -65,6 +82,8 @@ def sneaky_edit(path: Path) -> None:
         data[info.header_offset + 26:info.header_offset + 28], "little") + int.from_bytes(
         data[info.header_offset + 28:info.header_offset + 30], "little")
     data[start + info.compress_size - 1] ^= 1
+    if valid:
+        _write_crc(data, info, start)
     with path.open("r+b") as fh:  # in place: the inode stays
         fh.write(bytes(data))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
