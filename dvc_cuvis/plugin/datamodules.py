@@ -42,7 +42,7 @@ from dvc_cuvis.check.drift import (
     find_lock,
     verify,
 )
-from dvc_cuvis.config.options import Option, check_value, closest, did_you_mean
+from dvc_cuvis.config.options import Option, closest, did_you_mean
 from dvc_cuvis.config.specs import GUARD, TIFF_UNIVERSE, VERSION
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
@@ -77,7 +77,7 @@ def _check_param(module: str, name: str, opt: Option, value: Any) -> None:
     if value is None and type(None) not in opt.accepts:
         raise DvcCuvisError(f"{where} must be {opt.accepts[0].__name__}, got None")
     try:
-        check_value(value, opt.accepts, opt.choices, where)
+        opt.check(value, where)
     except ParamsError as exc:
         raise DvcCuvisError(str(exc)) from None
 
