@@ -31,7 +31,7 @@ from dvc_cuvis.config.options import Option, OptionSet
 from dvc_cuvis.config.params import load_params, section
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
 
-__all__ = ["READS", "SPECS", "Settings", "find_params", "register", "validate"]
+__all__ = ["READS", "SPECS", "Settings", "find_params", "option", "register", "validate"]
 
 #: verb -> its option spec (its params section's keys); filled as each verb's parser is built.
 SPECS: dict[str, OptionSet] = {}
