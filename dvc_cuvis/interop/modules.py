@@ -149,8 +149,7 @@ def check_module_rules(uni: Universe, module: str) -> list[str]:
             raise UniverseError("npz_multi refuses a 'split' column: it is selector-driven "
                                 "(the split is the splits.json); drop the column, or read "
                                 "the universe with cu3s_multi", path=uni.path)
-        paths = (uni.column("materialized_path") if uni.has_column("materialized_path")
-                 else [""] * len(uni))
+        paths = uni.column("materialized_path")  # all '' when the column is absent
         empty = [p for p, rel in enumerate(paths) if not rel]
         if empty:
             uid, line = _first(uni, empty)
