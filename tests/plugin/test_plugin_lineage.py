@@ -92,3 +92,29 @@ def test_a_statistical_trainrun_output_is_traced(project: Path, cli: Any) -> Non
     assert model["dataset"]["splits"] == "example/materialized/splits.json"
     assert model["dataset"]["universe_hash"] == json.loads(splits.read_text())["universe_hash"]
     assert model["dataset"]["stages"] == res_counts and res_counts["train"] > 0
+
+
+def test_a_plugin_checkpoint_carries_the_record_and_guards_a_resume(project: Path) -> None:
+    from types import SimpleNamespace
+
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.plugin.datamodules import DvcNpzMultiDataModule
+    from dvc_cuvis.train.lineage import KEY, LineageError
+
+    mat = project / "example/materialized"
+    dm = DvcNpzMultiDataModule(universe_csv=str(mat / "universe.csv"), batch_size=2,
+                               splits=DataSplitConfig(splits_path=str(mat / "splits.json")),
+                               stat_cache=None)
+    dm.setup("fit")
+    state = json.loads(json.dumps(dm.state_dict()))  # plain types: what a .ckpt keeps
+    record = state[KEY]
+    assert record["module"] == "dvc_npz_multi" and record["repo"]["dirty"] is False
+    assert record["repo"]["commit"] == git(project, "rev-parse", "HEAD")
+    dm.trainer = SimpleNamespace(state=SimpleNamespace(fn="fit"), loggers=[], ckpt_path=None)
+    dm.load_state_dict(state)  # the same version resumes
+    record["split"]["val"], record["split"]["test"] = (record["split"]["test"],
+                                                       record["split"]["val"])
+    with pytest.raises(LineageError, match="dvc_npz_multi: the checkpoint was trained on "
+                                           "another dataset version"):
+        dm.load_state_dict(state)

@@ -331,3 +331,54 @@ def test_the_lineage_folder_gets_the_record_when_training_reads(tmp_path: Path,
     assert saved == dm.dataset_record and saved["stages"]["train"] == 2
     (model,) = lineage_json(cli, tmp_path / "run")["models"]
     assert model["current"] is True and model["path"] == str(tmp_path / "run" / RECORD_FILE)
+
+
+class _Logger:
+    def __init__(self) -> None:
+        self.logged: list[dict[str, Any]] = []
+
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        self.logged.append(params)
+
+
+def test_the_logger_gets_the_version_under_dataset_keys_once(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    splits, universe = _small(tmp_path)
+    log = _Logger()
+    model = SimpleNamespace(hparams={"lr": 0.1, "dataset/commit": "the model's own"})
+    trainer = SimpleNamespace(loggers=[log], lightning_module=model, state=None)
+    module = type("M", (), {"setup": lambda self, stage=None: None})()
+    module.trainer = trainer
+    dm = guard(module, splits=splits, universe=universe, cache=None, lock=None)
+    dm.setup("fit")
+    dm.setup("test")  # the same version: not logged again
+    (params,) = log.logged
+    assert all(k.startswith("dataset/") for k in params)
+    assert "dataset/commit" not in params  # the model's key is never overwritten
+    assert params["dataset/splits_sha256"] == hashlib.sha256(splits.read_bytes()).hexdigest()
+    assert params["dataset/samples/train"] == dm.dataset_record["stages"]["train"]
+    assert params["dataset/verdict"] == "ok" and params["dataset/verify"] == "strict"
+
+
+def test_a_record_of_another_version_is_refused_only_when_resuming_a_fit(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from types import SimpleNamespace
+
+    splits, universe = _small(tmp_path)
+    module = type("M", (), {"setup": lambda self, stage=None: None})()
+    dm = guard(module, splits=splits, universe=universe, cache=None, lock=None)
+    dm.setup("fit")
+    old = json.loads(json.dumps(dm.state_dict()))
+    doc = old[KEY]["split"]
+    doc["train"], doc["test"] = doc["test"], doc["train"]  # a checkpoint of another split
+    moved = dm.dataset_record["stages"]["train"] + dm.dataset_record["stages"]["test"]
+    dm.trainer = SimpleNamespace(state=SimpleNamespace(fn="fit"), loggers=[])
+    with pytest.raises(LineageError, match=rf"{moved} sample\(s\) moved \(test->train "):
+        dm.load_state_dict(old)
+    dm.trainer = SimpleNamespace(state=SimpleNamespace(fn="validate"), loggers=[])
+    with caplog.at_level(logging.WARNING, logger="dvc_cuvis"):
+        dm.load_state_dict(old)
+    (warned,) = [r.getMessage() for r in caplog.records if "another dataset version" in
+                 r.getMessage()]
+    assert "test samples now were in its train or val stages" in warned
