@@ -431,7 +431,7 @@ def test_every_module_path_and_file_a_page_names_exists() -> None:
     assert not _resolves("dvc_cuvis.no_such_package.verify")
 
 
-def test_the_nav_and_the_index_list_every_page() -> None:
+def test_the_nav_the_index_and_the_readme_list_every_page() -> None:
     import yaml
 
     pages = {p.name for p in (ROOT / "docs").glob("*.md")}
@@ -439,6 +439,8 @@ def test_the_nav_and_the_index_list_every_page() -> None:
     assert {page for entry in nav for page in entry.values()} == pages
     index = (ROOT / "docs/index.md").read_text()
     assert {p for p in pages if f"]({p})" in index} == pages - {"index.md"}
+    readme = (ROOT / "README.md").read_text()
+    assert {p for p in pages if f"](docs/{p})" in readme} == pages - {"index.md"}
 
 
 def _map_bullets() -> dict[str, str]:
