@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvc_cuvis.repo.lockfile import Change
+
 __all__ = ["ContentDrift", "DiskDiff", "Facts", "NotPulled", "Staleness", "UniverseFacts",
            "UniverseProblem"]
 
@@ -56,12 +58,12 @@ class Staleness:
     """dvc.lock against the workspace: the stages compared and what differs."""
 
     stages: tuple[str, ...]
-    changed: tuple[str, ...]
+    changed: tuple[Change, ...]
     params_changed: tuple[str, ...]
 
     def details(self) -> dict[str, Any]:
         """The finding's ``details``."""
-        return {"stages": list(self.stages), "changed": list(self.changed),
+        return {"stages": list(self.stages), "changed": [str(c) for c in self.changed],
                 "params_changed": list(self.params_changed)}
 
 

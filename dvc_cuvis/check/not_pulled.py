@@ -62,10 +62,11 @@ def _outputs_not_pulled(stale: Finding | None, uni: Universe, missing: list[str]
     files not pulled, is ``not-pulled`` too."""
     facts = stale.facts if stale is not None else None
     if stale is None or stale.status != "drift" or not isinstance(facts, Staleness) \
-            or not facts.changed or facts.params_changed:
+            or not facts.changed or facts.params_changed \
+            or any(c.path is None for c in facts.changed):  # dvc.yaml changed: re-run it
         return
     # each changed path: DVC tracks it, and it is absent or holds files not pulled
-    paths = sorted({c.split(" (stage ")[0].removesuffix(": missing") for c in facts.changed})
+    paths = sorted({c.path for c in facts.changed if c.path is not None})
     base = (uni.path.parent if uni.path is not None else Path(".")).resolve()
     try:
         root: Path | None = require_dvc_root(base).resolve()

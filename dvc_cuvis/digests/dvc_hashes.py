@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any
 
-from dvc_cuvis.digests.hashing import Stamp
+from dvc_cuvis.digests.hashing import Stamp, is_folder_hash
 from dvc_cuvis.paths import dvc_root_of
 
 
@@ -187,7 +187,7 @@ def _plain_md5(hash_info: Any) -> str | None:
     if hash_info is None or hash_info.name != "md5" or not hash_info.value:
         return None
     value = str(hash_info.value)
-    return value if len(value) == 32 and not value.endswith(".dir") else None
+    return value if len(value) == 32 and not is_folder_hash(value) else None
 
 
 def dvc_hashes_enabled() -> bool:

@@ -125,6 +125,20 @@ def list_tree(root: str) -> list[tuple[str, int, int, int, bool]]:
     return out
 
 
+#: How DVC marks the hash of a folder (the md5 of its listing) apart from a file's md5.
+FOLDER_SUFFIX = ".dir"
+
+
+def folder_hash(listing_md5: str) -> str:
+    """DVC's hash of a folder whose listing has the md5 ``listing_md5``: ``<md5>.dir``."""
+    return listing_md5 + FOLDER_SUFFIX
+
+
+def is_folder_hash(value: object) -> bool:
+    """True for DVC's hash of a folder (``<md5>.dir``), False for a file's plain md5."""
+    return str(value).endswith(FOLDER_SUFFIX)
+
+
 def dir_hash(path: Path | str, state: State) -> tuple[str, list[str]]:
     """DVC's folder hash (md5 of the sorted ``[{md5, relpath}]`` JSON + ``.dir``) and the files.
 
@@ -139,7 +153,7 @@ def dir_hash(path: Path | str, state: State) -> tuple[str, list[str]]:
     root = os.path.abspath(path)
     files = list_tree(root)
     if not files:
-        return hashlib.md5(b"[]").hexdigest() + ".dir", []
+        return folder_hash(hashlib.md5(b"[]").hexdigest()), []
     rels, inos, sizes, mtimes, links = (list(c) for c in zip(*files, strict=True))
     h = hashlib.sha256("\0".join(rels).encode("utf-8", "surrogateescape"))
     h.update(np.array(inos, dtype=np.uint64).tobytes())
@@ -157,7 +171,7 @@ def dir_hash(path: Path | str, state: State) -> tuple[str, list[str]]:
         digest, read_stamp = state.md5_stamped(f"{root}/{rel}", (ino, size, mt))
         stable = stable and read_stamp == (ino, size, mt)
         entries.append({"md5": digest, "relpath": rel})
-    value = hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
+    value = folder_hash(hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest())
     if stable:  # a file changed while listing and hashing: do not remember this result
         state.record(root, DIR_KEY, stamp, [fp, value])
     return value, covered

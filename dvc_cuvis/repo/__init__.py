@@ -9,6 +9,7 @@ from dvc_cuvis.repo.git import (
     tracked_by,
 )
 from dvc_cuvis.repo.lockfile import (
+    Change,
     Comparison,
     LockFile,
     LockReadError,
@@ -33,6 +34,7 @@ from dvc_cuvis.repo.pull import (
 )
 
 __all__ = [
+    "Change",
     "Comparison",
     "FetchFile",
     "FetchPlan",

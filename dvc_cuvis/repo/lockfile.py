@@ -20,7 +20,7 @@ from typing import Any
 
 from dvc_cuvis._io import parse_yaml, read_yaml
 from dvc_cuvis.config.params import diff_params
-from dvc_cuvis.digests.hashing import dir_hash
+from dvc_cuvis.digests.hashing import dir_hash, is_folder_hash
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError, RepoError, YamlError
 from dvc_cuvis.paths import PathGuard, ancestors, is_within
@@ -137,12 +137,30 @@ class LockFile:
         return _norm(os.path.relpath(path.absolute(), self.root.absolute()))
 
 
+@dataclass(frozen=True)
+class Change:
+    """One way the workspace differs from what a stage of dvc.lock recorded: an entry's
+    ``path`` (its hash, or ``problem``: missing, a folder now a file...), or, without a
+    path, the stage's definition in dvc.yaml (``problem``: its command, deps or outs)."""
+
+    stage: str
+    path: str | None = None
+    problem: str = ""
+
+    def __str__(self) -> str:
+        """As the check shows it: ``data/npz (stage enumerate): missing``."""
+        if self.path is None:
+            return f"stage {self.stage}: {self.problem}"
+        where = f"{self.path} (stage {self.stage})"
+        return f"{where}: {self.problem}" if self.problem else where
+
+
 @dataclass
 class Comparison:
     """dvc.lock against the workspace, for the stages that read or write some files."""
 
     relevant: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
+    changed: list[Change] = field(default_factory=list)
     params_changed: list[str] = field(default_factory=list)
     #: dependency (absolute path) of the unchanged stage that wrote universe.csv -> the files
     #: below it that its recorded hash covers (relative; ``""`` for a file dependency)
@@ -185,9 +203,9 @@ def compare(
 
 def _compare_entries(
     lock: LockFile, stage: Stage, cache: StatCache, hashed: dict[str, tuple[str, list[str]]]
-) -> tuple[list[str], dict[str, list[str]]]:
+) -> tuple[list[Change], dict[str, list[str]]]:
     """What differs from the recorded hashes, and the entries that match (with their files)."""
-    changed: list[str] = []
+    changed: list[Change] = []
     covered: dict[str, list[str]] = {}
     for e in stage.entries:
         rel, recorded = str(e.get("path", "")), e.get("md5")
@@ -195,24 +213,23 @@ def _compare_entries(
             continue
         p = lock.root / rel
         top = os.path.abspath(p)
-        where = f"{rel} (stage {stage.name})"
         if not p.exists():
-            changed.append(f"{where}: missing")
-        elif str(recorded).endswith(".dir"):
+            changed.append(Change(stage.name, rel, "missing"))
+        elif is_folder_hash(recorded):
             if not p.is_dir():
-                changed.append(f"{where}: a folder in dvc.lock, now a file")
+                changed.append(Change(stage.name, rel, "a folder in dvc.lock, now a file"))
                 continue
             if top not in hashed:
                 hashed[top] = dir_hash(top, cache)
             value, listed = hashed[top]
             if value != recorded:
-                changed.append(where)
+                changed.append(Change(stage.name, rel))
             else:
                 covered[top] = listed
         elif not p.is_file():
-            changed.append(f"{where}: a file in dvc.lock, now a folder")
+            changed.append(Change(stage.name, rel, "a file in dvc.lock, now a folder"))
         elif cache.md5(p) != recorded:
-            changed.append(where)
+            changed.append(Change(stage.name, rel))
         else:
             covered[top] = [""]
     return changed, covered
@@ -270,23 +287,23 @@ def declared_outs(definition: Mapping[str, Any]) -> set[str]:
             | _paths(definition.get("plots")))
 
 
-def _compare_definition(stage: Stage, definitions: dict[str, Any]) -> list[str]:
+def _compare_definition(stage: Stage, definitions: dict[str, Any]) -> list[Change]:
     """What dvc.yaml now defines differently from what ran (``dvc status``'s "changed
     command" / "changed deps" / "changed outs" of a stage)."""
     d = definitions.get(stage.name)
     if not isinstance(d, dict):
         return []  # not in dvc.yaml (any more): dvc status does not report it either
-    changed = []
+    changed: list[Change] = []
     cmd = d.get("cmd")
     if isinstance(cmd, list) and len(cmd) == 1:
         cmd = cmd[0]
     if cmd is not None and str(cmd) != stage.cmd:
-        changed.append(f"stage {stage.name}: command changed in dvc.yaml")
+        changed.append(Change(stage.name, None, "command changed in dvc.yaml"))
     deps = _paths(d.get("deps"))
     if deps != {_norm(e.get("path", "")) for e in stage.deps}:
-        changed.append(f"stage {stage.name}: dependencies changed in dvc.yaml")
+        changed.append(Change(stage.name, None, "dependencies changed in dvc.yaml"))
     if declared_outs(d) != {_norm(e.get("path", "")) for e in stage.outs}:
-        changed.append(f"stage {stage.name}: outputs changed in dvc.yaml")
+        changed.append(Change(stage.name, None, "outputs changed in dvc.yaml"))
     return changed
 
 

@@ -217,6 +217,17 @@ def test_staleness_an_edited_file_and_an_edited_param(tmp_path: Path) -> None:
     assert "seed" in rec["details"]["params_changed"][0]
 
 
+def test_staleness_a_stage_defined_anew_in_dvc_yaml(tmp_path: Path) -> None:
+    piped(tmp_path)
+    yaml_file = tmp_path / "dvc.yaml"
+    yaml_file.write_text(yaml_file.read_text().replace("cmd: dvc-cuvis bake",
+                                                       "cmd: dvc-cuvis bake --seed 4"))
+    rec = stale(tmp_path)
+    assert rec["status"] == "drift"
+    assert rec["details"]["changed"] == ["stage bake: command changed in dvc.yaml"]
+    assert rec["summary"] == "the workspace differs from dvc.lock: 1 file(s), 0 param(s)"
+
+
 def test_staleness_a_lock_without_a_stage_for_these_files_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "other.csv").write_text("x\n")
     (tmp_path / "other.json").write_text("{}\n")
