@@ -468,3 +468,14 @@ def test_the_architecture_map_names_every_package_and_module() -> None:
     unnamed += [m.name for m in sorted(pkg.glob("*.py"))
                 if m.stem not in ("__init__", "__main__") and f"`{m.stem}`" not in leaf]
     assert not unnamed, "docs/architecture.md's package map does not name:\n" + "\n".join(unnamed)
+
+
+def test_the_api_page_names_every_public_name() -> None:
+    import dvc_cuvis
+
+    text = (ROOT / "docs/api.md").read_text()
+    shown = set(re.findall(r"\w+", "\n".join(re.findall(r"`[^`]*`|from dvc_cuvis import .*",
+                                                        text))))
+    assert set(dvc_cuvis.__all__) - {"__version__"} <= shown
+    for line in re.findall(r"^::: (\S+)", text, re.M):  # each directive: a real object
+        assert _resolves(line), line
