@@ -160,5 +160,5 @@ class Workspace:
             return ("re-bake the split against this universe (dvc-cuvis bake --base keeps "
                     "assignments)")
         s, u = shlex.quote(self.rel(splits)), shlex.quote(self.rel(universe))
-        return (f"re-bake it, keeping assignments: "
-                f"`dvc-cuvis bake --universe {u} --base {s} --out {s}`")
+        return ("re-bake it, keeping assignments and dropping the absent samples: "
+                f"`dvc-cuvis bake --universe {u} --base {s} --out {s} --allow-removed`")

@@ -504,8 +504,9 @@ def test_allow_partial_passes_and_still_names_the_selector(tmp_path: Path, cli,
     assert "7" in sel["details"]["partial"][0] and "s0.cu3s" in sel["details"]["partial"][0]
     assert "[FAIL] selection: 2 selector(s) match only partly" in text.out
 
-    assert sel["fix"] == ("re-bake it, keeping assignments: `dvc-cuvis bake --universe "
-                          "universe.csv --base splits.json --out splits.json`")  # no pipeline
+    assert sel["fix"] == ("re-bake it, keeping assignments and dropping the absent samples: "
+                          "`dvc-cuvis bake --universe universe.csv --base splits.json --out "
+                          "splits.json --allow-removed`")  # no pipeline
 
     text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-partial")
     assert text.code == 0 and verdict(text.out) == "OK", text.out + text.err

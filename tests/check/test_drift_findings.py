@@ -81,8 +81,9 @@ def test_selection_partial_is_a_violation_unless_allowed(tmp_path: Path) -> None
     summary = "2 selector(s) match only partly (3 requested sample(s) absent)"
     assert (rec["status"], rec["summary"]) == ("violation", summary)
     rel = os.path.relpath(tmp_path, Path.cwd())  # the check ran in another folder
-    assert rec["fix"] == ("re-bake it, keeping assignments: `dvc-cuvis bake --universe "
-                          f"{rel}/universe.csv --base {rel}/splits.json --out {rel}/splits.json`")
+    assert rec["fix"] == ("re-bake it, keeping assignments and dropping the absent samples: "
+                          f"`dvc-cuvis bake --universe {rel}/universe.csv --base "
+                          f"{rel}/splits.json --out {rel}/splits.json --allow-removed`")
     partial = rec["details"]["partial"]
     assert len(partial) == 2 and "s0.cu3s" in partial[0] and "gone.cu3s" in partial[1]
     allowed = record(tmp_path, "selection", checks=["selection"], allow_partial=True)

@@ -131,6 +131,27 @@ def test_each_fix_command_works_when_pasted(state: str, bases: dict[str, Path],
         assert code == 0, (command, after)
 
 
+def test_a_partial_selector_outside_a_pipeline(tmp_path: Path) -> None:
+    """No DVC, no params: the fix is the bake that keeps assignments, with the real paths."""
+    from dvc_cuvis.model.universe_io import read_universe
+
+    (tmp_path / "universe.csv").write_text(
+        "source,index\n" + "".join(f"s{k}.cu3s,0\n" for k in range(6)))
+    split = {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s", "s2.cu3s", "gone.cu3s"]}],
+             "val": [{"kind": "files", "paths": ["s3.cu3s"]}],
+             "test": [{"kind": "files", "paths": ["s4.cu3s", "s5.cu3s"]}],
+             "universe_hash": read_universe(tmp_path / "universe.csv").hash}
+    (tmp_path / "splits.json").write_text(json.dumps(split))
+    code, out = check(tmp_path)
+    assert code == 1, out
+    (command,) = fix_commands(out)
+    assert command == ("dvc-cuvis bake --universe universe.csv --base splits.json --out "
+                       "splits.json --allow-removed")
+    sh("bash", "-c", command, cwd=tmp_path)
+    code, out = check(tmp_path)
+    assert code == 0, out
+
+
 def test_a_clone_that_has_not_pulled_is_fixed_by_its_fix_line(fresh_clone: Path) -> None:
     code, out = check(fresh_clone)
     assert code == 1, out
