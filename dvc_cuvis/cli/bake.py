@@ -90,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         return _verdict(baked)
     (result,) = baked
     save_splits(result.config, out)
+    from dvc_cuvis.baking.moves import moves_of  # existing samples moved since HEAD, and why
+
+    for line in moves_of(result, uni, opts, out, universe_path, metrics):
+        print(f"dvc-cuvis: warning: {line}", file=sys.stderr)
     if metrics:
         write_json(metrics, result.metrics)
     plots = v["plots"]

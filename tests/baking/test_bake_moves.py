@@ -1,0 +1,109 @@
+"""Bake says which existing samples it moved relative to the committed split, and why, in a
+real git repository (the split, universe and metrics at HEAD; the working-tree split gone, as
+under ``dvc repro``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dvc_cuvis.baking.moves import committed
+from tests.helpers.repos import copy
+from tests.helpers.shell import sh
+
+RETURNED = ("dvc-cuvis: warning: 2 samples of npz/day2_line-b_s04 returned from test to "
+            "train: test now has groups of its own")
+
+
+@pytest.fixture
+def repo(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the committed README workflow (4 recordings x 2 frames), as the cwd."""
+    repo = copy(built, tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def grow(repo: Path, name: str = "frame_0002.npz") -> None:
+    """One ungrouped frame (no ``source`` member: a group of its own) in every recording,
+    enumerated; the working-tree splits.json removed, as ``dvc repro`` does before bake.
+
+    Named ``frame_0002.npz``, two of the four new groups hash into test (seed 0); named
+    ``frame_extra.npz``, none does."""
+    recordings = sorted(p for p in (repo / "data/npz").iterdir() if p.name.startswith("day"))
+    for k, rec in enumerate(recordings):
+        np.savez(rec / name, cube=np.full((8, 8, 3), k, np.float32),
+                 wavelengths=np.array([500, 600, 700], np.int32))
+    sh("dvc-cuvis", "enumerate", "--params", "params.yaml", cwd=repo)
+    (repo / "splits.json").unlink()
+
+
+def test_a_lent_group_that_returns_is_named_with_its_count_and_reason(repo: Path, cli) -> None:
+    head = json.loads(sh("git", "show", "HEAD:metrics/splits.json", cwd=repo))
+    assert head["lent_groups"] == ["npz/day2_line-b_s04"]  # test borrowed it: too few groups
+    grow(repo)
+    r = cli("bake", "--params", "params.yaml")
+    assert r.code == 0, r.err
+    assert RETURNED in r.err.splitlines()
+    moved = [ln for ln in r.err.splitlines() if " samples of " in ln or " sample of " in ln]
+    assert moved == [RETURNED]  # the returned group alone: every other sample kept its stage
+    now = json.loads((repo / "metrics/splits.json").read_text()).get("lent_groups", [])
+    assert "npz/day2_line-b_s04" not in now  # (a new group may be lent: no existing sample)
+    # the same split again (committed now): nothing moved, nothing said
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-qm", "grown", cwd=repo)
+    again = cli("bake", "--params", "params.yaml")
+    assert again.code == 0 and "sample" not in again.err
+
+
+def test_a_lent_group_replaced_by_another_loan_says_so(repo: Path, cli) -> None:
+    grow(repo, "frame_extra.npz")  # no new group hashes into test: it borrows again
+    r = cli("bake", "--params", "params.yaml")
+    now = json.loads((repo / "metrics/splits.json").read_text())["lent_groups"]
+    assert r.code == 0 and now == ["day2_line-a_s03/frame_extra.npz"]
+    assert r.err.splitlines() == [
+        "dvc-cuvis: warning: 2 samples of npz/day2_line-b_s04 returned from test to train: "
+        "test borrows another group now"]
+
+
+def test_moves_under_other_settings_say_why(repo: Path, cli) -> None:
+    r = cli("bake", "--params", "params.yaml", "--seed", "7")
+    moved = [ln for ln in r.err.splitlines() if "of npz/" in ln]
+    assert r.code == 0 and moved
+    lent = json.loads((repo / "metrics/splits.json").read_text()).get("lent_groups", [])
+    for ln in moved:
+        group = ln.split(" of ", 1)[1].split()[0]
+        if group in lent:  # lent now (and not before: test borrowed npz/day2_line-b_s04)
+            assert " has no group of its own" in ln and (" lent to " in ln or " lent from "
+                                                         in ln), ln
+        elif group == "npz/day2_line-b_s04":
+            assert " returned from test to " in ln, ln
+        else:
+            assert ln.endswith("its hash stage changed (the seed, the ratios or the "
+                               "grouping differ from the committed split's)"), ln
+    assert any("its hash stage changed" in ln for ln in moved)
+    r = cli("bake", "--params", "params.yaml", "--strategy", "random", "--seed", "1")
+    moved = [ln for ln in r.err.splitlines() if "of npz/" in ln]
+    assert r.code == 0 and moved
+    assert all("the random strategy places every group anew when the universe changes"
+               in ln for ln in moved), moved
+    # counted per group: each line's count is that group's moved samples (2 frames each)
+    assert all(ln.split()[2] in ("1", "2") for ln in moved), moved
+
+
+def test_no_committed_split_is_nothing_to_compare(tmp_path: Path) -> None:
+    assert committed(tmp_path / "splits.json", tmp_path / "universe.csv", None) is None
+    sh("git", "init", "-q", cwd=tmp_path)  # a repository without a commit
+    assert committed(tmp_path / "splits.json", tmp_path / "universe.csv", None) is None
+
+
+def test_the_committed_split_is_read_from_head_not_the_working_tree(repo: Path) -> None:
+    (repo / "splits.json").unlink()
+    (repo / "metrics/splits.json").write_text("{}")
+    old = committed(repo / "splits.json", repo / "universe.csv", repo / "metrics/splits.json")
+    assert old is not None
+    assert old.lent == frozenset({"npz/day2_line-b_s04"})
+    assert old.splits == sh("git", "show", "HEAD:splits.json", cwd=repo).encode()
+    assert sum(old.version.counts()[s] for s in ("train", "val", "test")) == 8
