@@ -167,6 +167,7 @@ def _code_lines(src: str, node: ast.AST) -> int:
     return len(lines - doc)
 
 
+@pytest.mark.slow  # ~4 s: every function of the package
 def test_no_function_over_sixty_code_lines() -> None:
     long = []
     for f in sorted(PKG.rglob("*.py")):

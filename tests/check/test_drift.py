@@ -251,6 +251,7 @@ def test_a_clean_verdict_is_reused_until_a_file_it_rests_on_changes(repo: Path) 
     assert missing.finding("content").details["missing"] == [str(gone.relative_to(repo))]
 
 
+@pytest.mark.slow  # 10k files, ~1.6 s
 def test_the_stamp_check_sees_one_changed_file_among_10k(tmp_path: Path) -> None:
     """The reused verdict's stat pass, folder by folder: any one file of 10k, at the edge of
     a folder or inside one, edited, replaced, removed or linked, is a change."""

@@ -1258,6 +1258,7 @@ def test_a_universe_that_does_not_exist_is_a_missing_universe(tmp_path: Path) ->
 NOT_PULLED_FIX = "`dvc pull`"  # the clone's default remote holds the data
 
 
+@pytest.mark.slow  # a git clone of a pushed pipeline, ~2 s each
 def test_a_clone_that_has_not_pulled_is_told_to_pull(fresh_clone: Path, cli,
                                                      monkeypatch) -> None:
     frames = sorted(f"data/npz/{p}" for p in stage_of(fresh_clone / "splits.json"))
@@ -1275,6 +1276,7 @@ def test_a_clone_that_has_not_pulled_is_told_to_pull(fresh_clone: Path, cli,
     assert text.err == ""
 
 
+@pytest.mark.slow  # a git clone of a pushed pipeline, ~2 s each
 @pytest.mark.lowest_dvc
 def test_a_clone_that_has_not_pulled_without_dvc_lock(fresh_clone: Path, cli,
                                                       monkeypatch) -> None:
@@ -1292,6 +1294,7 @@ def test_a_clone_that_has_not_pulled_without_dvc_lock(fresh_clone: Path, cli,
     assert text.err == ""
 
 
+@pytest.mark.slow  # a git clone of a pushed pipeline, ~2 s each
 def test_a_clone_whose_remote_is_gone_is_still_told_to_pull(fresh_clone: Path, cli,
                                                             monkeypatch) -> None:
     """Without a reachable remote DVC cannot even list a tracked folder: the frames under

@@ -50,6 +50,7 @@ cells = st.lists(st.sampled_from([*"ab/\\.,\"\n\r \t#:é0123456789-", "\x00", ".
                  max_size=8).map("".join)
 
 
+@pytest.mark.slow  # ~1.5 s of examples
 @FUZZ
 @given(header=st.sampled_from(["source,index", "source,index,materialized_path",
                                "\ufeffsource,index,group,category_ids", "index,source,tags",
@@ -91,6 +92,7 @@ def test_fuzz_splits_json(tmp_path: Path, capsys, doc) -> None:
         assert "s.json" in err or "selector" in err, err
 
 
+@pytest.mark.slow  # ~1.5 s of examples
 @FUZZ
 @given(section=st.dictionaries(st.sampled_from(
     ["strategy", "seed", "val_ratio", "test_ratio", "group_by", "folds", "constraints",
@@ -120,6 +122,7 @@ def test_fuzz_coco_json(tmp_path: Path, doc) -> None:
         assert "a.json" in str(exc)
 
 
+@pytest.mark.slow  # ~1.5 s of examples
 @FUZZ
 @given(doc=json_value, soma=st.lists(st.lists(cells, min_size=1, max_size=4), max_size=5))
 def test_fuzz_glovita_and_soma(tmp_path: Path, capsys, doc, soma) -> None:

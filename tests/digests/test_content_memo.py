@@ -21,7 +21,8 @@ from tests.helpers.memo import plain
 from tests.helpers.repos import fresh_clone
 from tests.helpers.shell import sh
 
-pytestmark = pytest.mark.usefixtures("_site_cache")
+pytestmark = [pytest.mark.usefixtures("_site_cache"),
+              pytest.mark.slow]  # a repository pushed to a remote, then clones: ~6 s in all
 
 
 def checkout(clone: Path, env: dict[str, str], rev: str) -> None:

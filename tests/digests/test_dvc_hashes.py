@@ -22,7 +22,8 @@ from examples.generate import generate
 from tests.helpers.repos import fresh_clone
 from tests.helpers.shell import sh
 
-pytestmark = pytest.mark.usefixtures("_site_cache")
+pytestmark = [pytest.mark.usefixtures("_site_cache"),
+              pytest.mark.slow]  # a repository pushed to a remote, then clones: ~7 s in all
 
 
 def enumerate_npz(root: Path, cache: StatCache) -> tuple[Universe, dict]:

@@ -20,7 +20,8 @@ from dvc_cuvis.digests.hashing import stamp_of
 from tests.helpers.repos import fresh_clone
 from tests.helpers.shell import sh
 
-pytestmark = pytest.mark.lowest_dvc  # DVC's state database, read and written
+pytestmark = [pytest.mark.lowest_dvc,  # DVC's state database, read and written
+              pytest.mark.slow]  # a repository pushed to a remote, then clones: ~5 s
 
 
 @pytest.fixture(autouse=True)

@@ -533,6 +533,7 @@ def universe_and_stage(draw: st.DrawFn) -> tuple[RawUniverse, list[Selector], An
     return raw, sels, draw(name_maps)
 
 
+@pytest.mark.slow  # ~2 s of examples
 @SETTINGS
 @given(case=universe_and_stage())
 def test_selectors_match_upstream(case: tuple[RawUniverse, list[Selector], Any]) -> None:
@@ -573,6 +574,7 @@ def partial_selectors(draw: st.DrawFn, ctx: Ctx, depth: int = 0) -> Selector:
     )
 
 
+@pytest.mark.slow  # ~2 s of examples
 @SETTINGS
 @given(raw=nonempty_raw_universes, data=st.data())
 def test_partial_match_warnings_match_upstream(raw: RawUniverse, data: st.DataObject) -> None:

@@ -322,6 +322,7 @@ def test_cli_missing_file_is_one_line_exit_2(tmp_path: Path, args: tuple[str, ..
 # -- one range grammar, one limit; one uid formatter; the model apart from its file ---------
 
 
+@pytest.mark.slow  # ~2 s
 def test_one_range_limit_in_selectors_and_in_the_universe_reader() -> None:
     from cuvis_ai_schemas.training.data import Selector
 

@@ -358,6 +358,7 @@ def test_dvc_tiff_paired_checks_its_own_listing(tmp_path: Path,
     assert built == []
 
 
+@pytest.mark.slow  # dvc init + commit
 def test_dvc_lock_staleness_in_a_dvc_repository(proj: Path, reads: list[int]) -> None:
     """In a DVC repository the run also stops when dvc.lock no longer describes the data."""
     def sh(*args: str) -> None:

@@ -146,6 +146,7 @@ def test_init_into_a_missing_folder(tmp_path: Path) -> None:
     assert r.code == 2 and "nope: not a directory" in r.err
 
 
+@pytest.mark.slow  # dvc init + dvc add, 1-1.5 s
 def test_init_leaves_already_tracked_data_alone(tmp_path: Path) -> None:
     repo, root = make_repo(tmp_path, "npz")
     sh("git", "add", root, cwd=repo)  # the data is in git already: `dvc add` would refuse
@@ -155,6 +156,7 @@ def test_init_leaves_already_tracked_data_alone(tmp_path: Path) -> None:
     assert not (repo / f"{root}.dvc").exists()
 
 
+@pytest.mark.slow  # dvc init + dvc add, 1-1.5 s
 def test_init_names_why_dvc_add_failed(tmp_path: Path) -> None:
     repo, root = make_repo(tmp_path, "npz")
     outside = tmp_path / "elsewhere"
@@ -167,6 +169,7 @@ def test_init_names_why_dvc_add_failed(tmp_path: Path) -> None:
     assert not (repo / "dvc.yaml").exists()  # refused: nothing written
 
 
+@pytest.mark.slow  # dvc init + dvc add, 1-1.5 s
 def test_init_ignores_what_report_and_dvc_plots_write_keeping_the_lines_there(
     tmp_path: Path,
 ) -> None:

@@ -158,6 +158,7 @@ def test_bad_revisions_and_places(repo: Path, cli, monkeypatch, tmp_path: Path) 
     assert r.code == 2 and "shallow clone" in r.err and "git fetch --unshallow" in r.err
 
 
+@pytest.mark.slow  # git + DVC commands, ~1.3 s
 def test_pre_commit_hook_blocks_a_broken_split(repo: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     sh("git", "clone", "-q", str(repo), str(work), cwd=tmp_path)
@@ -184,6 +185,7 @@ def test_pre_commit_hook_blocks_a_broken_split(repo: Path, tmp_path: Path) -> No
     assert r.returncode == 2 and "is not ours" in r.stderr
 
 
+@pytest.mark.slow  # git + DVC commands, ~1.3 s
 def test_diff_reads_dvc_tracked_universe_through_dvc_api(tmp_path: Path, cli,
                                                          monkeypatch) -> None:
     """A universe.csv tracked by DVC (not in git) is read at each revision via dvc.api."""
@@ -246,6 +248,7 @@ def _dvc_repo_with_universe(root: Path) -> None:
     sh("git", "commit", "-qm", "universe tracked by dvc", cwd=root)
 
 
+@pytest.mark.slow  # git + DVC commands, ~1.3 s
 def test_dvc_tracked_file_absent_at_a_revision(tmp_path: Path, cli, monkeypatch) -> None:
     root = tmp_path / "r"
     _dvc_repo_with_universe(root)
@@ -255,6 +258,7 @@ def test_dvc_tracked_file_absent_at_a_revision(tmp_path: Path, cli, monkeypatch)
     assert "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # git + DVC commands, ~1.3 s
 def test_dvc_tracked_file_without_data_is_not_reported_absent(tmp_path: Path, cli,
                                                                 monkeypatch) -> None:
     """Declared by a .dvc file (or dvc.lock) but its data is gone: a fetch error, not 'absent'."""
