@@ -584,7 +584,14 @@ def test_validate_params_hands_the_rest_to_upstream(repo: Path) -> None:
 
     csv = str(repo / "materialized/universe.csv")
     DvcNpzMultiDataModule.validate_params({"universe_csv": csv, "verify": "warn", "deep": True,
-                                           "lock": None, "stat_cache": None, "rev": "v1"})
+                                           "lock": None, "stat_cache": None})
+    # a dataset version: its universe.csv is read at the revision before upstream checks it
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-qm", "dataset v1", cwd=repo)
+    sh("git", "tag", "v1", cwd=repo)
+    DvcNpzMultiDataModule.validate_params({"universe_csv": "materialized/universe.csv",
+                                           "verify": "warn", "lock": None, "rev": "v1",
+                                           "repo": str(repo)})
     with pytest.raises(ValueError) as err:
         DvcNpzMultiDataModule.validate_params({"verify": "off", "lock": None})
     assert str(err.value) == "npz_multi requires 'universe_csv' in params."
