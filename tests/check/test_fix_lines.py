@@ -21,7 +21,7 @@ import pytest
 from tests.helpers.repos import copy
 from tests.helpers.shell import run, sh
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.child_process]  # the check runs as a user runs it
 
 FRAME = "data/npz/day1_line-a_s01/frame_0000.npz"
 OTHER = "data/npz/day1_line-a_s01/frame_0001.npz"
