@@ -44,6 +44,21 @@ def split_paths(s: Settings) -> tuple[Path, Path]:
     return pick("universe", "universe", "universe.csv"), pick("splits", "out", "splits.json")
 
 
+def _params_origin(path: Path, what: str, s: Settings) -> str | None:
+    """The params key that named ``path`` (``params.yaml: bake.universe``), else None: an
+    error about a file names where its path came from, never a flag the user did not type."""
+    if s.typed(what):
+        return None
+    own = s.given(what)
+    if own is not None:
+        return s.origin(what) if Path(own) == path else None
+    for verb, key in (("resolve", what), ("bake", "out" if what == "splits" else what)):
+        value = s.of(verb).get(key)
+        if isinstance(value, str) and value and Path(s.from_file(key, value, verb)) == path:
+            return f"{s.where}: {verb}.{key}"
+    return None
+
+
 def require_file(path: Path, what: str, s: Settings) -> None:
     """One line for a missing input; inside a DVC pipeline it suggests ``dvc repro``."""
     if path.exists():
@@ -51,7 +66,9 @@ def require_file(path: Path, what: str, s: Settings) -> None:
     pipeline = (s.base / "dvc.yaml").is_file() or Path("dvc.yaml").is_file()
     hint = ("; run `dvc repro` to create it (or `dvc pull` to fetch it)" if pipeline
             else f"; give --{what} PATH")
-    raise DvcCuvisError(f"{path}: {what} file not found{hint}")
+    origin = _params_origin(path, what, s)
+    named = f" ({path} is named by {origin})" if origin else ""
+    raise DvcCuvisError(f"{path}: {what} file not found{hint}{named}")
 
 
 def category_map(s: Settings) -> dict[str, int] | None:

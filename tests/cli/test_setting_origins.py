@@ -96,3 +96,24 @@ def test_report_names_a_repo_read_from_params(split: Path, cli) -> None:
     r = cli("report", "--no-params", "--universe", "u.csv", "--splits", "s.json",
             "--repo", "../elsewhere")
     assert r.code == 2 and "error: --repo names where --base REV is read" in r.err
+
+
+def test_a_missing_file_names_the_params_key_that_named_it(tmp_path: Path, cli,
+                                                           monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.json").write_text("{}")
+    (tmp_path / "params.yaml").write_text("resolve:\n  universe: nowhere.csv\n  splits: s.json\n"
+                                          "bake:\n  universe: u2.csv\n")
+    r = cli("resolve")
+    assert r.code == 2
+    assert ("nowhere.csv: universe file not found; give --universe PATH (nowhere.csv is named "
+            "by params.yaml: resolve.universe)") in r.err
+    r = cli("bake")
+    assert r.code == 2 and "(u2.csv is named by params.yaml: bake.universe)" in r.err
+    r = cli("resolve", "--universe", "typed.csv")  # a typed flag is the user's own words
+    assert r.code == 2 and r.err.rstrip().endswith("typed.csv: universe file not found; give "
+                                                  "--universe PATH")
+    (tmp_path / "params.yaml").write_text("bake:\n  universe: u.csv\n")
+    r = cli("check")  # the default path: no params key named it
+    assert r.code == 2 and r.err.rstrip().endswith("splits.json: splits file not found; give "
+                                                  "--splits PATH")
