@@ -9,6 +9,7 @@ from typing import Any
 from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import ENUMERATE
+from dvc_cuvis.errors import DvcCuvisError
 
 __all__ = ["add_parser", "run"]
 
@@ -29,6 +30,9 @@ def run(args: argparse.Namespace) -> int:
 
     s = Settings(args)
     opts, out, metrics = EnumerateOptions.from_values(ENUMERATE.values(s.get))
+    if opts.format != "universe" and not opts.root.is_dir() and not s.typed("root"):
+        raise DvcCuvisError(f"{opts.root}: dataset root not found or not a directory (named by "
+                            f"{s.origin('root')})")
     from dvc_cuvis.sources.seed import (
         attach,  # HEAD's run, if DVC vouches for it (dvc_cuvis.sources.seed)
     )

@@ -117,3 +117,16 @@ def test_a_missing_file_names_the_params_key_that_named_it(tmp_path: Path, cli,
     r = cli("check")  # the default path: no params key named it
     assert r.code == 2 and r.err.rstrip().endswith("splits.json: splits file not found; give "
                                                   "--splits PATH")
+
+
+def test_a_missing_dataset_root_names_the_params_key(tmp_path: Path, cli, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("enumerate:\n  format: npz\n  root: data/nope\n")
+    r = cli("enumerate")
+    assert r.code == 2
+    assert ("data/nope: dataset root not found or not a directory (named by params.yaml: "
+            "enumerate.root)") in r.err
+    r = cli("enumerate", "--root", "data/typed")
+    assert r.code == 2 and "data/typed: dataset root not found" in r.err
+    assert "params.yaml" not in r.err
+    assert not (tmp_path / "universe.csv").exists()
