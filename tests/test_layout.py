@@ -1,5 +1,7 @@
-"""The tests' own layout: they mirror the package, a test module only holds tests, and the
-shared pieces live in conftest files (fixtures) and ``tests/helpers`` (everything else)."""
+"""The tests' own layout: they mirror the package, a test module only holds tests, the shared
+pieces live in conftest files (fixtures) and ``tests/helpers`` (everything else), and the
+suite collects without the optional extras (checked here for a test module's own imports;
+``docs/development.md`` says how to check a core-only install for real)."""
 
 from __future__ import annotations
 
@@ -46,3 +48,49 @@ def test_helpers_hold_no_fixture() -> None:
     for path in sorted((TESTS / "helpers").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert "@pytest.fixture" not in text, f"{path.name}: fixtures live in conftest files"
+
+
+#: The optional extras (and what only they bring): a test module imports them only after a
+#: ``pytest.importorskip`` at its top, so the suite collects on a core-only install.
+OPTIONAL = {"torch", "pytorch_lightning", "lightning", "hydra", "cuvis", "cuvis_ai_core",
+            "cuvis_ai_dataloader", "dask", "distributed", "tifffile", "PIL", "pycocotools",
+            "matplotlib", "pandas", "pyarrow", "dvc_ssh", "selenium"}
+
+
+def _top_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, module) of each import at module level, in order."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.lineno, node.module))  # and "pkg.name" of ``from pkg import name``
+            out += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+    return out
+
+
+def _first_skip(tree: ast.Module) -> int | None:
+    """The line of the first module-level ``pytest.importorskip(...)``, if any."""
+    for node in tree.body:
+        for call in ast.walk(node):
+            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "importorskip"):
+                return node.lineno
+    return None
+
+
+def test_optional_extras_are_imported_after_an_importorskip() -> None:
+    heavy_helpers = set()
+    for path in sorted((TESTS / "helpers").glob("*.py")):
+        tops = {m.split(".")[0] for _, m in _top_imports(ast.parse(path.read_text("utf-8")))}
+        if tops & OPTIONAL:
+            heavy_helpers.add(f"tests.helpers.{path.stem}")
+    problems = []
+    for path in [*_modules(), *TESTS.rglob("conftest.py")]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _first_skip(tree)
+        for line, module in _top_imports(tree):
+            optional = module.split(".")[0] in OPTIONAL or module in heavy_helpers
+            if optional and (skip is None or line < skip or path.name == "conftest.py"):
+                problems.append(f"{path.relative_to(TESTS)}:{line}: import {module}")
+    assert not problems, "\n".join(sorted(set(problems)))
