@@ -116,9 +116,8 @@ class Workspace:
         if not modified:
             return f"restore them: `{checkout}`, or accept the change: {accept}"
         edits = "the edit" if len(modified) == 1 else "the edits"
-        if not named:
-            edits = "every edit to data DVC tracks"
-        return f"`{checkout}` (discards {edits}), or keep {edits}: {accept}"
+        lost = edits if named else "every edit to the data DVC tracks"
+        return f"`{checkout}` (discards {lost}), or keep {edits}: {accept}"
 
     def pull_data(self) -> str:
         """Pull what is not pulled yet (content not pulled)."""

@@ -193,3 +193,4 @@ def test_a_clone_checked_from_a_subfolder_is_told_to_pull(fresh_clone: Path) -> 
     assert fix_commands(r.stdout) == ["cd .. && dvc pull"]
     sh("bash", "-c", "cd .. && dvc pull", cwd=fresh_clone / "notes")
     assert check(fresh_clone)[0] == 0
+
