@@ -58,17 +58,17 @@ class DoorError(DvcCuvisError):
 def npz_verdict(path: Path) -> list[str]:
     """What is wrong with one npz frame ([] when materialize can read it): one entry per
     member, each naming the member and what was expected (no path: a function of bytes)."""
-    data = Path(path).read_bytes()
-    try:
-        infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
-    except Exception as exc:  # whatever a damaged file makes zipfile raise: unreadable
-        return [f"not a readable npz frame ({exc}); expected a zip of .npy members"]
     from dvc_cuvis.model.frames import load_npz_bytes
 
+    data = Path(path).read_bytes()
     problems: list[str] = []
-    try:
+    try:  # the fast path (one zip parse, stored members in place, CRCs by libdeflate)
         arrays = load_npz_bytes(data)
-    except Exception:  # damaged: zipfile and numpy raise many kinds; find out which member
+    except Exception:  # damaged: zipfile and numpy raise many kinds; find out where
+        try:
+            infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+        except Exception as exc:  # whatever a damaged file makes zipfile raise: unreadable
+            return [f"not a readable npz frame ({exc}); expected a zip of .npy members"]
         arrays, problems = _members_one_by_one(data, infos)
     return problems + _shape_problems(arrays, problems)
 
@@ -190,25 +190,28 @@ def restore_hint(root: Path) -> str:
 
 def _dvc_file_hint(root: Path, dvc_file: str, fix: str) -> str:
     """The restore command for data tracked by ``dvc_file`` (relative to the repository)."""
+    from dvc_cuvis.paths import repo_root
     from dvc_cuvis.repo.git import Git
 
     rev = None
+    base = repo_root(Path(os.path.abspath(root))) or Path(".")
+    path = base / dvc_file  # (the repository root may lie below git's top)
+    local = os.path.relpath(path)
     try:
-        with Git(root) as git:
-            rel = (Path(git.top) / dvc_file)
-            local = os.path.relpath(rel)
-            committed = git.read("HEAD", dvc_file)
-            if committed is not None and committed != rel.read_bytes():
+        with Git(path.parent) as git:
+            rel = Path(os.path.relpath(path, git.top)).as_posix()
+            committed = git.read("HEAD", rel)
+            if committed is not None and committed != path.read_bytes():
                 rev = "HEAD"  # changed since the commit (by `dvc repro`'s commit of the data)
             elif committed is not None:
-                last = git.repo.git.log("-1", "--format=%H %P", "--", dvc_file).split()
-                if len(last) > 1:  # the commit that recorded these bytes has a parent
-                    head = git.commit("HEAD")
-                    rev = "HEAD~" if last[0] == head else f"{last[0][:12]}~"
+                last = git.repo.git.log("-1", "--format=%H %P", "--", rel).split()
+                if len(last) > 1 and git.read(f"{last[0]}~", rel) is not None:
+                    # the commit that recorded these bytes has a parent holding the file
+                    rev = "HEAD~" if last[0] == git.commit("HEAD") else f"{last[0][:12]}~"
     except Exception:  # git unreadable (RepoError, GitPython's own): no revision to name
-        rev, local = None, dvc_file
+        rev = None
     if rev is None:
-        return f"to go on: {fix.removeprefix('or ')} (no committed version of {dvc_file} " \
-               "to go back to)"
+        return (f"to go on: {fix.removeprefix('or ')} (git has no earlier {local} to go "
+                "back to)")
     return (f"to get the last good data back: `git checkout {rev} -- {local} && dvc checkout "
             f"--force {local}` (replaces the damaged files), {fix}")

@@ -304,3 +304,38 @@ def test_tiff_cubes_are_read_and_labels_matched_at_the_door(
         (tmp_path / "t/labels" / name).unlink()
     assert cli(*args).code == 0 and calls == []
     assert Path("u.csv").read_text().count("\n") == 3
+
+
+def test_the_restore_command_fits_what_tracks_the_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dvc_cuvis.sources.door import restore_hint
+
+    monkeypatch.chdir(tmp_path)
+    sh("git", "init", "-q", cwd=tmp_path)
+    frame(tmp_path / "d" / "a.npz")
+    sh("git", "add", "d", cwd=tmp_path)
+    sh("git", "commit", "-qm", "data in git", cwd=tmp_path)
+    assert restore_hint(Path("d")).startswith(
+        "to get the last good data back: `git checkout HEAD -- d`, or replace")
+    sh("git", "rm", "-rq", "--cached", "d", cwd=tmp_path)
+    (tmp_path / "d.dvc").write_text("outs:\n- md5: 1.dir\n  path: d\n")
+    assert restore_hint(Path("d")) == ("to go on: replace the damaged files and run enumerate "
+                                       "again (git has no earlier d.dvc to go back to)")
+    sh("git", "add", "d.dvc", cwd=tmp_path)
+    sh("git", "commit", "-qm", "v1", cwd=tmp_path)
+    assert "git has no earlier d.dvc" in restore_hint(Path("d"))  # its first commit
+    (tmp_path / "d.dvc").write_text("outs:\n- md5: 2.dir\n  path: d\n")  # as dvc repro does
+    want = "`git checkout {} -- d.dvc && dvc checkout --force d.dvc` (replaces the damaged"
+    assert want.format("HEAD") in restore_hint(Path("d"))
+    sh("git", "commit", "-qam", "v2", cwd=tmp_path)  # committed by mistake
+    assert want.format("HEAD~") in restore_hint(Path("d"))
+    (tmp_path / "other").write_text("x")
+    sh("git", "add", "other", cwd=tmp_path)
+    sh("git", "commit", "-qm", "later", cwd=tmp_path)
+    v2 = sh("git", "log", "-1", "--format=%H", "--", "d.dvc", cwd=tmp_path).strip()
+    assert want.format(f"{v2[:12]}~") in restore_hint(Path("d"))
+    monkeypatch.chdir(tmp_path / "d")  # paths as the user types them, from where they are
+    assert "`git checkout HEAD~ -- ../d.dvc" not in restore_hint(Path("."))
+    assert f"`git checkout {v2[:12]}~ -- ../d.dvc && dvc checkout --force ../d.dvc`" in (
+        restore_hint(Path(".")))
