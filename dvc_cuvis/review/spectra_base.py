@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis._io import parse_yaml
+from dvc_cuvis.digests.hashing import is_folder_hash
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR
 from dvc_cuvis.model.compare import Version
@@ -37,7 +38,7 @@ def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
     for stage in (lock.get("stages") or {}).values() if isinstance(lock, dict) else ():
         for out in stage.get("outs") or [] if isinstance(stage, dict) else []:
             path = posixpath.normpath(str(out.get("path", ""))) if isinstance(out, dict) else ""
-            if path == folder and str(out.get("md5", "")).endswith(".dir"):
+            if path == folder and is_folder_hash(out.get("md5", "")):
                 return str(out["md5"])
     return None
 
@@ -51,7 +52,7 @@ def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, 
         return {}, f"dvc.lock at {rev} cannot be read ({exc})"
     if dir_md5 is None:
         return {}, f"dvc.lock at {rev} records no output {folder}"
-    listing = _cache_file(tree.root, dir_md5.removesuffix(".dir") + ".dir")
+    listing = _cache_file(tree.root, dir_md5)  # DVC keeps a folder's listing as <md5>.dir
     if not listing.is_file():
         return {}, (f"{folder} at {rev} is not in the local DVC cache (`dvc fetch` at that "
                     "revision brings it)")
