@@ -13,6 +13,8 @@ before the block:
 
 * none, or ``<!-- run: dataset -->``: the repository the README's workflow builds (a user's
   dataset repository after its first day; tags ``v1``/``v2`` and a ``main`` branch added);
+* ``<!-- run: clone -->``: a ``git clone`` of that repository that has not pulled, its data
+  pushed to a local DVC remote (``store``);
 * ``<!-- run: example -->``: this project's own example pipeline (``dvc.yaml`` at the top)
   after ``dvc repro``;
 * ``<!-- not-run: REASON -->``: not runnable here (a remote, a cluster, a synopsis with
@@ -175,7 +177,7 @@ PAGES = [*DOCS, ROOT / "examples/README.md"]
 MARK = re.compile(r"<!--\s*(not-run|run|output-of|newcomer-workflow|guard-snippet)\b:?"
                   r"\s*(.*?)\s*-->")
 RUNNABLE = {"bash": "shell", "sh": "shell", "python": "python"}
-CONTEXTS = ("dataset", "example")
+CONTEXTS = ("dataset", "clone", "example")
 
 
 @dataclass(frozen=True)
@@ -248,9 +250,14 @@ EXAMPLE = "docs-example-" + hashlib.sha256(b"".join(
     (ROOT / n).read_bytes() for n in ("dvc.yaml", "params.yaml"))).hexdigest()[:10]
 BUILDERS.setdefault(EXAMPLE, _example_pipeline)
 #: Run in the dataset repository before a block: the revisions the docs name.
-PRELUDE = {"dataset": "git tag v1 HEAD~1 && git tag v2 HEAD && "
-                      "{ git rev-parse -q --verify main >/dev/null || git branch main HEAD~1; }",
+_REVS = ("git tag v1 HEAD~1 && git tag v2 HEAD && "
+         "{ git rev-parse -q --verify main >/dev/null || git branch main HEAD~1; }")
+PRELUDE = {"dataset": _REVS,
+           "clone": "dvc remote add -q -d store ../remote && dvc push -q && "
+                    "git add .dvc/config && git commit -qm 'DVC remote' && git clone -q . ../clone",
            "example": "true"}
+#: Where a block runs, relative to the copy (a clone that has not pulled: beside it).
+WHERE = {"clone": "../clone"}
 
 
 @pytest.fixture(scope="module")
@@ -259,13 +266,14 @@ def contexts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Callable[[],
     from tests.helpers.newcomer import newcomer_repo
 
     return {"dataset": lambda: newcomer_repo(tmp_path_factory),
+            "clone": lambda: newcomer_repo(tmp_path_factory),
             "example": lambda: pristine(EXAMPLE, tmp_path_factory.getbasetemp() / "repos")}
 
 
 def _copy(contexts: dict[str, Callable[[], Path]], context: str, tmp: Path) -> Path:
     repo = copy(contexts[context](), tmp / "repo")
     sh("bash", "-c", PRELUDE[context], cwd=repo)
-    return repo
+    return (repo / WHERE.get(context, ".")).resolve()
 
 
 WANT = re.compile(r"#.*?\bexit (\d)\b(?::\s*(.*))?$")
