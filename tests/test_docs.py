@@ -253,7 +253,7 @@ BUILDERS.setdefault(EXAMPLE, _example_pipeline)
 _REVS = ("git tag v1 HEAD~1 && git tag v2 HEAD && "
          "{ git rev-parse -q --verify main >/dev/null || git branch main HEAD~1; }")
 PRELUDE = {"dataset": _REVS,
-           "clone": "dvc remote add -q -d store ../remote && dvc push -q && "
+           "clone": _REVS + " && dvc remote add -q -d store ../remote && dvc push -q && "
                     "git add .dvc/config && git commit -qm 'DVC remote' && git clone -q . ../clone",
            "example": "true"}
 #: Where a block runs, relative to the copy (a clone that has not pulled: beside it).
