@@ -4,12 +4,13 @@ Each test states what a user sees — the exit code, each check's status, the fi
 and counts named, and the verdict line ("OK" / "FAILED") — for one way the data, the split
 or dvc.lock can go wrong.  The real pipeline (git + ``dvc repro``) is built once per
 session (:mod:`tests.helpers.repos`) and copied per test; small universes are written by hand.
-These are the tests ``scripts/mutation.sh`` runs against every mutant of ``drift.py``.
+With ``test_drift_tokens.py`` ({DATA_DIR} splits, renames) and ``test_drift_memo.py`` (the
+remembered verdict), these are the tests ``scripts/mutation.sh`` runs against every mutant of
+``drift.py``; the shared helpers are :mod:`tests.helpers.drift`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -24,68 +25,28 @@ from dvc_cuvis.check.drift import (
     DriftReport,
     Finding,
     ensure,
-    infer_data_dir,
-    tokenized_hash,
     verify,
 )
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 
-ALL_OK = {"universe": "ok", "content": "ok", "selection": "ok", "constraints": "ok",
-          "staleness": "ok"}
-
-
-def check(cli, repo: Path, monkeypatch, *extra: str):
-    """``dvc-cuvis check`` in ``repo`` as a user runs it; the run and its --json checks."""
-    monkeypatch.chdir(repo)
-    base = ("check", "--params", "params.yaml", "--stat-cache", "none", *extra)
-    text = cli(*base)
-    r = cli(*base, "--json")
-    assert r.code == text.code, (text.out, r.out)
-    return text, r.code, json.loads(r.out)["checks"]
-
-
-def statuses(checks: dict) -> dict[str, str]:
-    return {k: v["status"] for k, v in checks.items()}
-
-
-def verdict(out: str) -> str:
-    """The verdict word of the report's first line."""
-    first = out.splitlines()[0]
-    assert first.startswith("check ") and " against " in first, first
-    return first.rsplit(": ", 1)[1]
-
-
-def md5(path: Path) -> str:
-    return hashlib.md5(path.read_bytes()).hexdigest()
-
-
-def stage_of(splits: Path) -> dict[str, str]:
-    """source -> stage, read straight from a baked splits.json (files selectors)."""
-    doc = json.loads(splits.read_text())
-    out = {}
-    for stage in ("train", "val", "test"):
-        for sel in doc[stage]:
-            assert sel["kind"] == "files", sel
-            for p in sel["paths"]:
-                out[p] = stage
-    return out
-
-
-def _rewrite(path: Path, data: bytes) -> None:
-    """New bytes with an mtime one second on (file clocks can be coarse)."""
-    before = path.stat().st_mtime_ns
-    path.write_bytes(data)
-    os.utime(path, ns=(before + 10**9, before + 10**9))
-
-
-def _flip(path: Path) -> None:
-    data = path.read_bytes()
-    _rewrite(path, data[:-7] + bytes([data[-7] ^ 1]) + data[-6:])
-
-
 # -- the verdict line and the report's exit code -------------------------------------------
+from tests.helpers.drift import (
+    ALL_OK,
+    LEAKY,
+    check,
+    flip,
+    md5,
+    records,
+    rewrite,
+    run_small,
+    sha,
+    small,
+    stage_of,
+    statuses,
+    verdict,
+)
 
 
 def test_a_clean_pipeline_says_ok_and_exits_0(repo: Path, cli, monkeypatch) -> None:
@@ -222,7 +183,7 @@ def test_a_corrupt_dvc_lock_is_not_vouched_for_and_no_verdict_is_remembered(
 @pytest.mark.lowest_dvc
 def test_the_lock_is_looked_up_beside_the_split_file_first(tmp_path: Path) -> None:
     """splits.json in one project, universe.csv elsewhere: the split's dvc.lock is checked."""
-    _small(tmp_path / "data", {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
+    small(tmp_path / "data", {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
                                "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
     project = tmp_path / "project"
     (project / ".dvc").mkdir(parents=True)
@@ -291,7 +252,7 @@ def test_every_missing_and_modified_frame_is_reported(repo: Path, cli, monkeypat
     for g in gone:
         (repo / g).unlink()
     for e in edited:
-        _flip(repo / e)
+        flip(repo / e)
     text, code, checks = check(cli, repo, monkeypatch, "--no-enumerate", "--no-lock")
     assert code == 1 and verdict(text.out) == "FAILED"
     assert statuses(checks) == {**ALL_OK, "content": "drift", "staleness": "skipped"}
@@ -357,7 +318,7 @@ def test_a_universe_without_materialized_path_has_its_sources_content_checked(
     r = cli(*args)
     assert r.code == 0 and verdict(r.out) == "OK", r.out + r.err
     assert "[ok  ] content: 4 files match their recorded md5" in r.out
-    _flip(tmp_path / "s/day2.cu3s")
+    flip(tmp_path / "s/day2.cu3s")
     (tmp_path / "s/day0.cu3s").unlink()
     (tmp_path / "s/day3.cu3s").unlink()
     r = cli(*args)
@@ -378,12 +339,12 @@ def test_every_row_naming_a_modified_file_is_counted(tmp_path: Path) -> None:
     assert verify(sp, csv, lock=None).finding("content").summary == (
         "8 files match their recorded md5")
     ann = tmp_path / "s/day2.json"
-    _rewrite(ann, b'{"session": 99}')
+    rewrite(ann, b'{"session": 99}')
     f = verify(sp, csv, lock=None).finding("content")
     assert f.status == "drift" and f.details["modified"] == ["s/day2.json"]
     assert f.details["missing"] == [] and f.details["affected_samples"] == 3
     assert f.details["affected_stages"] == {"train": 1, "val": 1, "test": 1}
-    _flip(tmp_path / "s/day2.cu3s")  # the session and its annotation: still its 3 rows
+    flip(tmp_path / "s/day2.cu3s")  # the session and its annotation: still its 3 rows
     (tmp_path / "s/day1.json").unlink()
     f = verify(sp, csv, lock=None).finding("content")
     assert f.details["modified"] == ["s/day2.cu3s", "s/day2.json"]
@@ -423,11 +384,11 @@ def test_files_dvc_lock_vouches_for_are_counted_and_the_others_still_read(
     assert everything.status == "ok"
     assert everything.summary == (
         "8 files match their recorded md5 (8 through dvc.lock's input hashes)")
-    _rewrite(tmp_path / "s/day3.json", b"{}")
+    rewrite(tmp_path / "s/day3.json", b"{}")
     f = content(vouched={top: sessions})
     assert f.status == "drift" and f.details["modified"] == ["s/day3.json"]
     assert f.details["affected_samples"] == 3
-    _flip(tmp_path / "s/day0.cu3s")  # vouched: dvc.lock's hash stands for it, not read
+    flip(tmp_path / "s/day0.cu3s")  # vouched: dvc.lock's hash stands for it, not read
     f = content(vouched={top: sessions})
     assert f.details["modified"] == ["s/day3.json"]
     f = content(vouched={top: labels})
@@ -438,13 +399,13 @@ def test_the_rescans_digests_are_the_content_checks(repo: Path) -> None:
     """Digests the re-scan computed are used, not read again; a re-scan without digests
     (``--no-hash``) leaves the content check to read the files."""
     uni = read_universe(repo / "universe.csv")
-    recs = _records(uni)
+    recs = records(uni)
     recs[5]["md5"] = "0" * 32
     r = verify(repo / "splits.json", uni, current=Universe.from_records(recs), lock=None)
     assert r.finding("universe").details["redigested_samples"] == 1
     assert r.finding("content").details["modified"] == [uni.value("materialized_path", 5)]
     bare = Universe.from_records([{k: v for k, v in rec.items() if k != "md5"}
-                                  for rec in _records(uni)])
+                                  for rec in records(uni)])
     r = verify(repo / "splits.json", uni, current=bare, lock=None)
     assert r.ok, r.render()
     assert r.finding("content").summary == "24 files match their recorded md5"
@@ -466,37 +427,12 @@ def test_no_md5_column_skips_the_content_check(tmp_path: Path) -> None:
 # -- selection: --allow-partial, categories ------------------------------------------------
 
 
-def _small(root: Path, split: dict, *, group: bool = False, categories: bool = False) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    cols = ["source", "index"] + (["group"] if group else []) + (
-        ["category_ids"] if categories else [])
-    rows = []
-    for k in range(6):
-        cells = [f"s{k}.cu3s", "0"] + ([f"g{k // 2}"] if group else []) + (
-            [str(1 + k % 2)] if categories else [])
-        rows.append(",".join(cells))
-    (root / "universe.csv").write_text(",".join(cols) + "\n" + "\n".join(rows) + "\n")
-    from dvc_cuvis.model.universe_io import read_universe as ru
-
-    split = {**split, "universe_hash": ru(root / "universe.csv").hash}
-    (root / "splits.json").write_text(json.dumps(split))
-
-
-def _run_small(cli, root: Path, monkeypatch, *extra: str):
-    monkeypatch.chdir(root)
-    args = ("check", "--no-params", "--stat-cache", "none", "--no-lock", *extra)
-    text = cli(*args)
-    j = cli(*args, "--json")
-    assert j.code == text.code, text.err
-    return text, json.loads(j.out)["checks"] if j.out.strip() else {}
-
-
 def test_allow_partial_passes_and_still_names_the_selector(tmp_path: Path, cli,
                                                            monkeypatch) -> None:
-    _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]},
+    small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]},
                                 {"kind": "files", "paths": ["s1.cu3s"]}],
                       "val": [{"kind": "files", "paths": ["s2.cu3s", "gone.cu3s", "no.cu3s"]}]})
-    text, checks = _run_small(cli, tmp_path, monkeypatch)
+    text, checks = run_small(cli, tmp_path, monkeypatch)
     assert text.code == 1 and verdict(text.out) == "FAILED"
     sel = checks["selection"]
     assert sel["status"] == "violation"
@@ -508,7 +444,7 @@ def test_allow_partial_passes_and_still_names_the_selector(tmp_path: Path, cli,
                           "`dvc-cuvis bake --universe universe.csv --base splits.json --out "
                           "splits.json --allow-removed`")  # no pipeline
 
-    text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-partial")
+    text, checks = run_small(cli, tmp_path, monkeypatch, "--allow-partial")
     assert text.code == 0 and verdict(text.out) == "OK", text.out + text.err
     sel = checks["selection"]
     assert sel["status"] == "ok" and sel["summary"].endswith("; allowed (--allow-partial)")
@@ -521,7 +457,7 @@ def test_the_library_refuses_a_partial_selector_unless_allowed(tmp_path: Path) -
     """verify()'s own default (not the CLI's): a partial selector fails the report."""
     from dvc_cuvis.check.drift import verify
 
-    _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]}],
+    small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]}],
                       "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
     report = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None, cache=None)
     assert not report.ok and report.exit_code == 1
@@ -533,14 +469,14 @@ def test_the_library_refuses_a_partial_selector_unless_allowed(tmp_path: Path) -
 
 def test_a_categories_selector_is_resolved_with_the_category_map(tmp_path: Path, cli,
                                                                  monkeypatch) -> None:
-    _small(tmp_path, {"train": [{"kind": "categories", "any_of": ["dent"]}],
+    small(tmp_path, {"train": [{"kind": "categories", "any_of": ["dent"]}],
                       "val": [{"kind": "categories", "any_of": ["scratch"]}]}, categories=True)
     (tmp_path / "cats.json").write_text(json.dumps({"scratch": 1, "dent": 2}))
-    text, checks = _run_small(cli, tmp_path, monkeypatch, "--categories", "cats.json")
+    text, checks = run_small(cli, tmp_path, monkeypatch, "--categories", "cats.json")
     assert text.code == 0 and verdict(text.out) == "OK", text.out + text.err
     assert checks["selection"]["summary"] == (
         "every selector resolves fully: train=3 val=3 test=0 predict=6")
-    text, checks = _run_small(cli, tmp_path, monkeypatch)
+    text, checks = run_small(cli, tmp_path, monkeypatch)
     assert text.code == 1 and verdict(text.out) == "FAILED"
     assert checks["selection"]["status"] == "violation"
     assert checks["selection"]["summary"].startswith(
@@ -562,12 +498,12 @@ def test_a_categories_selector_is_resolved_with_the_category_map(tmp_path: Path,
 
 def test_group_leakage_error_warn_off(tmp_path: Path, cli, monkeypatch) -> None:
     # s0 and s1 share group g0; one is trained on, the other validated
-    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s", "s2.cu3s", "s3.cu3s"]}],
+    small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s", "s2.cu3s", "s3.cu3s"]}],
                       "val": [{"kind": "files", "paths": ["s1.cu3s"]}],
                       "test": [{"kind": "files", "paths": ["s4.cu3s", "s5.cu3s"]}]}, group=True)
     for mode in ("auto", "error"):
         extra = () if mode == "auto" else ("--group-leakage", mode)
-        text, checks = _run_small(cli, tmp_path, monkeypatch, *extra)
+        text, checks = run_small(cli, tmp_path, monkeypatch, *extra)
         assert text.code == 1 and verdict(text.out) == "FAILED", mode
         c = checks["constraints"]
         assert c["status"] == "violation" and c["summary"] == "group_leakage violated", c
@@ -576,11 +512,11 @@ def test_group_leakage_error_warn_off(tmp_path: Path, cli, monkeypatch) -> None:
         assert c["details"]["offending"] == ["g0"]
         assert c["fix"] == ("re-bake with a strategy that respects the constraint "
                             "(e.g. --group-by group, --ad-aware)")
-    text, checks = _run_small(cli, tmp_path, monkeypatch, "--group-leakage", "warn")
+    text, checks = run_small(cli, tmp_path, monkeypatch, "--group-leakage", "warn")
     assert text.code == 0 and verdict(text.out) == "OK"
     c = checks["constraints"]
     assert c["status"] == "ok" and "group_leakage violated (warn)" in c["summary"]
-    text, checks = _run_small(cli, tmp_path, monkeypatch, "--group-leakage", "off")
+    text, checks = run_small(cli, tmp_path, monkeypatch, "--group-leakage", "off")
     assert text.code == 0 and verdict(text.out) == "OK"
     assert "group_leakage" not in checks["constraints"]["summary"]
     # verify() itself, each mode
@@ -593,7 +529,7 @@ def test_group_leakage_error_warn_off(tmp_path: Path, cli, monkeypatch) -> None:
 
 
 def test_a_split_with_no_constraints_says_so(tmp_path: Path) -> None:
-    _small(tmp_path, {"train": [{"kind": "all"}]})
+    small(tmp_path, {"train": [{"kind": "all"}]})
     doc = json.loads((tmp_path / "splits.json").read_text())
     doc["constraints"] = []
     (tmp_path / "splits.json").write_text(json.dumps(doc))
@@ -635,362 +571,6 @@ def test_ensure_strict_warn_off(caplog: pytest.LogCaptureFixture) -> None:
         ensure(good, "loud")
 
 
-# -- {DATA_DIR} splits: the tokenized hash -------------------------------------------------
-
-
-def _sha(uids: list[str]) -> str:
-    return hashlib.sha256("".join(u + "\n" for u in uids).encode()).hexdigest()
-
-
-def test_tokenized_hash_by_first_principles() -> None:
-    uni = Universe.from_records(
-        [{"source": "dataX/x.cu3s", "index": 1}, {"source": "dataX/x.cu3s", "index": 0},
-         {"source": "e/a.cu3s", "index": 0}, {"source": "dataXx/b.cu3s", "index": 2},
-         {"source": "data/c.cu3s", "index": 0}, {"source": "dataX/whole.tif", "index": None}])
-    want = _sha(sorted(["{DATA_DIR}/x.cu3s#0", "{DATA_DIR}/x.cu3s#1", "e/a.cu3s#0",
-                        "dataXx/b.cu3s#2", "data/c.cu3s#0", "{DATA_DIR}/whole.tif"]))
-    assert tokenized_hash(uni, "dataX") == want
-    assert tokenized_hash(uni, "dataX/") == want
-    # untokenized, the canonical order differs ("dataX/..." < "e/..." < "{DATA_DIR}/...")
-    assert uni.hash == _sha(sorted(["dataX/x.cu3s#0", "dataX/x.cu3s#1", "e/a.cu3s#0",
-                                    "dataXx/b.cu3s#2", "data/c.cu3s#0", "dataX/whole.tif"]))
-    assert tokenized_hash(uni, "elsewhere") == uni.hash  # no source under it: unchanged
-    plain = Universe.from_records([{"source": "d/x.cu3s", "index": k} for k in (2, 0, 1)])
-    assert tokenized_hash(plain, "d") == _sha([f"{{DATA_DIR}}/x.cu3s#{k}" for k in (0, 1, 2)])
-
-
-def test_detokenize_and_what_counts_as_tokenized() -> None:
-    from dvc_cuvis.check.drift import detokenize, is_tokenized
-
-    by_source = DataSplitConfig(train=[Selector(kind="file_indices", source="{DATA_DIR}/a.cu3s",
-                                                ids=[0])])
-    by_path = DataSplitConfig(train=[Selector(kind="files", paths=["x.npz", "{DATA_DIR}/b"])])
-    by_pattern = DataSplitConfig(train=[Selector(kind="glob", pattern="{DATA_DIR}/*.cu3s")])
-    nested = DataSplitConfig(train=[Selector(kind="union", of=[
-        Selector(kind="all"), Selector(kind="files", paths=["{DATA_DIR}/c"])])])
-    plain = DataSplitConfig(train=[Selector(kind="file_indices", source="/d/a.cu3s", ids=[0]),
-                                   Selector(kind="glob", pattern="*.cu3s")])
-    assert [is_tokenized(c) for c in (by_source, by_path, by_pattern, nested, plain)] == [
-        True, True, True, True, False]
-    for data_dir in ("/d", "/d/", "/d//"):
-        assert detokenize(by_source, data_dir).train[0].source == "/d/a.cu3s"
-        assert detokenize(by_path, data_dir).train[0].paths == ["x.npz", "/d/b"]
-        assert detokenize(by_pattern, data_dir).train[0].pattern == "/d/*.cu3s"
-    assert detokenize(plain, "/e") == plain
-    assert detokenize(by_source, "/dX/").train[0].source == "/dX/a.cu3s"
-
-
-
-def test_infer_data_dir() -> None:
-    def uni(*sources: str) -> Universe:
-        return Universe.from_records([{"source": s, "index": 0} for s in sources])
-
-    assert infer_data_dir(uni("/d/day1/a.cu3s", "/d/day2/b.cu3s")) == "/d"
-    assert infer_data_dir(uni("/d/day1/a.cu3s")) == "/d/day1"  # one file: its folder
-    assert infer_data_dir(Universe.from_records([])) == ""
-
-
-def test_a_gui_split_over_sources_in_and_outside_the_data_dir(tmp_path: Path, cli,
-                                                              monkeypatch) -> None:
-    data = tmp_path.resolve().as_posix() + "/data"
-    other = tmp_path.resolve().as_posix() + "/zzz"
-    rows = ([{"source": f"{data}/day{k}/a.cu3s", "index": i} for k in range(3) for i in range(2)]
-            + [{"source": f"{other}/b.cu3s", "index": 0}, {"source": f"{data}/w.tif",
-                                                            "index": None}])
-    uni = Universe.from_records(rows)
-    uids = ([f"{{DATA_DIR}}/day{k}/a.cu3s#{i}" for k in range(3) for i in range(2)]
-            + [f"{other}/b.cu3s#0", "{DATA_DIR}/w.tif"])
-    pin = _sha(sorted(uids))
-    split = {"universe_hash": pin,
-             "train": [{"kind": "files", "paths": ["{DATA_DIR}/day0/a.cu3s",
-                                                   "{DATA_DIR}/day1/a.cu3s"]}],
-             "val": [{"kind": "files", "paths": ["{DATA_DIR}/day2/a.cu3s"]}],
-             "test": [{"kind": "files", "paths": [f"{other}/b.cu3s", "{DATA_DIR}/w.tif"]}]}
-    (tmp_path / "splits.json").write_text(json.dumps(split))
-    from dvc_cuvis.model.universe_io import write_universe
-
-    write_universe(uni, tmp_path / "universe.csv")
-    monkeypatch.chdir(tmp_path)
-    args = ("check", "--no-params", "--stat-cache", "none", "--no-lock", "--data-dir", data)
-    r = cli(*args)
-    assert r.code == 0 and verdict(r.out) == "OK", r.out + r.err
-    j = json.loads(cli(*args, "--json").out)["checks"]
-    assert j["universe"]["details"]["data_dir"] == data
-    assert j["universe"]["summary"] == f"8 samples, hash {pin[:12]} matches the pin"
-    assert j["selection"]["summary"] == (
-        "every selector resolves fully: train=4 val=2 test=2 predict=8")
-    assert infer_data_dir(uni) == tmp_path.resolve().as_posix()
-    wrong = cli(*args[:-1], other, "--json")
-    assert wrong.code == 1
-    u = json.loads(wrong.out)["checks"]["universe"]
-    now = tokenized_hash(uni, other)
-    assert u["status"] == "drift" and u["summary"] == (
-        f"universe.csv changed since the split was baked (pinned {pin[:12]}, now {now[:12]})")
-
-
-# -- renames -------------------------------------------------------------------------------
-
-
-def test_renamed_frames_are_paired_by_their_content(repo: Path, cli, monkeypatch) -> None:
-    folder = repo / "data/npz/day1_line-a_s01"
-    # crosswise: frame_0000 becomes frame_0098, frame_0001 becomes frame_0097
-    (folder / "frame_0000.npz").rename(folder / "frame_0098.npz")
-    (folder / "frame_0001.npz").rename(folder / "frame_0097.npz")
-    text, code, checks = check(cli, repo, monkeypatch, "--no-lock")
-    assert code == 1 and verdict(text.out) == "FAILED"
-    u = checks["universe"]
-    assert u["status"] == "drift"
-    assert u["details"]["renamed"] == [
-        "day1_line-a_s01/frame_0000.npz -> day1_line-a_s01/frame_0098.npz",
-        "day1_line-a_s01/frame_0001.npz -> day1_line-a_s01/frame_0097.npz"]
-    assert u["details"]["added_samples"] == 2 and u["details"]["removed_samples"] == 2
-    assert u["details"]["added_sources"] == ["day1_line-a_s01/frame_0097.npz",
-                                             "day1_line-a_s01/frame_0098.npz"]
-    assert u["details"]["removed_sources"] == ["day1_line-a_s01/frame_0000.npz",
-                                               "day1_line-a_s01/frame_0001.npz"]
-    assert ("the data on disk differs from universe.csv: 2 sample(s) added, 2 removed"
-            in u["summary"])
-    assert checks["content"]["details"]["missing"] == [
-        "data/npz/day1_line-a_s01/frame_0000.npz", "data/npz/day1_line-a_s01/frame_0001.npz"]
-
-
-def _records(uni: Universe) -> list[dict]:
-    return [{"source": s.source, "index": s.index, **s.extra}
-            for s in (uni.sample(p) for p in range(len(uni)))]
-
-
-def test_renames_need_a_recorded_digest_on_both_sides(tmp_path: Path) -> None:
-    old = Universe.from_records([{"source": "a.cu3s", "index": 0, "md5": "1" * 32},
-                                 {"source": "b.cu3s", "index": 0, "md5": ""},
-                                 {"source": "c.cu3s", "index": 0, "md5": "3" * 32}])
-    new = Universe.from_records([{"source": "a2.cu3s", "index": 0, "md5": "1" * 32},
-                                 {"source": "b2.cu3s", "index": 0, "md5": ""},
-                                 {"source": "c.cu3s", "index": 0, "md5": "3" * 32}])
-    cfg = DataSplitConfig(train=[Selector(kind="all")])
-    r = verify(cfg, old, current=new, lock=None, allow_unpinned=True)
-    u = r.finding("universe")
-    assert u.status == "drift" and u.details["renamed"] == ["a.cu3s -> a2.cu3s"]
-    assert u.details["added_samples"] == 2 and u.details["removed_samples"] == 2
-    nodigest = Universe.from_records([{"source": s, "index": 0} for s in ("a.cu3s", "c.cu3s")])
-    moved = Universe.from_records([{"source": s, "index": 0} for s in ("a2.cu3s", "c.cu3s")])
-    r = verify(cfg, nodigest, current=moved, lock=None, allow_unpinned=True)
-    assert r.finding("universe").details["renamed"] == []
-    # a re-digested sample (same uid, a new md5) is drift of its own
-    recs = _records(old)
-    recs[2]["md5"] = "4" * 32
-    r = verify(cfg, old, current=Universe.from_records(recs), lock=None, allow_unpinned=True)
-    u = r.finding("universe")
-    assert u.status == "drift" and u.details["redigested_sources"] == ["c.cu3s"]
-    assert u.details["redigested_samples"] == 1 and "added_samples" not in u.details
-    assert "1 sample(s) on disk no longer have the md5 that universe.csv records" in u.summary
-    same = verify(cfg, old, current=old, lock=None, allow_unpinned=True).finding("universe")
-    assert same.status == "ok" and same.summary.endswith(
-        "unpinned split (allowed); universe.csv matches the data on disk")
-
-
-def test_an_unpinned_split_fails_unless_allowed(tmp_path: Path, cli, monkeypatch) -> None:
-    _small(tmp_path, {"train": [{"kind": "all"}]})
-    doc = json.loads((tmp_path / "splits.json").read_text())
-    doc["universe_hash"] = None
-    (tmp_path / "splits.json").write_text(json.dumps(doc))
-    text, checks = _run_small(cli, tmp_path, monkeypatch)
-    assert text.code == 1 and verdict(text.out) == "FAILED"
-    u = checks["universe"]
-    assert u["status"] == "drift" and "--allow-unpinned" in u["summary"]
-    assert u["details"]["note"] == ("the split pins no universe_hash: nothing ties it to the "
-                                    "universe it was made for")
-    assert u["summary"] == ("the split is unpinned (no universe_hash): bake it to pin the "
-                            "universe, or accept it with --allow-unpinned")
-    text, checks = _run_small(cli, tmp_path, monkeypatch, "--allow-unpinned")
-    assert text.code == 0 and verdict(text.out) == "OK"
-    pin = read_universe(tmp_path / "universe.csv").hash
-    assert checks["universe"]["summary"] == f"6 samples, hash {pin[:12]}; unpinned split (allowed)"
-    assert "pins no universe_hash" in checks["universe"]["details"]["note"]
-
-
-def test_sources_holding_a_hash_sign_are_named_whole() -> None:
-    cfg = DataSplitConfig(train=[Selector(kind="all")])
-    old = Universe.from_records([{"source": "cam#1/a.cu3s", "index": 0, "md5": "1" * 32},
-                                 {"source": "cam#1/a.cu3s", "index": 1, "md5": "1" * 32},
-                                 {"source": "w#2.tif", "index": None, "md5": "2" * 32},
-                                 {"source": "keep.cu3s", "index": 0, "md5": "3" * 32}])
-    new = Universe.from_records([{"source": "cam#1/a.cu3s", "index": 0, "md5": "9" * 32},
-                                 {"source": "cam#1/a.cu3s", "index": 1, "md5": "9" * 32},
-                                 {"source": "cam#1/b.cu3s", "index": 4, "md5": "4" * 32},
-                                 {"source": "keep.cu3s", "index": 0, "md5": "3" * 32}])
-    u = verify(cfg, old, current=new, lock=None, allow_unpinned=True).finding("universe")
-    assert u.status == "drift"
-    assert u.details["added_sources"] == ["cam#1/b.cu3s"]
-    assert u.details["removed_sources"] == ["w#2.tif"]
-    assert u.details["redigested_sources"] == ["cam#1/a.cu3s"]
-    assert u.details["redigested_samples"] == 2
-    assert u.details["renamed"] == []
-
-
-def test_a_digest_missing_on_either_side_is_no_redigest() -> None:
-    cfg = DataSplitConfig(train=[Selector(kind="all")])
-    old = Universe.from_records([{"source": "a.cu3s", "index": 0, "md5": "1" * 32},
-                                 {"source": "b.cu3s", "index": 0, "md5": ""}])
-    new = Universe.from_records([{"source": "a.cu3s", "index": 0, "md5": ""},
-                                 {"source": "b.cu3s", "index": 0, "md5": "2" * 32}])
-    u = verify(cfg, old, current=new, lock=None, allow_unpinned=True).finding("universe")
-    assert u.status == "ok" and "redigested_samples" not in u.details
-    bare = Universe.from_records([{"source": "a.cu3s", "index": 0},
-                                  {"source": "b.cu3s", "index": 0}])
-    assert verify(cfg, old, current=bare, lock=None,
-                  allow_unpinned=True).finding("universe").status == "ok"
-    assert verify(cfg, bare, current=new, lock=None,
-                  allow_unpinned=True).finding("universe").status == "ok"
-
-
-# -- the remembered verdict is keyed by every option that can change it --------------------
-
-
-def test_a_remembered_verdict_never_answers_for_other_options(tmp_path: Path) -> None:
-    from dvc_cuvis.digests.stat_cache import StatCache
-
-    _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]},
-                                {"kind": "categories", "any_of": ["dent"]}],
-                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]}, categories=True)
-    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
-    cats = {"scratch": 1, "dent": 2}
-
-    def run(**kw):
-        kw = {"name_to_id": cats, "allow_partial": True, **kw}
-        return verify(sp, csv, lock=None, cache=StatCache(tmp_path / "c.bin"), **kw)
-
-    assert run().ok and run().reused_verdict  # clean, then remembered
-    strict = run(allow_partial=False)
-    assert not strict.ok and not strict.reused_verdict
-    assert strict.finding("selection").status == "violation"
-    other = run(name_to_id={"dent": 2})  # 'scratch' is not needed by this split: still clean
-    assert other.ok and not other.reused_verdict
-    missing = run(name_to_id={"scratch": 1})
-    assert not missing.ok and not missing.reused_verdict
-    first_universe_only = run(checks=["universe"])
-    assert first_universe_only.ok and not first_universe_only.reused_verdict
-
-    only = run(checks=["universe"])
-    assert only.reused_verdict and [f.check for f in only.findings] == ["universe"]
-    doc = json.loads(sp.read_text())
-    doc["universe_hash"] = None
-    sp.write_text(json.dumps(doc))
-    assert run(allow_unpinned=True).ok
-    assert run(allow_unpinned=True).reused_verdict
-    assert not run().ok and not run().reused_verdict
-    # a universe given in memory, or the data on disk given: checked, never remembered
-    uni = Universe.from_records([{"source": f"s{k}.cu3s", "index": 0,
-                                  "category_ids": str(1 + k % 2)} for k in range(6)])
-    assert not run(allow_unpinned=True, current=uni).reused_verdict
-    grown = Universe.from_records([*_records(uni), {"source": "s9.cu3s", "index": 0}])
-    now = run(allow_unpinned=True, current=grown)
-    assert not now.ok and now.finding("universe").details["added_sources"] == ["s9.cu3s"]
-    mem = verify(sp, uni, lock=None, cache=StatCache(tmp_path / "c.bin"), name_to_id=cats,
-                 allow_partial=True, allow_unpinned=True)
-    assert mem.ok and not mem.reused_verdict and mem.universe == "universe"
-    assert not verify(sp, uni, lock=None, cache=StatCache(tmp_path / "c.bin"), name_to_id=cats,
-                      allow_partial=True, allow_unpinned=True).reused_verdict
-
-
-def test_a_tokenized_split_remembers_its_data_dir(tmp_path: Path) -> None:
-    from dvc_cuvis.digests.stat_cache import StatCache
-    from dvc_cuvis.model.universe_io import write_universe
-
-    data = tmp_path.resolve().as_posix() + "/d"
-    uni = Universe.from_records([{"source": f"{data}/{k}.cu3s", "index": 0} for k in "abc"])
-    write_universe(uni, tmp_path / "universe.csv")
-    pin = _sha(sorted(f"{{DATA_DIR}}/{k}.cu3s#0" for k in "abc"))
-    (tmp_path / "splits.json").write_text(json.dumps({
-        "universe_hash": pin, "train": [{"kind": "files", "paths": ["{DATA_DIR}/a.cu3s"]}],
-        "val": [{"kind": "files", "paths": ["{DATA_DIR}/b.cu3s", "{DATA_DIR}/c.cu3s"]}]}))
-
-    def run(data_dir):
-        return verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
-                      data_dir=data_dir, cache=StatCache(tmp_path / "c.bin"))
-
-    first = run(data + "/")
-    assert first.ok and first.finding("universe").details["data_dir"] == data
-    assert run(data + "/").reused_verdict
-    assert run(None).ok  # inferred: the sources' common folder
-    wrong = run(tmp_path.resolve().as_posix())
-    assert not wrong.ok and not wrong.reused_verdict
-    assert wrong.finding("universe").status == "drift"
-
-
-def test_a_data_dir_ending_in_x_is_used_as_given(tmp_path: Path) -> None:
-    """Only trailing slashes leave ``--data-dir``: a folder named ``scanX`` stays ``scanX``."""
-    from dvc_cuvis.digests.stat_cache import StatCache
-    from dvc_cuvis.model.universe_io import write_universe
-
-    data = tmp_path.resolve().as_posix() + "/scanX"
-    uni = Universe.from_records([{"source": f"{data}/{k}.cu3s", "index": 0} for k in "ab"])
-    write_universe(uni, tmp_path / "universe.csv")
-    (tmp_path / "splits.json").write_text(json.dumps({
-        "universe_hash": _sha(sorted(f"{{DATA_DIR}}/{k}.cu3s#0" for k in "ab")),
-        "train": [{"kind": "files", "paths": ["{DATA_DIR}/a.cu3s"]}],
-        "val": [{"kind": "files", "paths": ["{DATA_DIR}/b.cu3s"]}]}))
-    report = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
-                    data_dir=data + "/", cache=StatCache(tmp_path / "c.bin"))
-    assert report.ok and report.exit_code == 0, report.render()
-    assert report.finding("universe").details["data_dir"] == data
-    assert report.finding("selection").status == "ok"
-
-
-def test_the_data_on_disk_given_as_a_function(repo: Path) -> None:
-    uni = read_universe(repo / "universe.csv")
-    calls: list[int] = []
-
-    def now() -> Universe:
-        calls.append(1)
-        return Universe.from_records(_records(uni)[1:])
-
-    r = verify(repo / "splits.json", repo / "universe.csv", current=now, lock=None)
-    assert calls == [1] and not r.ok
-    assert r.finding("universe").details["removed_sources"] == [uni.source(0)]
-    vouched = verify(repo / "splits.json", repo / "universe.csv", current=now)
-    assert calls == [1] and vouched.ok  # dvc.lock vouches for the data: not called
-    assert "dvc.lock vouches" in vouched.finding("universe").summary
-
-
-def test_rows_without_a_digest_or_a_path_are_not_content_checked(tmp_path: Path) -> None:
-    (tmp_path / "f").mkdir()
-    (tmp_path / "f/a.npz").write_bytes(b"a" * 10)
-    (tmp_path / "f/src.tif").write_bytes(b"t" * 10)
-    rows = [("0first.cu3s", "0", "f/zero.npz", ""),  # first, no digest: the rest still read
-            ("a.cu3s", "0", "f/a.npz", md5(tmp_path / "f/a.npz")),
-
-            ("f/src.tif", "0", "", md5(tmp_path / "f/src.tif")),  # no path: the source is it
-            ("gone.cu3s", "0", "f/gone.npz", ""),  # no digest recorded: nothing to compare
-            ("gone2.cu3s", "0", "", "")]
-    (tmp_path / "universe.csv").write_text(
-        "source,index,materialized_path,md5\n" + "".join(",".join(r) + "\n" for r in rows))
-    cfg = DataSplitConfig(train=[Selector(kind="all")])
-    r = verify(cfg, tmp_path / "universe.csv", lock=None, allow_unpinned=True)
-    assert r.ok, r.render()
-    assert r.finding("content").summary == "2 files match their recorded md5"
-    (tmp_path / "f/src.tif").unlink()
-    f = verify(cfg, tmp_path / "universe.csv", lock=None,
-               allow_unpinned=True).finding("content")
-    assert f.status == "drift" and f.details["missing"] == ["f/src.tif"]
-    assert f.details["affected_stages"] == {"train": 1}
-
-
-def test_a_pin_mismatch_is_drift_even_when_the_disk_matches_universe_csv() -> None:
-    uni = Universe.from_records([{"source": f"s{k}.cu3s", "index": 0} for k in range(3)])
-    cfg = DataSplitConfig(universe_hash="0" * 64, train=[Selector(kind="all")])
-    pinned = f"universe.csv changed since the split was baked (pinned {'0' * 12}, now "
-    u = verify(cfg, uni, current=uni, lock=None).finding("universe")
-    assert u.status == "drift" and u.summary == pinned + f"{uni.hash[:12]})"
-    grown = Universe.from_records([*_records(uni), {"source": "s9.cu3s", "index": 0}])
-    u = verify(cfg, uni, current=grown, lock=None).finding("universe")
-    assert u.status == "drift" and u.summary == (
-        pinned + f"{uni.hash[:12]}); the data on disk differs from universe.csv: 1 sample(s) "
-        "added, 0 removed")
-    assert u.fix == ("re-enumerate the data with the options universe.csv was made with, then "
-                     "re-bake with --base the old splits.json to keep assignments")
-
-
-
 # -- the mutation-testing setup these tests serve (scripts/mutation.sh, docs/mutation.md) --
 
 
@@ -1019,7 +599,7 @@ def test_the_mutation_setup_names_real_modules_and_fast_tests() -> None:
 
 
 def test_every_failed_constraint_is_named(tmp_path: Path) -> None:
-    _small(tmp_path, {"constraints": [{"kind": "no_split_overlap", "severity": "error"}],
+    small(tmp_path, {"constraints": [{"kind": "no_split_overlap", "severity": "error"}],
                       "train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
                       "val": [{"kind": "files", "paths": ["s1.cu3s", "s2.cu3s"]}]}, group=True)
     r = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None)
@@ -1042,7 +622,7 @@ def test_check_verify_mode() -> None:
 def test_an_in_memory_split_and_universe_use_the_current_repositorys_lock(
         repo: Path, monkeypatch) -> None:
     monkeypatch.chdir(repo)
-    uni = Universe.from_records(_records(read_universe(repo / "universe.csv")))
+    uni = Universe.from_records(records(read_universe(repo / "universe.csv")))
     cfg = DataSplitConfig.model_validate(json.loads((repo / "splits.json").read_text()))
     st = verify(cfg, uni).finding("staleness")
     assert (st.status, st.summary) == ("skipped", "dvc.lock has no stage for these files")
@@ -1054,12 +634,11 @@ def test_an_in_memory_split_and_universe_use_the_current_repositorys_lock(
     assert (content.status, content.summary) == ("ok", "24 files match their recorded md5")
 
 
-
 def test_deep_trusts_no_digest_it_did_not_compute(repo: Path) -> None:
     """Under ``deep`` the content check reads every file itself: digests handed in with a
     universe (or by a function) are the universe check's, never the content check's."""
     uni = read_universe(repo / "universe.csv")
-    recs = _records(uni)
+    recs = records(uni)
     recs[2]["md5"] = "0" * 32
     given = Universe.from_records(recs)
     for current in (given, lambda: given):
@@ -1076,7 +655,7 @@ def test_a_tokenized_split_with_dir_indices_resolves_against_the_data_dir(
     inside resolution must not compare it with the untokenized universe."""
     data = tmp_path.resolve().as_posix() + "/d"
     uni = Universe.from_records([{"source": f"{data}/{k}.cu3s", "index": 0} for k in "abcd"])
-    pin = _sha(sorted(f"{{DATA_DIR}}/{k}.cu3s#0" for k in "abcd"))
+    pin = sha(sorted(f"{{DATA_DIR}}/{k}.cu3s#0" for k in "abcd"))
     cfg = DataSplitConfig.model_validate({
         "universe_hash": pin,
         "train": [{"kind": "file_indices", "source": "{DATA_DIR}/a.cu3s", "ids": [0]}],
@@ -1091,16 +670,10 @@ def test_a_tokenized_split_with_dir_indices_resolves_against_the_data_dir(
 # -- each check on its own (``checks=[...]``), and what the report names -----------------
 
 
-_LEAKY = {"constraints": [{"kind": "no_split_overlap", "severity": "error"}],
-          "train": [{"kind": "files", "paths": ["s0.cu3s", "s2.cu3s", "s3.cu3s"]}],
-          "val": [{"kind": "files", "paths": ["s1.cu3s"]}],
-          "test": [{"kind": "files", "paths": ["s4.cu3s", "s5.cu3s"]}]}  # g0 = s0 + s1
-
-
 def test_the_constraints_check_alone_names_every_result(tmp_path: Path) -> None:
     """A satisfied constraint is listed with its severity and no reason; a violated one
     with its reason; no selection finding is reported when only constraints are asked."""
-    _small(tmp_path, _LEAKY, group=True)
+    small(tmp_path, LEAKY, group=True)
     r = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
                checks=["constraints"])
     assert [f.check for f in r.findings] == ["constraints"]
@@ -1114,7 +687,7 @@ def test_the_constraints_check_alone_names_every_result(tmp_path: Path) -> None:
 
 
 def test_the_selection_check_alone(tmp_path: Path) -> None:
-    _small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]}],
+    small(tmp_path, {"train": [{"kind": "file_indices", "source": "s0.cu3s", "ids": [0, 7]}],
                       "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
     sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
     bad = verify(sp, csv, lock=None, checks=["selection"])
@@ -1129,7 +702,7 @@ def test_the_selection_check_alone(tmp_path: Path) -> None:
 def test_the_content_check_alone_counts_the_stages_it_touches(repo: Path) -> None:
     stages = stage_of(repo / "splits.json")
     frame = "day1_line-a_s01/frame_0000.npz"
-    _flip(repo / "data/npz" / frame)
+    flip(repo / "data/npz" / frame)
     r = verify(repo / "splits.json", repo / "universe.csv", lock=None, checks=["content"])
     assert [f.check for f in r.findings] == ["content"] and not r.ok
     f = r.finding("content")
@@ -1165,91 +738,6 @@ def test_a_universe_path_leading_outside_its_folder_is_refused(tmp_path: Path, c
         verify(DataSplitConfig(train=[Selector(kind="all")]), uni, lock=None,
                allow_unpinned=True)
     assert str(info.value) == "universe path '../x.npz' contains '..'; it must stay inside ."
-
-
-# -- the remembered verdict: what it answers for, and what it says ------------------------
-
-
-def test_a_reused_verdict_names_the_same_split_and_universe(tmp_path: Path) -> None:
-    from dvc_cuvis.digests.stat_cache import StatCache
-
-    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
-                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
-    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
-    first = verify(sp, csv, lock=None, cache=StatCache(tmp_path / "c.bin"))
-    again = verify(sp, csv, lock=None, cache=StatCache(tmp_path / "c.bin"))
-    assert first.ok and not first.reused_verdict and again.reused_verdict
-    assert (again.splits, again.universe) == (first.splits, first.universe) == (str(sp),
-                                                                               str(csv))
-    assert again.to_dict() == {**first.to_dict(), "reused_verdict": True}
-    head, *rest = first.render().splitlines()
-    assert again.render().splitlines() == [
-        head + " (the last clean verdict: no file it rests on has changed)", *rest]
-
-
-def test_a_partial_checks_verdict_never_answers_for_a_full_check(tmp_path: Path) -> None:
-    from dvc_cuvis.digests.stat_cache import StatCache
-
-    _small(tmp_path, _LEAKY, group=True)
-    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
-
-    def run(checks):
-        return verify(sp, csv, lock=None, cache=StatCache(tmp_path / "c.bin"), checks=checks)
-
-    assert run(["universe", "content"]).ok
-    assert run(["universe", "content"]).reused_verdict  # remembered for those two
-    for full in (["universe", "content", "selection", "constraints"],
-                 ["universe", "content", "selection", "constraints", "staleness"]):
-        r = run(full)
-        assert not r.ok and not r.reused_verdict and r.exit_code == 1, full
-        assert r.finding("constraints").status == "violation"
-        assert [f.check for f in r.findings] == full
-
-
-def test_staleness_is_no_part_of_a_remembered_verdict(tmp_path: Path) -> None:
-    """dvc.lock is compared on every call, so asking for it (or not) reuses the same
-    verdict of the other four checks."""
-    from dvc_cuvis.check.drift import CHECKS
-    from dvc_cuvis.digests.stat_cache import StatCache
-
-    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s", "s1.cu3s"]}],
-                      "val": [{"kind": "files", "paths": ["s2.cu3s"]}]})
-    sp, csv = tmp_path / "splits.json", tmp_path / "universe.csv"
-
-    def run(checks, lock=None):
-        return verify(sp, csv, lock=lock, cache=StatCache(tmp_path / "c.bin"), checks=checks)
-
-    assert run(CHECKS).ok  # remembered (dvc.lock: none)
-    four = run(CHECKS[:4])
-    assert four.reused_verdict and [f.check for f in four.findings] == list(CHECKS[:4])
-    (tmp_path / "dvc.lock").write_text("stages: [unterminated\n")
-    full = run(CHECKS, lock=tmp_path / "dvc.lock")
-    assert full.reused_verdict and not full.ok  # remembered four, and dvc.lock read now
-    assert [(f.check, f.status) for f in full.findings][-1] == ("staleness", "violation")
-
-
-def test_a_staleness_only_check_is_never_a_reused_verdict(tmp_path: Path) -> None:
-    from dvc_cuvis.digests.stat_cache import StatCache
-
-    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s"]}]})
-    for _ in range(3):
-        r = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
-                   cache=StatCache(tmp_path / "c.bin"), checks=["staleness"])
-        assert not r.reused_verdict
-        assert [(f.check, f.status, f.summary) for f in r.findings] == [
-            ("staleness", "skipped", "no dvc.lock")]
-        assert r.render() == ("check {} against {}: OK\n  [skip] staleness: no dvc.lock\n"
-                              .format(tmp_path / "splits.json", tmp_path / "universe.csv"))
-
-
-def test_a_universe_that_does_not_exist_is_a_missing_universe(tmp_path: Path) -> None:
-    from dvc_cuvis.digests.stat_cache import StatCache
-    from dvc_cuvis.errors import MissingUniverseError
-
-    _small(tmp_path, {"train": [{"kind": "files", "paths": ["s0.cu3s"]}]})
-    for cache in (None, StatCache(tmp_path / "c.bin")):
-        with pytest.raises(MissingUniverseError):
-            verify(tmp_path / "splits.json", tmp_path / "gone.csv", lock=None, cache=cache)
 
 
 # -- a clone that has not pulled: "not pulled", never drift or a crash --------------------
@@ -1332,7 +820,7 @@ def test_a_second_check_reads_no_file_its_stat_cache_knows(repo: Path, cli,
                                                            monkeypatch) -> None:
     """A failed check is not remembered, so the next one runs the content check again: every
     file whose stamp is unchanged comes from the stat cache (``--json``'s ``hashing``)."""
-    _flip(repo / "data/npz/day1_line-a_s01/frame_0000.npz")
+    flip(repo / "data/npz/day1_line-a_s01/frame_0000.npz")
     monkeypatch.chdir(repo)
     args = ("check", "--params", "params.yaml", "--no-lock", "--no-enumerate",
             "--stat-cache", "c.bin", "--json")

@@ -7,7 +7,11 @@
 * :mod:`tests.helpers.files`: fixture paths and writers of small data files (universe.csv,
   SDK-double sessions, TIFF cubes and labels, a TIFF + npz project);
 * :mod:`tests.helpers.repos`: one builder per repository shape, each built once per test
-  session and copied per test;
+  run and copied per test; :mod:`tests.helpers.newcomer`: the README workflow's repository;
+* :mod:`tests.helpers.history`: split versions committed to git; :mod:`tests.helpers.memo`:
+  enumerate runs for the content memo; :mod:`tests.helpers.drift`: ``dvc-cuvis check`` as
+  a user runs it, and small universes; :mod:`tests.helpers.browser`: headless chromium;
+* :mod:`tests.helpers.crashpoints`: named moments at which a test kills or pauses a run;
 * :mod:`tests.helpers.nodes`: a tiny statistical cuvis-ai node (needs torch and
   cuvis-ai-core: import it after ``pytest.importorskip``);
 * :mod:`tests.helpers.crashpoints`: the kill tests' crash points, patched onto the package
