@@ -112,8 +112,8 @@ def moved(old: Committed, uni: Universe, baked: Baked, opts: BakeOptions) -> lis
         lines.append(f"{what} {why}")
     if len(lines) > NAMED:
         rest = sum(sorted(counts.values(), reverse=True)[NAMED:])
-        lines = [*lines[:NAMED], f"... and {len(lines) - NAMED} more groups ({rest} samples) "
-                 "moved"]
+        lines = [*lines[:NAMED], f"... and {rest} more samples moved ({len(lines) - NAMED} "
+                 "more groups or transitions)"]
     return lines
 
 

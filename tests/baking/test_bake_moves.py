@@ -107,3 +107,29 @@ def test_the_committed_split_is_read_from_head_not_the_working_tree(repo: Path) 
     assert old.lent == frozenset({"npz/day2_line-b_s04"})
     assert old.splits == sh("git", "show", "HEAD:splits.json", cwd=repo).encode()
     assert sum(old.version.counts()[s] for s in ("train", "val", "test")) == 8
+
+
+def test_many_moved_groups_are_named_up_to_a_limit_and_counted(tmp_path: Path) -> None:
+    from dvc_cuvis.baking import BakeOptions, bake
+    from dvc_cuvis.baking.moves import NAMED, Committed, moved
+    from dvc_cuvis.model.compare import Version
+    from dvc_cuvis.model.universe import Universe
+
+    uni = Universe.from_records([{"source": f"g{g:02d}/f.npz", "index": i, "group": f"g{g:02d}"}
+                                 for g in range(40) for i in range(3)])
+    (before,) = bake(uni, BakeOptions(seed=0))
+    opts = BakeOptions(seed=1)
+    (after,) = bake(uni, opts)
+    old = Committed(Version("HEAD", uni, before.stages, None, []), frozenset(), b"")
+    lines = moved(old, uni, after, opts)
+    # rows are in canonical order: group g holds rows 3g..3g+2
+    changed = [g for g in range(40) if any((3 * g in before.stages[s]) != (3 * g in after.stages[s])
+                                           for s in ("train", "val", "test"))]
+    assert len(changed) > NAMED  # a new seed moves most groups
+    assert len(lines) == NAMED + 1
+    assert all(ln.startswith("3 samples of g") and "its hash stage changed" in ln
+               for ln in lines[:NAMED]), lines
+    assert lines[-1] == (f"... and {3 * (len(changed) - NAMED)} more samples moved "
+                         f"({len(changed) - NAMED} more groups or transitions)")
+    assert moved(Committed(Version("HEAD", uni, after.stages, None, []), frozenset(), b""),
+                 uni, after, opts) == []
