@@ -64,6 +64,7 @@ low_install() {
 }
 low_install >.venv/dvc-low.log 2>&1 &
 LOW_PID=$!
+trap '[ -z "${LOW_PID:-}" ] || kill "$LOW_PID" 2>/dev/null || true' EXIT  # a failed check ends it
 # In CI the browser test fails instead of skipping when no browser is found.
 export CI="${CI:-true}"
 .venv/bin/ruff check dvc_cuvis tests benchmarks examples
@@ -75,6 +76,7 @@ took "lint, types, import layers"
 took "pytest"
 wait "$LOW_PID" || { cat .venv/dvc-low.log >&2; echo "error: the DVC 3.54 environment" \
     "could not be installed (log above)" >&2; exit 1; }
+LOW_PID=
 took "install of the DVC 3.54 environment (the part not hidden behind the checks)"
 "$LOW/bin/pytest" -n 2 -q -p no:cacheprovider -m lowest_dvc \
     tests/digests tests/materialize/test_dvc_handover.py tests/repo/test_dvc_conformance.py \
