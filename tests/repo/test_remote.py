@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from benchmarks._sshd import Sshd, clone, make_dataset_repo
-from tests.helpers.shell import ENV, sh
+from tests.helpers.shell import run, sh
 
 pytest.importorskip("dvc_ssh")
 
@@ -27,11 +26,6 @@ def tree_digests(root: Path, folders: list[str]) -> dict[str, str]:
             if p.is_file():
                 out[p.relative_to(root).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(args), cwd=cwd, env=ENV, capture_output=True, text=True,
-                          check=False)
 
 
 @pytest.fixture(scope="module")
