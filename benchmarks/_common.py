@@ -37,10 +37,11 @@ ENV = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep
        "DVC_NO_ANALYTICS": "1"}
 
 
-def sh(*args: str | Path, cwd: Path) -> str:
-    """Run a command in ``cwd`` with ``ENV``; its stdout and stderr (raises on failure)."""
-    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=ENV, capture_output=True,
-                          text=True, check=False)
+def sh(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run a command in ``cwd`` with ``ENV`` (or ``env``); its stdout and stderr (raises on
+    failure)."""
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=ENV if env is None else env,
+                          capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{args}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout + proc.stderr

@@ -54,22 +54,16 @@ def env(**extra: str) -> dict[str, str]:
     return {**_common.ENV, "PYTHONPATH": path, **extra}
 
 
-def sh(*args: str, cwd: Path, e: dict[str, str] | None = None) -> None:
-    proc = subprocess.run(list(args), cwd=cwd, env=e or env(), capture_output=True, text=True)
-    if proc.returncode:
-        raise SystemExit(f"{args}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-
-
 def setup(work: Path, frames: int, size: int, bands: int) -> Path:
     repo = work / "repo"
     sessions = max(4, frames // 10)
-    sh(sys.executable, str(REPO / "examples/generate.py"), "--out", str(work / "gen"),
-       "--sessions", str(sessions), "--frames", str(frames // sessions), "--size", str(size),
-       str(size), "--bands", str(bands), "--seed", "1", cwd=work)
-    sh("git", "init", "-q", str(repo), cwd=work)
-    sh("dvc", "init", "-q", cwd=repo)
+    _common.sh(sys.executable, str(REPO / "examples/generate.py"), "--out", str(work / "gen"),
+               "--sessions", str(sessions), "--frames", str(frames // sessions),
+               "--size", str(size), str(size), "--bands", str(bands), "--seed", "1", cwd=work)
+    _common.sh("git", "init", "-q", str(repo), cwd=work)
+    _common.sh("dvc", "init", "-q", cwd=repo)
     shutil.move(str(work / "gen/npz"), repo / "data/npz")
-    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=repo)
+    _common.sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=repo)
     text = (repo / "dvc.yaml").read_text()
     wrapped = (f"{sys.executable} -m benchmarks.bench_dvc_commit --time-cmd ../stage.json -- "
                "dvc-cuvis materialize --params params.yaml")
@@ -77,7 +71,7 @@ def setup(work: Path, frames: int, size: int, bands: int) -> Path:
     # DVC's floor: a stage whose command does next to nothing, one small cached output
     text += "  floor:\n    cmd: echo floor > floor.txt\n    outs:\n      - floor.txt\n"
     (repo / "dvc.yaml").write_text(text)
-    sh("dvc", "repro", "-q", "bake", cwd=repo)
+    _common.sh("dvc", "repro", "-q", "bake", cwd=repo)
     return repo
 
 
@@ -92,13 +86,13 @@ def cache_objects(repo: Path, md5s: list[str]) -> list[str]:
 def floor_once(repo: Path) -> float:
     """Seconds of ``dvc repro -f -s floor``: DVC's own cost of reproducing any stage."""
     t0 = time.perf_counter()
-    sh("dvc", "repro", "-q", "-f", "-s", "floor", cwd=repo)
+    _common.sh("dvc", "repro", "-q", "-f", "-s", "floor", cwd=repo)
     return time.perf_counter() - t0
 
 
 def run_once(repo: Path, hand_over: bool, cold: bool, cache_type: str) -> dict[str, float]:
     out = repo / "materialized"
-    sh("dvc", "config", "--local", "cache.type", cache_type, cwd=repo)
+    _common.sh("dvc", "config", "--local", "cache.type", cache_type, cwd=repo)
     if cold and (out / "manifest.json").is_file():
         frames = json.loads((out / "manifest.json").read_text())["frames"]
         for path in cache_objects(repo, [entry["md5"] for entry in frames.values()]):
@@ -106,7 +100,7 @@ def run_once(repo: Path, hand_over: bool, cold: bool, cache_type: str) -> dict[s
     shutil.rmtree(out, ignore_errors=True)
     e = env() if hand_over else env(DVC_CUVIS_HAND_OVER="off")
     t0 = time.perf_counter()
-    sh("dvc", "repro", "-q", "-f", "-s", "materialize", cwd=repo, e=e)
+    _common.sh("dvc", "repro", "-q", "-f", "-s", "materialize", cwd=repo, env=e)
     total = time.perf_counter() - t0
     stage = json.loads((repo.parent / "stage.json").read_text())["seconds"]
     return {"repro_s": total, "materialize_s": stage, "dvc_s": total - stage,
