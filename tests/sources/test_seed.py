@@ -327,3 +327,34 @@ def test_the_recorded_group_setting_is_read_with_the_verbs_own_parser(
 
     stage = Stage("enumerate", cmd, [], [], params)
     assert _group_setting(stage, str(tmp_path), str(tmp_path), lambda rel: None) == expected
+
+
+def test_a_frame_dvc_vouches_for_is_read_once_for_its_verdict(
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The seed gives a frame's values, not its verdict: a fresh clone reads each frame once,
+    at the door, and never again for the same bytes (a checkout away and back)."""
+    import dvc_cuvis.sources.npz as npz_source
+
+    verdicts: list[str] = []
+    real = npz_source.npz_verdict
+    monkeypatch.setattr(npz_source, "npz_verdict",
+                        lambda p: verdicts.append(str(p)) or real(p))
+    clone = clone_of(origin, tmp_path, env)
+    err = enumerate_cli(clone, monkeypatch, capsys)
+    assert reads == [] and "frames parsed 0" in err and "hashed 0" in err
+    assert sorted(verdicts) == sorted(str(p) for p in (clone / "data/npz").rglob("*.npz"))
+    verdicts.clear()
+    enumerate_cli(clone, monkeypatch, capsys)
+    assert verdicts == []
+    sh("dvc", "fetch", "-q", "-T", cwd=clone, env=env)  # every revision's data, not checked out
+    sh("git", "checkout", "-q", "v1", cwd=clone, env=env)
+    sh("dvc", "checkout", "-q", "data.dvc", cwd=clone, env=env)
+    enumerate_cli(clone, monkeypatch, capsys)
+    assert len(verdicts) == n_frames(clone)  # other bytes: each read once
+    verdicts.clear()
+    sh("git", "checkout", "-q", "v2", cwd=clone, env=env)
+    sh("dvc", "checkout", "-q", "data.dvc", cwd=clone, env=env)
+    enumerate_cli(clone, monkeypatch, capsys)
+    assert verdicts == []  # bytes checked before, rewritten by DVC: the memo answers
