@@ -196,6 +196,28 @@ def test_the_check_rescan_is_not_the_door(here: Path) -> None:
     assert why == "" and rescan is not None and rescan.verify is False
 
 
+def test_a_drift_check_with_enumerate_options_compares_md5s_and_does_not_refuse(
+    here: Path
+) -> None:
+    """``verify(current=EnumerateOptions(...))`` (the door on by default) re-scans without
+    it: a damaged frame is a modified one there (exit 1 in the CLI), not a refusal."""
+    from dvc_cuvis.baking import BakeOptions, bake
+    from dvc_cuvis.check.drift import verify
+    from dvc_cuvis.model.splits import save_splits
+    from dvc_cuvis.model.universe_io import write_universe
+
+    opts = EnumerateOptions(format="npz", root=here / "d", out_dir=here)
+    uni, _ = enumerate_universe(opts)
+    write_universe(uni, here / "universe.csv")
+    (baked,) = bake(uni, BakeOptions(group_by="sample", val_ratio=0.34, test_ratio=0.33))
+    save_splits(baked.config, here / "splits.json")
+    flipped(here / "d" / "good1.npz")
+    os.utime(here / "d" / "good1.npz")  # a new stamp: its md5 is read again
+    report = verify(here / "splits.json", here / "universe.csv", current=opts, lock=None)
+    assert not report.ok
+    assert "good1.npz" in str(report.to_dict())
+
+
 def test_verdicts_name_members_without_paths(tmp_path: Path) -> None:
     """A verdict is a function of the bytes (kept by md5): it never names the path."""
     p = flipped(frame(tmp_path / "x.npz"))
