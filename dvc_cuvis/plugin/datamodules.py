@@ -200,9 +200,9 @@ class _Guarded:
         self.guard_settings: dict[str, Any] = values
         self.drift_report: DriftReport | None = None
         self._stat_cache: StatCache | None = None
+        self._warned: str | None = None
         self._lineage = Lineage(self.DATA_MODULE_NAME, values["lineage"])
         self._checked: Path | Universe | None = None
-        self._warned: str | None = None
         return kwargs
 
     # -- what is checked ------------------------------------------------------------------
@@ -233,8 +233,8 @@ class _Guarded:
             raise DvcCuvisError(
                 f"{self.DATA_MODULE_NAME}: no splits given; the drift check needs the split "
                 "(data.splits.splits_path: splits.json), or set data.params.verify: off")
-        self._checked = universe  # what the dataset record names
         universe, current, folder = self._universe_for_check()
+        self._checked = universe  # what the dataset record names
         report = verify(splits, universe, current=current, deep=self.guard_settings["deep"],
                         lock=self._lock(folder), cache=self._cache(folder / "universe.csv"),
                         checks=getattr(self, "version_checks", CHECKS))
@@ -260,6 +260,7 @@ class _Guarded:
         report = self.check_drift()
         self._take_record(report)
         super().setup(stage)  # type: ignore[misc]
+
     # -- the dataset record (dvc_cuvis.train.lineage_hooks) ----------------------------------
 
     def _take_record(self, report: DriftReport | None) -> None:
@@ -304,7 +305,6 @@ class _Guarded:
         """Upstream's test loader (a resume without a record is noted)."""
         self._lineage.on_loader(self, "test")
         return super().test_dataloader()  # type: ignore[misc]
-
 
 
 class _UniverseCsvGuarded(_Guarded):

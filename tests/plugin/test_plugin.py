@@ -660,3 +660,172 @@ def test_tiff_paired_without_images_dir_is_told_what_to_set(tmp_path: Path) -> N
     assert str(err.value) == (
         "dvc_tiff_paired: no images_dir given; the drift check lists it "
         "(data.params.images_dir: the folder of TIFF cubes), or set data.params.verify: off")
+
+
+# -- the dataset record the guard takes at setup(), and where it goes ---------------------------
+
+
+def test_a_version_without_universe_csv_is_refused_naming_the_module() -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.plugin.datamodules import DvcNpzMultiDataModule
+
+    with pytest.raises(DvcCuvisError) as err:
+        DvcNpzMultiDataModule.validate_params({"rev": "v1", "verify": "off"})
+    assert str(err.value) == ("dvc_npz_multi: rev 'v1' needs universe_csv (its path inside the "
+                              "dataset repository)")
+
+
+def _trainer(ckpt_path: str | None = None, loggers: list[Any] | None = None) -> Any:
+    """What the guard reads of an attached Lightning trainer."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(state=SimpleNamespace(fn="fit"), loggers=loggers or [],
+                           ckpt_path=ckpt_path)
+
+
+def test_the_record_names_what_was_checked_and_the_logger_gets_it(repo: Path) -> None:
+    from types import SimpleNamespace
+
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())
+    (out,) = lock["stages"]["materialize"]["outs"]
+    logged: list[dict[str, Any]] = []
+    dm = npz(repo)  # strict, the lock found from universe.csv's folder
+    dm.trainer = _trainer(loggers=[SimpleNamespace(log_hyperparams=logged.append)])
+    dm.setup("fit")
+    record = dm.dataset_record
+    assert record["module"] == "dvc_npz_multi"
+    assert record["check"]["mode"] == "strict" and record["check"]["verdict"] == "ok"
+    assert record["universe"]["path"] == "materialized/universe.csv"
+    assert record["data"] == [{"path": "materialized", "md5": out["md5"], "source": "dvc.lock",
+                               "stage": "materialize"}]
+    (params,) = logged  # the trainer's logger, under dataset/ keys
+    assert params["dataset/verify"] == "strict" and params["dataset/verdict"] == "ok"
+    assert params["dataset/md5/materialized"] == out["md5"]
+    warn = npz(repo, verify="warn", lock=None)  # no dvc.lock: no recorded md5 of the data
+    warn.setup("fit")
+    assert warn.dataset_record["check"]["mode"] == "warn"
+    assert warn.dataset_record["data"] == []
+
+
+def test_verify_off_still_records_the_universe_csv_and_a_run_folder_gets_it_on_train(
+        repo: Path, tmp_path: Path) -> None:
+    import hashlib
+
+    csv = repo / "materialized/universe.csv"
+    run = tmp_path / "run"
+    dm = npz(repo, verify="off", lineage=str(run))
+    dm.setup("fit")
+    record = dm.dataset_record
+    assert record["check"] == {"mode": "off", "verdict": "not checked", "reused_verdict": False,
+                               "failed": []}
+    assert record["universe"] == {"path": "materialized/universe.csv",
+                                  "md5": hashlib.md5(csv.read_bytes()).hexdigest()}
+    dm.val_dataloader()  # a validation loader writes nothing
+    assert not run.exists()
+    dm.train_dataloader()
+    assert json.loads((run / "dataset_lineage.json").read_text()) == json.loads(
+        json.dumps(record))
+
+
+@pytest.mark.parametrize("loader", ["train", "val", "test"])
+def test_a_resume_from_a_checkpoint_without_a_record_is_noted_once(
+        repo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, loader: str) -> None:
+    dm = npz(repo, verify="off")
+    dm.setup("test" if loader == "test" else "fit")
+    ckpt = tmp_path / "last.ckpt"
+    dm.trainer = _trainer(ckpt_path=str(ckpt))  # Lightning restored no record of ours
+    with caplog.at_level(logging.WARNING, logger="dvc_cuvis"):
+        getattr(dm, f"{loader}_dataloader")()
+        getattr(dm, f"{loader}_dataloader")()
+    assert said(caplog) == [f"dvc_npz_multi: the checkpoint {ckpt} carries no dataset record "
+                            "for this module: its dataset version is not compared with this one"]
+
+
+def test_the_upstream_module_s_own_state_travels_beside_the_record(repo: Path) -> None:
+    from cuvis_ai_dataloader.data import MultiNpzDataModule
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.plugin.datamodules import DvcNpzMultiDataModule
+    from dvc_cuvis.train.lineage import KEY
+
+    class Stateful(MultiNpzDataModule):  # an upstream that keeps state of its own
+        def state_dict(self) -> dict[str, Any]:
+            return {"epoch_seed": 7}
+
+        def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+            self.restored = state_dict
+
+    class Guarded(DvcNpzMultiDataModule, Stateful):
+        pass
+
+    mat = repo / "materialized"
+    dm = Guarded(universe_csv=str(mat / "universe.csv"),
+                 splits=DataSplitConfig(splits_path=str(mat / "splits.json")))
+    dm.setup("fit")
+    state = json.loads(json.dumps(dm.state_dict()))
+    assert sorted(state) == ["dvc_cuvis_lineage", "epoch_seed"] and state["epoch_seed"] == 7
+    assert state[KEY]["module"] == "dvc_npz_multi"
+    dm.trainer = _trainer()
+    dm.load_state_dict(state)  # the same version: upstream gets its own state, not the record
+    assert dm.restored == {"epoch_seed": 7}
+
+
+def test_tiff_paired_records_its_listing_or_its_universe_csv(tmp_path: Path) -> None:
+    pytest.importorskip("tifffile")
+    import hashlib
+
+    from cuvis_ai_dataloader.data.datamodule_tiff_paired import TiffPairedDataModule
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.baking.core import BakeOptions, bake
+    from dvc_cuvis.model.splits import save_splits
+    from dvc_cuvis.model.universe import Universe
+    from dvc_cuvis.model.universe_io import write_universe
+    from dvc_cuvis.plugin.datamodules import DvcTiffPairedDataModule
+    from tests.helpers.tiff import scrap_folder
+
+    images = str(scrap_folder(tmp_path / "tiff") / "images")
+    listing = TiffPairedDataModule(images_dir=images).enumerate()
+    uni = Universe.from_records([{"source": r.source, "index": None} for r in listing])
+    (b,) = bake(uni, BakeOptions())
+    save_splits(b.config, tmp_path / "splits.json")
+    split = DataSplitConfig(splits_path=str(tmp_path / "splits.json"))
+    checked = DvcTiffPairedDataModule(images_dir=images, splits=split, lock=None,
+                                      stat_cache=None)
+    checked.setup("fit")  # what was checked: the listing
+    assert checked.dataset_record["universe"] == {"path": None, "md5": None,
+                                                  "listing_hash": uni.hash}
+    off = DvcTiffPairedDataModule(images_dir=images, splits=split, verify="off")
+    off.setup("fit")  # nothing checked and no file to name: no record
+    assert off.dataset_record is None and off.train_ds is not None
+    csv = tmp_path / "universe.csv"
+    write_universe(uni, csv)
+    named = DvcTiffPairedDataModule(images_dir=images, splits=split, verify="off",
+                                    universe_csv=str(csv))
+    named.setup("fit")  # unchecked, the record names the universe.csv it was given
+    assert named.dataset_record["universe"] == {
+        "path": csv.as_posix(), "md5": hashlib.md5(csv.read_bytes()).hexdigest()}
+    predict = DvcTiffPairedDataModule(images_dir=images, verify="off", universe_csv=str(csv))
+    predict.setup("predict")  # no split (predict needs none): no record, no error
+    assert predict.dataset_record is None and predict.predict_ds is not None
+
+
+def test_a_refusal_keeps_no_line_of_the_report_s_header(tmp_path: Path) -> None:
+    from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
+
+    from dvc_cuvis.check.drift import verify
+    from dvc_cuvis.model.splits import save_splits
+    from dvc_cuvis.plugin.datamodules import TrainingDriftError
+
+    folder = tmp_path / "run 1\nrun 2"  # a legal folder name that breaks the header's line
+    folder.mkdir()
+    (folder / "universe.csv").write_text("source,index\na.cu3s,0\nb.cu3s,0\n")
+    split = DataSplitConfig(train=[Selector(kind="files", paths=["a.cu3s"])],
+                            universe_hash="0" * 64)
+    save_splits(split, folder / "splits.json")
+    report = verify(folder / "splits.json", folder / "universe.csv", lock=None)
+    assert report.render().split("\n")[2].endswith("universe.csv: FAILED")
+    head = f"dvc_npz_multi: refusing to train: {DriftError(report).args[0]}\n"
+    text = str(TrainingDriftError(report, "dvc_npz_multi"))
+    assert text.startswith(head) and "  [DRIFT] universe: " in text
+    assert "against" not in text and "FAILED" not in text, text  # the header's tail left out
