@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from dvc_cuvis.check.drift import verify
+from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 
 SOURCES = [f"s{k}.cu3s" for k in range(6)]
@@ -278,3 +279,129 @@ def test_the_report_says_where_its_md5s_came_from(tmp_path: Path) -> None:
     again = verify(*args, lock=None, cache=StatCache(tmp_path / "c.bin"))  # as a new process
     assert again.reused_verdict and again.hashing == dict.fromkeys(first.hashing, 0)
     assert again.findings == first.findings
+
+
+# -- where the fixes run: the split's own folder, whatever form the universe comes in -------
+
+
+def test_a_universe_fix_names_the_split_to_rebake_from(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    tiny(tmp_path, CLEAN)
+    with open(tmp_path / "universe.csv", "a") as fh:
+        fh.write("s9.cu3s,0\n")  # grown since the bake: the pin no longer matches
+    monkeypatch.chdir(tmp_path)
+    rec = record(tmp_path, "universe", checks=["universe"])
+    assert rec["status"] == "drift"
+    assert rec["fix"] == ("re-enumerate the data with the options universe.csv was made with, "
+                          "then re-bake with --base splits.json to keep assignments")
+
+
+def _pipeline_repo(root: Path) -> Path:
+    """A DVC repository (``dvc init --no-scm``) with a pipeline and a default remote."""
+    from dvc.repo import Repo
+
+    root.mkdir()
+    Repo.init(str(root), no_scm=True).close()
+    with open(root / ".dvc" / "config", "a") as fh:
+        fh.write("    remote = store\n['remote \"store\"']\n    url = ../store\n")
+    (root / "dvc.yaml").write_text("stages:\n  bake:\n    cmd: dvc-cuvis bake\n")
+    return root
+
+
+def _in_memory(root: Path, names: list[str]) -> Universe:
+    """The universe of ``names`` (one frame each, md5 of the files under ``root``, or of
+    the file's name where there is none), as a notebook builds it: no universe.csv."""
+
+    def md5(name: str) -> str:
+        p = root / name
+        return _md5(p) if p.is_file() else hashlib.md5(name.encode()).hexdigest()
+
+    return Universe.from_records([{"source": n, "index": 0, "md5": md5(n)} for n in names])
+
+
+def test_an_in_memory_universe_takes_its_fixes_from_the_splits_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No universe.csv: the pipeline whose `dvc repro` fixes it is the split's."""
+    repo = _pipeline_repo(tmp_path / "repo")
+    for name in SOURCES[:5]:  # s5.cu3s is missing, and DVC does not track it
+        (repo / name).write_bytes(name.encode())
+    uni = _in_memory(repo, SOURCES)
+    split = {"universe_hash": "0" * 64, "train": [_files(SOURCES[:4])],
+             "val": [_files(["s4.cu3s", "gone.cu3s"])], "test": [_files(["s5.cu3s"])]}
+    (repo / "splits.json").write_text(json.dumps(split))
+    monkeypatch.chdir(repo)
+    report = verify(repo / "splits.json", uni, lock=None)
+    assert (report.splits, report.universe) == (str(repo / "splits.json"), "universe")
+    assert [(f.check, f.status, f.fix) for f in report.findings] == [
+        ("universe", "drift", "re-enumerate and re-bake: `dvc repro`"),
+        ("content", "drift", "restore the files, or re-enumerate and re-bake: `dvc repro`"),
+        ("selection", "violation", "re-bake the split: `dvc repro`"),
+        ("constraints", "ok", ""),
+        ("staleness", "skipped", "")]
+    assert report.finding("content").details["missing"] == ["s5.cu3s"]
+
+
+def test_an_in_memory_universe_not_pulled_names_the_repositorys_pull(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame DVC tracks (its .dvc file, as a clone has it) and nobody pulled yet."""
+    repo = _pipeline_repo(tmp_path / "repo")
+    for name in SOURCES[:4]:
+        (repo / name).write_bytes(name.encode())
+    uni = _in_memory(repo, [*SOURCES[:4], "s9.cu3s"])
+    (repo / "s9.cu3s.dvc").write_text(
+        f"outs:\n- md5: {hashlib.md5(b's9.cu3s').hexdigest()}\n  size: 7\n  hash: md5\n"
+        "  path: s9.cu3s\n")
+    (repo / "splits.json").write_text(json.dumps(
+        {"universe_hash": uni.hash, "train": [_files(SOURCES[:4])], "val": [_files(["s9.cu3s"])]}))
+    monkeypatch.chdir(repo)
+    report = verify(repo / "splits.json", uni, lock=None, checks=["content"])
+    assert [f.record() for f in report.findings] == [{
+        "check": "content", "status": "not-pulled",
+        "summary": "1 frames not pulled: `dvc pull`", "details": {"not_pulled": ["s9.cu3s"]},
+        "fix": "`dvc pull`"}]
+
+
+# -- which checks run, and how a warned report is logged ------------------------------------
+
+
+def test_only_the_checks_that_need_it_resolve_the_selectors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dvc_cuvis.check import drift
+
+    tiny(tmp_path, CLEAN)
+    resolved: list[str] = []
+    real = drift.check_selection
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        resolved.append(args[3])  # the `where` its messages name
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(drift, "check_selection", spy)
+    report = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
+                    checks=["staleness", "universe"])
+    assert [(f.check, f.status) for f in report.findings] == [("universe", "ok"),
+                                                             ("staleness", "skipped")]
+    assert resolved == []
+    for needs in ("selection", "constraints", "content"):
+        verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None, checks=[needs])
+    assert resolved == [str(tmp_path / "splits.json")] * 3
+
+
+def test_a_warned_report_is_the_log_records_argument(tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The report is data, never a format string: a handler gets it whole in ``args``."""
+    import logging
+
+    from dvc_cuvis.check.drift import ensure
+
+    (tmp_path / "100%").mkdir()  # a '%' in the text a handler formats
+    tiny(tmp_path / "100%", CLEAN)
+    with open(tmp_path / "100%" / "universe.csv", "a") as fh:
+        fh.write("s9.cu3s,0\n")
+    report = verify(tmp_path / "100%" / "splits.json", tmp_path / "100%" / "universe.csv",
+                    lock=None)
+    with caplog.at_level(logging.WARNING, logger="dvc_cuvis.check.drift"):
+        assert ensure(report, "warn") is report
+    (rec,) = caplog.records
+    assert "100%" in report.render()
+    assert (rec.msg, rec.args) == ("%s", (report.render().rstrip(),))
