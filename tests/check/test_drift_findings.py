@@ -405,3 +405,41 @@ def test_a_warned_report_is_the_log_records_argument(tmp_path: Path,
     (rec,) = caplog.records
     assert "100%" in report.render()
     assert (rec.msg, rec.args) == ("%s", (report.render().rstrip(),))
+
+
+# -- a re-scan through the check's own cache (current=EnumerateOptions) --------------------
+
+
+def test_a_deep_rescan_takes_a_damaged_frame_for_modified_and_hashes_each_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door (a frame materialize would trip on is refused) is enumerate's, not the
+    check's: the check compares md5s, and under ``deep`` its content check takes the md5s
+    the re-scan computed in this call instead of looking each file up again."""
+    import numpy as np
+
+    from dvc_cuvis.model.universe_io import write_universe
+    from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+    from tests.helpers.files import sneaky_edit
+
+    monkeypatch.chdir(tmp_path)
+    for i in range(3):
+        (tmp_path / "d").mkdir(exist_ok=True)
+        np.savez(tmp_path / "d" / f"f{i}.npz", cube=np.full((4, 5, 3), 7.25, np.float32),
+                 wavelengths=np.array([500, 600, 700], np.int32),
+                 class_mask=np.zeros((4, 5), np.uint8), mask=np.zeros((4, 5), np.int32),
+                 source=np.array(f"f{i}"))
+    opts = EnumerateOptions(format="npz", root=tmp_path / "d", out_dir=tmp_path)
+    assert opts.verify  # enumerate's door is on
+    uni, _ = enumerate_universe(opts)
+    write_universe(uni, tmp_path / "universe.csv")
+    pin = read_universe(tmp_path / "universe.csv").hash
+    (tmp_path / "splits.json").write_text(json.dumps({"train": [{"kind": "all"}],
+                                                      "universe_hash": pin}))
+    sneaky_edit(tmp_path / "d" / "f1.npz")  # its CRC fails: the door would refuse it
+    report = verify(tmp_path / "splits.json", tmp_path / "universe.csv", current=opts,
+                    deep=True, lock=None)
+    assert [(f.check, f.status) for f in report.findings] == [
+        ("universe", "drift"), ("content", "drift"), ("selection", "ok"),
+        ("constraints", "ok"), ("staleness", "skipped")]
+    assert report.finding("content").details["modified"] == ["d/f1.npz"]
+    assert (report.hashing["md5_hashed"], report.hashing["md5_cached"]) == (3, 0)
