@@ -686,6 +686,11 @@ def test_zero_match_messages_name_the_selector_and_the_fix() -> None:
     assert error(S("files", paths=["d/c.cu3s"])) == (
         "train[1]: selector files('d/c.cu3s') matched 0 samples — source 'd/c.cu3s' is not "
         "in the universe; did you mean 'd/b.cu3s'?" + TAIL)
+    # a source as far as 'd/qqqq.c' (difflib 0.5 to 'd/b.cu3s') gets no path suggestion:
+    # sources take the stricter 0.6, not the 0.5 keys and flags take
+    assert error(S("files", paths=["d/qqqq.c"])) == (
+        "train[1]: selector files('d/qqqq.c') matched 0 samples — source 'd/qqqq.c' is not "
+        "in the universe" + TAIL)
     assert error(S("files", paths=["zzzzzzzz", "d/c.cu3s"])) == (
         "train[1]: selector files('zzzzzzzz', 'd/c.cu3s') matched 0 samples — source "
         "'zzzzzzzz' is not in the universe" + TAIL)
