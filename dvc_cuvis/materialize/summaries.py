@@ -9,7 +9,7 @@ kilobytes, so the report draws a million-frame split from summaries alone and re
 The recipe (:data:`RECIPE`), documented in docs/spectra.md:
 
 - **pixel sample**: a regular grid, every ``s``-th row and column with
-  ``s = ceil(sqrt(H * W / SAMPLE_PIXELS))`` (every pixel of a frame up to 4,096 pixels). The
+  ``s = ceil(sqrt(H * W / SAMPLE_PIXELS))`` (every pixel of a frame up to 1,024 pixels). The
   means, standard deviations, invalid and saturated counts are taken over the sampled pixels;
   category pixel counts are exact (the whole ``class_mask``).
 - **valid pixel**: every band finite, and no band at the ceiling where the input dtype has
@@ -35,7 +35,7 @@ import numpy as np
 #: Bump when any rule above changes: a summary of another recipe is computed again.
 RECIPE = 1
 #: Pixels the statistics sample at most per frame (a regular grid).
-SAMPLE_PIXELS = 4096
+SAMPLE_PIXELS = 1024
 #: The long side of a thumbnail, at most.
 THUMB_PX = 64
 #: The visible bands a false-colour thumbnail prefers (R, G, B), in nm.
@@ -87,11 +87,11 @@ class FrameSummary:
 
 
 def _f32(values: np.ndarray) -> tuple[float | None, ...]:
-    """float32-rounded values as the shortest decimals that read back as the same float32
-    (``0.4314433``, not ``0.43144330382347107``); a non-finite value (no valid pixel) is None."""
-    out = np.asarray(values, dtype=np.float64).astype(np.float32)
-    return tuple(float(np.format_float_positional(v, unique=True, trim="-"))
-                 if math.isfinite(v) else None for v in out)
+    """float32-rounded values as decimals of 9 significant digits, which read back as the
+    same float32 (``0.431443304``, not ``0.43144330382347107``); a non-finite value (no valid
+    pixel) is None."""
+    out = np.asarray(values, dtype=np.float64).astype(np.float32).tolist()
+    return tuple(float(f"{v:.9g}") if math.isfinite(v) else None for v in out)
 
 
 def sample_step(height: int, width: int) -> int:

@@ -43,12 +43,12 @@ def test_small_frames_are_summarized_over_every_pixel() -> None:
 
 
 def test_large_frames_are_sampled_on_a_regular_grid() -> None:
-    assert sample_step(64, 64) == 1 and sample_step(65, 64) == 2
-    assert sample_step(256, 256) == 4
+    assert sample_step(32, 32) == 1 and sample_step(33, 32) == 2
+    assert sample_step(256, 256) == 8
     cube = _cube(256, 256, 3)
     s = summarize(cube, [1, 2, 3])
-    assert s.sampled == 64 * 64 <= SAMPLE_PIXELS
-    grid = cube[::4, ::4].reshape(-1, 3).astype(np.float64)
+    assert s.sampled == 32 * 32 <= SAMPLE_PIXELS
+    grid = cube[::8, ::8].reshape(-1, 3).astype(np.float64)
     np.testing.assert_allclose(s.mean, grid.mean(axis=0), rtol=1e-6)
 
 
@@ -92,7 +92,7 @@ def test_categories_have_exact_pixel_counts_and_their_own_means() -> None:
     cube = _cube(256, 256, 2, seed=3)
     mask = np.zeros((256, 256), dtype=np.uint8)
     mask[:, :128] = 1
-    mask[5, 7] = 9  # one pixel, off the 4-pixel sample grid
+    mask[5, 7] = 9  # one pixel, off the 8-pixel sample grid
     cube[:, :128] += 10.0
     s = summarize(cube, [1, 2], mask)
     assert {k: c.pixels for k, c in s.categories.items()} == {0: 256 * 128, 1: 256 * 128 - 1,
