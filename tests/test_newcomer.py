@@ -63,6 +63,7 @@ def repo(day_one: Path, tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 @pytest.mark.parametrize("seed", [0, 7])
 def test_few_recordings_never_bake_an_empty_stage(repo: Path, seed: int) -> None:
     params = yaml.safe_load((repo / "params.yaml").read_text())
@@ -74,6 +75,7 @@ def test_few_recordings_never_bake_an_empty_stage(repo: Path, seed: int) -> None
     assert all(int(v) > 0 for v in counts.values()), r.stdout
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_a_params_typo_is_an_error(repo: Path) -> None:
     text = (repo / "params.yaml").read_text().replace("  val_ratio: 0.2", "  val_ratoi: 0.3")
     (repo / "params.yaml").write_text(text)
@@ -83,6 +85,7 @@ def test_a_params_typo_is_an_error(repo: Path) -> None:
         assert "unknown key 'val_ratoi' in section 'bake'; did you mean 'val_ratio'?" in r.stderr
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_an_abbreviated_flag_is_refused(repo: Path) -> None:
     r = run(repo, "dvc-cuvis", "export", "--to", "glovita", "--out", "g.json")
     assert r.returncode == 2 and "did you mean --out-dir?" in r.stderr
@@ -101,6 +104,7 @@ def test_a_deleted_frame_is_restored_by_the_checks_own_fix(repo: Path) -> None:
     assert run(repo, "dvc-cuvis", "check").returncode == 0
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_the_hook_runs_from_a_shell_without_the_venv(repo: Path) -> None:
     bare = {**ENV, "PATH": "/usr/local/bin:/usr/bin:/bin"}
     assert shutil.which("dvc-cuvis", path=bare["PATH"]) is None
@@ -158,6 +162,7 @@ def test_a_partial_selector_fails_resolve_and_check_alike(repo: Path) -> None:
     assert run(repo, "dvc-cuvis", "resolve", "--allow-partial").returncode == 0
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_help_describes_every_verb(repo: Path) -> None:
     r = run(repo, "dvc-cuvis", "--help")
     for verb in ("init", "enumerate", "bake", "resolve", "materialize", "check", "diff", "log",

@@ -40,6 +40,7 @@ def grow(repo: Path, name: str = "frame_0002.npz") -> None:
     (repo / "splits.json").unlink()
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_a_lent_group_that_returns_is_named_with_its_count_and_reason(repo: Path, cli) -> None:
     head = json.loads(sh("git", "show", "HEAD:metrics/splits.json", cwd=repo))
     assert head["lent_groups"] == ["npz/day2_line-b_s04"]  # test borrowed it: too few groups
@@ -58,6 +59,7 @@ def test_a_lent_group_that_returns_is_named_with_its_count_and_reason(repo: Path
     assert again.code == 0 and "sample" not in again.err
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_a_lent_group_replaced_by_another_loan_says_so(repo: Path, cli) -> None:
     grow(repo, "frame_extra.npz")  # no new group hashes into test: it borrows again
     r = cli("bake", "--params", "params.yaml")
@@ -68,6 +70,7 @@ def test_a_lent_group_replaced_by_another_loan_says_so(repo: Path, cli) -> None:
         "test borrows another group now"]
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_moves_under_other_settings_say_why(repo: Path, cli) -> None:
     r = cli("bake", "--params", "params.yaml", "--seed", "7")
     moved = [ln for ln in r.err.splitlines() if "of npz/" in ln]
@@ -99,6 +102,7 @@ def test_no_committed_split_is_nothing_to_compare(tmp_path: Path) -> None:
     assert committed(tmp_path / "splits.json", tmp_path / "universe.csv", None) is None
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_the_committed_split_is_read_from_head_not_the_working_tree(repo: Path) -> None:
     (repo / "splits.json").unlink()
     (repo / "metrics/splits.json").write_text("{}")

@@ -117,6 +117,7 @@ def test_a_data_dir_ending_in_x_is_used_as_given(tmp_path: Path) -> None:
     assert report.finding("selection").status == "ok"
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_the_data_on_disk_given_as_a_function(repo: Path) -> None:
     uni = read_universe(repo / "universe.csv")
     calls: list[int] = []

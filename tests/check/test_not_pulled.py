@@ -20,6 +20,7 @@ def _fails(message: str):
     return rescan
 
 
+@pytest.mark.slow  # builds a repository of its own: several seconds
 def test_a_rescan_of_data_not_pulled_raises_not_pulled(fresh_clone: Path) -> None:
     uni = read_universe(fresh_clone / "universe.csv")
     with pytest.raises(NotPulledError) as err:
