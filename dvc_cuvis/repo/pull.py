@@ -356,10 +356,18 @@ def fetch(plan: FetchPlan, *, jobs: int | None = None, remote: str | None = None
 def not_pulled(root: Path, paths: Iterable[str]) -> list[str]:
     """Of ``paths`` (repository-relative, missing from the workspace), those DVC tracks and
     whose content is not in the local DVC cache: they are not pulled yet (``dvc pull``),
-    rather than deleted from the workspace (``dvc checkout`` restores those) or lost."""
+    rather than deleted from the workspace (``dvc checkout`` restores those) or lost.
+
+    DVC's own log lines (a missing cache file, say) are kept off the user's stderr: the
+    check words the finding itself."""
     paths = list(paths)
     if not paths:
         return []
+    with quiet_dvc():
+        return _not_pulled(root, paths)
+
+
+def _not_pulled(root: Path, paths: list[str]) -> list[str]:
     try:
         repo = _open_repo(root)
     except Exception:
