@@ -300,8 +300,11 @@ def _pipeline_repo(root: Path) -> Path:
     """A DVC repository (``dvc init --no-scm``) with a pipeline and a default remote."""
     from dvc.repo import Repo
 
+    from dvc_cuvis.repo.pull import quiet_dvc
+
     root.mkdir()
-    Repo.init(str(root), no_scm=True).close()
+    with quiet_dvc():  # DVC's log handlers may hold the stream of a test that has ended
+        Repo.init(str(root), no_scm=True).close()
     with open(root / ".dvc" / "config", "a") as fh:
         fh.write("    remote = store\n['remote \"store\"']\n    url = ../store\n")
     (root / "dvc.yaml").write_text("stages:\n  bake:\n    cmd: dvc-cuvis bake\n")
