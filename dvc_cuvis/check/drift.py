@@ -333,10 +333,7 @@ def verify(
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from dvc_cuvis import BakeOptions, bake
-    >>> from dvc_cuvis import verify
-    >>> from dvc_cuvis import save_splits
-    >>> from dvc_cuvis import read_universe
+    >>> from dvc_cuvis import bake, BakeOptions, read_universe, save_splits, verify
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> rows = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6))
     >>> _ = (d / "universe.csv").write_text("source,index\\n" + rows)

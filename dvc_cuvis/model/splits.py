@@ -437,8 +437,7 @@ def resolve(
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from dvc_cuvis import load_splits, resolve
-    >>> from dvc_cuvis import read_universe
+    >>> from dvc_cuvis import load_splits, read_universe, resolve
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "universe.csv").write_text("source,index\\na.cu3s,0\\na.cu3s,1\\nb.cu3s,0\\n")
     >>> _ = (d / "splits.json").write_text(json.dumps({

@@ -159,8 +159,7 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
     --------
     >>> import pathlib, tempfile
     >>> import numpy as np
-    >>> from dvc_cuvis import BakeOptions, bake
-    >>> from dvc_cuvis import SplitDataModule
+    >>> from dvc_cuvis import bake, BakeOptions, SplitDataModule
     >>> from dvc_cuvis.materialize import ReaderParams, materialize
     >>> from dvc_cuvis import read_universe
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -388,10 +387,7 @@ def guard(
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from dvc_cuvis import BakeOptions, bake
-    >>> from dvc_cuvis import guard
-    >>> from dvc_cuvis import save_splits
-    >>> from dvc_cuvis import read_universe
+    >>> from dvc_cuvis import bake, BakeOptions, guard, read_universe, save_splits
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> rows = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6))
     >>> _ = (d / "universe.csv").write_text("source,index\\n" + rows)
