@@ -24,6 +24,7 @@ from dvc_cuvis.digests.hashing import dir_hash, is_folder_hash
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError, RepoError, YamlError
 from dvc_cuvis.paths import PathGuard, ancestors, is_within
+from dvc_cuvis.repo.resolved import resolved_stages
 
 #: Stages whose own record is not the pipeline's state (a previous check or report).
 REPORTING_COMMANDS: tuple[str, ...] = ("dvc-cuvis check", "dvc-cuvis report")
@@ -242,7 +243,8 @@ def stage_definitions(root: Path) -> dict[str, Any]:
 
     A dvc.yaml without templating (no ``${``, ``foreach`` or ``matrix``) is its own
     resolution and is read as YAML; otherwise DVC's own resolver (``dvc.parsing``) expands
-    it, with the repository's ``vars`` and params files, exactly as ``dvc status`` does.
+    it, with the repository's ``vars`` and params files, exactly as ``dvc status`` does; the
+    resolution is kept (:mod:`dvc_cuvis.repo.resolved`) until one of those files changes.
     """
     path = root / "dvc.yaml"
     try:
@@ -257,6 +259,11 @@ def stage_definitions(root: Path) -> dict[str, Any]:
         isinstance(d, dict) and ("foreach" in d or "matrix" in d) for d in stages.values())
     if not templated:
         return stages
+    return resolved_stages(root, text, data, lambda: _resolve(root, path, data))
+
+
+def _resolve(root: Path, path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """DVC's own resolution of the stages of the dvc.yaml ``path`` (parsed: ``data``)."""
     try:
         from dvc.parsing import DataResolver
         from dvc.repo import Repo
