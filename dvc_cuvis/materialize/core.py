@@ -886,8 +886,9 @@ def materialize(
         manifest = {k: manifest[k] for k in sorted(manifest) if k in p.recipes}
         npz_uni = _npz_universe(uni, rows, p.names, manifest, out_dir)
         _write_universe_and_splits(npz_uni, uni, splits_cfg, out_dir)
-        _write_manifest(out_dir, manifest)
+        # Before the manifest: its one sync of the file system makes the shards durable too.
         _refresh_summaries(out_dir, p, manifest, fresh, thumbs, summaries)
+        _write_manifest(out_dir, manifest)
         _hand_over_outputs(out_dir, cache)
         cache.save()
     return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir,
@@ -946,7 +947,8 @@ def _refresh_summaries(
 
     frames = {name: (p.inputs[name].source, p.inputs[name].frames[0][0], entry["md5"])
               for name, entry in manifest.items() if name in p.inputs}
-    refresh(out_dir, frames, fresh, thumbs, summarize_frame=again if enabled else None)
+    refresh(out_dir, frames, fresh, thumbs, summarize_frame=again if enabled else None,
+            sync=False)
 
 
 def _write_universe_and_splits(

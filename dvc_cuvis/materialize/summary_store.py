@@ -121,7 +121,7 @@ def _kept(prev: dict[str, Any] | None, md5: str, thumb: bool) -> dict[str, Any] 
 def refresh(
     out_dir: Path, frames: Mapping[str, tuple[str, int, str]],
     fresh: Mapping[str, dict[str, Any]], thumbs: frozenset[str], *,
-    summarize_frame: Callable[[str], dict[str, Any]] | None,
+    summarize_frame: Callable[[str], dict[str, Any]] | None, sync: bool = True,
 ) -> int:
     """Bring every shard in step with ``frames`` (name -> source, index, md5).
 
@@ -129,7 +129,8 @@ def refresh(
     of the same md5 (and has a thumbnail where one is wanted), else ``summarize_frame(name)``:
     the frame is read once more. With ``summarize_frame`` None (summaries off) a frame
     without a valid entry is left out. Entries of frames gone are dropped, and an emptied
-    shard is removed. Returns how many frames were summarized again.
+    shard is removed. ``sync=False``: the caller syncs the file system after (materialize's
+    manifest write does). Returns how many frames were summarized again.
     """
     by_shard: dict[str, list[str]] = {}
     for name in frames:
@@ -147,7 +148,7 @@ def refresh(
             if rec is not None:
                 entries[name] = {**rec, "source": source, "index": index, "md5": md5}
         changed += write_shard(out_dir / shard, entries, fsync=False)
-    if changed:  # one sync of the file system for every shard written
+    if changed and sync:  # one sync of the file system for every shard written
         sync_file_system(out_dir)
     return again
 
