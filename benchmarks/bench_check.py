@@ -34,7 +34,7 @@ Targets (every baseline is measured in the same run):
    ``dvc-cuvis check --params params.yaml`` (re-enumerates the data, checks content and
    dvc.lock staleness) <= 2 s, and <= 0.5x ``dvc status`` in the same repository (ratio =
    check / status, lower is better).  ``check --no-enumerate`` is reported too.  --quick:
-   5k frames, one timed run each.
+   2k frames, one timed run each.
 2. DataLoader throughput: ~400 frames of [64, 64, 61] float32 + masks, materialized with
    ``materialize()``; one pass over ``SplitDataModule(...).train_dataloader()``
    (batch_size=8, num_workers=0, shuffled; setup excluded) >= 1.0x a plain loop doing
@@ -198,7 +198,7 @@ def profile_check(repo: Path, cli_seconds: float) -> str:
 
 def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enforce: bool,
                 log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
-    sessions, frames = (50, 100) if args.quick else (1000, 100)
+    sessions, frames = (20, 100) if args.quick else (1000, 100)
     repo = work / "check_repo"
     repo.mkdir()
     run_cmd(["git", "init", "-q"], repo, env)
@@ -543,8 +543,8 @@ def reused_ab(csv: Path, cache_path: Path, repeat: int = 9) -> dict[str, float]:
     return {k: median(v) for k, v in times.items()}
 
 
-def log_ab(csv: Path, cache_path: Path, log: Log) -> None:
-    ab = reused_ab(csv, cache_path)
+def log_ab(csv: Path, cache_path: Path, log: Log, repeat: int = 9) -> None:
+    ab = reused_ab(csv, cache_path, repeat)
     log("    reused verdict, interleaved A/B (each after gc.collect): "
         + "; ".join(f"{k} {v * 1e3:.2f} ms" for k, v in ab.items()) + f"; load {load()}")
 
@@ -648,12 +648,12 @@ def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, 
     warm = verify(load_splits(mat / "splits.json"), csv, lock=None, cache=StatCache(cache_path))
     if not warm.ok or not cache_path.is_file():
         raise AssertionError(f"warming the guard's stat cache failed:\n{warm.render()}")
-    repeat = 5 if args.quick else 9
+    repeat = 3 if args.quick else 9
     plain_t, guard_t, fresh = setup_ratio(csv, cache_path, repeat)
     plain, guarded_s = median(plain_t), median(guard_t)
     if fresh:
         notes.append(f"! {fresh} guarded setup(s) found no reusable verdict")
-    phases = guard_phases(csv, cache_path)
+    phases = guard_phases(csv, cache_path, 3 if args.quick else 5)
     floor = phases["  floor: one bare os.stat per content file"]
     n = len(read_universe(csv))
     log(f"[3] MultiNpzDataModule.setup('fit'), {n} frames: unguarded "
@@ -665,7 +665,7 @@ def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, 
     lines = [f"{v * 1e3:8.2f} ms  {k}" for k, v in phases.items()]
     log("    the guard's check, phase by phase (fresh objects, no profiler):\n      "
         + "\n      ".join(lines))
-    log_ab(csv, cache_path, log)
+    log_ab(csv, cache_path, log, 3 if args.quick else 9)
     notes.append("guard rows: the guard's added time = median guarded minus median unguarded "
                  "setup('fit'); against one epoch's read of the same frames (train + val "
                  "loaders, goal <= 1 %) and against one bare os.stat per content file (the "
@@ -854,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     return _common.finish(
         rows, args, total=log.elapsed, notes=notes, profiles=profiles,
-        quick_note="(--quick: 5k frames for check, 80 frames for the loader; targets not "
+        quick_note="(--quick: 2k frames for check, 80 frames for the loader; targets not "
                    "enforced)")
 
 

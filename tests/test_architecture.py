@@ -147,8 +147,20 @@ def test_no_module_getattr_outside_a_face_and_no_import_after_code() -> None:
     assert problems == []
 
 
-def _code_lines(src: str, node: ast.AST) -> int:
-    """Lines of ``node`` holding code: no blank, comment-only or docstring line."""
+def _token_lines(src: str) -> set[int]:
+    """The lines of ``src`` a code token touches (no blank or comment-only line)."""
+    lines: set[int] = set()
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER}
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type not in skip:
+            lines.update(range(tok.start[0], tok.end[0] + 1))
+    return lines
+
+
+def _code_lines(src: str, node: ast.AST, token_lines: set[int] | None = None) -> int:
+    """Lines of ``node`` holding code: no blank, comment-only or docstring line
+    (``token_lines``: :func:`_token_lines` of ``src``, when the caller has it already)."""
     doc: set[int] = set()
     for n in ast.walk(node):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body:
@@ -157,24 +169,18 @@ def _code_lines(src: str, node: ast.AST) -> int:
                     and isinstance(first.value.value, str):
                 doc |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
     lo, hi = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-    lines: set[int] = set()
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-            tokenize.ENDMARKER}
-    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
-        if tok.type in skip:
-            continue
-        lines |= {ln for ln in range(tok.start[0], tok.end[0] + 1) if lo <= ln <= hi}
-    return len(lines - doc)
+    code = _token_lines(src) if token_lines is None else token_lines
+    return len({ln for ln in code if lo <= ln <= hi} - doc)
 
 
-@pytest.mark.slow  # ~4 s: every function of the package
 def test_no_function_over_sixty_code_lines() -> None:
     long = []
     for f in sorted(PKG.rglob("*.py")):
         src = f.read_text(encoding="utf-8")
+        code = _token_lines(src)  # once per file, not once per function
         for n in ast.walk(ast.parse(src)):
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                count = _code_lines(src, n)
+                count = _code_lines(src, n, code)
                 if count > MAX_CODE_LINES:
                     long.append(f"{f.relative_to(ROOT)}:{n.lineno} {n.name}: {count}")
     assert long == []
