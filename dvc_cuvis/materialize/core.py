@@ -296,12 +296,13 @@ def _write_task(task: Task, writer: FrameWriter) -> list[tuple[str, Any, dict[st
     written: list[tuple[str, Any, dict[str, Any] | None]] = []
     try:
         for _index, name, arrays, origin, ceiling in _read_frames(task):
+            summary = _summary(task, name, arrays, ceiling)
             try:
                 handle = writer.write(Path(task.out_dir) / name, arrays, task.params.compress,
                                       fsync=task.fsync, origin=origin)
             except zipfile.BadZipFile as exc:  # the input's CRC, checked while writing
                 raise DvcCuvisError(f"{task.path}: cannot read npz frame ({exc})") from None
-            written.append((name, handle, _summary(task, name, arrays, ceiling)))
+            written.append((name, handle, summary))
     except DvcCuvisError:
         raise
     except Exception as exc:  # a reader or the disk failed on an input we did not foresee

@@ -14,8 +14,11 @@ The recipe (:data:`RECIPE`), documented in docs/spectra.md:
   category pixel counts are exact (the whole ``class_mask``).
 - **valid pixel**: every band finite, and no band at the ceiling where the input dtype has
   one (an integer dtype's maximum); a saturated pixel is counted and left out of the means.
-- **thumbnail**: uint8 RGB, at most 64 px on the long side (every ``t``-th pixel), from the
-  bands nearest 640/550/460 nm when the wavelengths cover 460-640 nm, else three evenly spaced
+- **thumbnail**: uint8 RGB, at most 64 px on the long side, taken from the pixel sample
+  itself (every ``k``-th point of its grid, ``k = ceil(long side of the grid / 64)``, so 1
+  but for a very elongated frame): the sample's pixels are already read, and a thumbnail of
+  its own grid would touch four times as much of the cube. From the bands nearest
+  640/550/460 nm when the wavelengths cover 460-640 nm, else three evenly spaced
   bands; each channel stretched linearly from its 2nd to its 98th percentile over finite
   values to 0-255, a non-finite pixel black.
 
@@ -33,7 +36,7 @@ from typing import Any
 import numpy as np
 
 #: Bump when any rule above changes: a summary of another recipe is computed again.
-RECIPE = 2
+RECIPE = 3
 #: Pixels the statistics sample at most per frame (a regular grid).
 SAMPLE_PIXELS = 1024
 #: The long side of a thumbnail, at most.
@@ -171,10 +174,23 @@ def rgb_bands(wavelengths: np.ndarray | tuple[float, ...], channels: int) -> tup
 
 def thumbnail(cube: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
     """The false-colour thumbnail of a cube (the module's recipe)."""
-    height, width, channels = cube.shape
-    step = max(1, math.ceil(max(height, width) / THUMB_PX))
+    step = sample_step(cube.shape[0], cube.shape[1])
+    return _thumbnail_of_grid(cube[::step, ::step], wavelengths)
+
+
+def _thumbnail_of_grid(grid: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
+    """The thumbnail of the pixel sample's ``[rows, cols, C]`` grid."""
+    rows, cols, channels = grid.shape
+    k = max(1, math.ceil(max(rows, cols) / THUMB_PX))
     bands = rgb_bands(wavelengths, channels)
-    small = cube[::step, ::step][:, :, list(bands)].astype(np.float64)
+    small = grid[::k, ::k][:, :, list(bands)].astype(np.float64)
+    rows, cols = small.shape[:2]
+    if np.isfinite(small).all():  # the common case, all three channels in one pass
+        lo, hi = np.percentile(small.reshape(-1, 3), STRETCH, axis=0)
+        span = hi - lo
+        scaled = np.where(span > 0, (small - lo) / np.where(span > 0, span, 1.0) * 255.0, 127.0)
+        rgb = np.rint(np.clip(scaled, 0.0, 255.0)).astype(np.uint8)
+        return Thumbnail(int(rows), int(cols), bands, rgb.tobytes())
     out = np.zeros(small.shape, dtype=np.uint8)
     for c in range(3):
         chan = small[:, :, c]
@@ -186,7 +202,6 @@ def thumbnail(cube: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
         scaled = (chan - lo) / span * 255.0 if span > 0 else np.where(finite, 127.0, 0.0)
         scaled = np.where(finite, np.clip(np.nan_to_num(scaled), 0.0, 255.0), 0.0)
         out[:, :, c] = np.rint(scaled).astype(np.uint8)
-    rows, cols = small.shape[:2]
     return Thumbnail(int(rows), int(cols), bands, out.tobytes())
 
 
@@ -197,7 +212,8 @@ def summarize(
     """The spectral summary of one ``[H, W, C]`` cube (the module's recipe)."""
     height, width, channels = cube.shape
     step = sample_step(height, width)
-    px = cube[::step, ::step].reshape(-1, channels)
+    grid = np.ascontiguousarray(cube[::step, ::step])  # the sample, read once
+    px = grid.reshape(-1, channels)
     ok, invalid, saturated = _valid_pixels(px, ceiling)
     wide = (px if invalid == 0 and not saturated else px[ok]).astype(np.float64)
     mean, std = _mean_std(wide)
@@ -206,7 +222,8 @@ def summarize(
     wl = tuple(float(w) for w in np.asarray(wavelengths).ravel().tolist())
     return FrameSummary(
         (height, width, channels), wl, int(px.shape[0]), invalid, saturated, _f32(mean),
-        _f32(std), cats, thumbnail(cube, np.asarray(wavelengths)) if with_thumbnail else None,
+        _f32(std), cats,
+        _thumbnail_of_grid(grid, np.asarray(wavelengths)) if with_thumbnail else None,
     )
 
 

@@ -21,6 +21,8 @@ from dvc_cuvis.review.spectra import Balance, GridSpectra, SplitSpectra
 STAGE_COLORS = {"train": "#4C72B0", "val": "#DD8452", "test": "#55A868"}
 #: Categories drawn per grid at most (the largest by pixel count first).
 MAX_CATEGORY_CHARTS = 8
+#: The long side a thumbnail is shown at, in CSS pixels (a whole multiple of its own size).
+THUMB_SHOWN_PX = 128
 
 
 def bmp(rgb: np.ndarray) -> bytes:
@@ -102,12 +104,13 @@ def _thumbnail_grid(spectra: SplitSpectra) -> str:
             continue
         imgs = []
         for uid, t in thumbs:
+            zoom = max(2, THUMB_SHOWN_PX // max(t["height"], t["width"], 1))
             rgb = np.frombuffer(base64.b64decode(t["rgb"]), dtype=np.uint8).reshape(
                 t["height"], t["width"], 3)
             data = base64.b64encode(bmp(rgb)).decode("ascii")
             imgs.append(f'<img class="thumb" data-uid="{html.escape(uid)}" '
                         f'data-stage="{stage}" title="{html.escape(uid)}" '
-                        f'width="{t["width"] * 2}" height="{t["height"] * 2}" '
+                        f'width="{t["width"] * zoom}" height="{t["height"] * zoom}" '
                         f'src="data:image/bmp;base64,{data}">')
         parts.append(f"<h4>{stage}</h4><div class='thumbs'>{''.join(imgs)}</div>")
     return "".join(parts)

@@ -238,3 +238,20 @@ def test_a_recipe_change_summarizes_again(tmp_path: Path, monkeypatch: pytest.Mo
     _run(tmp_path, monkeypatch)
     monkeypatch.setattr(store, "RECIPE", RECIPE + 1)
     assert len(_run(tmp_path, monkeypatch)) == 4
+
+
+def test_a_thumbnail_is_taken_from_the_pixel_sample() -> None:
+    """Its pixels are the sample's own (no other pixel of the cube is read), at most 64 px."""
+    cube = np.zeros((256, 256, 3), dtype=np.float32)
+    step = sample_step(256, 256)
+    cube[::step, ::step] = np.linspace(1.0, 2.0, (256 // step) ** 2 * 3).reshape(
+        256 // step, 256 // step, 3)  # only the sampled pixels are non-zero
+    t = summarize(cube, [460, 550, 640], with_thumbnail=True).thumbnail
+    assert t is not None and (t.height, t.width) == (256 // step, 256 // step)
+    grid = cube[::step, ::step][:, :, ::-1].astype(np.float64)  # R, G, B = 640, 550, 460 nm
+    lo, hi = np.percentile(grid.reshape(-1, 3), [2.0, 98.0], axis=0)
+    expected = np.rint(np.clip((grid - lo) / (hi - lo) * 255.0, 0, 255)).astype(np.uint8)
+    assert np.array_equal(t.array(), expected)
+    long = summarize(np.ones((4096, 64, 3), dtype=np.float32), [1, 2, 3],
+                     with_thumbnail=True).thumbnail
+    assert long is not None and max(long.height, long.width) <= 64 and long.width >= 1
