@@ -127,7 +127,10 @@ def section(spectra: SplitSpectra | None, note: str, names: dict[int, str], mpl:
         shown = ", ".join(spectra.missing[:5]) + (" ..." if len(spectra.missing) > 5 else "")
         parts.append(f'<p class="bad" data-metric="spectra-missing" data-count='
                      f'"{len(spectra.missing)}">{len(spectra.missing)} samples of the split have '
-                     f"no summary ({html.escape(shown)}): rerun dvc-cuvis materialize</p>")
+                     f"no summary ({html.escape(shown)}): rerun dvc-cuvis materialize (in a "
+                     "DVC pipeline whose inputs did not change, as after an upgrade of "
+                     "dvc-cuvis: <code>dvc repro -f -s materialize &amp;&amp; dvc repro</code>)"
+                     "</p>")
     for i, grid in enumerate(spectra.grids):
         label = (f"{len(grid.wavelengths)} bands, {grid.wavelengths[0]:g}-"
                  f"{grid.wavelengths[-1]:g} nm" if grid.wavelengths else "no bands")

@@ -233,3 +233,21 @@ def test_base_compares_train_at_a_revision_from_the_local_dvc_cache(tmp_path: Pa
        cwd=tmp_path)
     page = (tmp_path / "r.html").read_text()
     assert "train at HEAD is left out" in page and "not in the local DVC cache" in page
+
+
+def test_summaries_of_another_recipe_are_counted_named_and_the_rerun_is_said(
+        shifted, cli, tmp_path: Path) -> None:
+    """After an upgrade that changes the recipe, no sample is dropped silently."""
+    root, _ = shifted
+    copy = tmp_path / "p"
+    shutil.copytree(root, copy)
+    shards = sorted((copy / "out" / "summaries").rglob("%summary.json"))
+    data = json.loads(shards[0].read_text())
+    stale = len(data["frames"])
+    data["recipe"] = data["recipe"] - 1  # written by an older dvc-cuvis
+    shards[0].write_text(json.dumps(data))
+    page = _report(copy, cli)
+    found = re.search(r'data-metric="spectra-missing" data-count="(\d+)"', page)
+    assert found is not None and int(found.group(1)) == stale
+    assert data["frames"][sorted(data["frames"])[0]]["source"] in page
+    assert "dvc repro -f -s materialize &amp;&amp; dvc repro" in page
