@@ -7,6 +7,9 @@ PY=${PYTHON:-python3}
 # Each step's wall time goes to stderr ("time: <step> <s> s"): the installs are timed apart
 # from the checks, as they vary with the package registry (docs/development.md).
 T0=$SECONDS
+# A machine may set PYTHONDONTWRITEBYTECODE: then every process of the run (each test's
+# dvc-cuvis and dvc) would compile every module it imports from source, again and again.
+unset PYTHONDONTWRITEBYTECODE
 took() { echo "time: $1 $((SECONDS - T0)) s" >&2; T0=$SECONDS; }
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # The tests that depend on what DVC itself reads or writes (marker lowest_dvc: DVC's state
@@ -51,7 +54,7 @@ fi
 trap 'for p in ${LOW_PID:-} ${APT_PID:-}; do kill "$p" 2>/dev/null || true; done' EXIT
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 # torch is pinned to the CPU build on local disk (an unpinned torch pulls a multi-GB CUDA build).
-# --no-compile: Python compiles the modules the run imports, not all of torch's.
+# --no-compile: Python compiles (once) the modules the run imports, not all of torch's.
 .venv/bin/python -m pip install -q --no-compile --disable-pip-version-check -e ".[test]" \
     "torch==2.13.0" "pytorch-lightning>=2.4"
 # Reference implementations for differential tests (they import without torch).
