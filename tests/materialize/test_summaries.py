@@ -255,3 +255,60 @@ def test_a_thumbnail_is_taken_from_the_pixel_sample() -> None:
     long = summarize(np.ones((4096, 64, 3), dtype=np.float32), [1, 2, 3],
                      with_thumbnail=True).thumbnail
     assert long is not None and max(long.height, long.width) <= 64 and long.width >= 1
+
+
+def _stretch(chan: np.ndarray) -> np.ndarray:
+    """The recipe's stretch of one channel, written out: finite values from their 2nd to
+    98th percentile onto 0-255 (127 for a flat channel), a non-finite pixel 0."""
+    finite = np.isfinite(chan)
+    out = np.zeros(chan.shape, dtype=np.uint8)
+    if not finite.any():
+        return out
+    lo, hi = np.percentile(chan[finite], [2.0, 98.0])
+    if hi > lo:
+        vals = np.clip((chan[finite] - lo) / (hi - lo) * 255.0, 0.0, 255.0)
+    else:
+        vals = np.full(int(finite.sum()), 127.0)
+    out[finite] = np.rint(vals).astype(np.uint8)
+    return out
+
+
+def test_a_thumbnail_with_bad_pixels_and_a_flat_band_is_stretched_per_channel() -> None:
+    """The slow path (a non-finite pixel in the sample): each channel on its own, exactly."""
+    cube = _cube(20, 30, 6, seed=4) * 40.0 - 3.0
+    cube[..., 2] = 0.25  # the green channel (bands 5, 2, 0 without visible wavelengths)
+    cube[1, 2, :] = np.nan
+    cube[5, 7, 0] = np.inf
+    cube[:, :, 5][cube[:, :, 5] > 30] = np.nan
+    t = summarize(cube, np.arange(900, 906), with_thumbnail=True).thumbnail
+    assert t is not None and t.bands == (5, 2, 0) and (t.height, t.width) == (20, 30)
+    img = t.array()
+    for k, band in enumerate(t.bands):
+        assert np.array_equal(img[:, :, k], _stretch(cube[:, :, band].astype(np.float64))), k
+    assert tuple(img[1, 2]) == (0, 0, 0) and img[3, 3, 1] == 127
+    no_finite = np.full((4, 4, 3), np.nan, dtype=np.float32)
+    dark = summarize(no_finite, [1, 2, 3], with_thumbnail=True).thumbnail
+    assert dark is not None and dark.array().max() == 0
+
+
+def test_a_category_the_sample_misses_is_averaged_over_its_valid_pixels() -> None:
+    """uint16 with a ceiling: saturated and non-finite pixels stay out of its mean."""
+    h, w = 100, 100
+    cube = (np.arange(h * w * 2) % 50_000).reshape(h, w, 2).astype(np.uint16)
+    mask = np.zeros((h, w), dtype=np.uint8)
+    mask[1:3, 1:3] = 7  # off the sample's grid (every 4th row and column from 0)
+    cube[1, 1, 0] = 65535  # saturated: left out
+    step = sample_step(h, w)
+    assert step == 4 and not (mask[::step, ::step] == 7).any()
+    s = summarize(cube, [400, 500], mask, ceiling=ceiling_of(np.uint16))
+    cat = s.categories[7]
+    assert cat.pixels == 4 and cat.mean is not None
+    keep = [(1, 2), (2, 1), (2, 2)]
+    expected = np.mean([cube[r, c].astype(np.float64) for r, c in keep], axis=0)
+    assert cat.mean == pytest.approx(tuple(expected), rel=1e-6)
+    assert s.categories[0].pixels == h * w - 4
+    all_bad = np.full((40, 40, 2), 65535, dtype=np.uint16)
+    gone = summarize(all_bad, [1, 2], np.ones((40, 40), np.uint8), ceiling=65535.0)
+    assert gone.categories[1].mean is None and gone.mean == (None, None)
+    assert gone.saturated == gone.sampled and gone.valid == 0
+    assert to_record(gone)["categories"]["1"] == {"pixels": 1600, "mean": None}
