@@ -312,3 +312,26 @@ def test_a_category_the_sample_misses_is_averaged_over_its_valid_pixels() -> Non
     assert gone.categories[1].mean is None and gone.mean == (None, None)
     assert gone.saturated == gone.sampled and gone.valid == 0
     assert to_record(gone)["categories"]["1"] == {"pixels": 1600, "mean": None}
+
+
+@pytest.mark.parametrize("wl,channels,expected", [
+    (np.arange(460, 641, 10), 19, (18, 9, 0)),  # exactly 460-640 nm: the visible bands
+    (np.arange(461, 700, 10), 24, (23, 11, 0)),  # starts above 460 nm: evenly spaced
+    (np.arange(400, 640, 10), 24, (23, 11, 0)),  # ends below 640 nm: evenly spaced
+    (np.arange(400, 1000, 10), 5, (4, 2, 0)),  # wavelengths not one per band: evenly spaced
+    (np.arange(400, 1000, 10), 60, (24, 15, 6)),
+    ([500.0, 600.0], 2, (1, 0, 0)),
+    ([500.0], 1, (0, 0, 0)),
+], ids=["visible, bounds included", "from 461 nm", "to 630 nm", "grid mismatch", "400-990 nm",
+        "two bands", "one band"])
+def test_the_bands_a_thumbnail_shows(wl, channels, expected) -> None:
+    assert rgb_bands(wl, channels) == expected
+
+
+def test_the_thumbnail_of_a_cube_is_the_one_its_summary_keeps() -> None:
+    from dvc_cuvis.materialize.summaries import thumbnail
+
+    cube = _cube(100, 70, 4, seed=2)
+    wl = np.array([450.0, 550.0, 600.0, 650.0])
+    kept = summarize(cube, wl, with_thumbnail=True).thumbnail
+    assert thumbnail(cube, wl) == kept and kept is not None and kept.bands == (3, 1, 0)
