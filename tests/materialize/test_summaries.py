@@ -315,14 +315,16 @@ def test_a_category_the_sample_misses_is_averaged_over_its_valid_pixels() -> Non
 
 
 @pytest.mark.parametrize("wl,channels,expected", [
-    (np.arange(460, 641, 10), 19, (18, 9, 0)),  # exactly 460-640 nm: the visible bands
+    (np.arange(460, 700, 10), 24, (18, 9, 0)),  # from exactly 460 nm: the visible bands
+    (np.arange(400, 641, 10), 25, (24, 15, 6)),  # to exactly 640 nm: the visible bands
+    ([640.0, 550.0, 460.0], 3, (0, 1, 2)),  # three bands, visible, in any order
     (np.arange(461, 700, 10), 24, (23, 11, 0)),  # starts above 460 nm: evenly spaced
     (np.arange(400, 640, 10), 24, (23, 11, 0)),  # ends below 640 nm: evenly spaced
     (np.arange(400, 1000, 10), 5, (4, 2, 0)),  # wavelengths not one per band: evenly spaced
     (np.arange(400, 1000, 10), 60, (24, 15, 6)),
     ([500.0, 600.0], 2, (1, 0, 0)),
     ([500.0], 1, (0, 0, 0)),
-], ids=["visible, bounds included", "from 461 nm", "to 630 nm", "grid mismatch", "400-990 nm",
+], ids=["from 460 nm", "to 640 nm", "three visible bands", "from 461 nm", "to 630 nm", "grid mismatch", "400-990 nm",
         "two bands", "one band"])
 def test_the_bands_a_thumbnail_shows(wl, channels, expected) -> None:
     assert rgb_bands(wl, channels) == expected
@@ -331,7 +333,12 @@ def test_the_bands_a_thumbnail_shows(wl, channels, expected) -> None:
 def test_the_thumbnail_of_a_cube_is_the_one_its_summary_keeps() -> None:
     from dvc_cuvis.materialize.summaries import thumbnail
 
-    cube = _cube(100, 70, 4, seed=2)
-    wl = np.array([450.0, 550.0, 600.0, 650.0])
+    cube = _cube(100, 70, 6, seed=2)
+    wl = np.array([450.0, 550.0, 560.0, 570.0, 580.0, 650.0])  # evenly spaced would be 5, 2, 0
     kept = summarize(cube, wl, with_thumbnail=True).thumbnail
-    assert thumbnail(cube, wl) == kept and kept is not None and kept.bands == (3, 1, 0)
+    assert thumbnail(cube, wl) == kept and kept is not None and kept.bands == (5, 1, 0)
+    step = sample_step(100, 70)
+    grid = cube[::step, ::step][:, :, [5, 1, 0]].astype(np.float64)
+    lo, hi = np.percentile(grid.reshape(-1, 3), [2.0, 98.0], axis=0)
+    expected = np.rint(np.clip((grid - lo) / (hi - lo) * 255.0, 0, 255)).astype(np.uint8)
+    assert np.array_equal(kept.array(), expected)
