@@ -324,8 +324,8 @@ def test_a_category_the_sample_misses_is_averaged_over_its_valid_pixels() -> Non
     (np.arange(400, 1000, 10), 60, (24, 15, 6)),
     ([500.0, 600.0], 2, (1, 0, 0)),
     ([500.0], 1, (0, 0, 0)),
-], ids=["from 460 nm", "to 640 nm", "three visible bands", "from 461 nm", "to 630 nm", "grid mismatch", "400-990 nm",
-        "two bands", "one band"])
+], ids=["from 460 nm", "to 640 nm", "three visible bands", "from 461 nm", "to 630 nm",
+        "grid mismatch", "400-990 nm", "two bands", "one band"])
 def test_the_bands_a_thumbnail_shows(wl, channels, expected) -> None:
     assert rgb_bands(wl, channels) == expected
 
