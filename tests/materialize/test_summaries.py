@@ -342,3 +342,58 @@ def test_the_thumbnail_of_a_cube_is_the_one_its_summary_keeps() -> None:
     lo, hi = np.percentile(grid.reshape(-1, 3), [2.0, 98.0], axis=0)
     expected = np.rint(np.clip((grid - lo) / (hi - lo) * 255.0, 0, 255)).astype(np.uint8)
     assert np.array_equal(kept.array(), expected)
+
+
+def test_a_sampled_category_is_averaged_over_its_sampled_pixels_only() -> None:
+    """On a frame larger than the sample, the mean of a category the sample meets is over the
+    sampled pixels (not the whole category)."""
+    cube = _cube(64, 64, 2, seed=8)
+    mask = np.ones((64, 64), dtype=np.uint8)
+    step = sample_step(64, 64)
+    assert step == 2
+    s = summarize(cube, [1, 2], mask)
+    sampled = cube[::step, ::step].reshape(-1, 2).astype(np.float64).mean(axis=0)
+    assert s.categories[1].mean == pytest.approx(tuple(sampled), rel=1e-6)
+    assert s.categories[1].mean != pytest.approx(tuple(cube.reshape(-1, 2).mean(axis=0)),
+                                                 rel=1e-6)
+
+
+def test_one_valid_pixel_and_one_bad_pixel() -> None:
+    cube = _cube(4, 4, 3, seed=9)
+    one = summarize(cube[:1, :1], [1, 2, 3])
+    assert one.mean == pytest.approx(tuple(cube[0, 0].tolist())) and one.std == (0.0, 0.0, 0.0)
+    cube[2, 3, 1] = np.nan  # exactly one invalid pixel: it stays out of the means
+    s = summarize(cube, [1, 2, 3])
+    assert s.invalid == 1 and all(v is not None for v in s.mean)
+    keep = np.ones((4, 4), bool)
+    keep[2, 3] = False
+    assert s.mean == pytest.approx(tuple(cube[keep].astype(np.float64).mean(axis=0)), rel=1e-6)
+
+
+def test_every_field_round_trips_through_the_stored_form() -> None:
+    cube = (np.arange(40 * 40 * 3) % 300).reshape(40, 40, 3).astype(np.uint8)
+    cube[0, 0, 0] = 255
+    mask = np.zeros((40, 40), np.uint8)
+    mask[0, 0] = 4  # its one pixel is saturated: no mean
+    s = summarize(cube, [460, 550, 640], mask, ceiling=ceiling_of(np.uint8))
+    assert s.saturated and s.thumbnail is None and s.categories[4].mean is None
+    rec = json.loads(json.dumps(to_record(s)))
+    assert "thumbnail" not in rec and from_record(rec) == s
+    bare = {k: v for k, v in rec.items() if k != "categories"}
+    assert from_record(bare).categories == {}
+
+
+def test_a_non_square_cube_and_flat_or_empty_channels() -> None:
+    from dvc_cuvis.materialize.summaries import thumbnail
+
+    cube = _cube(200, 50, 3, seed=10)
+    t = thumbnail(cube, [1, 2, 3])
+    step = sample_step(200, 50)
+    assert (t.height, t.width) == (len(range(0, 200, step)), len(range(0, 50, step)))
+    flat = cube.copy()
+    flat[..., 1] = 5.0  # all finite, one flat channel: its pixels are all 127
+    assert set(np.unique(thumbnail(flat, [1, 2, 3]).array()[:, :, 1]).tolist()) == {127}
+    empty = cube.copy()
+    empty[..., 2] = np.nan  # the red channel (bands 2, 1, 0) has no finite value at all
+    img = thumbnail(empty, [1, 2, 3]).array()
+    assert img[:, :, 0].max() == 0 and img[:, :, 1].max() == 255 and img[:, :, 2].max() == 255
