@@ -386,10 +386,11 @@ def test_every_field_round_trips_through_the_stored_form() -> None:
 def test_a_non_square_cube_and_flat_or_empty_channels() -> None:
     from dvc_cuvis.materialize.summaries import thumbnail
 
-    cube = _cube(200, 50, 3, seed=10)
+    cube = _cube(300, 40, 3, seed=10)
     t = thumbnail(cube, [1, 2, 3])
-    step = sample_step(200, 50)
-    assert (t.height, t.width) == (len(range(0, 200, step)), len(range(0, 50, step)))
+    step = sample_step(300, 40)
+    k = -(-len(range(0, 300, step)) // 64)
+    assert (t.height, t.width) == (len(range(0, 300, step * k)), len(range(0, 40, step * k)))
     flat = cube.copy()
     flat[..., 1] = 5.0  # all finite, one flat channel: its pixels are all 127
     assert set(np.unique(thumbnail(flat, [1, 2, 3]).array()[:, :, 1]).tolist()) == {127}
@@ -397,3 +398,12 @@ def test_a_non_square_cube_and_flat_or_empty_channels() -> None:
     empty[..., 2] = np.nan  # the red channel (bands 2, 1, 0) has no finite value at all
     img = thumbnail(empty, [1, 2, 3]).array()
     assert img[:, :, 0].max() == 0 and img[:, :, 1].max() == 255 and img[:, :, 2].max() == 255
+
+
+def test_stored_values_are_rounded_to_float32_first() -> None:
+    """A float64 mean is rounded to float32, then written with 9 significant digits."""
+    cube = np.array([[[0.1], [0.2]]], dtype=np.float32)
+    m64 = cube.astype(np.float64).mean()
+    s = summarize(cube, [500])
+    assert s.mean == (float(f"{np.float32(m64):.9g}"),)
+    assert s.mean != (float(f"{m64:.9g}"),)
