@@ -68,9 +68,9 @@ def _digest(path: Path) -> str:
         return "-"
 
 
-def memo_key(root: Path, text: str, data: dict[str, Any]) -> str:
-    """The key of a resolution: the digest of every input DVC's resolver reads."""
-    repo = dvc_root(root)
+def memo_key(root: Path, repo: Path | None, text: str, data: dict[str, Any]) -> str:
+    """The key of a resolution (``repo``: the DVC repository holding ``root``): the digest
+    of every input DVC's resolver reads."""
     try:
         dvc_version = metadata.version("dvc")
     except metadata.PackageNotFoundError:
@@ -85,11 +85,8 @@ def memo_key(root: Path, text: str, data: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
-def _memo_path(root: Path) -> Path | None:
-    """Where the memo of ``root``'s dvc.yaml lives (None outside a DVC repository)."""
-    repo = dvc_root(root)
-    if repo is None:
-        return None
+def _memo_path(root: Path, repo: Path) -> Path:
+    """Where the memo of ``root``'s dvc.yaml lives in the DVC repository ``repo``."""
     where = os.path.relpath(os.path.abspath(root), os.path.abspath(repo))
     name = hashlib.sha256(where.encode()).hexdigest()[:16]
     return repo / ".dvc" / "tmp" / "dvc-cuvis" / "resolved" / f"{name}.json"
@@ -99,10 +96,11 @@ def resolved_stages(root: Path, text: str, data: dict[str, Any],
                     resolve: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``resolve()`` (DVC's resolution of ``root``'s dvc.yaml), from the memo when its
     inputs are unchanged; a fresh result is kept for the next call."""
-    path = _memo_path(root)
-    if path is None:
+    repo = dvc_root(root)
+    if repo is None:
         return resolve()
-    key = memo_key(root, text, data)
+    path = _memo_path(root, repo)
+    key = memo_key(root, repo, text, data)
     with contextlib.suppress(OSError, ValueError):
         memo = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(memo, dict) and memo.get("key") == key \

@@ -54,7 +54,7 @@ def cmds(repo: Path) -> dict[str, str]:
 def test_a_second_read_answers_from_the_memo_without_importing_dvc(repo: Path) -> None:
     first = stage_definitions(repo)
     assert first["bake"]["cmd"] == "echo 1 a" and first["bake"]["outs"] == ["splits.json"]
-    assert _memo_path(repo) is not None and _memo_path(repo).is_file()  # type: ignore[union-attr]
+    assert _memo_path(repo, repo).is_file()
     code = ("import json, sys; from pathlib import Path; "
             "from dvc_cuvis.repo.lockfile import stage_definitions; "
             "d = stage_definitions(Path('.')); "
@@ -90,8 +90,7 @@ def test_dvc_config_is_an_input(repo: Path) -> None:
 
 def test_an_unreadable_memo_is_ignored_and_rewritten(repo: Path) -> None:
     expected = stage_definitions(repo)
-    memo = _memo_path(repo)
-    assert memo is not None
+    memo = _memo_path(repo, repo)
     for junk in ("{not json", json.dumps({"key": "0" * 64, "stages": {"bake": {"cmd": "x"}}}),
                  json.dumps([1, 2])):
         memo.write_text(junk)
