@@ -251,3 +251,28 @@ def test_summaries_of_another_recipe_are_counted_named_and_the_rerun_is_said(
     assert found is not None and int(found.group(1)) == stale
     assert data["frames"][sorted(data["frames"])[0]]["source"] in page
     assert "dvc repro -f -s materialize &amp;&amp; dvc repro" in page
+
+
+@pytest.mark.slow
+@pytest.mark.child_process
+def test_the_printed_upgrade_command_brings_the_summaries_back_when_pasted(
+        npz_pipeline: Path, tmp_path: Path) -> None:
+    """In a pipeline whose shards are of an older recipe, `dvc repro` alone reruns nothing;
+    the command the report prints, pasted into a shell, brings every summary back."""
+    from tests.helpers.repos import copy
+    from tests.helpers.shell import run
+
+    repo = copy(npz_pipeline, tmp_path / "repo")
+    for shard in (repo / "materialized" / "summaries").rglob("%summary.json"):
+        data = json.loads(shard.read_text())
+        data["recipe"] -= 1
+        shard.write_text(json.dumps(data))
+    assert run("dvc-cuvis", "report", "--params", "params.yaml", "--out", "report.html",
+               cwd=repo).returncode == 0
+    page = (repo / "report.html").read_text()
+    command = re.search(r"<code>(dvc repro [^<]*)</code>", page)
+    assert command is not None and 'data-metric="spectra-missing"' in page
+    pasted = run("bash", "-c", command.group(1).replace("&amp;", "&"), cwd=repo)
+    assert pasted.returncode == 0, pasted.stdout + pasted.stderr
+    after = (repo / "report.html").read_text()
+    assert 'data-metric="spectra-missing"' not in after and 'data-max-shift=' in after
