@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[tiff,coco,report]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[tiff,coco]"
 export PATH="$PWD/.venv/bin:$PATH"
 dvc repro
 echo

@@ -24,7 +24,7 @@ low_install() {
     [ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"
     "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check "dvc==3.54.0" \
         "pathspec<0.13" "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" "numpy>=2.0" \
-        gitpython pyyaml "matplotlib>=3.8" "tifffile>=2024.1" "pillow>=10" pytest \
+        gitpython pyyaml "tifffile>=2024.1" "pillow>=10" pytest \
         pytest-xdist hypothesis
     "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check --no-deps -e .
     "$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.54."), dvc.__version__'

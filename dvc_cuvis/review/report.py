@@ -1,16 +1,14 @@
 """A self-contained HTML picture of a split (and, with a base revision, of a change to it).
 
-One file, no network at view time: charts are matplotlib SVG inlined as text (fonts as
-text, fixed hash salt, no dates), tables are plain HTML with ``data-*`` attributes so
-tests and scripts can read the figures.  Everything is aggregated — counts per stage,
+One file, no network at view time: charts are SVG written as text (``review/svg.py``: no
+plotting library, the same bytes on every machine), tables are plain HTML with ``data-*``
+attributes so tests and scripts can read the figures.  Everything is aggregated — counts per stage,
 category, source and transition — so a 1M-sample universe still gives a small page.
 """
 
 from __future__ import annotations
 
-import functools
 import html
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis.check.drift import DriftReport
-from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.splits import (
     EXCLUSIVE_STAGES,
     STAGE_CODE_NAMES,
@@ -27,6 +24,7 @@ from dvc_cuvis.model.splits import (
     stage_stats,
 )
 from dvc_cuvis.model.universe import anomaly_notions_differ, anomaly_notions_note
+from dvc_cuvis.review import svg
 
 STAGE_COLORS = {"train": "#4C72B0", "val": "#DD8452", "test": "#55A868", "predict": "#8172B3",
                 "unassigned": "#999999"}
@@ -47,80 +45,21 @@ class ReportInput:
     spectra_note: str = ""  # why there are no spectra, and how to get them
 
 
-class _Figures:
-    """``pyplot.subplots`` on bare ``Figure`` objects: SVG needs neither pyplot's import nor
-    its figure manager (about 0.1 s of a report, measured)."""
-
-    def __init__(self, figure_class: Any) -> None:
-        self._figure = figure_class
-
-    def subplots(self, nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float],
-                 squeeze: bool = True) -> tuple[Any, Any]:
-        """A figure of ``figsize`` inches and its axes, as ``pyplot.subplots`` returns them."""
-        fig = self._figure(figsize=figsize)
-        return fig, fig.subplots(nrows, ncols, squeeze=squeeze)
-
-
-@functools.cache
-def _figures() -> _Figures:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise DvcCuvisError("report needs matplotlib: pip install 'dvc-cuvis[report]'") from None
-    return _Figures(Figure)
-
-
-def _mpl() -> _Figures:
-    """The charts' figure maker, with the settings that make their SVG bytes stable (set on
-    every call: rcParams are global, and a caller may have changed them since)."""
-    figures = _figures()
-    import matplotlib
-
-    matplotlib.rcParams.update({"svg.hashsalt": "dvc-cuvis", "svg.fonttype": "none",
-                                "font.size": 10, "figure.dpi": 72})
-    return figures
-
-
-def _svg(fig: Any) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight",
-                metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    text = buf.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and doctype
-
-
 def _stage_chart(stats: dict[str, dict[str, Any]]) -> str:
-    plt = _mpl()
-    fig, ax = plt.subplots(figsize=(7, 2.4))
     names = list(EXCLUSIVE_STAGES)
     values = [stats[s]["samples"] for s in names]
-    ax.barh(names, values, color=[STAGE_COLORS[s] for s in names])
-    for y, (v, s) in enumerate(zip(values, names, strict=True)):
-        ax.text(v, y, f" {v} samples / {stats[s]['sources']} sources", va="center")
-    ax.invert_yaxis()
-    ax.set_xlabel("samples")
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_xlim(0, max([*values, 1]) * 1.45)
-    return _svg(fig)
+    return svg.hbar_chart(names, values, [STAGE_COLORS[s] for s in names],
+                          [f"{v} samples / {stats[s]['sources']} sources"
+                           for v, s in zip(values, names, strict=True)], "samples")
 
 
 def _category_chart(rows: list[tuple[str, dict[str, int]]]) -> str:
-    plt = _mpl()
-    fig, ax = plt.subplots(figsize=(7.5, 2.8))
-    x = np.arange(len(rows))
-    width = 0.8 / len(EXCLUSIVE_STAGES)
-    for j, stage in enumerate(EXCLUSIVE_STAGES):
-        ax.bar(x + j * width, [r[1].get(stage, 0) for r in rows], width, label=stage,
-               color=STAGE_COLORS[stage])
-    ax.set_xticks(x + width, [r[0] for r in rows])
-    ax.set_ylabel("samples with category")
-    ax.legend(frameon=False, ncols=3)
-    ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig)
+    return svg.grouped_bar_chart([r[0] for r in rows],
+                                 [(stage, STAGE_COLORS[stage], [r[1].get(stage, 0) for r in rows])
+                                  for stage in EXCLUSIVE_STAGES], "samples with category")
 
 
 def _transition_chart(diff: Any) -> str:
-    plt = _mpl()
     rows = [*STAGE_CODE_NAMES, "new"]
     cols = [*STAGE_CODE_NAMES, "removed"]
     a_state = diff.a.state()
@@ -133,17 +72,7 @@ def _transition_chart(diff: Any) -> str:
         mat[rows.index(frm), cols.index(to)] += n
         if frm in STAGE_CODE_NAMES:
             mat[rows.index(frm), rows.index(frm)] -= n
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    ax.imshow(np.log1p(mat), cmap="Blues")
-    ax.set_xticks(range(len(cols)), [f"to {c}" for c in cols], rotation=30, ha="right")
-    ax.set_yticks(range(len(rows)), [f"from {r}" for r in rows])
-    top = mat.max() if mat.size else 0
-    for i in range(len(rows)):
-        for j in range(len(cols)):
-            if mat[i, j]:
-                ax.text(j, i, str(mat[i, j]), ha="center", va="center",
-                        color="white" if mat[i, j] > top / 3 else "black")
-    return _svg(fig)
+    return svg.heatmap(mat, [f"from {r}" for r in rows], [f"to {c}" for c in cols])
 
 
 def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
@@ -186,7 +115,7 @@ def render(inp: ReportInput) -> str:
         from dvc_cuvis.review.spectra_html import section
 
         names = {v: k for k, v in (inp.categories or {}).items()}
-        parts.append(section(inp.spectra, inp.spectra_note, names, _mpl(), _svg))
+        parts.append(section(inp.spectra, inp.spectra_note, names))
     parts.append(_categories_section(inp, stats))
     parts.append(_sources_section(res))
     parts.append(_checks_section(inp))

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dvc_cuvis.review import svg
 from dvc_cuvis.review.spectra import Balance, GridSpectra, SplitSpectra
 
 STAGE_COLORS = {"train": "#4C72B0", "val": "#DD8452", "test": "#55A868"}
@@ -43,40 +44,31 @@ def _shift_text(value: float) -> str:
     return "inf" if math.isinf(value) else f"{value:.3f}"
 
 
-def _spectrum_chart(grid: GridSpectra, mpl: Any, svg: Any) -> str:
+def _spectrum_chart(grid: GridSpectra) -> str:
     """Mean spectrum ±1 std per stage, stages overlaid, x in nm."""
-    fig, ax = mpl.subplots(figsize=(7.5, 3.2))
-    wl = np.asarray(grid.wavelengths)
-    for stage, sp in grid.stages.items():
-        color = STAGE_COLORS.get(stage, "#777")
-        ax.plot(wl, sp.mean, color=color, label=f"{stage} ({sp.frames} frames)")
-        ax.fill_between(wl, sp.mean - sp.pixel_std, sp.mean + sp.pixel_std, color=color,
-                        alpha=0.15, linewidth=0)
-    ax.set_xlabel("wavelength (nm)")
-    ax.set_ylabel("mean value")
-    ax.legend(frameon=False, fontsize=8)
-    return str(svg(fig))
+    lines = [svg.Line(f"{stage} ({sp.frames} frames)", STAGE_COLORS.get(stage, "#777"),
+                      np.asarray(sp.mean), np.asarray(sp.mean) - np.asarray(sp.pixel_std),
+                      np.asarray(sp.mean) + np.asarray(sp.pixel_std))
+             for stage, sp in grid.stages.items()]
+    return svg.line_chart(grid.wavelengths, lines, "wavelength (nm)", "mean value")
 
 
-def _category_chart(grid: GridSpectra, names: dict[int, str], mpl: Any, svg: Any) -> str:
+def _stage_order(item: tuple[str, Any]) -> tuple[int, str]:
+    """Stages in their usual order (train, val, test), any other after them."""
+    order = list(STAGE_COLORS)
+    return (order.index(item[0]) if item[0] in order else len(order), item[0])
+
+
+def _category_chart(grid: GridSpectra, names: dict[int, str]) -> str:
     """Per category (the largest first): its mean spectrum in each stage."""
     cats = list(grid.categories)[:MAX_CATEGORY_CHARTS]
     if not cats:
         return ""
-    cols = min(len(cats), 4)
-    fig, axes = mpl.subplots(math.ceil(len(cats) / cols), cols, squeeze=False,
-                             figsize=(2.4 * cols, 2.0 * math.ceil(len(cats) / cols)))
-    wl = np.asarray(grid.wavelengths)
-    for ax, cat in zip(axes.ravel(), cats, strict=False):
-        for stage, mean in grid.categories[cat].items():
-            ax.plot(wl, mean, color=STAGE_COLORS.get(stage, "#777"), label=stage)
-        ax.set_title(names.get(cat, f"category {cat}"), fontsize=9)
-        ax.tick_params(labelsize=7)
-    for ax in axes.ravel()[len(cats):]:
-        ax.axis("off")
-    axes.ravel()[0].legend(frameon=False, fontsize=7)
-    fig.tight_layout()
-    return str(svg(fig))
+    panels = [(names.get(cat, f"category {cat}"),
+               [svg.Line(stage, STAGE_COLORS.get(stage, "#777"), np.asarray(mean))
+                for stage, mean in sorted(grid.categories[cat].items(), key=_stage_order)])
+              for cat in cats]
+    return svg.small_multiples(grid.wavelengths, panels, columns=min(len(cats), 4))
 
 
 def _balance_rows(balance: list[Balance], threshold: float, base: bool = False) -> str:
@@ -116,8 +108,7 @@ def _thumbnail_grid(spectra: SplitSpectra) -> str:
     return "".join(parts)
 
 
-def section(spectra: SplitSpectra | None, note: str, names: dict[int, str], mpl: Any,
-            svg: Any) -> str:
+def section(spectra: SplitSpectra | None, note: str, names: dict[int, str]) -> str:
     """The report's spectra section (``id="spectra"``), or a note on how to get summaries."""
     if spectra is None:
         return (f'<section id="spectra"><h2>Spectra</h2><p class="note" data-metric='
@@ -135,11 +126,11 @@ def section(spectra: SplitSpectra | None, note: str, names: dict[int, str], mpl:
         label = (f"{len(grid.wavelengths)} bands, {grid.wavelengths[0]:g}-"
                  f"{grid.wavelengths[-1]:g} nm" if grid.wavelengths else "no bands")
         parts.append(f'<h3 data-grid="{i}">Grid {i + 1}: {label}</h3>')
-        parts.append('<div class="chart">' + _spectrum_chart(grid, mpl, svg) + "</div>")
+        parts.append('<div class="chart">' + _spectrum_chart(grid) + "</div>")
         parts.append(_balance_rows(grid.balance, spectra.threshold))
         for a, b in grid.too_few:
             parts.append(f"<p class='note'>{a} and {b}: too few frames to compare (3 needed)</p>")
-        parts.append('<div class="chart">' + _category_chart(grid, names, mpl, svg) + "</div>")
+        parts.append('<div class="chart">' + _category_chart(grid, names) + "</div>")
     if spectra.base or spectra.base_note:
         parts.append("<h3>train at the base revision and now</h3>")
         parts.append(_balance_rows(spectra.base, spectra.threshold, base=True)

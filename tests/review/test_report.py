@@ -125,7 +125,6 @@ def test_report_in_a_real_browser(project: Path, tmp_path: Path, cli, monkeypatc
 
 
 def test_report_names_samples_on_which_the_anomaly_notions_differ() -> None:
-    pytest.importorskip("matplotlib")
     from dvc_cuvis.model.splits import resolve
     from dvc_cuvis.review.report import ReportInput, render
 
