@@ -17,10 +17,17 @@ from dvc_cuvis.cli import main
 from tests.helpers.cli import Run
 from tests.helpers.files import SDK_DOUBLE
 from tests.helpers.repos import pristine
-from tests.helpers.shell import ENV, sh
+from tests.helpers.shell import ENV
 
 if TYPE_CHECKING:
     from benchmarks._sshd import Sshd
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under ``pytest -n``: the modules of ``ONE_WORKER_MODULES`` run on one worker each."""
+    from tests.helpers.scheduling import make_scheduler
+
+    return make_scheduler(config, log)
 
 
 @pytest.fixture(autouse=True)
@@ -123,28 +130,11 @@ def _site_cache(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DVC_CUVIS_DVC_HASHES", raising=False)
 
 
-@pytest.fixture(scope="module")
-def origin(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
-    """A dataset repository with two revisions (tags v1, v2) pushed to a local remote."""
-    from examples.generate import generate
-
-    root = tmp_path_factory.mktemp("origin")
-    remote = tmp_path_factory.mktemp("remote")
-    sh("git", "init", "-q", cwd=root, env=env)
-    sh("dvc", "init", "-q", cwd=root, env=env)
-    sh("dvc", "remote", "add", "-d", "store", str(remote), cwd=root, env=env)
-    generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=1)
-    sh("dvc", "add", "-q", "data", cwd=root, env=env)
-    sh("git", "add", "-A", cwd=root, env=env)
-    sh("git", "commit", "-qm", "v1", cwd=root, env=env)
-    sh("git", "tag", "v1", cwd=root, env=env)
-    generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=2,
-             extra_sessions=1)  # other pixels in every frame, and one more session
-    sh("dvc", "add", "-q", "data", cwd=root, env=env)
-    sh("git", "commit", "-qam", "v2", cwd=root, env=env)
-    sh("git", "tag", "v2", cwd=root, env=env)
-    sh("dvc", "push", "-q", "-a", "-T", cwd=root, env=env)
-    return root
+@pytest.fixture(scope="session")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dataset repository with two revisions (tags v1, v2) pushed to a local remote, built
+    once per run (never modified: tests clone it)."""
+    return pristine("two-revisions-origin", tmp_path_factory.getbasetemp() / "repos")
 
 
 @pytest.fixture

@@ -94,3 +94,16 @@ def test_optional_extras_are_imported_after_an_importorskip() -> None:
             if optional and (skip is None or line < skip or path.name == "conftest.py"):
                 problems.append(f"{path.relative_to(TESTS)}:{line}: import {module}")
     assert not problems, "\n".join(sorted(set(problems)))
+
+
+def test_the_modules_run_on_one_worker_exist_and_build_a_module_scoped_fixture() -> None:
+    """A renamed module would silently be split across workers again (each building its
+    repository); a module without a module-scoped fixture gains nothing from the grouping."""
+    from tests.helpers.scheduling import ONE_WORKER_MODULES, scope_of
+
+    root = TESTS.parent
+    for name in sorted(ONE_WORKER_MODULES):
+        assert (root / name).is_file(), name
+        assert 'scope="module"' in (root / name).read_text(), name
+    assert scope_of("tests/repo/test_fetch.py::test_x[a]") == "tests/repo/test_fetch.py"
+    assert scope_of("tests/test_docs.py::test_x[a]") == "tests/test_docs.py::test_x[a]"

@@ -1,7 +1,8 @@
 """Every command a ``fix:`` line shows works when pasted, as a whole step.
 
 For each drift state the check can report, a real repository is put in that state (a copy
-of a pipeline built once per session), ``dvc-cuvis check`` runs as a user runs it, every
+of a pipeline built once per session), ``dvc-cuvis check`` runs (its entry point, in this
+process; from a subfolder, as a child process as a user runs it), every
 backticked command of its fix lines is pasted into ``bash -c`` in a fresh copy of that
 state, on its own, and ``dvc-cuvis check`` must then pass.  The commands each state prints
 are pinned too, so a state whose fix lines lost their commands fails as well.
@@ -9,6 +10,8 @@ are pinned too, so a state whose fix lines lost their commands fails as well.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shutil
@@ -18,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dvc_cuvis.cli import main
 from tests.helpers.repos import copy
 from tests.helpers.shell import run, sh
 
-pytestmark = [pytest.mark.slow, pytest.mark.child_process]  # the check runs as a user runs it
+pytestmark = [pytest.mark.slow, pytest.mark.child_process]  # the pasted commands are children
 
 FRAME = "data/npz/day1_line-a_s01/frame_0000.npz"
 OTHER = "data/npz/day1_line-a_s01/frame_0001.npz"
@@ -38,10 +42,14 @@ def fix_commands(out: str) -> list[str]:
 
 
 def check(repo: Path) -> tuple[int, str]:
-    """``dvc-cuvis check`` in ``repo``, as a user types it: its exit code and report."""
-    r = run("dvc-cuvis", "check", cwd=repo)
-    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
-    return r.returncode, r.stdout
+    """``dvc-cuvis check`` in ``repo`` (the command's entry point, in this process: the
+    pasted commands are the child processes here): its exit code and report."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(repo), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["check"])
+    said = err.getvalue()
+    assert "Traceback" not in said and "internal error" not in said, said
+    return code, out.getvalue()
 
 
 def edit_frame(repo: Path) -> None:

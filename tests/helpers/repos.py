@@ -94,11 +94,35 @@ def build_ignored_data_pipeline(root: Path) -> None:
     sh("git", "commit", "-qm", "split v1", cwd=root)
 
 
+def build_two_revisions_origin(root: Path) -> None:
+    """A dataset repository whose data DVC tracks, with two revisions (tags v1, v2: other
+    pixels in every frame, and one more session), both pushed to a local remote beside it."""
+    from examples.generate import generate
+
+    remote = root.parent / "two-revisions-origin.remote"  # beside the repo: a stable path
+    shutil.rmtree(remote, ignore_errors=True)
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    sh("dvc", "remote", "add", "-d", "store", str(remote), cwd=root)
+    generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=1)
+    sh("dvc", "add", "-q", "data", cwd=root)
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "v1", cwd=root)
+    sh("git", "tag", "v1", cwd=root)
+    generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=2,
+             extra_sessions=1)
+    sh("dvc", "add", "-q", "data", cwd=root)
+    sh("git", "commit", "-qam", "v2", cwd=root)
+    sh("git", "tag", "v2", cwd=root)
+    sh("dvc", "push", "-q", "-a", "-T", cwd=root)
+
+
 BUILDERS: dict[str, Callable[[Path], None]] = {
     "npz-pipeline": build_npz_pipeline,
     "tracked-npz-pipeline": build_tracked_npz_pipeline,
     "committed-npz-pipeline": build_committed_npz_pipeline,
     "ignored-data-pipeline": build_ignored_data_pipeline,
+    "two-revisions-origin": build_two_revisions_origin,
 }
 
 

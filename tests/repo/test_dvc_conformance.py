@@ -6,7 +6,9 @@ One repository is built with the README workflow (git + ``dvc init`` + ``dvc-cuv
 change to a fresh copy and compares
 
 * the stages our check calls stale (``dvc-cuvis check --json``, staleness details) with the
-  stages ``dvc status --json`` lists (restricted to the stages our check looks at), and
+  stages ``dvc status --json`` lists (restricted to the stages our check looks at), both run
+  in this process (the commands' own entry points: ``main`` and DVC's ``Repo.status``, which
+  is what ``dvc status --json`` prints), and
 * the frames ``enumerate`` lists with the ``.npz`` files in DVC's own tree of the data
   folder (``dvc_data``'s ``build`` with the repository's ``dvcignore``): never a file DVC
   ignores, never one it tracks left out.
@@ -16,6 +18,8 @@ A hypothesis test applies random sequences of the same changes and compares afte
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -28,11 +32,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dvc_cuvis.cli import main
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from tests.helpers.shell import run, sh
+from tests.helpers.shell import sh
 
-pytestmark = [pytest.mark.slow, pytest.mark.lowest_dvc]  # dvc status per change, ~27 s
+pytestmark = [pytest.mark.slow, pytest.mark.lowest_dvc]  # a status per change, ~15 s
 
 
 @pytest.fixture
@@ -46,21 +51,28 @@ def repo(built: Path, tmp_path: Path) -> Path:
 
 
 def dvc_verdict(repo: Path) -> set[str] | None:
-    """Stages ``dvc status`` lists (None: DVC refuses the workspace)."""
-    r = run("dvc", "status", "--json", cwd=repo)
-    if r.returncode != 0:
+    """Stages ``dvc status`` lists (None: DVC refuses the workspace).  DVC's own status, in
+    this process: the command ``dvc status --json`` prints this dict, and exits non-zero
+    wherever it raises (its ``main`` turns any exception into an exit code)."""
+    from dvc.repo import Repo
+
+    try:  # from the repository's root, as the command runs there: names relative to it
+        with contextlib.chdir(repo), Repo(".") as r:
+            return set(r.status())
+    except Exception:  # as the command: any refusal is a non-zero exit
         return None
-    return set(json.loads(r.stdout or "{}"))
 
 
 def our_verdict(repo: Path) -> tuple[set[str] | None, set[str]]:
     """Stages our check calls stale (None: it refuses the workspace, exit 2) and the stages
     it compared."""
-    r = run("dvc-cuvis", "check", "--json", cwd=repo)
-    if r.returncode == 2:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(repo), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["check", "--json"])  # as the command runs it, in this process
+    if code == 2:
         return None, set()
-    assert r.returncode in (0, 1), r.stderr
-    staleness = json.loads(r.stdout)["checks"]["staleness"]
+    assert code in (0, 1), err.getvalue()
+    staleness = json.loads(out.getvalue())["checks"]["staleness"]
     details = staleness["details"]
     stale = {m.group(1) for line in details.get("changed", []) + details.get(
         "params_changed", []) for m in [re.search(r"stage ([^\s):]+)", line)] if m}

@@ -22,6 +22,7 @@ from dvc_cuvis.sources import seed
 from dvc_cuvis.sources.npz import frame_info, frame_info_from_row
 from examples.generate import generate
 from tests.helpers.memo import plain
+from tests.helpers.repos import BUILDERS, pristine
 from tests.helpers.shell import sh
 
 pytestmark = [pytest.mark.usefixtures("_site_cache"),
@@ -46,27 +47,36 @@ PARAMS = ("enumerate:\n  format: npz\n  root: data/npz\n  out: universe.csv\n"
           "  metrics: metrics/universe.json\n")
 
 
-@pytest.fixture(scope="module")
-def origin(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
+def _build_origin(root: Path) -> None:
     """A pipeline repository (an enumerate stage, as ``dvc-cuvis init`` writes it) with two
     revisions v1, v2 (every frame's bytes differ), each reproduced, committed and pushed."""
-    root = tmp_path_factory.mktemp("origin")
-    remote = tmp_path_factory.mktemp("remote")
-    sh("git", "init", "-q", cwd=root, env=env)
-    sh("dvc", "init", "-q", cwd=root, env=env)
-    sh("dvc", "remote", "add", "-d", "store", str(remote), cwd=root, env=env)
+    remote = root.parent / f"{ORIGIN}.remote"  # beside the repo: a stable path
+    shutil.rmtree(remote, ignore_errors=True)
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", cwd=root)
+    sh("dvc", "remote", "add", "-d", "store", str(remote), cwd=root)
     (root / "dvc.yaml").write_text(DVC_YAML, encoding="utf-8")
     (root / "params.yaml").write_text(PARAMS, encoding="utf-8")
     for rev, (seed_, extra) in {"v1": (1, 0), "v2": (2, 1)}.items():
         generate(root / "data", sessions=3, frames=4, size=(8, 8), bands=4, seed=seed_,
                  extra_sessions=extra)
-        sh("dvc", "add", "-q", "data", cwd=root, env=env)
-        sh("dvc", "repro", "-q", cwd=root, env=env)
-        sh("git", "add", "-A", cwd=root, env=env)
-        sh("git", "commit", "-qm", rev, cwd=root, env=env)
-        sh("git", "tag", rev, cwd=root, env=env)
-    sh("dvc", "push", "-q", "-a", "-T", cwd=root, env=env)
-    return root
+        sh("dvc", "add", "-q", "data", cwd=root)
+        sh("dvc", "repro", "-q", cwd=root)
+        sh("git", "add", "-A", cwd=root)
+        sh("git", "commit", "-qm", rev, cwd=root)
+        sh("git", "tag", rev, cwd=root)
+    sh("dvc", "push", "-q", "-a", "-T", cwd=root)
+
+
+#: The builder's name carries a digest of what it writes (a kept build is rebuilt on change).
+ORIGIN = "seed-origin-" + hashlib.sha256((DVC_YAML + PARAMS).encode()).hexdigest()[:10]
+BUILDERS.setdefault(ORIGIN, _build_origin)
+
+
+@pytest.fixture(scope="session")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The two-revision pipeline repository, built once per run (tests clone it)."""
+    return pristine(ORIGIN, tmp_path_factory.getbasetemp() / "repos")
 
 
 def clone_of(origin: Path, where: Path, env: dict[str, str]) -> Path:
