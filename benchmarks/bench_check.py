@@ -3,7 +3,7 @@
 How to run (from the repository root)::
 
     .venv/bin/python -m benchmarks.bench_check                 # full run (~4 min, 2 cores)
-    .venv/bin/python -m benchmarks.bench_check --quick         # CI smoke test (~30 s)
+    .venv/bin/python -m benchmarks.bench_check --quick         # CI smoke test (~20 s)
     .venv/bin/python -m benchmarks.bench_check --json out.json # also write the figures
     .venv/bin/python -m benchmarks.bench_check --strict        # exit 1 if any target fails
 
@@ -34,7 +34,7 @@ Targets (every baseline is measured in the same run):
    ``dvc-cuvis check --params params.yaml`` (re-enumerates the data, checks content and
    dvc.lock staleness) <= 2 s, and <= 0.5x ``dvc status`` in the same repository (ratio =
    check / status, lower is better).  ``check --no-enumerate`` is reported too.  --quick:
-   2k frames, one timed run each.
+   500 frames, one timed run each.
 2. DataLoader throughput: ~400 frames of [64, 64, 61] float32 + masks, materialized with
    ``materialize()``; one pass over ``SplitDataModule(...).train_dataloader()``
    (batch_size=8, num_workers=0, shuffled; setup excluded) >= 1.0x a plain loop doing
@@ -198,7 +198,7 @@ def profile_check(repo: Path, cli_seconds: float) -> str:
 
 def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enforce: bool,
                 log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
-    sessions, frames = (20, 100) if args.quick else (1000, 100)
+    sessions, frames = (10, 50) if args.quick else (1000, 100)
     repo = work / "check_repo"
     repo.mkdir()
     run_cmd(["git", "init", "-q"], repo, env)
@@ -648,12 +648,12 @@ def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, 
     warm = verify(load_splits(mat / "splits.json"), csv, lock=None, cache=StatCache(cache_path))
     if not warm.ok or not cache_path.is_file():
         raise AssertionError(f"warming the guard's stat cache failed:\n{warm.render()}")
-    repeat = 3 if args.quick else 9
+    repeat = 2 if args.quick else 9
     plain_t, guard_t, fresh = setup_ratio(csv, cache_path, repeat)
     plain, guarded_s = median(plain_t), median(guard_t)
     if fresh:
         notes.append(f"! {fresh} guarded setup(s) found no reusable verdict")
-    phases = guard_phases(csv, cache_path, 3 if args.quick else 5)
+    phases = guard_phases(csv, cache_path, 2 if args.quick else 5)
     floor = phases["  floor: one bare os.stat per content file"]
     n = len(read_universe(csv))
     log(f"[3] MultiNpzDataModule.setup('fit'), {n} frames: unguarded "
@@ -665,7 +665,7 @@ def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, 
     lines = [f"{v * 1e3:8.2f} ms  {k}" for k, v in phases.items()]
     log("    the guard's check, phase by phase (fresh objects, no profiler):\n      "
         + "\n      ".join(lines))
-    log_ab(csv, cache_path, log, 3 if args.quick else 9)
+    log_ab(csv, cache_path, log, 2 if args.quick else 9)
     notes.append("guard rows: the guard's added time = median guarded minus median unguarded "
                  "setup('fit'); against one epoch's read of the same frames (train + val "
                  "loaders, goal <= 1 %) and against one bare os.stat per content file (the "
@@ -854,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     return _common.finish(
         rows, args, total=log.elapsed, notes=notes, profiles=profiles,
-        quick_note="(--quick: 2k frames for check, 80 frames for the loader; targets not "
+        quick_note="(--quick: 500 frames for check, 80 frames for the loader; targets not "
                    "enforced)")
 
 
