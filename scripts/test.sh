@@ -73,7 +73,11 @@ export CI="${CI:-true}"
 .venv/bin/lint-imports --no-cache
 took "lint, types, import layers"
 # Every test (the fast tier alone: pytest -m "not slow"); the docs' strict build is one.
+# A whole run (no arguments) has each worker build its share of the shared repositories
+# first, side by side, instead of one waiting for the other (tests/helpers/repos.py).
+if [ $# -eq 0 ]; then export DVC_CUVIS_TEST_PREBUILD=1; fi
 .venv/bin/pytest -n 2 -q "$@"
+unset DVC_CUVIS_TEST_PREBUILD
 took "pytest"
 wait "$LOW_PID" || { cat .venv/dvc-low.log >&2; echo "error: the DVC 3.54 environment" \
     "could not be installed (log above)" >&2; exit 1; }

@@ -30,6 +30,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return make_scheduler(config, log)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """In a whole run (``scripts/test.sh``), each worker first builds its share of the
+    shared repositories (every test module has registered its builders by now)."""
+    from tests.helpers.repos import PREBUILD_ENV, prebuild
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not os.environ.get(PREBUILD_ENV) or session.config.option.collectonly or (
+            worker is None and getattr(session.config.option, "numprocesses", None)):
+        return  # not asked for, or the controller of ``pytest -n`` (its workers build)
+    worker = worker or "gw0"
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
+    prebuild(factory.getbasetemp() / "repos", int(worker[2:]), count)
+
+
 @pytest.fixture(autouse=True)
 def _private_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
     """Outside a DVC repository the stat cache lives in the user's cache folder: not ours."""

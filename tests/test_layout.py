@@ -107,3 +107,22 @@ def test_the_modules_run_on_one_worker_exist_and_build_a_module_scoped_fixture()
         assert 'scope="module"' in (root / name).read_text(), name
     assert scope_of("tests/repo/test_fetch.py::test_x[a]") == "tests/repo/test_fetch.py"
     assert scope_of("tests/test_docs.py::test_x[a]") == "tests/test_docs.py::test_x[a]"
+
+
+def test_prebuild_splits_the_repositories_between_the_workers(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """Each worker builds a different share, together every repository, each once."""
+    from tests.helpers import repos
+
+    built: list[str] = []
+
+    def builder(name: str):
+        return lambda root: (built.append(name), (root / "made").write_text(name))
+
+    fake = {n: builder(n) for n in ("a", "b", "c", "d", "e")}
+    monkeypatch.setattr(repos, "BUILDERS", fake)
+    monkeypatch.delenv(repos.REPOS_ENV, raising=False)
+    shares = [repos.prebuild(tmp_path / "repos", k, 2) for k in (0, 1)]
+    assert shares == [["a", "c", "e"], ["b", "d"]] and sorted(built) == list("abcde")
+    assert repos.prebuild(tmp_path / "repos", 0, 1) == list("abcde") and len(built) == 5
+    assert (tmp_path / "repos" / "d" / "made").read_text() == "d"

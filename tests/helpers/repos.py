@@ -173,6 +173,26 @@ def pristine(name: str, session_dir: Path) -> Path:
     return target
 
 
+#: Set by ``scripts/test.sh`` for its whole run: each worker builds its share of every
+#: repository first (see :func:`prebuild`).
+PREBUILD_ENV = "DVC_CUVIS_TEST_PREBUILD"
+
+
+def prebuild(session_dir: Path, worker: int, workers: int) -> list[str]:
+    """Build this worker's share of every registered repository (names sorted, every
+    ``workers``-th from ``worker``); the names it built or found.
+
+    Without it, the first tests of a run that need the same repository find it being built
+    by the other worker and wait for it, idle.  With it, the workers of a whole run build
+    the repositories side by side before their first test, each building different ones.
+    A partial run (one module, the fast tier) needs only some of them: there it is off.
+    """
+    names = sorted(BUILDERS)[worker::workers]
+    for name in names:
+        pristine(name, session_dir)
+    return names
+
+
 def copy(src: Path, dest: Path) -> Path:
     """A private copy of a built repository at ``dest``."""
     shutil.copytree(src, dest, symlinks=True)
