@@ -51,7 +51,8 @@ if [ ${#apt_needs[@]} -gt 0 ]; then
         "${apt_needs[@]}"; } >.venv/apt.log 2>&1 &
     APT_PID=$!
 fi
-trap 'for p in ${LOW_PID:-} ${APT_PID:-}; do kill "$p" 2>/dev/null || true; done' EXIT
+trap 'for p in ${LOW_PID:-} ${APT_PID:-} ${BENCH_PID:-} ${LINT_PID:-}; do
+    kill "$p" 2>/dev/null || true; done' EXIT
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 # torch is pinned to the CPU build on local disk (an unpinned torch pulls a multi-GB CUDA build).
 # --no-compile: Python compiles (once) the modules the run imports, not all of torch's.
@@ -68,30 +69,40 @@ fi
 took "installs (main environment, chromium, sshd)"
 # In CI the browser test fails instead of skipping when no browser is found.
 export CI="${CI:-true}"
-.venv/bin/ruff check dvc_cuvis tests benchmarks examples
-.venv/bin/mypy
-.venv/bin/lint-imports --no-cache
-took "lint, types, import layers"
+# Lint, types and import layers (one core, mostly mypy) run beside the tests, whose two
+# workers leave part of a core idle; a finding fails the run once the tests are through.
+{ .venv/bin/ruff check dvc_cuvis tests benchmarks examples && .venv/bin/mypy \
+    && .venv/bin/lint-imports --no-cache; } >.venv/lint.log 2>&1 &
+LINT_PID=$!
 # Every test (the fast tier alone: pytest -m "not slow"); the docs' strict build is one.
 # A whole run (no arguments) has each worker build its share of the shared repositories
 # first, side by side, instead of one waiting for the other (tests/helpers/repos.py).
 if [ $# -eq 0 ]; then export DVC_CUVIS_TEST_PREBUILD=1; fi
 .venv/bin/pytest -n 2 -q "$@"
 unset DVC_CUVIS_TEST_PREBUILD
-took "pytest"
+took "pytest (ruff, mypy and lint-imports beside it)"
+wait "$LINT_PID" || { cat .venv/lint.log >&2; echo "error: ruff, mypy or lint-imports" \
+    "found a problem (above)" >&2; exit 1; }
+LINT_PID=
+tail -3 .venv/lint.log
+took "lint, types, import layers (what they took after the tests)"
 wait "$LOW_PID" || { cat .venv/dvc-low.log >&2; echo "error: the DVC 3.54 environment" \
     "could not be installed (log above)" >&2; exit 1; }
 LOW_PID=
 took "install of the DVC 3.54 environment (the part not hidden behind the checks)"
+# A quick smoke run of three benchmarks (each one process; --quick enforces no target), beside
+# the DVC 3.54 tests: neither keeps both cores busy on its own.
+{ .venv/bin/python -m benchmarks.bench_check --quick --device cpu \
+    && .venv/bin/python -m benchmarks.bench_core --quick \
+    && .venv/bin/python -m benchmarks.bench_plugin --quick; } >.venv/bench.log 2>&1 &
+BENCH_PID=$!
 # The random sequences of changes are left out there: each change of theirs runs there alone.
 "$LOW/bin/pytest" -n 2 -q -p no:cacheprovider -m lowest_dvc -k "not random_change_sequences" \
     tests/digests tests/materialize/test_dvc_handover.py tests/repo/test_dvc_conformance.py \
     tests/repo/test_repo.py tests/check/test_drift_contract.py
-took "pytest -m lowest_dvc on DVC 3.54"
-# A quick smoke run of three benchmarks, two at a time (each is one process).
-.venv/bin/python -m benchmarks.bench_check --quick --device cpu >/dev/null & BENCH_PID=$!
-.venv/bin/python -m benchmarks.bench_core --quick >/dev/null
-.venv/bin/python -m benchmarks.bench_plugin --quick >/dev/null
-wait "$BENCH_PID"
-took "benchmarks --quick"
+took "pytest -m lowest_dvc on DVC 3.54 (the benchmark smoke runs beside it)"
+wait "$BENCH_PID" || { tail -40 .venv/bench.log >&2; echo "error: a benchmark's smoke run" \
+    "failed (log above: .venv/bench.log)" >&2; exit 1; }
+BENCH_PID=
+took "benchmarks --quick (what they took after the DVC 3.54 tests)"
 echo "benchmarks: quick smoke run ok"
