@@ -20,16 +20,29 @@ took() { echo "time: $1 $((SECONDS - T0)) s" >&2; T0=$SECONDS; }
 # one core: this install runs beside the main one (and beside apt-get), from the start.
 LOW=.venv/dvc-low
 low_install() {
-    set -e
-    [ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"
-    "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check "dvc==3.54.0" \
-        "pathspec<0.13" "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" "numpy>=2.0" \
-        gitpython pyyaml "tifffile>=2024.1" "pillow>=10" pytest \
-        pytest-xdist hypothesis
-    "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check --no-deps -e .
-    "$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.54."), dvc.__version__'
+    { [ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"; } \
+    && "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check \
+        "dvc==3.54.0" "pathspec<0.13" "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" \
+        "numpy>=2.0" gitpython pyyaml "tifffile>=2024.1" "pillow>=10" pytest pytest-xdist \
+        hypothesis \
+    && "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check \
+        --no-deps -e . \
+    && "$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.54."), dvc.__version__'
 }
-low_install >.venv/dvc-low.log 2>&1 &
+# Then the tests that run there (marker lowest_dvc), at a lower priority (nice): beside the
+# installs and the main tests, they take what those leave idle (a worker waiting, the end of
+# the run). They have a pytest session and temporary folder of their own. The random
+# sequences of changes are left out there: each change of theirs runs there alone.
+LOW_TMP=$(mktemp -d)
+low_tests() {
+    low_install >.venv/dvc-low.log 2>&1 || { cat .venv/dvc-low.log; echo "error: the DVC" \
+        "3.54 environment could not be installed (log above: .venv/dvc-low.log)"; return 3; }
+    nice -n 15 "$LOW/bin/pytest" -n 2 -q -p no:cacheprovider --basetemp "$LOW_TMP/t" \
+        -m lowest_dvc -k "not random_change_sequences" \
+        tests/digests tests/materialize/test_dvc_handover.py tests/repo/test_dvc_conformance.py \
+        tests/repo/test_repo.py tests/check/test_drift_contract.py
+}
+low_tests >.venv/dvc-low-tests.log 2>&1 &
 LOW_PID=$!
 # Browser tests use Debian's chromium (headless), the SSH-remote tests Debian's sshd on
 # 127.0.0.1. What is missing is installed (root, apt-get), beside the pip installs; if that
@@ -51,7 +64,7 @@ if [ ${#apt_needs[@]} -gt 0 ]; then
         "${apt_needs[@]}"; } >.venv/apt.log 2>&1 &
     APT_PID=$!
 fi
-trap 'for p in ${LOW_PID:-} ${APT_PID:-} ${BENCH_PID:-} ${LINT_PID:-}; do
+trap 'for p in ${LOW_PID:-} ${APT_PID:-} ${LINT_PID:-}; do
     kill "$p" 2>/dev/null || true; done' EXIT
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 # torch is pinned to the CPU build on local disk (an unpinned torch pulls a multi-GB CUDA build).
@@ -69,10 +82,15 @@ fi
 took "installs (main environment, chromium, sshd)"
 # In CI the browser test fails instead of skipping when no browser is found.
 export CI="${CI:-true}"
-# Lint, types and import layers (one core, mostly mypy) run beside the tests, whose two
-# workers leave part of a core idle; a finding fails the run once the tests are through.
-{ .venv/bin/ruff check dvc_cuvis tests benchmarks examples && .venv/bin/mypy \
-    && .venv/bin/lint-imports --no-cache; } >.venv/lint.log 2>&1 &
+# Beside the tests, at a lower priority (nice), as the DVC 3.54 tests: lint, types and import
+# layers, then a quick smoke run of three benchmarks (each one process; --quick enforces no
+# target). A finding of any of them fails the run, once the main tests are through.
+{ nice -n 15 .venv/bin/ruff check dvc_cuvis tests benchmarks examples \
+    && nice -n 15 .venv/bin/mypy && nice -n 15 .venv/bin/lint-imports --no-cache \
+    && echo "lint: ok" \
+    && nice -n 15 .venv/bin/python -m benchmarks.bench_check --quick --device cpu \
+    && nice -n 15 .venv/bin/python -m benchmarks.bench_core --quick \
+    && nice -n 15 .venv/bin/python -m benchmarks.bench_plugin --quick; } >.venv/lint.log 2>&1 &
 LINT_PID=$!
 # Every test (the fast tier alone: pytest -m "not slow"); the docs' strict build is one.
 # A whole run (no arguments) has each worker build its share of the shared repositories
@@ -80,29 +98,17 @@ LINT_PID=$!
 if [ $# -eq 0 ]; then export DVC_CUVIS_TEST_PREBUILD=1; fi
 .venv/bin/pytest -n 2 -q "$@"
 unset DVC_CUVIS_TEST_PREBUILD
-took "pytest (ruff, mypy and lint-imports beside it)"
-wait "$LINT_PID" || { cat .venv/lint.log >&2; echo "error: ruff, mypy or lint-imports" \
-    "found a problem (above)" >&2; exit 1; }
+took "pytest (beside it, niced: lint, benchmark smoke runs, DVC 3.54 tests)"
+wait "$LINT_PID" || { cat .venv/lint.log >&2; echo "error: ruff, mypy, lint-imports or a" \
+    "benchmark's smoke run found a problem (log above: .venv/lint.log)" >&2; exit 1; }
 LINT_PID=
-tail -3 .venv/lint.log
-took "lint, types, import layers (what they took after the tests)"
-wait "$LOW_PID" || { cat .venv/dvc-low.log >&2; echo "error: the DVC 3.54 environment" \
-    "could not be installed (log above)" >&2; exit 1; }
+grep -E "^(Success|lint:|Contracts)" .venv/lint.log | tail -3
+took "lint, types, import layers, benchmark smoke runs (what they took after the tests)"
+wait "$LOW_PID" || { tail -60 .venv/dvc-low-tests.log >&2; echo "error: a test failed on" \
+    "DVC 3.54, or its environment could not be installed (log above:" \
+    ".venv/dvc-low-tests.log)" >&2; exit 1; }
 LOW_PID=
-took "install of the DVC 3.54 environment (the part not hidden behind the checks)"
-# A quick smoke run of three benchmarks (each one process; --quick enforces no target), beside
-# the DVC 3.54 tests: neither keeps both cores busy on its own.
-{ .venv/bin/python -m benchmarks.bench_check --quick --device cpu \
-    && .venv/bin/python -m benchmarks.bench_core --quick \
-    && .venv/bin/python -m benchmarks.bench_plugin --quick; } >.venv/bench.log 2>&1 &
-BENCH_PID=$!
-# The random sequences of changes are left out there: each change of theirs runs there alone.
-"$LOW/bin/pytest" -n 2 -q -p no:cacheprovider -m lowest_dvc -k "not random_change_sequences" \
-    tests/digests tests/materialize/test_dvc_handover.py tests/repo/test_dvc_conformance.py \
-    tests/repo/test_repo.py tests/check/test_drift_contract.py
-took "pytest -m lowest_dvc on DVC 3.54 (the benchmark smoke runs beside it)"
-wait "$BENCH_PID" || { tail -40 .venv/bench.log >&2; echo "error: a benchmark's smoke run" \
-    "failed (log above: .venv/bench.log)" >&2; exit 1; }
-BENCH_PID=
-took "benchmarks --quick (what they took after the DVC 3.54 tests)"
+tail -1 .venv/dvc-low-tests.log
+rm -rf "$LOW_TMP"
+took "pytest -m lowest_dvc on DVC 3.54 (what it took after the above)"
 echo "benchmarks: quick smoke run ok"

@@ -171,6 +171,17 @@ def legend(c: Canvas, x: float, y: float, entries: Sequence[tuple[str, str]],
             y += size * 1.5
 
 
+def legend_width(names: Sequence[str], size: float = FONT, *, across: bool = False) -> float:
+    """How wide :func:`legend` draws ``names``: a swatch, a gap and the name, side by side
+    when ``across``, else the widest entry."""
+    ends = [size * 1.8 + text_width(name, size) for name in names]
+    if not ends:
+        return 0.0
+    if not across:
+        return max(ends)
+    return sum(size * 3 + text_width(name, size) for name in names[:-1]) + ends[-1]
+
+
 def span(values: Sequence[np.ndarray]) -> tuple[float, float]:
     """The finite minimum and maximum over ``values`` (``(0, 1)`` when nothing is finite)."""
     finite = [v[np.isfinite(v)] for v in (np.asarray(a, dtype=np.float64) for a in values)]
@@ -184,10 +195,15 @@ def hbar_chart(labels: Sequence[str], values: Sequence[int], colors: Sequence[st
                notes: Sequence[str], xlabel: str) -> str:
     """One horizontal bar per label, top to bottom, each with a note at its end."""
     left = 12 + max((text_width(s) for s in labels), default=0)
-    bar, width = 22.0, 500.0
-    top = max(values, default=0) * 1.45 or 1
+    ends = [text_width(n) + 6 for n in notes]  # a note's width and its gap after the bar
+    bar = 22.0
+    width = max(500.0, left + 10 + 2 * max(ends, default=0))  # a long note widens the canvas
+    w = width - left - 10
+    # The scale leaves room after each bar for its note (w - end >= w / 2 by the width).
+    top = max([v * w / (w - e) for v, e in zip(values, ends, strict=True)]
+              + [max(values, default=0) * 1.15]) or 1
     c = Canvas(width, bar * len(labels) + 50)
-    f = Frame(left, 8, width - left - 10, bar * len(labels), (0, top), (0, 1))
+    f = Frame(left, 8, w, bar * len(labels), (0, top), (0, 1))
     for k, (label, value, color, note) in enumerate(zip(labels, values, colors, notes,
                                                         strict=True)):
         y = f.y + k * bar
@@ -205,6 +221,8 @@ def grouped_bar_chart(groups: Sequence[str], series: Sequence[tuple[str, str, Se
     slot = max(54.0, 12 + max((text_width(g) for g in groups), default=0))
     top = max((max(v, default=0) for _, _, v in series), default=0) or 1
     ticks = nice_ticks(0, top)
+    if ticks[-1] < top:  # the axis reaches above the tallest bar
+        ticks.append(ticks[-1] + (ticks[1] - ticks[0]))
     c = Canvas(max(520.0, 70 + slot * len(groups)), 210)
     f = Frame(56, 30, c.width - 66, 140, (0, max(len(groups), 1)), (0, ticks[-1] or 1))
     y_axis(c, f, ticks, ylabel)
@@ -299,7 +317,7 @@ def _frame(x0: float, y0: float, w: float, h: float, x: np.ndarray, lines: Seque
 def line_chart(x: Sequence[float], lines: Sequence[Line], xlabel: str, ylabel: str) -> str:
     """Lines (each with an optional band) over a shared x, axes labelled, a legend at right."""
     xs = np.asarray(x, dtype=np.float64)
-    right = 24 + max((text_width(ln.name, 9) for ln in lines), default=0)
+    right = 14 + legend_width([ln.name for ln in lines], 9)  # the legend, 10 px from the plot
     c = Canvas(560, 250)
     f, xt, yt = _frame(64, 10, c.width - 64 - right, 190, xs, lines)
     y_axis(c, f, yt, ylabel)
@@ -315,7 +333,10 @@ def small_multiples(x: Sequence[float], panels: Sequence[tuple[str, Sequence[Lin
     xs = np.asarray(x, dtype=np.float64)
     pw, ph = 170.0, 140.0
     rows = math.ceil(len(panels) / columns)
-    c = Canvas(pw * min(len(panels), columns), ph * rows + 22)
+    seen = {ln.name: ln.color for _, lines in panels for ln in lines}
+    # The legend runs across below the panels; a wide one widens the canvas.
+    c = Canvas(max(pw * min(len(panels), columns), 44 + legend_width(list(seen), 8, across=True)),
+               ph * rows + 22)
     for k, (title, lines) in enumerate(panels):
         x0, y0 = (k % columns) * pw, (k // columns) * ph
         f, xt, yt = _frame(x0 + 40, y0 + 20, pw - 50, ph - 48, xs, lines)
@@ -323,6 +344,5 @@ def small_multiples(x: Sequence[float], panels: Sequence[tuple[str, Sequence[Lin
         y_axis(c, f, yt, size=7)
         x_axis(c, f, xt[::2], size=7)
         _draw_lines(c, f, xs, lines)
-    seen = {ln.name: ln.color for _, lines in panels for ln in lines}
     legend(c, 40, ph * rows + 10, list(seen.items()), 8, across=True)
     return c.svg("per-category spectra")
