@@ -23,8 +23,8 @@ low_install() {
     { [ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"; } \
     && "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check \
         "dvc==3.54.0" "pathspec<0.13" "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" \
-        "numpy>=2.0" gitpython pyyaml "tifffile>=2024.1" "pillow>=10" pytest pytest-xdist \
-        hypothesis \
+        "numpy>=2.0" gitpython pyyaml "ruamel.yaml.clib>=0.2.7" "tifffile>=2024.1" \
+        "pillow>=10" pytest pytest-xdist hypothesis \
     && "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check \
         --no-deps -e . \
     && "$LOW/bin/python" -c 'import dvc; assert dvc.__version__.startswith("3.54."), dvc.__version__'
