@@ -34,7 +34,7 @@ Targets (every baseline is measured in the same run):
    ``dvc-cuvis check --params params.yaml`` (re-enumerates the data, checks content and
    dvc.lock staleness) <= 2 s, and <= 0.5x ``dvc status`` in the same repository (ratio =
    check / status, lower is better).  ``check --no-enumerate`` is reported too.  --quick:
-   500 frames, one timed run each.
+   200 frames, one timed run each.
 2. DataLoader throughput: ~400 frames of [64, 64, 61] float32 + masks, materialized with
    ``materialize()``; one pass over ``SplitDataModule(...).train_dataloader()``
    (batch_size=8, num_workers=0, shuffled; setup excluded) >= 1.0x a plain loop doing
@@ -198,7 +198,7 @@ def profile_check(repo: Path, cli_seconds: float) -> str:
 
 def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enforce: bool,
                 log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
-    sessions, frames = (10, 50) if args.quick else (1000, 100)
+    sessions, frames = (8, 25) if args.quick else (1000, 100)
     repo = work / "check_repo"
     repo.mkdir()
     run_cmd(["git", "init", "-q"], repo, env)
@@ -854,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     return _common.finish(
         rows, args, total=log.elapsed, notes=notes, profiles=profiles,
-        quick_note="(--quick: 500 frames for check, 80 frames for the loader; targets not "
+        quick_note="(--quick: 200 frames for check, 80 frames for the loader; targets not "
                    "enforced)")
 
 

@@ -42,6 +42,25 @@ def test_ticks_are_round_evenly_spaced_and_cover_the_range(lo: float, width: flo
     assert ticks[-1] - ticks[0] >= width - 2 * step  # the range is covered up to one step
 
 
+@pytest.mark.parametrize(("lo", "hi", "count", "step"), [
+    (0, 5, 5, 1), (0, 2.5, 5, 0.5), (0, 1.25, 5, 0.25), (0, 1, 5, 0.2), (0, 0.5, 5, 0.1),
+    (0, 10, 5, 2), (0, 12, 5, 2.5),  # 12 / 5 = 2.4: the roundest step of at least that
+    (0, 12, 6, 2),  # 12 / 6 = 2 exactly
+    (0, 10, 1, 10), (0, 10, 0, 10),  # one interval asked for (or none): the whole range
+    (0.31, 0.39, 2, 0.025),  # 0.05 leaves one tick inside: the next finer step, not two finer
+])
+def test_ticks_take_the_roundest_step_of_at_least_the_range_over_count(
+        lo: float, hi: float, count: int, step: float) -> None:
+    ticks = svg.nice_ticks(lo, hi, count)
+    assert np.allclose(np.diff(ticks), step)
+    assert ticks[0] == pytest.approx(math.ceil(lo / step - 1e-9) * step)
+    assert ticks[-1] == pytest.approx(math.floor(hi / step + 1e-9) * step)
+
+
+def test_the_default_asks_for_about_five_ticks() -> None:
+    assert svg.nice_ticks(0, 12) == svg.nice_ticks(0, 12, 5) != svg.nice_ticks(0, 12, 6)
+
+
 def test_a_flat_or_non_finite_range_still_gives_ticks() -> None:
     assert svg.nice_ticks(3, 3) == [2, 2.5, 3, 3.5, 4]
     assert svg.nice_ticks(float("nan"), 1) == [0.0]
@@ -52,6 +71,9 @@ def test_tick_labels_carry_the_decimals_of_their_step() -> None:
     assert svg.tick_label(400, [400, 500]) == "400"
     assert svg.tick_label(-0.0001, [0, 0.5]) == "0"  # no "-0.0"
     assert svg.num(1 / 3) == "0.33" and svg.num(2.0) == "2" and svg.num(-0.001) == "0"
+    assert svg.tick_label(3, [3]) == "3"  # a single tick: whole numbers
+    assert svg.tick_label(0.4, [0.4, 0.6]) == "0.4"  # the step (0.2), not a tick, decides
+    assert svg.tick_label(1e-7, [0, 1e-7]) == "0"  # six decimals at most
 
 
 def test_bars_are_drawn_to_scale_with_their_counts_and_notes() -> None:

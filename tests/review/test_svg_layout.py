@@ -189,6 +189,32 @@ CHARTS = {
         "wavelength (nm)", "mean value"),
     "small_multiples": lambda: svg.small_multiples(
         WL, [(f"category {k}", _lines(2, band=False)) for k in range(6)], columns=4),
+    "hbar_empty": lambda: svg.hbar_chart([], [], [], [], "samples"),
+    "hbar_long_note": lambda: svg.hbar_chart(
+        ["train"], [5], ["#111"], ["5 samples / 5 sources, " + "a note far longer than the bar "
+                                   "chart is wide, which widens the canvas to fit it"],
+        "samples"),
+    "hbar_no_notes": lambda: svg.hbar_chart(["train", "val"], [8, 2], ["#1", "#2"], ["", ""],
+                                            "samples"),
+    "grouped_one_series": lambda: _grouped(["dent", "scratch"], [[3, 1]]),
+    "grouped_short_many": lambda: _grouped(list("abcdefghijk"), [[k for k in range(11)],
+                                                                 [11 - k for k in range(11)]]),
+    "grouped_nothing": lambda: svg.grouped_bar_chart([], [], "samples with category"),
+    "heatmap_thirds": lambda: _heat([[12, 4], [3, 1]]),  # 4 is a third of 12: still black
+    "heatmap_empty": lambda: svg.heatmap(np.zeros((0, 0), dtype=int), [], []),
+    "line_narrow": lambda: svg.line_chart(
+        np.linspace(400.0, 540.0, 15),
+        [svg.Line("train", "#111", np.linspace(0.0, 0.9, 15))], "wavelength (nm)", "mean"),
+    "line_all_nan": lambda: svg.line_chart(
+        [400.0, 500.0], [svg.Line("val", "#222", np.array([np.nan, np.nan]))],
+        "wavelength (nm)", "mean value"),
+    "line_no_lines": lambda: svg.line_chart([400.0, 500.0], [], "wavelength (nm)", "mean"),
+    "line_one_sided_band": lambda: svg.line_chart(
+        [400.0, 500.0, 600.0], [svg.Line("test", "#333", np.array([1.0, 2.0, 1.5]),
+                                         lo=np.array([0.5, 1.5, 1.0]))],
+        "wavelength (nm)", "mean value"),
+    "small_multiples_default_columns": lambda: svg.small_multiples(
+        WL, [(f"category {k}", _lines(1, band=False)) for k in range(5)]),
     "small_multiples_one": lambda: svg.small_multiples(
         WL, [("background", _lines(3, band=False))], columns=1),
 }
@@ -376,3 +402,16 @@ def test_small_multiples_lay_their_panels_in_rows_with_one_legend_below() -> Non
     assert len(legend) == 1 and legend[0].y0 > max(b.y1 for b in lines)
     root = ET.fromstring(text)
     assert float(root.get("width")) == pytest.approx(4 * (first[1].cx - first[0].cx), abs=EPS)
+
+
+def test_a_band_is_drawn_only_with_both_of_its_edges() -> None:
+    items = assert_well_laid_out(CHARTS["line_one_sided_band"]())
+    assert [b.kind for b in items].count("polygon") == 0
+    assert [b.kind for b in items].count("polyline") == 1
+
+
+def test_a_long_note_widens_the_bar_chart_to_keep_it_whole() -> None:
+    text = CHARTS["hbar_long_note"]()
+    width, _, items = boxes(text)
+    note = next(b for b in items if b.kind == "text" and b.label.startswith("5 samples"))
+    assert width > 500 and note.x1 <= width
