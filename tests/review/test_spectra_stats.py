@@ -104,11 +104,11 @@ def test_pairs_with_too_few_frames_are_named_and_the_other_pairs_still_compared(
     records = [{"source": f"s{k}.npz", "index": 0} for k in range(5)]
     uni = Universe.from_records(records)
     _write(tmp_path, {(r["source"], 0): _cube(1.0 + k) for k, r in enumerate(records)})
-    res = _resolution(uni, {"train": [0], "val": [1, 2, 3], "test": [4]})
+    res = _resolution(uni, {"train": [0], "val": [1], "test": [2, 3, 4]})
     (grid,) = split_spectra(res, tmp_path, threshold=0.8).grids
-    assert grid.too_few == [("train", "test")]  # 1 + 1 frames: no degrees of freedom
+    assert grid.too_few == [("train", "val")]  # 1 + 1 frames: no degrees of freedom
     pairs = {(b.stage_a, b.stage_b): b for b in grid.balance}
-    assert set(pairs) == {("train", "val"), ("val", "test")}
+    assert set(pairs) == {("train", "test"), ("val", "test")}  # train-test after it too
     for b in pairs.values():
         assert b.smd.shape == (len(WL),) and b.flagged and b.ranges == [(400.0, 650.0)]
 
