@@ -131,6 +131,13 @@ def test_a_bmp_is_bottom_up_bgr_with_rows_padded_to_four_bytes() -> None:
     assert data[54:] == bytes([9, 8, 7, 12, 11, 10, 0, 0, 3, 2, 1, 6, 5, 4, 0, 0])
 
 
+@pytest.mark.parametrize(("count", "more"), [(5, False), (6, True)])
+def test_five_missing_samples_are_all_named_six_are_cut(count: int, more: bool) -> None:
+    missing = [f"s{k}.npz#0" for k in range(count)]
+    text = Tags(section(_spectra(missing=missing), "", {})).text
+    assert ("s4.npz#0 ...)" in text) is more and ("s4.npz#0)" in text) is not more
+
+
 def test_missing_summaries_are_counted_and_the_first_five_named() -> None:
     missing = [f"s{k}.npz#0" for k in range(7)]
     page = Tags(section(_spectra(missing=missing), "", {}))
@@ -170,6 +177,7 @@ def test_no_category_chart_without_categories_and_a_grid_without_bands() -> None
     text = section(_spectra(grids=[grid]), "", {})
     assert "Grid 1: no bands" in Tags(text).text
     assert text.count("<svg") == 1  # the (empty) spectra chart, no categories chart
+    assert '<div class="chart"></div>' in text
 
 
 @pytest.mark.parametrize("count", [8, 9])
@@ -184,8 +192,13 @@ def test_at_most_eight_categories_are_drawn(count: int) -> None:
 def _odd_stage_spectra() -> SplitSpectra:
     """A stage outside train/val/test, a thumbnail 5 px wide (rows padded by one byte)."""
     grid = GridSpectra(WL, {"train": _stage(4, 1.0), "holdout": _stage(2, 3.0)},
-                       {1: {"holdout": np.full(4, 2.0), "train": np.ones(4)}}, [], [])
-    return _spectra(grids=[grid], thumbnails={"train": [("c.npz#1", _thumb(3, 5))]})
+                       {1: {"holdout": np.full(4, 2.0), "train": np.ones(4),
+                            "extra": np.full(4, 0.5)},
+                        **{k: {"train": np.full(4, float(k))} for k in range(2, 7)}},
+                       [Balance("train", "test", np.array([2.0, 2.0, 0.1, 2.0]),
+                                [(400.0, 450.0), (550.0, 550.0)], True)], [])
+    return _spectra(grids=[grid], thumbnails={"train": [("c.npz#1", _thumb(3, 5)),
+                                                        ("d.npz#0", _thumb(9, 4))]})
 
 
 SECTIONS = {
@@ -221,8 +234,19 @@ def test_the_section_is_its_pinned_page(name: str) -> None:
 def test_a_stage_outside_the_usual_three_comes_after_them_in_grey() -> None:
     text = section(_odd_stage_spectra(), "", {})
     charts = re.findall(r"<svg .*?</svg>", text)
-    assert re.findall(r">(train|holdout)</text>", charts[1]) == ["train", "holdout"]
+    assert re.findall(r">(train|extra|holdout)</text>", charts[1]) == [
+        "train", "extra", "holdout"]  # the usual stages, then the others by name
     assert 'stroke="#777"' in charts[1] and 'stroke="#777"' in charts[0]
-    (img,) = Tags(text).find("img")
-    data = base64.b64decode(img["src"].removeprefix("data:image/bmp;base64,"))
+    page = Tags(text)
+    wide, tall = page.find("img")
+    data = base64.b64decode(wide["src"].removeprefix("data:image/bmp;base64,"))
     assert len(data) == 54 + 3 * (5 * 3 + 1)  # each 15-byte row padded to 16
+    assert (tall["width"], tall["height"]) == ("56", "126")  # 128 // 9 = 14: by the long side
+    assert text.count("<img ") == 2 and "</div>" in text.split("<img ", 2)[2]
+    assert re.search(r'src="data:image/bmp;base64,[^"]+"><img class="thumb"', text)
+    (row,) = page.find("tr", **{"class": "balance"})
+    assert row["data-range"] == "400-450,550-550"  # ranges comma-separated
+    assert "differ in 400-450,550-550 nm" in page.text
+    charts_of_categories = charts[1]
+    assert len(re.findall(r">category \d+</text>", charts_of_categories)) == 6
+    assert 'width="680"' in charts_of_categories  # four panels a row, however many
