@@ -50,6 +50,11 @@ for name in "${modules[@]}"; do
         continue
     fi
     start=$(date +%s)
+    # a module added to only_mutate since mutants/ was made sits there as a plain copy, which
+    # mutmut takes as already mutated (none): that copy goes, and mutmut mutates it afresh
+    if [ -f "mutants/dvc_cuvis/$m.py" ] && [ ! -f "mutants/dvc_cuvis/$m.py.meta" ]; then
+        rm -f "mutants/dvc_cuvis/$m.py"
+    fi
     if [ "${RECHECK:-0}" = 1 ] && [ -f "mutants/dvc_cuvis/$m.py.meta" ]; then
         # mutmut keeps a verdict until its function changes: after new tests, run the
         # earlier survivors and "no tests" mutants again by name
