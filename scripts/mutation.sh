@@ -6,7 +6,7 @@
 #                                     drift check's other modules (report, tokens, universe,
 #                                     content, selection, staleness, facts, fixes), or the
 #                                     spectra's (summaries, summary_store, spectra,
-#                                     spectra_html), or the
+#                                     spectra_html, spectra_base), or the
 #                                     report's charts (svg); default: all
 #
 # Environment: JOBS (workers, default 2), DVC_CUVIS_HYPOTHESIS_EXAMPLES (default 25), FRESH=1 (forget earlier results: rm -rf mutants/),
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KNOWN=(drift selectors splits plugin report tokens universe content selection staleness facts
-       fixes summaries summary_store spectra spectra_html svg)  # keep in step with only_mutate in pyproject.toml
+       fixes summaries summary_store spectra spectra_html spectra_base svg)  # keep in step with only_mutate in pyproject.toml
 # each name -> its module under dvc_cuvis/ (the package map: docs/architecture.md)
 declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=model/splits
                     [plugin]=plugin/datamodules [report]=check/report [tokens]=check/tokens
@@ -27,6 +27,7 @@ declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=mod
                     [facts]=check/facts [fixes]=check/fixes
                     [summaries]=materialize/summaries [summary_store]=materialize/summary_store
                     [spectra]=review/spectra [spectra_html]=review/spectra_html
+                    [spectra_base]=review/spectra_base
                     [svg]=review/svg)
 modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=("${KNOWN[@]}")

@@ -102,7 +102,7 @@ def frame_summaries(
 
     uni = res.universe
     wanted = sorted({int(p) for s in EXCLUSIVE_STAGES for p in res.stages[s].tolist()})
-    frames = {p: frame_name(uni.source(p), _read_index(uni, p)) for p in wanted}
+    frames = {p: frame_name(uni.source(p), read_index(uni, p)) for p in wanted}
     stored = load_summaries(summaries_dir, frames.values())
     md5_of = _frame_md5s(summaries_dir, read_universe)
     found: dict[int, dict[str, Any]] = {}
@@ -122,7 +122,7 @@ def frame_summaries(
     return found, missing
 
 
-def _read_index(uni: Universe, pos: int) -> int:
+def read_index(uni: Universe, pos: int) -> int:
     """The read index materialize names a sample's frame by (a whole-file sample: 0)."""
     return 0 if uni.indexless is not None and bool(uni.indexless[pos]) else int(uni.indices[pos])
 

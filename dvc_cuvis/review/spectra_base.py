@@ -18,7 +18,7 @@ from dvc_cuvis.digests.hashing import is_folder_hash
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR
 from dvc_cuvis.model.compare import Version
-from dvc_cuvis.review.spectra import Balance, shifted_ranges, smd, stage_spectrum
+from dvc_cuvis.review.spectra import Balance, read_index, shifted_ranges, smd, stage_spectrum
 
 
 def _cache_file(root: Path, md5: str) -> Path:
@@ -37,8 +37,9 @@ def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
     lock = parse_yaml(lock_text, where)
     for stage in (lock.get("stages") or {}).values() if isinstance(lock, dict) else ():
         for out in stage.get("outs") or [] if isinstance(stage, dict) else []:
-            path = posixpath.normpath(str(out.get("path", ""))) if isinstance(out, dict) else ""
-            if path == folder and is_folder_hash(out.get("md5", "")):
+            path = out.get("path") if isinstance(out, dict) else None
+            if (isinstance(path, str) and posixpath.normpath(path) == folder
+                    and is_folder_hash(out.get("md5"))):
                 return str(out["md5"])
     return None
 
@@ -57,14 +58,14 @@ def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, 
         return {}, (f"{folder} at {rev} is not in the local DVC cache (`dvc fetch` at that "
                     "revision brings it)")
     entries: dict[str, dict[str, Any]] = {}
-    for item in json.loads(listing.read_text(encoding="utf-8")):
-        rel = str(item.get("relpath", ""))
-        if not rel.startswith(SUMMARIES_DIR + "/"):
+    for item in json.loads(listing.read_bytes()):  # JSON is UTF-8
+        rel, md5 = item.get("relpath"), item.get("md5")
+        if not (isinstance(rel, str) and rel.startswith(SUMMARIES_DIR + "/")):
             continue
-        shard = _cache_file(tree.root, str(item.get("md5", "")))
+        shard = _cache_file(tree.root, str(md5))
         if not shard.is_file():
             return {}, f"{folder}/{rel} at {rev} is not in the local DVC cache"
-        data = json.loads(shard.read_text(encoding="utf-8"))
+        data = json.loads(shard.read_bytes())
         entries.update(data.get("frames") or {})
     if not entries:
         return {}, f"{folder} at {rev} holds no spectral summaries"
@@ -80,9 +81,7 @@ def train_shift(base: Version, entries: dict[str, dict[str, Any]],
     uni = base.universe
     by_grid: dict[tuple[float, ...], list[dict[str, Any]]] = {}
     for pos in base.stages["train"].tolist():
-        index = 0 if uni.indexless is not None and bool(uni.indexless[pos]) else \
-            int(uni.indices[pos])
-        entry = entries.get(frame_name(uni.source(pos), index))
+        entry = entries.get(frame_name(uni.source(pos), read_index(uni, pos)))
         if entry is not None:
             by_grid.setdefault(tuple(entry["wavelengths"]), []).append(entry)
     out: list[Balance] = []
