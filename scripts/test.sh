@@ -64,8 +64,9 @@ if [ ${#apt_needs[@]} -gt 0 ]; then
         "${apt_needs[@]}"; } >.venv/apt.log 2>&1 &
     APT_PID=$!
 fi
+# On the way out (a failure, ^C), the jobs beside the tests stop with their children.
 trap 'for p in ${LOW_PID:-} ${APT_PID:-} ${LINT_PID:-}; do
-    kill "$p" 2>/dev/null || true; done' EXIT
+    pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done; rm -rf "$LOW_TMP"' EXIT
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 # torch is pinned to the CPU build on local disk (an unpinned torch pulls a multi-GB CUDA build).
 # --no-compile: Python compiles (once) the modules the run imports, not all of torch's.
@@ -109,6 +110,5 @@ wait "$LOW_PID" || { tail -60 .venv/dvc-low-tests.log >&2; echo "error: a test f
     ".venv/dvc-low-tests.log)" >&2; exit 1; }
 LOW_PID=
 tail -1 .venv/dvc-low-tests.log
-rm -rf "$LOW_TMP"
 took "pytest -m lowest_dvc on DVC 3.54 (what it took after the above)"
 echo "benchmarks: quick smoke run ok"
