@@ -16,7 +16,8 @@ from typing import Any
 from dvc_cuvis._io import parse_yaml
 from dvc_cuvis.digests.hashing import is_folder_hash
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR
+from dvc_cuvis.materialize.summaries import RECIPE
+from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard
 from dvc_cuvis.model.compare import Version
 from dvc_cuvis.review.spectra import Balance, read_index, shifted_ranges, smd, stage_spectrum
 
@@ -57,18 +58,28 @@ def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, 
     if not listing.is_file():
         return {}, (f"{folder} at {rev} is not in the local DVC cache (`dvc fetch` at that "
                     "revision brings it)")
+    try:
+        items = json.loads(listing.read_bytes())  # JSON is UTF-8
+    except (OSError, ValueError) as exc:
+        items = exc
+    if not isinstance(items, list):
+        why = f" ({items})" if isinstance(items, Exception) else ""
+        return {}, f"{folder} at {rev}: its listing in the local DVC cache cannot be read{why}"
     entries: dict[str, dict[str, Any]] = {}
-    for item in json.loads(listing.read_bytes()):  # JSON is UTF-8
-        rel, md5 = item.get("relpath"), item.get("md5")
+    for item in items:
+        rel, md5 = (item.get("relpath"), item.get("md5")) if isinstance(item, dict) else (
+            None, None)
         if not (isinstance(rel, str) and rel.startswith(SUMMARIES_DIR + "/")):
             continue
         shard = _cache_file(tree.root, str(md5))
         if not shard.is_file():
             return {}, f"{folder}/{rel} at {rev} is not in the local DVC cache"
-        data = json.loads(shard.read_bytes())
-        entries.update(data.get("frames") or {})
+        try:  # a shard of another recipe holds nothing comparable: it reads as empty
+            entries.update(read_shard(shard))
+        except DvcCuvisError as exc:
+            return {}, f"{folder}/{rel} at {rev} cannot be read from the local DVC cache ({exc})"
     if not entries:
-        return {}, f"{folder} at {rev} holds no spectral summaries"
+        return {}, f"{folder} at {rev} holds no spectral summaries (of recipe {RECIPE})"
     return entries, ""
 
 

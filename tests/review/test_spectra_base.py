@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dvc_cuvis.materialize.core import frame_name
-from dvc_cuvis.materialize.summaries import summarize, to_record
+from dvc_cuvis.materialize.summaries import RECIPE, summarize, to_record
 from dvc_cuvis.model.compare import Version
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.review.spectra_base import base_entries, train_shift
@@ -57,7 +57,7 @@ def _repo(tmp: Path, shards: dict[str, dict[str, object]], *, missing: str = "")
         md5 = f"{k:02d}" * 16
         listing.append({"relpath": f"summaries/{rel}", "md5": md5})
         if rel != missing:
-            _cache(tmp, md5, {"recipe": 3, "frames": frames})
+            _cache(tmp, md5, {"recipe": RECIPE, "frames": frames})
     _cache(tmp, "d1" * 16 + ".dir", listing)
     return Tree(tmp, {"dvc.lock": _lock()})
 
@@ -100,7 +100,7 @@ def test_a_listing_or_shard_not_in_the_cache_and_a_folder_without_summaries(
         {}, "materialized/summaries/b%summary.json at v1 is not in the local DVC cache")
     empty = _repo(tmp_path / "empty", {})
     assert base_entries(empty, "v1", "materialized") == (
-        {}, "materialized at v1 holds no spectral summaries")
+        {}, f"materialized at v1 holds no spectral summaries (of recipe {RECIPE})")
 
 
 def _version(sources: list[tuple[str, int | None]], train: list[int]) -> Version:
@@ -149,7 +149,7 @@ def test_the_cache_is_where_the_repositorys_dvc_config_puts_it(tmp_path: Path) -
     (repo / ".dvc" / "config").write_text(
         f"[core]\n    no_scm = True\n[cache]\n    dir = {shared}\n")
     frames = {"a/x.npz": _entry(1.0)}
-    for md5, data in (("00" * 16, {"recipe": 3, "frames": frames}),
+    for md5, data in (("00" * 16, {"recipe": RECIPE, "frames": frames}),
                       ("d1" * 16 + ".dir", [{"relpath": "summaries/a%summary.json",
                                              "md5": "00" * 16}])):
         path = shared / "files" / "md5" / md5[:2] / md5[2:]
@@ -174,3 +174,26 @@ def test_entries_without_a_path_or_md5_are_passed_over(tmp_path: Path) -> None:
     listing.write_text(json.dumps([{"relpath": "summaries/b%summary.json"}, *items]))
     assert base_entries(tree, "v1", "materialized") == (
         {}, "materialized/summaries/b%summary.json at v1 is not in the local DVC cache")
+
+
+def test_a_damaged_listing_or_shard_and_a_shard_of_another_recipe_are_said(
+        tmp_path: Path) -> None:
+    tree = _repo(tmp_path, {"a%summary.json": {"a/x.npz": _entry(1.0)}})
+    cache = tmp_path / ".dvc" / "cache" / "files" / "md5"
+    listing = cache / "d1" / ("d1" * 15 + ".dir")
+    items = listing.read_text()
+    for damaged in ("[{", '{"relpath": "summaries/a"}'):
+        listing.write_text(damaged)
+        entries, why = base_entries(tree, "v1", "materialized")
+        assert entries == {} and why.startswith(
+            "materialized at v1: its listing in the local DVC cache cannot be read"), why
+    listing.write_text(json.dumps([7, *json.loads(items)]))  # a stray non-entry is passed over
+    assert sorted(base_entries(tree, "v1", "materialized")[0]) == ["a/x.npz"]
+    shard = cache / "00" / ("00" * 15)
+    shard.write_text("{not json")
+    entries, why = base_entries(tree, "v1", "materialized")
+    assert entries == {} and why.startswith("materialized/summaries/a%summary.json at v1 "
+                                            "cannot be read from the local DVC cache ("), why
+    shard.write_text(json.dumps({"recipe": RECIPE - 1, "frames": {"a/x.npz": _entry(1.0)}}))
+    assert base_entries(tree, "v1", "materialized") == (
+        {}, f"materialized at v1 holds no spectral summaries (of recipe {RECIPE})")

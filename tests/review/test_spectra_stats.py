@@ -13,7 +13,7 @@ import pytest
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.core import frame_name
 from dvc_cuvis.materialize.summaries import summarize, to_record
-from dvc_cuvis.materialize.summary_store import shard_of, write_shard
+from dvc_cuvis.materialize.summary_store import read_shard, shard_of, write_shard
 from dvc_cuvis.model.splits import Resolution
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.review.spectra import (
@@ -61,9 +61,6 @@ def test_a_band_at_the_threshold_is_not_above_it() -> None:
 WL = np.arange(400, 700, 50)  # 6 bands
 
 
-SHARDS: dict[Path, dict[str, dict]] = {}
-
-
 def _write(tmp: Path, frames: dict[tuple[str, int], np.ndarray], *,
            wl: np.ndarray = WL, md5: str = "", categories: bool = True,
            masks: dict[tuple[str, int], np.ndarray] | None = None) -> None:
@@ -73,9 +70,10 @@ def _write(tmp: Path, frames: dict[tuple[str, int], np.ndarray], *,
         rec = to_record(summarize(cube, wl, (masks or {}).get((source, index))))
         if not categories:
             rec.pop("categories")
-        shard = SHARDS.setdefault(tmp / shard_of(name), {})
+        path = tmp / shard_of(name)
+        shard = read_shard(path)
         shard[name] = {"source": source, "index": index, "md5": md5 or f"md5-{name}", **rec}
-        write_shard(tmp / shard_of(name), shard)
+        write_shard(path, shard)
 
 
 def _resolution(uni: Universe, stages: dict[str, list[int]]) -> Resolution:
