@@ -159,14 +159,19 @@ def y_axis(c: Canvas, f: Frame, ticks: Sequence[float], label: str = "",
                rotate=-90)
 
 
+#: A legend entry's name starts this many font sizes right of its swatch; entries side by
+#: side are this many font sizes apart (besides the name's width).
+LEGEND_NAME_AT, LEGEND_SPACING = 1.8, 3.0
+
+
 def legend(c: Canvas, x: float, y: float, entries: Sequence[tuple[str, str]],
            size: float = FONT, *, across: bool = False) -> None:
     """Colour swatches with their names, from ``(x, y)`` down (or ``across``)."""
     for name, color in entries:
         c.rect(x, y - size * 0.35, size * 1.4, size * 0.7, color)
-        c.text(x + size * 1.8, y, name, size=size)
+        c.text(x + size * LEGEND_NAME_AT, y, name, size=size)
         if across:
-            x += size * 3 + text_width(name, size)
+            x += size * LEGEND_SPACING + text_width(name, size)
         else:
             y += size * 1.5
 
@@ -174,12 +179,13 @@ def legend(c: Canvas, x: float, y: float, entries: Sequence[tuple[str, str]],
 def legend_width(names: Sequence[str], size: float = FONT, *, across: bool = False) -> float:
     """How wide :func:`legend` draws ``names``: a swatch, a gap and the name, side by side
     when ``across``, else the widest entry."""
-    ends = [size * 1.8 + text_width(name, size) for name in names]
+    ends = [size * LEGEND_NAME_AT + text_width(name, size) for name in names]
     if not ends:
         return 0.0
     if not across:
         return max(ends)
-    return sum(size * 3 + text_width(name, size) for name in names[:-1]) + ends[-1]
+    return (sum(size * LEGEND_SPACING + text_width(name, size) for name in names[:-1])
+            + ends[-1])
 
 
 def span(values: Sequence[np.ndarray]) -> tuple[float, float]:
