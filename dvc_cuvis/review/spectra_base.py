@@ -58,13 +58,13 @@ def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, 
     if not listing.is_file():
         return {}, (f"{folder} at {rev} is not in the local DVC cache (`dvc fetch` at that "
                     "revision brings it)")
+    where = f"{folder} at {rev}: its listing in the local DVC cache"
     try:
         items = json.loads(listing.read_bytes())  # JSON is UTF-8
     except (OSError, ValueError) as exc:
-        items = exc
+        return {}, f"{where} cannot be read ({exc})"
     if not isinstance(items, list):
-        why = f" ({items})" if isinstance(items, Exception) else ""
-        return {}, f"{folder} at {rev}: its listing in the local DVC cache cannot be read{why}"
+        return {}, f"{where} is not a list of files"
     entries: dict[str, dict[str, Any]] = {}
     for item in items:
         rel, md5 = (item.get("relpath"), item.get("md5")) if isinstance(item, dict) else (
