@@ -24,12 +24,18 @@ The recipe (:data:`RECIPE`), documented in docs/spectra.md:
 
 Statistics accumulate in float64 and are stored as float32: the same frame gives the same
 values on any machine within float32 rounding.
+
+The sample's float64 copies (half a megabyte each for a 256 x 256 x 61 frame) are made in
+buffers a thread keeps from one frame to the next (:class:`_Workspace`): a fresh array of
+that size is a fresh mapping from the allocator, and its page faults cost more than the
+arithmetic (measured: 0.44 ms against 0.09 ms of a summary's 1 ms).
 """
 
 from __future__ import annotations
 
 import base64
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +114,27 @@ def ceiling_of(dtype: np.dtype[Any] | type) -> float | None:
     return float(np.iinfo(dt).max) if np.issubdtype(dt, np.integer) else None
 
 
+class _Workspace(threading.local):
+    """Buffers one thread reuses across frames of one shape (see the module's last note)."""
+
+    def __init__(self) -> None:
+        self.key: tuple[int, ...] = ()
+        self.wide = self.spare = self.labels = np.empty(0)
+
+    def fit(self, pixels: int, channels: int, mask_size: int) -> _Workspace:
+        """Make the buffers fit a sample of ``pixels`` pixels and a mask."""
+        key = (pixels, channels, mask_size)
+        if key != self.key:
+            self.wide = np.empty((pixels, channels), dtype=np.float64)
+            self.spare = np.empty_like(self.wide)
+            self.labels = np.empty(mask_size, dtype=np.intp)
+            self.key = key
+        return self
+
+
+_WORKSPACE = _Workspace()
+
+
 def _valid_pixels(px: np.ndarray, ceiling: float | None) -> tuple[np.ndarray, int, int | None]:
     """Which sampled pixels are valid, and the invalid and saturated counts."""
     finite = np.isfinite(px).all(axis=1)
@@ -118,35 +145,47 @@ def _valid_pixels(px: np.ndarray, ceiling: float | None) -> tuple[np.ndarray, in
     return finite & ~at_top, invalid, int(at_top.sum())
 
 
-def _mean_std(wide: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _mean_std(wide: np.ndarray, spare: np.ndarray | None = None,
+              mean: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-band mean and population standard deviation of float64 pixels (NaN without any):
-    two passes, so a band far from zero keeps its small spread."""
+    two passes, so a band far from zero keeps its small spread (``spare``: a buffer of
+    ``wide``'s shape for the deviations; ``mean``: ``wide``'s, when known)."""
     if wide.shape[0] == 0:
         nan = np.full(wide.shape[1], np.nan)
         return nan, nan
-    mean = wide.mean(axis=0)
-    dev = wide - mean
+    mean = wide.mean(axis=0) if mean is None else mean
+    dev = np.subtract(wide, mean, out=spare if spare is not None and spare.shape == wide.shape
+                      else None)
     np.multiply(dev, dev, out=dev)
     return mean, np.sqrt(dev.mean(axis=0))
 
 
 def _categories(
-    cube: np.ndarray, class_mask: np.ndarray, step: int, ok: np.ndarray, wide: np.ndarray,
-    ceiling: float | None,
+    cube: np.ndarray, class_mask: np.ndarray, step: int, ok: np.ndarray | None,
+    wide: np.ndarray, ceiling: float | None, ws: _Workspace | None = None,
 ) -> dict[int, Category]:
     """Each category of the mask: exact pixel count, mean over its valid sampled pixels
-    (``wide``: the valid sampled pixels in float64, ``ok``: which sampled pixels they are).
+    (``wide``: the valid sampled pixels in float64, ``ok``: which sampled pixels they are,
+    None: all; ``ws``: buffers for the mask's labels and the sorted pixels).
 
     The sums of all categories are one ``reduceat`` over the pixels sorted by category (no
     BLAS: its threads and summation order vary by machine); a category the sample misses
     altogether is averaged over all its pixels (it is small).
     """
-    counts = np.bincount(class_mask.ravel(), minlength=1)
+    flat = class_mask.ravel()
+    if ws is not None and ws.labels.size == flat.size and np.can_cast(flat.dtype, np.intp):
+        np.copyto(ws.labels, flat)  # bincount would make this copy anew for every frame
+        flat = ws.labels
+    counts = np.bincount(flat, minlength=1)
     present = np.flatnonzero(counts)
-    labels = class_mask[::step, ::step].ravel()[ok]
+    labels = class_mask[::step, ::step].ravel()
+    labels = labels if ok is None else labels[ok]
     order = np.argsort(labels, kind="stable")
     cats, starts, sampled = np.unique(labels[order], return_index=True, return_counts=True)
-    sums = np.add.reduceat(wide[order], starts, axis=0) if len(starts) else wide[:0]
+    into = ws.spare if ws is not None and ws.spare.shape == wide.shape else None
+    # mode="clip": with the default "raise", take fills a fresh buffer before ``out``
+    sums = (np.add.reduceat(np.take(wide, order, axis=0, out=into, mode="clip"), starts, axis=0)
+            if len(starts) else wide[:0])
     row = {int(c): k for k, c in enumerate(cats.tolist())}
     out: dict[int, Category] = {}
     for cat in present.tolist():
@@ -212,18 +251,31 @@ def summarize(
     """The spectral summary of one ``[H, W, C]`` cube (the module's recipe)."""
     height, width, channels = cube.shape
     step = sample_step(height, width)
-    grid = np.ascontiguousarray(cube[::step, ::step])  # the sample, read once
-    px = grid.reshape(-1, channels)
-    ok, invalid, saturated = _valid_pixels(px, ceiling)
-    wide = (px if invalid == 0 and not saturated else px[ok]).astype(np.float64)
-    mean, std = _mean_std(wide)
-    cats = (_categories(cube, class_mask, step, ok, wide, ceiling)
+    grid = cube[::step, ::step]  # the sample, a view
+    ws = _WORKSPACE.fit(grid.shape[0] * grid.shape[1], channels,
+                        0 if class_mask is None else class_mask.size)
+    wide = ws.wide
+    np.copyto(wide.reshape(grid.shape), grid)  # the sample, read once, in float64
+    mean = wide.mean(axis=0)
+    # a finite sum of finite float32 values cannot overflow: a finite mean is a sample
+    # without NaN or inf, and a maximum under the ceiling one without saturation
+    clean = bool(np.isfinite(mean).all()) and (
+        ceiling is None or not bool((wide.max(axis=0) >= ceiling).any()))
+    ok: np.ndarray | None = None
+    if clean:
+        invalid, saturated = 0, None if ceiling is None else 0
+    else:
+        ok, invalid, saturated = _valid_pixels(wide, ceiling)
+        wide, mean = wide[ok], None
+    mean, std = _mean_std(wide, ws.spare, mean)
+    cats = (_categories(cube, class_mask, step, ok, wide, ceiling, ws)
             if class_mask is not None else {})
     wl = tuple(float(w) for w in np.asarray(wavelengths).ravel().tolist())
     return FrameSummary(
-        (height, width, channels), wl, int(px.shape[0]), invalid, saturated, _f32(mean),
+        (height, width, channels), wl, int(ws.wide.shape[0]), invalid, saturated, _f32(mean),
         _f32(std), cats,
-        _thumbnail_of_grid(grid, np.asarray(wavelengths)) if with_thumbnail else None,
+        _thumbnail_of_grid(ws.wide.reshape(grid.shape), np.asarray(wavelengths))
+        if with_thumbnail else None,
     )
 
 

@@ -407,3 +407,66 @@ def test_stored_values_are_rounded_to_float32_first() -> None:
     s = summarize(cube, [500])
     assert s.mean == (float(f"{np.float32(m64):.9g}"),)
     assert s.mean != (float(f"{m64:.9g}"),)
+
+
+def _plain_summary(cube: np.ndarray, wl: np.ndarray, mask: np.ndarray | None,
+                   ceiling: float | None) -> tuple[int, int | None, list[float], list[float]]:
+    """The recipe's statistics written out plainly: every array fresh, no shared buffer."""
+    step = sample_step(*cube.shape[:2])
+    px = cube[::step, ::step].reshape(-1, cube.shape[2]).astype(np.float64)
+    ok = np.isfinite(px).all(axis=1)
+    saturated = None
+    if ceiling is not None:
+        top = (px >= ceiling).any(axis=1) & ok
+        saturated, ok = int(top.sum()), ok & ~top
+    good = px[ok]
+    mean = good.mean(axis=0)
+    std = np.sqrt(((good - mean) ** 2).mean(axis=0))
+    return int((~np.isfinite(px).all(axis=1)).sum()), saturated, mean.tolist(), std.tolist()
+
+
+def test_frames_of_changing_shapes_and_bad_pixels_in_turn_keep_their_own_figures() -> None:
+    """summarize reuses its buffers from frame to frame: frames of other shapes, dtypes and
+    bad pixels in between change no figure of a frame, and a kept summary is not a view of
+    a buffer the next frame overwrites."""
+    rng = np.random.default_rng(7)
+    frames = []
+    for h, w, c, kind in ((40, 40, 6, "clean"), (9, 30, 6, "nan"), (40, 40, 6, "uint16"),
+                          (64, 64, 3, "inf")):
+        cube: np.ndarray = rng.random((h, w, c), dtype=np.float32) * 10 + 1
+        if kind == "nan":
+            cube[2, 3, 1] = np.nan
+        if kind == "inf":
+            cube[::5, ::5, 0] = np.inf
+        if kind == "uint16":
+            cube = (cube * 100).astype(np.uint16)
+            cube[0, 0, 2] = 65535
+        mask = rng.integers(0, 3, size=(h, w)).astype(np.uint8)
+        frames.append((cube, np.arange(500, 500 + c), mask, ceiling_of(cube.dtype)))
+    frames.append(frames[0])  # the first frame again, after the others
+    kept = [summarize(cube, wl, mask, ceiling=ceil, with_thumbnail=True)
+            for cube, wl, mask, ceil in frames]
+    again = [summarize(cube, wl, mask, ceiling=ceil, with_thumbnail=True)
+             for cube, wl, mask, ceil in reversed(frames)]
+    assert [to_record(s) for s in kept] == [to_record(s) for s in reversed(again)]
+    for s, (cube, wl, mask, ceil) in zip(kept, frames, strict=True):
+        invalid, saturated, mean, std = _plain_summary(cube, wl, mask, ceil)
+        assert (s.invalid, s.saturated) == (invalid, saturated)
+        np.testing.assert_allclose(s.mean, mean, rtol=1e-6)
+        np.testing.assert_allclose(s.std, std, rtol=1e-5, atol=1e-7)
+    assert kept[1].invalid == 1 and kept[3].invalid == 7 * 7 and kept[2].saturated == 1
+    assert kept[0] == kept[4]
+
+
+def test_threads_summarizing_at_once_get_what_one_thread_gets() -> None:
+    """Each thread has buffers of its own: two threads summarizing frames of different
+    shapes at once give the figures one thread gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    cubes = [rng.random((s, s, 8), dtype=np.float32) for s in (48, 20, 48, 33) * 6]
+    wl = np.arange(600, 608)
+    serial = [to_record(summarize(c, wl, with_thumbnail=True)) for c in cubes]
+    with ThreadPoolExecutor(2) as pool:
+        both = list(pool.map(lambda c: to_record(summarize(c, wl, with_thumbnail=True)), cubes))
+    assert both == serial
