@@ -470,3 +470,36 @@ def test_threads_summarizing_at_once_get_what_one_thread_gets() -> None:
     with ThreadPoolExecutor(2) as pool:
         both = list(pool.map(lambda c: to_record(summarize(c, wl, with_thumbnail=True)), cubes))
     assert both == serial
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_stretch_bounds_are_numpys_percentiles_to_the_last_bit(seed: int) -> None:
+    """The thumbnail's 2nd and 98th percentiles come from one sort, not np.percentile: the
+    same values bit for bit, for any sample size, ties and float32-born values included."""
+    from dvc_cuvis.materialize.summaries import STRETCH, _percentiles
+
+    rng = np.random.default_rng(seed)
+    for n in (1, 2, 3, 49, 50, 51, 1023, 1024, 1025, *rng.integers(1, 4000, size=40).tolist()):
+        x = rng.random((n, 3)) * rng.uniform(1e-3, 1e3) - rng.uniform(0, 10)
+        if n % 3 == 0:
+            x = np.round(x, 1)  # ties
+        if n % 2 == 0:
+            x = x.astype(np.float32).astype(np.float64)
+        lo, hi = _percentiles(x, STRETCH)
+        ref = np.percentile(x, STRETCH, axis=0)
+        assert np.array_equal(lo, ref[0]) and np.array_equal(hi, ref[1]), n
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32])
+def test_pixel_counts_are_bincounts(dtype: type) -> None:
+    """Each category's exact pixel count, whether counted id by id (a uint8 mask of up to
+    16 ids) or by bincount (any other mask)."""
+    from dvc_cuvis.materialize.summaries import _pixel_counts
+
+    rng = np.random.default_rng(5)
+    for top in (0, 1, 3, 15, 16, 200):
+        mask = rng.integers(0, top + 1, size=(37, 29)).astype(dtype)
+        assert np.array_equal(_pixel_counts(mask), np.bincount(mask.ravel(), minlength=1))
+        assert _pixel_counts(mask).dtype == np.intp
+    empty = np.zeros((0, 4), dtype=dtype)
+    assert np.array_equal(_pixel_counts(empty), np.bincount(empty.ravel(), minlength=1))
