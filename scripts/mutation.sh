@@ -6,8 +6,11 @@
 #                                     drift check's other modules (report, tokens, universe,
 #                                     content, selection, staleness, facts, fixes), or the
 #                                     spectra's (summaries, summary_store, spectra,
-#                                     spectra_html, spectra_base), or the
-#                                     report's charts (svg); default: all
+#                                     spectra_html, spectra_base), the report's
+#                                     charts (svg), the report page (review_report), or
+#                                     materialize's summary steps (core_summaries: the
+#                                     functions of materialize/core.py that record the
+#                                     summaries); default: all
 #
 # Environment: JOBS (workers, default 2), DVC_CUVIS_HYPOTHESIS_EXAMPLES (default 25), FRESH=1 (forget earlier results: rm -rf mutants/),
 # RECHECK=1 (run the earlier survivors and "no tests" mutants again first: mutmut keeps a verdict until the code of
@@ -18,7 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KNOWN=(drift selectors splits plugin report tokens universe content selection staleness facts
-       fixes summaries summary_store spectra spectra_html spectra_base svg)  # keep in step with only_mutate in pyproject.toml
+       fixes summaries summary_store spectra spectra_html spectra_base svg review_report
+       core_summaries)  # keep in step with only_mutate in pyproject.toml
 # each name -> its module under dvc_cuvis/ (the package map: docs/architecture.md)
 declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=model/splits
                     [plugin]=plugin/datamodules [report]=check/report [tokens]=check/tokens
@@ -28,7 +32,10 @@ declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=mod
                     [summaries]=materialize/summaries [summary_store]=materialize/summary_store
                     [spectra]=review/spectra [spectra_html]=review/spectra_html
                     [spectra_base]=review/spectra_base
-                    [svg]=review/svg)
+                    [svg]=review/svg [review_report]=review/report
+                    [core_summaries]=materialize/core)
+# a name that covers some functions of its module only (the rest of the module is not run)
+declare -A FUNCS_OF=([core_summaries]="_summary _thumbnails _refresh_summaries _record_results")
 modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=("${KNOWN[@]}")
 for m in "${modules[@]}"; do
@@ -56,26 +63,38 @@ for name in "${modules[@]}"; do
     if [ -f "mutants/dvc_cuvis/$m.py" ] && [ ! -f "mutants/dvc_cuvis/$m.py.meta" ]; then
         rm -f "mutants/dvc_cuvis/$m.py"
     fi
+    funcs=${FUNCS_OF[$name]:-}
+    patterns=("dvc_cuvis.${m//\//.}.*")
+    if [ -n "$funcs" ]; then
+        patterns=()
+        for f in $funcs; do patterns+=("dvc_cuvis.${m//\//.}.x_${f}__mutmut_*"); done
+    fi
     if [ "${RECHECK:-0}" = 1 ] && [ -f "mutants/dvc_cuvis/$m.py.meta" ]; then
         # mutmut keeps a verdict until its function changes: after new tests, run the
         # earlier survivors and "no tests" mutants again by name
         mapfile -t again < <(.venv/bin/python -c 'import json, sys
 codes = json.load(open(sys.argv[1]))["exit_code_by_key"]
-print("\n".join(sorted(k for k, c in codes.items() if c in (0, 5, 33))))' "mutants/dvc_cuvis/$m.py.meta")
+funcs = sys.argv[2].split()
+print("\n".join(sorted(k for k, c in codes.items() if c in (0, 5, 33) and (not funcs or any(
+    k.split(".")[-1].startswith(f"x_{f}__mutmut_") for f in funcs)))))' \
+            "mutants/dvc_cuvis/$m.py.meta" "$funcs")
         if [ ${#again[@]} -gt 0 ]; then
             .venv/bin/mutmut run --max-children "${JOBS:-2}" "${again[@]}" || status=$?
         fi
     fi
-    .venv/bin/mutmut run --max-children "${JOBS:-2}" "dvc_cuvis.${m//\//.}.*" || status=$?
-    echo "mutation: dvc_cuvis/$m.py took $(( $(date +%s) - start )) s"
-    .venv/bin/python - "$m" <<'EOF'
+    .venv/bin/mutmut run --max-children "${JOBS:-2}" "${patterns[@]}" || status=$?
+    echo "mutation: dvc_cuvis/$m.py${funcs:+ ($funcs)} took $(( $(date +%s) - start )) s"
+    .venv/bin/python - "$m" "$funcs" <<'EOF'
 import json, sys
 from collections import Counter
 from pathlib import Path
 
-module = sys.argv[1]
+module, funcs = sys.argv[1], sys.argv[2].split()
 meta = Path("mutants/dvc_cuvis") / f"{module}.py.meta"
 codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
+if funcs:  # the named functions' mutants only
+    codes = {k: c for k, c in codes.items()
+             if any(k.split(".")[-1].startswith(f"x_{f}__mutmut_") for f in funcs)}
 kind = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests",
         36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
         None: "not checked"}
@@ -83,7 +102,8 @@ counts = Counter(kind.get(c, "suspicious") for c in codes.values())
 done = sum(n for k, n in counts.items() if k != "not checked")
 caught = counts["killed"] + counts["timeout"]
 score = f"{100 * caught / done:.1f} %" if done else "n/a"
-print(f"mutation: dvc_cuvis/{module}.py: {len(codes)} mutants, " + ", ".join(
+scope = f" ({', '.join(funcs)})" if funcs else ""
+print(f"mutation: dvc_cuvis/{module}.py{scope}: {len(codes)} mutants, " + ", ".join(
     f"{n} {k}" for k, n in sorted(counts.items())) + f"; score {score} (killed+timeout/checked)")
 for name, c in sorted(codes.items()):
     if kind.get(c, "suspicious") in ("survived", "no tests", "suspicious"):

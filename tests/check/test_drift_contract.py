@@ -596,7 +596,7 @@ def test_the_mutation_setup_names_real_modules_and_fast_tests() -> None:
     assert bad.stderr == ("mutation.sh: unknown module 'bogus'; choose from: drift selectors "
                           "splits plugin report tokens universe content selection staleness "
                           "facts fixes summaries summary_store spectra spectra_html "
-                          "spectra_base svg\n")
+                          "spectra_base svg review_report core_summaries\n")
 
 
 def test_every_failed_constraint_is_named(tmp_path: Path) -> None:

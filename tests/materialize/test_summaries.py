@@ -479,7 +479,10 @@ def test_the_stretch_bounds_are_numpys_percentiles_to_the_last_bit(seed: int) ->
     from dvc_cuvis.materialize.summaries import STRETCH, _percentiles
 
     rng = np.random.default_rng(seed)
-    for n in (1, 2, 3, 49, 50, 51, 1023, 1024, 1025, *rng.integers(1, 4000, size=40).tolist()):
+    # n = 26 and 76 put the 2nd percentile exactly halfway between two values, where
+    # numpy interpolates from the upper one
+    for n in (1, 2, 3, 26, 49, 50, 51, 76, 1023, 1024, 1025,
+              *rng.integers(1, 4000, size=40).tolist()):
         x = rng.random((n, 3)) * rng.uniform(1e-3, 1e3) - rng.uniform(0, 10)
         if n % 3 == 0:
             x = np.round(x, 1)  # ties
@@ -488,6 +491,29 @@ def test_the_stretch_bounds_are_numpys_percentiles_to_the_last_bit(seed: int) ->
         lo, hi = _percentiles(x, STRETCH)
         ref = np.percentile(x, STRETCH, axis=0)
         assert np.array_equal(lo, ref[0]) and np.array_equal(hi, ref[1]), n
+
+
+def test_a_uint8_mask_of_up_to_16_ids_is_counted_id_by_id(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The rule as documented: bincount only for another dtype or a 17th id."""
+    from dvc_cuvis.materialize import summaries
+
+    calls: list[str] = []
+    real = np.bincount
+
+    def counting(values: np.ndarray, *a: object, **k: object) -> np.ndarray:
+        calls.append(str(values.dtype))
+        return real(values, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(summaries.np, "bincount", counting)
+    for dtype, top, expected in ((np.uint8, 15, []), (np.uint8, 16, ["uint8"]),
+                                 (np.uint16, 3, ["uint16"]), (np.int32, 0, ["int32"])):
+        calls.clear()
+        mask = np.zeros((6, 7), dtype=dtype)
+        mask[0, 0] = top
+        counts = summaries._pixel_counts(mask)
+        assert calls == expected, (dtype, top)
+        assert counts.tolist() == ([41, *[0] * (top - 1), 1] if top else [42])
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32])
@@ -503,3 +529,14 @@ def test_pixel_counts_are_bincounts(dtype: type) -> None:
         assert _pixel_counts(mask).dtype == np.intp
     empty = np.zeros((0, 4), dtype=dtype)
     assert np.array_equal(_pixel_counts(empty), np.bincount(empty.ravel(), minlength=1))
+
+
+def test_an_integer_cube_without_a_saturated_pixel_counts_zero_saturated() -> None:
+    """With a ceiling, no saturated pixel is 0 (None means the dtype gives no ceiling), and
+    a pixel exactly at the ceiling is saturated."""
+    cube = np.full((8, 8, 3), 1000, dtype=np.uint16)
+    s = summarize(cube.astype(np.float32), [1, 2, 3], ceiling=ceiling_of(cube.dtype))
+    assert (s.saturated, s.invalid, s.valid) == (0, 0, 64)
+    cube[2, 3, 1] = 65535
+    s = summarize(cube.astype(np.float32), [1, 2, 3], ceiling=ceiling_of(cube.dtype))
+    assert (s.saturated, s.valid) == (1, 63) and s.mean == (1000.0, 1000.0, 1000.0)
