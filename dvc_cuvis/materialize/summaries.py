@@ -37,7 +37,7 @@ import base64
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -234,9 +234,9 @@ def rgb_bands(wavelengths: np.ndarray | tuple[float, ...], channels: int) -> tup
 
 
 def thumbnail(cube: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
-    """The false-colour thumbnail of a cube (the module's recipe)."""
-    step = sample_step(cube.shape[0], cube.shape[1])
-    return _thumbnail_of_grid(cube[::step, ::step].astype(np.float64), wavelengths)
+    """The false-colour thumbnail of a cube (the module's recipe): its summary's own."""
+    summary = summarize(cube, wavelengths, with_thumbnail=True)
+    return cast(Thumbnail, summary.thumbnail)
 
 
 def _thumbnail_of_grid(grid: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:

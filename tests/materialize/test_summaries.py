@@ -64,8 +64,13 @@ def test_nan_and_inf_pixels_are_counted_and_left_out() -> None:
 
 
 def test_a_frame_without_a_valid_pixel_has_no_mean() -> None:
+    import warnings
+
     cube = np.full((2, 2, 3), np.nan, dtype=np.float32)
-    s = summarize(cube, [1, 2, 3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no mean of an empty slice is even attempted
+        s = summarize(cube, [1, 2, 3], np.zeros((2, 2), dtype=np.uint8))
+    assert s.categories[0].pixels == 4 and s.categories[0].mean is None
     assert s.invalid == 4 and s.mean == (None, None, None) and s.std == (None, None, None)
     rec = to_record(s)
     json.dumps(rec, allow_nan=False)  # stored without NaN
@@ -479,14 +484,14 @@ def test_the_stretch_bounds_are_numpys_percentiles_to_the_last_bit(seed: int) ->
     from dvc_cuvis.materialize.summaries import STRETCH, _percentiles
 
     rng = np.random.default_rng(seed)
-    # n = 26 and 76 put the 2nd percentile exactly halfway between two values, where
+    # n = 26, 76, 126, 176 put both percentiles exactly halfway between two values, where
     # numpy interpolates from the upper one
-    for n in (1, 2, 3, 26, 49, 50, 51, 76, 1023, 1024, 1025,
+    for n in (1, 2, 3, 26, 49, 50, 51, 76, 126, 176, 1023, 1024, 1025,
               *rng.integers(1, 4000, size=40).tolist()):
         x = rng.random((n, 3)) * rng.uniform(1e-3, 1e3) - rng.uniform(0, 10)
         if n % 3 == 0:
             x = np.round(x, 1)  # ties
-        if n % 2 == 0:
+        if n % 4 == 0:
             x = x.astype(np.float32).astype(np.float64)
         lo, hi = _percentiles(x, STRETCH)
         ref = np.percentile(x, STRETCH, axis=0)
