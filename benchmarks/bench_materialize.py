@@ -814,7 +814,7 @@ def bench_summaries(args: argparse.Namespace, ds: Dataset, work: Path, enforce: 
         if res.written != len(ds.uni):
             raise AssertionError(f"summaries run wrote {res.written} of {len(ds.uni)} frames")
         cpu = sum(after[:4]) - sum(before[:4])  # user + system, self + waited-for children
-        user = after[0] + after[2] - before[0] - before[2]  # user alone: no page faults
+        user = after[0] + after[2] - before[0] - before[2]  # without system time (faults)
         return dt, cpu, user
 
     # by position in its pair (first, second): "on" is compared with "off" at the same
