@@ -47,15 +47,15 @@ class ReportInput:
 
 def _stage_chart(stats: dict[str, dict[str, Any]]) -> str:
     names = list(EXCLUSIVE_STAGES)
-    values = [stats[s]["samples"] for s in names]
-    return svg.hbar_chart(names, values, [STAGE_COLORS[s] for s in names],
-                          [f"{v} samples / {stats[s]['sources']} sources"
-                           for v, s in zip(values, names, strict=True)], "samples")
+    return svg.hbar_chart(names, [stats[s]["samples"] for s in names],
+                          [STAGE_COLORS[s] for s in names],
+                          [f"{stats[s]['samples']} samples / {stats[s]['sources']} sources"
+                           for s in names], "samples")
 
 
 def _category_chart(rows: list[tuple[str, dict[str, int]]]) -> str:
     return svg.grouped_bar_chart([r[0] for r in rows],
-                                 [(stage, STAGE_COLORS[stage], [r[1].get(stage, 0) for r in rows])
+                                 [(stage, STAGE_COLORS[stage], [r[1][stage] for r in rows])
                                   for stage in EXCLUSIVE_STAGES], "samples with category")
 
 
@@ -152,7 +152,7 @@ def _categories_section(inp: ReportInput, stats: dict[str, dict[str, Any]]) -> s
         return ('<section id="categories"><h2>Categories</h2><p class="note">The universe '
                 "has no category_ids column.</p></section>")
     id_to_name = {v: k for k, v in (inp.categories or {}).items()}
-    ids = sorted({int(c) for s in EXCLUSIVE_STAGES for c in stats[s].get("categories", {})}
+    ids = sorted({int(c) for s in EXCLUSIVE_STAGES for c in stats[s]["categories"]}
                  - {0})
     rows_for_chart = []
     table_rows = []
@@ -170,7 +170,7 @@ def _categories_section(inp: ReportInput, stats: dict[str, dict[str, Any]]) -> s
             cells.append(f'<td{cls} data-category="{html.escape(name)}" data-stage="{s}">'
                          f"{counts[s]}{' ⚠' if lacking else ''}</td>")
         table_rows.append(cells)
-    anomalous = [[_td(s), _td(stats[s].get("anomalous", 0), stage=s, metric="anomalous")]
+    anomalous = [[_td(s), _td(stats[s]["anomalous"], stage=s, metric="anomalous")]
                  for s in EXCLUSIVE_STAGES]
     flag = (f'<p class="bad" id="missing-categories">Stages lacking a category: '
             f'{html.escape(", ".join(missing_any))}</p>' if missing_any else
