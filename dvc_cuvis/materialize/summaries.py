@@ -260,9 +260,9 @@ def _thumbnail_of_grid(grid: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
             continue
         lo, hi = np.percentile(chan[finite], STRETCH)
         span = hi - lo
-        scaled = (chan - lo) / span * 255.0 if span > 0 else np.where(finite, 127.0, 0.0)
+        scaled = (chan - lo) / span * 255.0 if span > 0 else np.full(chan.shape, 127.0)
         scaled = np.where(finite, np.clip(np.nan_to_num(scaled), 0.0, 255.0), 0.0)
-        out[:, :, c] = np.rint(scaled).astype(np.uint8)
+        out[:, :, c] = np.rint(scaled)  # integers 0-255, into uint8
     return Thumbnail(int(rows), int(cols), bands, out.tobytes())
 
 

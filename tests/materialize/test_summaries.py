@@ -545,3 +545,69 @@ def test_an_integer_cube_without_a_saturated_pixel_counts_zero_saturated() -> No
     cube[2, 3, 1] = 65535
     s = summarize(cube.astype(np.float32), [1, 2, 3], ceiling=ceiling_of(cube.dtype))
     assert (s.saturated, s.valid) == (1, 63) and s.mean == (1000.0, 1000.0, 1000.0)
+
+
+def test_a_categorys_mean_does_not_depend_on_the_labels_of_other_pixels() -> None:
+    """A category's pixels are summed in their own order (a stable sort by category), so
+    relabelling the pixels around it leaves its stored mean as it was, bit for bit, even
+    where float64 addition depends on the order (2**60 - 2**60 + 1 is 1, 2**60 + 1 - 2**60
+    is 0)."""
+    cube = np.ones((8, 8, 3), dtype=np.float32)
+    ours = np.arange(64).reshape(8, 8) % 3 == 0  # category 1: every third pixel
+    first, second = np.flatnonzero(ours.ravel())[:2]
+    cube.reshape(-1, 3)[first] = 2.0**60
+    cube.reshape(-1, 3)[second] = -(2.0**60)
+    means = set()
+    for others in (np.zeros((8, 8)), np.full((8, 8), 2), np.arange(64).reshape(8, 8) % 2 * 2,
+                   np.arange(64).reshape(8, 8) % 5 + 2):
+        mask = np.where(ours, 1, others).astype(np.uint8)
+        cat = summarize(cube, [1, 2, 3], mask).categories[1]
+        assert cat.pixels == 22
+        means.add(cat.mean)
+    assert len(means) == 1, means
+
+
+def test_the_std_of_no_pixels_is_nan_per_band() -> None:
+    from dvc_cuvis.materialize.summaries import _std
+
+    none = np.zeros((0, 4))
+    std = _std(none, np.full(4, np.nan), none)
+    assert std.dtype == np.float64 and std.shape == (4,) and np.isnan(std).all()
+
+
+def test_a_flat_channel_is_stretched_without_a_division_by_zero() -> None:
+    """A flat thumbnail channel is 127 with no 0/0 computed (numpy would warn), whether the
+    sample is all finite or not."""
+    import warnings
+
+    cube = _cube(30, 20, 3, seed=11)
+    cube[..., 1] = 5.0
+    bad = cube.copy()
+    bad[3, 4, 0] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for c in (cube, bad):
+            t = summarize(c, [1, 2, 3], with_thumbnail=True).thumbnail
+            assert t is not None and set(np.unique(t.array()[:, :, 1]).tolist()) == {127}
+
+
+def test_a_thread_keeps_its_buffers_from_one_frame_to_the_next() -> None:
+    """The same shape gets the same two arrays again, another shape new ones of that shape,
+    and another thread its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dvc_cuvis.materialize.summaries import _buffers
+
+    a, b = _buffers(30, 4)
+    assert a.shape == b.shape == (30, 4) and a.dtype == b.dtype == np.float64 and a is not b
+    again = _buffers(30, 4)
+    assert again[0] is a and again[1] is b
+    other = _buffers(30, 5)
+    assert other[0].shape == other[1].shape == (30, 5) and other[0] is not a
+    with ThreadPoolExecutor(1) as pool:
+        theirs = pool.submit(_buffers, 30, 5).result()
+    assert theirs[0] is not other[0] and theirs[1] is not other[1]
+    assert _buffers(30, 5)[0] is other[0]
+    held = _buffers(30, 4)
+    summarize(_cube(5, 6, 4), [1, 2, 3, 4])  # 30 pixels x 4 bands: the pair held, not new ones
+    assert _buffers(30, 4)[0] is held[0] and _buffers(30, 4)[1] is held[1]
