@@ -14,10 +14,14 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks._common import sh
+
+#: How a command runs: ``sh(*args, cwd=...)`` (stdout and stderr; fails on a non-zero exit).
+Run = Callable[..., str]
 
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
 
@@ -110,34 +114,35 @@ def start_sshd(folder: Path, sshd: str) -> Sshd:
 # -- a dataset repository whose data lives on the SSH remote --------------------------------
 
 
-def use_remote(repo: Path, server: Sshd, folder: Path) -> None:
+def use_remote(repo: Path, server: Sshd, folder: Path, *, run: Run = sh) -> None:
     """``store`` = the SSH remote at ``folder`` (URL committed, the key in config.local)."""
-    sh("dvc", "remote", "add", "-f", "-d", "store", server.url(folder), cwd=repo)
-    sh("dvc", "remote", "modify", "--local", "store", "keyfile", server.keyfile, cwd=repo)
+    run("dvc", "remote", "add", "-f", "-d", "store", server.url(folder), cwd=repo)
+    run("dvc", "remote", "modify", "--local", "store", "keyfile", server.keyfile, cwd=repo)
 
 
 def make_dataset_repo(root: Path, server: Sshd, remote: Path, *, sessions: int = 10,
-                      frames: int = 4, extra_sessions: int = 0) -> Path:
-    """A git + DVC dataset repo (npz), data tracked, pipeline run, committed and pushed."""
+                      frames: int = 4, extra_sessions: int = 0, run: Run = sh) -> Path:
+    """A git + DVC dataset repo (npz), data tracked, pipeline run, committed and pushed
+    (each command through ``run``: the tests run ``dvc`` in their own process)."""
     from examples.generate import generate
 
     root.mkdir(parents=True)
-    sh("git", "init", "-q", "-b", "main", cwd=root)
-    sh("dvc", "init", "-q", cwd=root)
+    run("git", "init", "-q", "-b", "main", cwd=root)
+    run("dvc", "init", "-q", cwd=root)
     generate(root / "data", sessions=sessions, frames=frames, size=(8, 8), bands=4, seed=3,
              extra_sessions=extra_sessions)
     shutil.rmtree(root / "data" / "tiff")
-    sh("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
-    sh("dvc", "repro", cwd=root)
-    use_remote(root, server, remote)
-    sh("git", "add", "-A", cwd=root)
-    sh("git", "commit", "-qm", "dataset v1", cwd=root)
-    sh("dvc", "push", cwd=root)
+    run("dvc-cuvis", "init", "--format", "npz", "--root", "data/npz", cwd=root)
+    run("dvc", "repro", cwd=root)
+    use_remote(root, server, remote, run=run)
+    run("git", "add", "-A", cwd=root)
+    run("git", "commit", "-qm", "dataset v1", cwd=root)
+    run("dvc", "push", cwd=root)
     return root
 
 
-def clone(repo: Path, dest: Path, server: Sshd) -> Path:
+def clone(repo: Path, dest: Path, server: Sshd, *, run: Run = sh) -> Path:
     """A fresh ``git clone`` at another path, its key configured, nothing pulled."""
-    sh("git", "clone", "-q", repo, dest, cwd=repo.parent)
-    sh("dvc", "remote", "modify", "--local", "store", "keyfile", server.keyfile, cwd=dest)
+    run("git", "clone", "-q", repo, dest, cwd=repo.parent)
+    run("dvc", "remote", "modify", "--local", "store", "keyfile", server.keyfile, cwd=dest)
     return dest

@@ -41,8 +41,9 @@ from typing import Any
 import pytest
 
 from dvc_cuvis.cli import build_parser
+from tests.helpers import forked
 from tests.helpers.repos import BUILDERS, copy, pristine
-from tests.helpers.shell import run, sh
+from tests.helpers.shell import ENV, run, sh
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -326,12 +327,17 @@ def test_every_shell_block_runs(block: Block, context: str, contexts: Any,
         assert _says(said, text), f"{block.page.name}:{n} does not print {text!r}:\n{said}"
 
 
+#: Imported once here before a python block runs, in a child forked from this process: a
+#: block starts as ``python -c`` would (a fresh ``__main__``), without paying for these again.
+WARM = forked.installed()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("block,context", _params("python"))
 def test_every_python_block_runs(block: Block, context: str, contexts: Any,
                                  tmp_path: Path) -> None:
     repo = _copy(contexts, context, tmp_path)
-    r = run(sys.executable, "-c", block.body, cwd=repo)
+    r = forked.python_c(block.body, repo, ENV, preload=WARM)
     assert r.returncode == 0, f"{block.where}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
 
 

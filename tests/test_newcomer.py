@@ -12,12 +12,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.helpers import forked
 from tests.helpers.newcomer import newcomer_repo
 from tests.helpers.shell import ENV
 
@@ -176,13 +176,14 @@ def test_help_describes_every_verb(repo: Path) -> None:
 def test_the_readme_guard_snippet_runs_as_written(repo: Path) -> None:
     text = (ROOT / "README.md").read_text().split("<!-- guard-snippet", 1)[1]
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
-    r = run(repo, sys.executable, "-c", code)
+    # in a child forked from this process, torch imported once (tests/helpers/forked.py)
+    r = forked.python_c(code, repo, ENV, preload=forked.installed())
     assert r.returncode == 0, r.stderr[-2000:]
     # and it refuses a tampered pin before training
     doc = json.loads((repo / "materialized/splits.json").read_text())
     doc["universe_hash"] = "0" * 64
     (repo / "materialized/splits.json").write_text(json.dumps(doc))
-    r = run(repo, sys.executable, "-c", code)
+    r = forked.python_c(code, repo, ENV, preload=forked.installed())
     assert r.returncode != 0 and "DriftError" in r.stderr
 
 

@@ -20,7 +20,7 @@ from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe_io import parse_universe_bytes
 from dvc_cuvis.paths import resolve_inside
 from examples.generate import generate
-from tests.helpers import crashpoints
+from tests.helpers import crashpoints, forked
 
 CORPUS = Path(__file__).parents[1] / "fuzz_corpus"
 FUZZ = settings(max_examples=120, deadline=None,
@@ -271,6 +271,17 @@ def _env() -> dict[str, str]:
     return crashpoints.child_env()
 
 
+def _killed(args: tuple[str, ...], cwd: Path, point: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with the kill at ``point`` in place, in a child forked from this process: the
+    kill -9 is real, and the child starts with the imports paid for."""
+
+    def child() -> int:
+        crashpoints.install(crashpoints.Hits(kill=point))
+        return main(list(args))
+
+    return forked.call(child, cwd, _env(), argv=["dvc-cuvis", *args])
+
+
 def _run(args: tuple[str, ...] | list[str], cwd: Path, **points: str | Path
          ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(_cmd(*args, **points), cwd=cwd, env=_env(), capture_output=True,
@@ -347,8 +358,8 @@ def _crash_harness(dataset: Path, tmp_path: Path, cli, monkeypatch, before: list
     ``reaches``: the points a clean run must pass (a patch whose code moved would never
     fire, and the moment it stood for would go untested).
 
-    Only the killed runs are child processes (the kill is real); the setup, the clean
-    reference and the reruns run in-process, where the imports are already paid for.
+    Only the killed runs are child processes (the kill is real), forked from this one; the
+    setup, the clean reference and the reruns run in-process, where the imports are paid for.
     """
     import shutil
 
@@ -383,7 +394,7 @@ def _crash_harness(dataset: Path, tmp_path: Path, cli, monkeypatch, before: list
     for name, k in points:
         _set_state(work, old)
         point = f"{name}:{k}"
-        killed = _run(command, work, kill=point)
+        killed = _killed(command, work, point)
         assert killed.returncode == -signal.SIGKILL, (point, killed.returncode, killed.stderr)
         after = _state(work)
         temps = [n for n in after if TEMP_NAME.match(Path(n).name)]

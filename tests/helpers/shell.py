@@ -1,11 +1,27 @@
-"""Child processes for the tests: one environment and one way to run a command."""
+"""Child processes for the tests: one environment and one way to run a command.
+
+``dvc`` is the exception: ``run("dvc", ...)`` and ``sh("dvc", ...)`` call DVC's own command
+line (``dvc.cli.main``, what the ``dvc`` executable runs) in this process, in ``cwd``, with the
+child's environment, and give back what the process would have: its exit code, stdout and
+stderr. A ``dvc`` process costs 0.3-0.5 CPU s in Python and imports before it does any work,
+and the suite ran some two hundred of them; in this process a ``dvc init`` or ``dvc push``
+takes a few hundredths of a second. What DVC runs in turn (a stage's ``dvc-cuvis`` command,
+``git``) is still a child process. A test that is about the ``dvc`` process itself runs it
+as ``sys.executable -m dvc`` or in ``bash -c``, as a user's shell does.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 #: This environment's ``bin`` (its dvc, dvc-cuvis, python), first on a child's PATH.
 BIN = str(Path(sys.executable).parent)
@@ -18,10 +34,69 @@ ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
 ENV.pop("MUTANT_UNDER_TEST", None)
 
 
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` is ``env`` inside (what DVC reads, and what its children inherit)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _fd_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """File descriptors 1 and 2, and ``sys.stdout``/``sys.stderr`` and DVC's log handlers,
+    go to two temporary files inside, as a process's would: what DVC prints and what the
+    commands it runs (a stage's ``dvc-cuvis``) print land in one file each, in order."""
+    handlers = {h for name in ("dvc", "dvc_objects", "dvc_data")
+                for h in logging.getLogger(name).handlers if isinstance(h, logging.StreamHandler)}
+    saved_streams = [(h, h.stream) for h in handlers]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved_fds = os.dup(1), os.dup(2)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        # unbuffered text onto the descriptors: DVC's lines and its children's interleave
+        text_out, text_err = (io.TextIOWrapper(io.FileIO(fd, "w", closefd=False),
+                                               write_through=True) for fd in (1, 2))
+        for h in handlers:  # not setStream: it flushes the old stream, which may be closed
+            h.stream = text_err if h.level >= logging.WARNING else text_out
+        try:
+            with contextlib.redirect_stdout(text_out), contextlib.redirect_stderr(text_err):
+                yield out, err
+        finally:
+            for h, stream in saved_streams:
+                h.stream = stream
+            for fd, saved in zip((1, 2), saved_fds, strict=True):
+                os.dup2(saved, fd)
+                os.close(saved)
+
+
+def _dvc(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``dvc ARGS`` in this process: exit code, stdout and stderr, as the process gives them."""
+    from dvc.cli import main
+
+    with _environ(env), contextlib.chdir(cwd), _fd_streams() as (out, err):
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse's refusal, --help, --version
+            code = exc.code if isinstance(exc.code, int) else 1
+        said = [f.seek(0) or f.read().decode(errors="replace") for f in (out, err)]
+    return subprocess.CompletedProcess(["dvc", *args], code, said[0], said[1])
+
+
 def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
     """Run a command in ``cwd`` (``ENV`` unless ``env``); its result, whatever its exit code."""
-    return subprocess.run([str(a) for a in args], cwd=cwd, env=ENV if env is None else env,
+    words = [str(a) for a in args]
+    if words[0] == "dvc":
+        return _dvc(words[1:], Path(cwd), ENV if env is None else env)
+    return subprocess.run(words, cwd=cwd, env=ENV if env is None else env,
                           capture_output=True, text=True, check=False)
 
 

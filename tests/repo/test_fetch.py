@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._sshd import Sshd, clone, make_dataset_repo
+from benchmarks._sshd import Sshd, clone
 from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe_io import read_universe
-from tests.helpers.shell import ENV
+from tests.helpers.remote import ssh_dataset
+from tests.helpers.shell import ENV, sh
 
 pytest.importorskip("dvc_ssh")
 
@@ -26,9 +27,8 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory, sshd: Sshd) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("fetch")
-    repo = make_dataset_repo(base / "repo", sshd, base / "store", sessions=6, frames=3)
-    return repo, base / "store"
+    repo, store = ssh_dataset(tmp_path_factory, sshd)
+    return repo, store
 
 
 def stage_paths(repo: Path, stage: str, universe: str = "universe.csv") -> set[str]:
@@ -57,7 +57,7 @@ def cache_objects(repo: Path) -> set[str]:
 def test_fetch_a_stage_pulls_exactly_its_frames(dataset: tuple[Path, Path], sshd: Sshd,
                                                 tmp_path: Path) -> None:
     repo, _ = dataset
-    other = clone(repo, tmp_path / "trainer", sshd)
+    other = clone(repo, tmp_path / "trainer", sshd, run=sh)
     want = stage_paths(other, "test")
     assert 0 < len(want) < 18
     done = run("fetch", "--stage", "test", "--json", cwd=other)
@@ -89,7 +89,7 @@ def test_fetch_a_stage_pulls_exactly_its_frames(dataset: tuple[Path, Path], sshd
 def test_two_stages_and_materialized(dataset: tuple[Path, Path], sshd: Sshd,
                                      tmp_path: Path) -> None:
     repo, _ = dataset
-    other = clone(repo, tmp_path / "gpu", sshd)
+    other = clone(repo, tmp_path / "gpu", sshd, run=sh)
     done = run("fetch", "--stage", "val", "--stage", "test", "--materialized", cwd=other)
     assert done.returncode == 0, done.stderr
     want = stage_paths(repo, "val", "materialized/universe.csv") | stage_paths(
@@ -102,7 +102,7 @@ def test_two_stages_and_materialized(dataset: tuple[Path, Path], sshd: Sshd,
 def test_dry_run_lists_files_and_bytes_and_downloads_nothing(
         dataset: tuple[Path, Path], sshd: Sshd, tmp_path: Path) -> None:
     repo, _ = dataset
-    other = clone(repo, tmp_path / "look", sshd)
+    other = clone(repo, tmp_path / "look", sshd, run=sh)
     done = run("fetch", "--stage", "val", "--dry-run", "--json", cwd=other)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
@@ -119,7 +119,7 @@ def test_dry_run_lists_files_and_bytes_and_downloads_nothing(
 def test_a_corrupted_object_in_the_remote_is_refused(dataset: tuple[Path, Path], sshd: Sshd,
                                                      tmp_path: Path) -> None:
     repo, store = dataset
-    other = clone(repo, tmp_path / "victim", sshd)
+    other = clone(repo, tmp_path / "victim", sshd, run=sh)
     target = sorted(stage_paths(repo, "test"))[0]
     uni = read_universe(repo / "universe.csv")
     md5 = next(uni.value("md5", p) for p in range(len(uni))
@@ -140,14 +140,13 @@ def test_a_corrupted_object_in_the_remote_is_refused(dataset: tuple[Path, Path],
 def test_bad_stage_and_no_remote_are_clear_errors(dataset: tuple[Path, Path], sshd: Sshd,
                                                   tmp_path: Path) -> None:
     repo, _ = dataset
-    other = clone(repo, tmp_path / "bad", sshd)
+    other = clone(repo, tmp_path / "bad", sshd, run=sh)
     bad = run("fetch", "--stage", "tset", cwd=other)
     assert bad.returncode == 2 and "invalid choice: 'tset'" in bad.stderr
     none = run("fetch", cwd=other)
     assert none.returncode == 2 and "fetch needs --stage STAGE" in none.stderr
     (other / ".dvc" / "config.local").unlink()
-    subprocess.run(["dvc", "remote", "modify", "store", "url", "ssh://nobody@127.0.0.1:1/x"],
-                   cwd=other, env=ENV, check=True, capture_output=True)
+    sh("dvc", "remote", "modify", "store", "url", "ssh://nobody@127.0.0.1:1/x", cwd=other)
     down = run("fetch", "--stage", "test", cwd=other)
     assert down.returncode == 2 and down.stderr.startswith("dvc-cuvis: error: dvc pull: "), \
         down.stderr
@@ -169,7 +168,7 @@ def test_granular_targets_give_dvcs_view_without_reparsing(dataset: tuple[Path, 
     from dvc_cuvis.repo.pull import granular_targets
 
     repo, _ = dataset
-    other = clone(repo, tmp_path / "view", sshd)
+    other = clone(repo, tmp_path / "view", sshd, run=sh)
     monkeypatch.chdir(other)  # DVC reads relative targets from the working directory
     targets = sorted(stage_paths(other, "test"))
     loads: list[str] = []

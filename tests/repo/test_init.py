@@ -4,7 +4,6 @@ data it tracks, the category wiring, and that it never overwrites without ``--fo
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ STAGES = ["enumerate", "bake", "materialize", "report", "check"]
 
 
 def dvc(*args: str, cwd: Path) -> str:
-    return sh(sys.executable, "-m", "dvc", *args, cwd=cwd)
+    return sh("dvc", *args, cwd=cwd)
 
 
 def make_repo(tmp_path: Path, fmt: str) -> tuple[Path, str]:

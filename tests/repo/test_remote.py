@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks._sshd import Sshd, clone, make_dataset_repo
+from benchmarks._sshd import Sshd, clone
+from tests.helpers.remote import ssh_dataset
 from tests.helpers.shell import run, sh
 
 pytest.importorskip("dvc_ssh")
@@ -30,9 +31,8 @@ def tree_digests(root: Path, folders: list[str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory, sshd: Sshd) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("remote")
-    repo = make_dataset_repo(base / "repo", sshd, base / "store", sessions=6, frames=3)
-    return repo, base / "store"
+    repo, store = ssh_dataset(tmp_path_factory, sshd)
+    return repo, store
 
 
 def test_push_went_over_ssh(dataset: tuple[Path, Path], sshd: Sshd) -> None:
@@ -47,7 +47,7 @@ def test_push_went_over_ssh(dataset: tuple[Path, Path], sshd: Sshd) -> None:
 def test_clone_pull_check_round_trip(dataset: tuple[Path, Path], sshd: Sshd,
                                      tmp_path: Path) -> None:
     repo, _ = dataset
-    other = clone(repo, tmp_path / "elsewhere" / "clone", sshd)
+    other = clone(repo, tmp_path / "elsewhere" / "clone", sshd, run=sh)
     out = sh("dvc", "pull", cwd=other)
     assert "fetched" in out
     folders = ["data/npz", "materialized"]
@@ -71,7 +71,7 @@ def test_clone_pull_check_round_trip(dataset: tuple[Path, Path], sshd: Sshd,
 def test_clone_without_pull_is_told_to_pull(dataset: tuple[Path, Path], sshd: Sshd,
                                             tmp_path: Path) -> None:
     repo, _ = dataset
-    other = clone(repo, tmp_path / "fresh", sshd)
+    other = clone(repo, tmp_path / "fresh", sshd, run=sh)
     checked = run("dvc-cuvis", "check", cwd=other)
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "18 frames not pulled: `dvc pull`" in checked.stdout
@@ -83,7 +83,7 @@ def test_clone_without_pull_is_told_to_pull(dataset: tuple[Path, Path], sshd: Ss
 def test_a_lost_file_is_still_drift_not_a_pull(dataset: tuple[Path, Path], sshd: Sshd,
                                                tmp_path: Path) -> None:
     repo, _ = dataset
-    other = clone(repo, tmp_path / "lost", sshd)
+    other = clone(repo, tmp_path / "lost", sshd, run=sh)
     sh("dvc", "pull", cwd=other)
     victim = next((other / "data" / "npz").rglob("frame_*.npz"))
     data = bytearray(victim.read_bytes())

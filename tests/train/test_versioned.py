@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._sshd import Sshd, clone, make_dataset_repo
+from benchmarks._sshd import Sshd, clone
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.train.versioned import stage_frames
+from tests.helpers.remote import ssh_dataset
 from tests.helpers.shell import sh
 
 pytest.importorskip("dvc_ssh")
@@ -37,8 +38,7 @@ def add_recording(repo: Path) -> None:
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory, sshd: Sshd) -> dict[str, object]:
     """The dataset repository with tags v1 and v2, and per tag the expected stage sizes."""
-    base = tmp_path_factory.mktemp("registry")
-    repo = make_dataset_repo(base / "repo", sshd, base / "store", sessions=6, frames=3)
+    repo, store = ssh_dataset(tmp_path_factory, sshd)
     sh("git", "tag", "v1", cwd=repo)
     expected = {}
     for tag in ("v1", "v2"):
@@ -48,7 +48,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory, sshd: Sshd) -> dict[str, 
         res = resolve(load_splits(repo / "splits.json"), uni)
         expected[tag] = {s: uni.uids(res.stages[s]) for s in ("train", "val", "test")}
         expected[f"{tag}-md5"] = dict(zip(uni.uids(), uni.column("md5"), strict=True))
-    return {"repo": repo, "store": base / "store", "expected": expected}
+    return {"repo": repo, "store": store, "expected": expected}
 
 
 def test_each_tag_serves_its_own_stage(registry: dict[str, object], sshd: Sshd,
@@ -56,7 +56,7 @@ def test_each_tag_serves_its_own_stage(registry: dict[str, object], sshd: Sshd,
     expected = registry["expected"]
     assert isinstance(expected, dict)
     # a trainer's clone: nothing pulled, everything comes from the SSH remote
-    trainer = clone(registry["repo"], tmp_path / "trainer", sshd)  # type: ignore[arg-type]
+    trainer = clone(registry["repo"], tmp_path / "trainer", sshd, run=sh)  # type: ignore[arg-type]
     head = sh("git", "rev-parse", "HEAD", cwd=trainer).strip()
     sizes = {}
     for tag in ("v1", "v2"):
@@ -78,7 +78,7 @@ def test_each_tag_serves_its_own_stage(registry: dict[str, object], sshd: Sshd,
 
 def test_only_the_stage_is_downloaded(registry: dict[str, object], sshd: Sshd,
                                       tmp_path: Path) -> None:
-    trainer = clone(registry["repo"], tmp_path / "t", sshd)  # type: ignore[arg-type]
+    trainer = clone(registry["repo"], tmp_path / "t", sshd, run=sh)  # type: ignore[arg-type]
     got = stage_frames("v1", "test", repo=trainer, cache_dir=tmp_path / "cache")
     objects = {p for p in (tmp_path / "cache").rglob("*") if p.is_file()}
     frames = {p for p in objects if not p.name.endswith(".dir")}
@@ -100,7 +100,7 @@ def test_a_frame_corrupted_in_the_remote_is_refused(registry: dict[str, object],
     md5 = expected["v1-md5"][uid]
     obj = store / "files" / "md5" / md5[:2] / md5[2:]
     original = obj.read_bytes()
-    trainer = clone(registry["repo"], tmp_path / "t", sshd)  # type: ignore[arg-type]
+    trainer = clone(registry["repo"], tmp_path / "t", sshd, run=sh)  # type: ignore[arg-type]
     try:
         obj.chmod(0o644)
         obj.write_bytes(original[:-8] + b"corrupt!")
@@ -143,7 +143,7 @@ def test_dvc_npz_multi_trains_on_each_pinned_version(
 
     expected = registry["expected"]
     assert isinstance(expected, dict)
-    trainer = clone(registry["repo"], tmp_path / "gpu-box", sshd)  # type: ignore[arg-type]
+    trainer = clone(registry["repo"], tmp_path / "gpu-box", sshd, run=sh)  # type: ignore[arg-type]
     caplog.set_level("INFO", logger="dvc_cuvis")
     seen = {}
     for tag in ("v1", "v2"):
