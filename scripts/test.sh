@@ -65,7 +65,7 @@ if [ ${#apt_needs[@]} -gt 0 ]; then
     APT_PID=$!
 fi
 # On the way out (a failure, ^C), the jobs beside the tests stop with their children.
-trap 'for p in ${LOW_PID:-} ${APT_PID:-} ${LINT_PID:-}; do
+trap 'for p in ${LOW_PID:-} ${APT_PID:-} ${LINT_PID:-} ${SMOKE_PID:-}; do
     pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done; rm -rf "$LOW_TMP"' EXIT
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 # torch is pinned to the CPU build on local disk (an unpinned torch pulls a multi-GB CUDA build).
@@ -84,15 +84,17 @@ took "installs (main environment, chromium, sshd)"
 # In CI the browser test fails instead of skipping when no browser is found.
 export CI="${CI:-true}"
 # Beside the tests, at a lower priority (nice), as the DVC 3.54 tests: lint, types and import
-# layers, then a quick smoke run of three benchmarks (each one process; --quick enforces no
-# target). A finding of any of them fails the run, once the main tests are through.
+# layers in one job, a quick smoke run of three benchmarks (each one process; --quick enforces
+# no target) in another, so that what is left of them when the tests end has both cores. A
+# finding of any of them fails the run, once the main tests are through.
 { nice -n 15 .venv/bin/ruff check dvc_cuvis tests benchmarks examples \
     && nice -n 15 .venv/bin/mypy && nice -n 15 .venv/bin/lint-imports --no-cache \
-    && echo "lint: ok" \
-    && nice -n 15 .venv/bin/python -m benchmarks.bench_check --quick --device cpu \
-    && nice -n 15 .venv/bin/python -m benchmarks.bench_core --quick \
-    && nice -n 15 .venv/bin/python -m benchmarks.bench_plugin --quick; } >.venv/lint.log 2>&1 &
+    && echo "lint: ok"; } >.venv/lint.log 2>&1 &
 LINT_PID=$!
+{ nice -n 15 .venv/bin/python -m benchmarks.bench_check --quick --device cpu \
+    && nice -n 15 .venv/bin/python -m benchmarks.bench_core --quick \
+    && nice -n 15 .venv/bin/python -m benchmarks.bench_plugin --quick; } >.venv/smoke.log 2>&1 &
+SMOKE_PID=$!
 # Every test (the fast tier alone: pytest -m "not slow"); the docs' strict build is one.
 # A whole run (no arguments) has each worker build its share of the shared repositories
 # first, side by side, instead of one waiting for the other (tests/helpers/repos.py).
@@ -100,10 +102,13 @@ if [ $# -eq 0 ]; then export DVC_CUVIS_TEST_PREBUILD=1; fi
 .venv/bin/pytest -n 2 -q "$@"
 unset DVC_CUVIS_TEST_PREBUILD
 took "pytest (beside it, niced: lint, benchmark smoke runs, DVC 3.54 tests)"
-wait "$LINT_PID" || { cat .venv/lint.log >&2; echo "error: ruff, mypy, lint-imports or a" \
-    "benchmark's smoke run found a problem (log above: .venv/lint.log)" >&2; exit 1; }
+wait "$LINT_PID" || { cat .venv/lint.log >&2; echo "error: ruff, mypy or lint-imports" \
+    "found a problem (log above: .venv/lint.log)" >&2; exit 1; }
 LINT_PID=
 grep -E "^(Success|lint:|Contracts)" .venv/lint.log | tail -3
+wait "$SMOKE_PID" || { cat .venv/smoke.log >&2; echo "error: a benchmark's smoke run" \
+    "failed (log above: .venv/smoke.log)" >&2; exit 1; }
+SMOKE_PID=
 took "lint, types, import layers, benchmark smoke runs (what they took after the tests)"
 wait "$LOW_PID" || { tail -60 .venv/dvc-low-tests.log >&2; echo "error: a test failed on" \
     "DVC 3.54, or its environment could not be installed (log above:" \
