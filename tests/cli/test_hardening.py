@@ -360,6 +360,8 @@ def _crash_harness(dataset: Path, tmp_path: Path, cli, monkeypatch, before: list
 
     Only the killed runs are child processes (the kill is real), forked from this one; the
     setup, the clean reference and the reruns run in-process, where the imports are paid for.
+    A forked run starts with what those left in this process's caches, not cold as a fresh
+    process; a point that such a cache made it skip would show as exit 0, not as the kill.
     """
     import shutil
 

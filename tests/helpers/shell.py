@@ -21,12 +21,14 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 #: This environment's ``bin`` (its dvc, dvc-cuvis, python), first on a child's PATH.
 BIN = str(Path(sys.executable).parent)
 #: A child's environment: this venv first on PATH, a git identity, no DVC analytics, and
-#: no mutant of a mutation run (a child always runs the code as written).
+#: no mutant of a mutation run (a child process runs the code as written; a forked child or
+#: DVC in this process is not a fresh interpreter, and the mutation runs leave out the tests
+#: that use them).
 ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
@@ -47,13 +49,26 @@ def _environ(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
+def dvc_handlers() -> set[logging.StreamHandler[Any]]:
+    """DVC's console log handlers: bound to the streams of DVC's first import, not to
+    whatever ``sys.stdout`` and ``sys.stderr`` are when it logs."""
+    return {h for name in ("dvc", "dvc_objects", "dvc_data")
+            for h in logging.getLogger(name).handlers
+            if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)}
+
+
+def point_dvc_handlers(out: IO[str], err: IO[str]) -> None:
+    """DVC's handlers write to ``out`` (info and below) and ``err`` (warnings and errors)."""
+    for h in dvc_handlers():  # not setStream: it flushes the old stream, which may be closed
+        h.stream = err if h.level >= logging.WARNING else out
+
+
 @contextlib.contextmanager
 def _fd_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
     """File descriptors 1 and 2, and ``sys.stdout``/``sys.stderr`` and DVC's log handlers,
     go to two temporary files inside, as a process's would: what DVC prints and what the
     commands it runs (a stage's ``dvc-cuvis``) print land in one file each, in order."""
-    handlers = {h for name in ("dvc", "dvc_objects", "dvc_data")
-                for h in logging.getLogger(name).handlers if isinstance(h, logging.StreamHandler)}
+    handlers = dvc_handlers()
     saved_streams = [(h, h.stream) for h in handlers]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         sys.stdout.flush()
@@ -64,8 +79,7 @@ def _fd_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
         # unbuffered text onto the descriptors: DVC's lines and its children's interleave
         text_out, text_err = (io.TextIOWrapper(io.FileIO(fd, "w", closefd=False),
                                                write_through=True) for fd in (1, 2))
-        for h in handlers:  # not setStream: it flushes the old stream, which may be closed
-            h.stream = text_err if h.level >= logging.WARNING else text_out
+        point_dvc_handlers(text_out, text_err)
         try:
             with contextlib.redirect_stdout(text_out), contextlib.redirect_stderr(text_err):
                 yield out, err
@@ -80,12 +94,16 @@ def _fd_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
 def _dvc(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``dvc ARGS`` in this process: exit code, stdout and stderr, as the process gives them."""
     from dvc.cli import main
+    from dvc.ui import ui
 
+    enabled = ui._enabled  # main() turns DVC's console on for good; a process ends there
     with _environ(env), contextlib.chdir(cwd), _fd_streams() as (out, err):
         try:
             code = main(args)
         except SystemExit as exc:  # argparse's refusal, --help, --version
-            code = exc.code if isinstance(exc.code, int) else 1
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        finally:
+            ui._enabled = enabled
         said = [f.seek(0) or f.read().decode(errors="replace") for f in (out, err)]
     return subprocess.CompletedProcess(["dvc", *args], code, said[0], said[1])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,10 @@ def dataset(tmp_path_factory: pytest.TempPathFactory, sshd: Sshd) -> tuple[Path,
 def test_push_went_over_ssh(dataset: tuple[Path, Path], sshd: Sshd) -> None:
     repo, store = dataset
     config = (repo / ".dvc" / "config").read_text()
-    assert f"ssh://{sshd.user}@127.0.0.1:{sshd.port}" in config
+    assert f"ssh://{sshd.user}@127.0.0.1:{sshd.port}{store.as_posix()}" in config
+    # this module's store is a copy of the one built: emptied, it is filled again over SSH
+    shutil.rmtree(store / "files")
+    assert "pushed" in sh("dvc", "push", cwd=repo)
     objects = [p for p in (store / "files" / "md5").rglob("*") if p.is_file()]
     assert len(objects) >= 18 * 2  # 18 raw frames + 18 materialized frames (+ .dir objects)
     assert "Everything is up to date" in sh("dvc", "push", cwd=repo)
