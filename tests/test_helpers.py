@@ -37,7 +37,8 @@ def test_dvc_in_this_process_answers_as_the_dvc_process(tmp_path: Path) -> None:
     for args in (["add", "nowhere"],            # DVC's own error
                  ["nosuchverb"],                # argparse's refusal
                  ["remote", "list"],            # nothing to say, exit 0
-                 ["config", "core.nosuch"]):    # a configuration error
+                 ["config", "core.nosuch"],     # a configuration error
+                 ["status", "--json"]):         # JSON, written past colorama's streams
         here, there = run("dvc", *args, cwd=tmp_path), _process(*args, cwd=tmp_path)
         assert (here.returncode, here.stdout, here.stderr) == (
             there.returncode, there.stdout, there.stderr), args

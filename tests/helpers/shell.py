@@ -80,10 +80,20 @@ def _fd_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
         text_out, text_err = (io.TextIOWrapper(io.FileIO(fd, "w", closefd=False),
                                                write_through=True) for fd in (1, 2))
         point_dvc_handlers(text_out, text_err)
+        # colorama (DVC's logger set it up) puts back the streams of DVC's first import
+        # around some writes (`dvc plots diff --json`): here they are these streams
+        import colorama.initialise as colorama
+
+        names = ("orig_stdout", "wrapped_stdout", "orig_stderr", "wrapped_stderr")
+        saved_colorama = [getattr(colorama, n) for n in names]
+        for n, stream in zip(names, (text_out, text_out, text_err, text_err), strict=True):
+            setattr(colorama, n, stream)
         try:
             with contextlib.redirect_stdout(text_out), contextlib.redirect_stderr(text_err):
                 yield out, err
         finally:
+            for n, stream in zip(names, saved_colorama, strict=True):
+                setattr(colorama, n, stream)
             for h, stream in saved_streams:
                 h.stream = stream
             for fd, saved in zip((1, 2), saved_fds, strict=True):

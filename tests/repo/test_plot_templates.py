@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,7 @@ def test_init_writes_the_template_and_the_report_stage_draws_the_spectra(tmp_pat
     from dvc_cuvis.repo.project import init_project
 
     sh("git", "init", "-q", cwd=tmp_path)
-    sh(sys.executable, "-m", "dvc", "init", "-q", cwd=tmp_path)
+    sh("dvc", "init", "-q", cwd=tmp_path)
     init_project(tmp_path, fmt="npz", root="data", track=False)
     assert (tmp_path / ".dvc/plots/spectra.json").read_text() == template_text(SPECTRA_TEMPLATE)
     pipeline = yaml.safe_load((tmp_path / "dvc.yaml").read_text())
@@ -48,7 +47,7 @@ def test_init_writes_the_template_and_the_report_stage_draws_the_spectra(tmp_pat
 
 def test_dvc_plots_diff_draws_each_stage_at_each_revision(tmp_path: Path) -> None:
     sh("git", "init", "-q", cwd=tmp_path)
-    sh(sys.executable, "-m", "dvc", "init", "-q", cwd=tmp_path)
+    sh("dvc", "init", "-q", cwd=tmp_path)
     (tmp_path / ".dvc/plots").mkdir()
     (tmp_path / ".dvc/plots/spectra.json").write_text(template_text(SPECTRA_TEMPLATE))
     (tmp_path / "plots").mkdir()
@@ -58,7 +57,7 @@ def test_dvc_plots_diff_draws_each_stage_at_each_revision(tmp_path: Path) -> Non
     sh("git", "add", "-A", cwd=tmp_path)
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v1", cwd=tmp_path)
     (tmp_path / "plots/spectra.json").write_text(json.dumps(_rows(0.6)))
-    out = json.loads(sh(sys.executable, "-m", "dvc", "plots", "diff", "HEAD", "--json",
+    out = json.loads(sh("dvc", "plots", "diff", "HEAD", "--json",
                         cwd=tmp_path))
     (plot,) = out["data"]["plots/spectra.json"]
     spec = plot["content"]

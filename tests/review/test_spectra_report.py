@@ -199,7 +199,7 @@ def test_base_compares_train_at_a_revision_from_the_local_dvc_cache(tmp_path: Pa
 
     from tests.helpers.shell import sh
 
-    dvc = (sys.executable, "-m", "dvc")
+    dvc = ("dvc",)  # DVC's command line, in this process (tests/helpers/shell.py)
     cli = str(Path(sys.executable).with_name("dvc-cuvis"))
     _write(tmp_path, 0.0, None)
     sh("git", "init", "-q", cwd=tmp_path)
