@@ -17,6 +17,7 @@
   enumerate runs for the content memo; :mod:`tests.helpers.drift`: ``dvc-cuvis check`` as
   a user runs it, and small universes; :mod:`tests.helpers.browser`: headless chromium;
 * :mod:`tests.helpers.crashpoints`: named moments at which a test kills or pauses a run;
+* :mod:`tests.helpers.golden`: ``assert_pinned``, output compared with its pinned file;
 * :mod:`tests.helpers.nodes`: a tiny statistical cuvis-ai node (needs torch and
   cuvis-ai-core: import it after ``pytest.importorskip``);
 * :mod:`tests.helpers.crashpoints`: the kill tests' crash points, patched onto the package

@@ -23,7 +23,6 @@ e#0   (e)      --                           a group wholly unassigned
 from __future__ import annotations
 
 import html as html_lib
-import os
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from dvc_cuvis.review import svg
 from dvc_cuvis.review.report import ReportInput, render, write
 from dvc_cuvis.review.spectra import GridSpectra, SplitSpectra, StageSpectrum
 from dvc_cuvis.review.spectra_html import section
+from tests.helpers.golden import assert_pinned
 
 COLORS = {"train": "#4C72B0", "val": "#DD8452", "test": "#55A868"}  # the stages' colours
 CATEGORIES = {"scratch": 1, "dent <&>": 2}  # id 7 has no name; a name that needs escaping
@@ -560,13 +560,7 @@ def test_the_whole_page_is_its_pinned_bytes() -> None:
                                  "status": "satisfied"}],
                    drift=DriftReport("s", "u", [Finding("content", "ok", "as recorded")]),
                    diff=diff_versions(a, b), spectra_note="no spectral summaries")
-    path = Path(__file__).parent / "golden" / "report_page.html"
-    if os.environ.get("DVC_CUVIS_UPDATE_GOLDEN") == "1":
-        path.write_text(text, encoding="utf-8", newline="\n")
-    assert path.exists(), f"{path}: no pinned page; write it with DVC_CUVIS_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8"), (
-        f"the report is not its pinned page {path}; if the change is meant, rewrite it with "
-        "DVC_CUVIS_UPDATE_GOLDEN=1 and review it")
+    assert_pinned(text, Path(__file__).parent / "golden" / "report_page.html", "the report")
 
 
 def test_write_leaves_the_page_and_nothing_else(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from dvc_cuvis.review.spectra import Balance, GridSpectra, SplitSpectra, StageSpectrum
 from dvc_cuvis.review.spectra_html import bmp, section
+from tests.helpers.golden import assert_pinned
 
 
 class Tags(HTMLParser):
@@ -218,17 +219,10 @@ SECTIONS = {
 def test_the_section_is_its_pinned_page(name: str) -> None:
     """The section's bytes for fixed figures (the report promises the same bytes on every
     machine); a deliberate change rewrites them with DVC_CUVIS_UPDATE_GOLDEN=1."""
-    import os
     from pathlib import Path
 
-    text = SECTIONS[name]() + "\n"
-    path = Path(__file__).parent / "golden" / f"{name}.html"
-    if os.environ.get("DVC_CUVIS_UPDATE_GOLDEN") == "1":
-        path.write_text(text, encoding="utf-8", newline="\n")
-    assert path.exists(), f"{path}: no pinned page; write it with DVC_CUVIS_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8"), (
-        f"{name}: the section is not its pinned page {path}; if the change is meant, rewrite "
-        "it with DVC_CUVIS_UPDATE_GOLDEN=1 and review it")
+    assert_pinned(SECTIONS[name]() + "\n", Path(__file__).parent / "golden" / f"{name}.html",
+                  f"the section {name}")
 
 
 def test_a_stage_outside_the_usual_three_comes_after_them_in_grey() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import numpy as np
 import pytest
 
 from dvc_cuvis.review import svg
+from tests.helpers.golden import assert_pinned
 
 SVG = "{http://www.w3.org/2000/svg}"
 GOLDEN = Path(__file__).parent / "golden"
@@ -227,15 +227,7 @@ def test_every_chart_keeps_to_its_canvas_and_no_label_covers_another(name: str) 
 
 @pytest.mark.parametrize("name", sorted(CHARTS))
 def test_every_chart_is_its_pinned_picture(name: str) -> None:
-    text = CHARTS[name]()
-    path = GOLDEN / f"{name}.svg"
-    if os.environ.get("DVC_CUVIS_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text + "\n", encoding="utf-8", newline="\n")
-    assert path.exists(), f"{path}: no pinned picture; write it with DVC_CUVIS_UPDATE_GOLDEN=1"
-    assert text + "\n" == path.read_text(encoding="utf-8"), (
-        f"{name}: the chart is not its pinned picture {path}; if the change is meant, rewrite "
-        "it with DVC_CUVIS_UPDATE_GOLDEN=1 and review the picture")
+    assert_pinned(CHARTS[name]() + "\n", GOLDEN / f"{name}.svg", f"the chart {name}")
 
 
 def test_bars_start_at_their_axis_with_the_label_before_and_the_note_after() -> None:
