@@ -68,27 +68,26 @@ def _fd_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
     """File descriptors 1 and 2, and ``sys.stdout``/``sys.stderr`` and DVC's log handlers,
     go to two temporary files inside, as a process's would: what DVC prints and what the
     commands it runs (a stage's ``dvc-cuvis``) print land in one file each, in order."""
-    handlers = dvc_handlers()
-    saved_streams = [(h, h.stream) for h in handlers]
+    # colorama (DVC's logger set it up) puts back the streams of DVC's first import
+    # around some writes (`dvc plots diff --json`): inside, they are the call's streams
+    import colorama.initialise as colorama
+
+    names = ("orig_stdout", "wrapped_stdout", "orig_stderr", "wrapped_stderr")
+    saved_colorama = [getattr(colorama, n) for n in names]
+    saved_streams = [(h, h.stream) for h in dvc_handlers()]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         sys.stdout.flush()
         sys.stderr.flush()
         saved_fds = os.dup(1), os.dup(2)
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
-        # unbuffered text onto the descriptors: DVC's lines and its children's interleave
-        text_out, text_err = (io.TextIOWrapper(io.FileIO(fd, "w", closefd=False),
-                                               write_through=True) for fd in (1, 2))
-        point_dvc_handlers(text_out, text_err)
-        # colorama (DVC's logger set it up) puts back the streams of DVC's first import
-        # around some writes (`dvc plots diff --json`): here they are these streams
-        import colorama.initialise as colorama
-
-        names = ("orig_stdout", "wrapped_stdout", "orig_stderr", "wrapped_stderr")
-        saved_colorama = [getattr(colorama, n) for n in names]
-        for n, stream in zip(names, (text_out, text_out, text_err, text_err), strict=True):
-            setattr(colorama, n, stream)
-        try:
+        try:  # whatever fails from here on, this process gets its console back
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            # unbuffered text onto the descriptors: DVC's lines and its children's interleave
+            text_out, text_err = (io.TextIOWrapper(io.FileIO(fd, "w", closefd=False),
+                                                   write_through=True) for fd in (1, 2))
+            point_dvc_handlers(text_out, text_err)
+            for n, stream in zip(names, (text_out, text_out, text_err, text_err), strict=True):
+                setattr(colorama, n, stream)
             with contextlib.redirect_stdout(text_out), contextlib.redirect_stderr(text_err):
                 yield out, err
         finally:
