@@ -12,6 +12,7 @@ committed to git, and read in pull requests.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.paths import ancestors, dvc_root
 from dvc_cuvis.repo.plot_templates import SPECTRA, SPECTRA_TEMPLATE, template_text
 
 #: What to do after ``dvc-cuvis init`` (printed by it, and shown as is in the README).
@@ -230,12 +232,17 @@ def track_data(repo: Path, root: str) -> str:
 
 
 def init_project(
-    repo: Path, *, fmt: str, root: str, force: bool = False, track: bool = True
+    repo: Path, *, fmt: str, root: str, force: bool = False, track: bool = True,
+    files_only: bool = False,
 ) -> Init:
     """Write dvc.yaml and params.yaml into ``repo``, track the data, wire category names.
 
     Refuses to overwrite either file unless ``force``; ``track=False`` leaves the data root
     untracked (for data that another stage or a ``.dvc`` file already tracks, it is left so).
+    ``repo`` must be inside a git + DVC repository, or the next steps would fail later (the
+    spectra plot's template goes into ``.dvc/plots/``, and a ``.dvc/`` written before ``dvc
+    init`` makes it refuse); ``files_only=True`` writes the two files into any folder and
+    nothing else.
     """
     if not repo.is_dir():
         raise DvcCuvisError(f"{repo}: not a directory")
@@ -254,14 +261,21 @@ def init_project(
     if existing and not force:
         names = ", ".join(str(p) for p in existing)
         raise DvcCuvisError(f"{names} already exist; merge the stages by hand or use --force")
-    in_git, in_dvc = (repo / ".git").exists(), (repo / ".dvc").is_dir()
+    in_git = any((folder / ".git").exists() for folder in ancestors(repo))
+    dvc_repo = dvc_root(repo)
+    in_dvc = dvc_repo is not None
     result = Init(list(files), categories="metrics/universe.json" if has_names else None)
+    if files_only:
+        for path, text in files.items():
+            atomic_write_text(path, text)
+        return result
     if not in_git or not in_dvc:
         missing = " && ".join(c for c, ok in (("git init", in_git), ("dvc init", in_dvc))
                               if not ok)
-        result.notes.append(f"{repo} is not a git + DVC repository: run `{missing}` there, "
-                            f"then `dvc add {root}` and `dvc repro`")
-    elif not (repo / root).exists():
+        raise DvcCuvisError(f"{repo} is not a git + DVC repository: nothing written; run "
+                            f"`cd {shlex.quote(str(repo))} && {missing}`, then this command "
+                            "again")
+    if not (repo / root).exists():
         result.notes.append(f"{root} does not exist yet: put the data there, then "
                             f"`dvc add {root}`")
     elif track:
@@ -275,8 +289,8 @@ def init_project(
                             "root; cu3s: COCO json next to the sessions): reports show ids")
     for path, text in files.items():
         atomic_write_text(path, text)
-    if in_dvc:  # the spectra plot's template, for `dvc plots show` / `dvc plots diff`
-        template = repo / ".dvc" / "plots" / f"{SPECTRA}.json"
+    if dvc_repo is not None:  # the spectra plot's template, for `dvc plots show` / `diff`
+        template = dvc_repo / ".dvc" / "plots" / f"{SPECTRA}.json"
         template.parent.mkdir(exist_ok=True)
         atomic_write_text(template, template_text(SPECTRA_TEMPLATE))
         result.written.append(template)

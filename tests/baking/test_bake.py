@@ -436,7 +436,8 @@ def test_bake_defaults_have_one_home(tmp_path: Path) -> None:
         if f.name in BAKE.options:
             assert getattr(defaults, f.name) == BAKE.default(f.name), f.name
     assert defaults.ranges is not BAKE.default("no_ranges")
-    init_project(tmp_path, fmt="npz", root="data", force=False, track=False)
+    init_project(tmp_path, fmt="npz", root="data", force=False, track=False,
+                 files_only=True)
     section = yaml.safe_load((tmp_path / "params.yaml").read_text())["bake"]
     knobs = {k: section[k] for k in ("strategy", "seed", "val_ratio", "test_ratio", "group_by")}
     assert knobs == {k: getattr(defaults, k) for k in knobs}

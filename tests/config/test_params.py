@@ -84,7 +84,7 @@ def test_a_repository_init_sets_up_passes_every_verb(tmp_path: Path) -> None:
     for fmt in ("npz", "tiff", "cu3s"):
         repo = tmp_path / fmt
         repo.mkdir()
-        init_project(repo, fmt=fmt, root="data", track=False)
+        init_project(repo, fmt=fmt, root="data", track=False, files_only=True)
         params = read_yaml(repo / "params.yaml")
         assert difflib.get_close_matches("export", list(params))  # a naive match would bite
         for verb in VERBS:

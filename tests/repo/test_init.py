@@ -123,8 +123,15 @@ def test_init_no_track_and_outside_a_repository(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     (plain / "data").mkdir(parents=True)
     r = init(plain, "--format", "npz", "--root", "data")
-    assert r.code == 0 and (plain / "dvc.yaml").is_file()
-    assert "not a git + DVC repository" in r.err and "git init && dvc init" in r.err
+    assert r.code == 2 and not (plain / "dvc.yaml").exists() and not (plain / ".dvc").exists()
+    assert "not a git + DVC repository: nothing written" in r.err
+    assert f"cd {plain} && git init && dvc init`" in r.err
+    sh("git", "init", "-q", cwd=plain)  # git alone: the message names only what is missing
+    r = init(plain, "--format", "npz", "--root", "data")
+    assert r.code == 2 and f"cd {plain} && dvc init`" in r.err
+    dvc("init", "-q", cwd=plain)  # the command it named, then init again: the template too
+    r = init(plain, "--format", "npz", "--root", "data", "--no-track")
+    assert r.code == 0 and (plain / ".dvc/plots/spectra.json").is_file()
     repo2 = tmp_path / "later"
     repo2.mkdir()
     sh("git", "init", "-q", cwd=repo2)
@@ -177,6 +184,8 @@ def test_init_ignores_what_report_and_dvc_plots_write_keeping_the_lines_there(
     repo = tmp_path / "repo"
     repo.mkdir()
     sh("git", "init", "-q", cwd=repo)
+    dvc("init", "-q", cwd=repo)
+    sh("git", "commit", "-qm", "dvc init", cwd=repo)
     (repo / ".gitignore").write_text("/data/\n*.tmp")  # no final newline
     r = init(repo, "--format", "npz", "--root", "data/npz", "--no-track")
     assert r.code == 0, r.err
@@ -189,13 +198,16 @@ def test_init_ignores_what_report_and_dvc_plots_write_keeping_the_lines_there(
     (repo / "dvc_plots" / "index.html").write_text("<html></html>")
     (repo / "kept.txt").write_text("x")
     assert sh("git", "status", "--porcelain", "--untracked-files=all", cwd=repo).split() == [
-        "??", ".gitignore", "??", "dvc.yaml", "??", "kept.txt", "??", "params.yaml"]
+        "??", ".dvc/plots/spectra.json", "??", ".gitignore", "??", "dvc.yaml", "??", "kept.txt",
+        "??", "params.yaml"]
     # a second init adds nothing (and says nothing); an entry written anchored counts
     again = init(repo, "--format", "npz", "--root", "data/npz", "--no-track", "--force")
     assert again.code == 0 and "ignored in" not in again.out
     assert (repo / ".gitignore").read_text() == want
     other = tmp_path / "other"
     other.mkdir()
+    sh("git", "init", "-q", cwd=other)
+    dvc("init", "-q", cwd=other)
     (other / ".gitignore").write_text("/dvc_plots/\n")
     done = init_project(other, fmt="npz", root="data/npz", track=False)
     assert done.ignored == ["split-report.html"] and IGNORED == ("split-report.html",
