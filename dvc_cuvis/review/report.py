@@ -9,6 +9,7 @@ category, source and transition — so a 1M-sample universe still gives a small 
 from __future__ import annotations
 
 import html
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -252,7 +253,23 @@ def _diff_section(diff: Any) -> str:
 
 
 def write(path: Path, text: str) -> None:
-    """Write the report atomically (no partial report is ever left behind)."""
-    from dvc_cuvis._io import atomic_write_text
+    """Write the report atomically (no partial report is ever left behind).
 
+    Never into a folder that DVC tracks (the raw data under a ``.dvc`` file, a stage's
+    output folder): the next ``dvc add`` or ``dvc repro`` would take the report into that
+    data's version.  The report file itself may be a stage's output (the pipeline's own
+    ``report`` stage).
+    """
+    from dvc_cuvis._io import atomic_write_text
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.paths import repo_root
+    from dvc_cuvis.repo.git import tracked_by
+
+    folder = Path(os.path.abspath(path.parent))
+    owner = tracked_by(folder) if repo_root(folder) not in (None, folder) else None
+    if owner is not None and owner[0] != "git":
+        raise DvcCuvisError(f"{path}: refusing to write the report into {path.parent}, which "
+                            f"is tracked by {owner[1]} (it would become part of that data's "
+                            "version); write it elsewhere, e.g. --out split-report.html in "
+                            "the repository's top folder")
     atomic_write_text(path, text)

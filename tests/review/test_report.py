@@ -168,3 +168,26 @@ def test_the_reports_check_takes_checks_allowances(tmp_path: Path, cli, monkeypa
     assert r.code == 0, r.err
     html = (tmp_path / "r.html").read_text()
     assert dict(re.findall(r'data-check="(\w+)">(\w+)<', html)) == allowed
+
+
+def test_the_report_is_never_written_into_a_folder_dvc_tracks(tmp_path: Path) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.review.report import write
+
+    sh("git", "init", "-q", cwd=tmp_path)
+    sh("dvc", "init", "-q", cwd=tmp_path)
+    (tmp_path / "data" / "npz").mkdir(parents=True)
+    (tmp_path / "data" / "npz" / "a.npz").write_bytes(b"frame")
+    sh("dvc", "add", "-q", "data/npz", cwd=tmp_path)
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  m:\n    cmd: echo\n    outs: [materialized]\n  r:\n    cmd: echo\n"
+        "    outs: [report.html]\n")
+    (tmp_path / "materialized").mkdir()
+    for inside, owner in ((tmp_path / "data/npz/split-report.html", "data/npz.dvc"),
+                          (tmp_path / "materialized/split-report.html", "stage 'm'")):
+        with pytest.raises(DvcCuvisError, match=f"tracked by .*{owner}.*--out split-report"):
+            write(inside, "<html></html>")
+        assert not inside.exists() and not list(inside.parent.glob(".*.tmp"))
+    write(tmp_path / "report.html", "<html></html>")  # a stage's own output file: fine
+    write(tmp_path / "split-report.html", "<html></html>")
+    assert (tmp_path / "report.html").read_text() == "<html></html>"
