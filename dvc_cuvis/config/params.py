@@ -41,7 +41,9 @@ def section(
     if value is None:
         near = misspelled_section(params, name) if name not in params else None
         if near is not None:  # a typo must not bake with the built-in defaults
-            raise ParamsError(f"{path}: no '{name}' section{did_you_mean(near)}")
+            raise ParamsError(f"{path}: unknown section '{near}'{did_you_mean(name)} "
+                              f"(without a '{name}' section, {name} would run on its "
+                              "built-in defaults)")
         return {}
     if not isinstance(value, dict):
         raise ParamsError(f"{path}: section '{name}' must be a mapping, got {type(value).__name__}")

@@ -37,10 +37,13 @@ __all__ = ["READS", "SPECS", "Settings", "find_params", "option", "register", "v
 SPECS: dict[str, OptionSet] = {}
 
 #: Other verbs' sections a verb reads (and so validates): the split's paths from ``resolve``
-#: and ``bake``; for ``check`` also how ``enumerate`` made the universe.
+#: and ``bake``; for ``check`` also how ``enumerate`` made the universe, and every section a
+#: stage of the pipeline reads, so a typo there (``materialise:``) is named by ``check``
+#: instead of showing as a stale stage that ``dvc repro`` cannot mend.
 _SPLIT = ("resolve", "bake")
 READS: dict[str, tuple[str, ...]] = {
-    "check": (*_SPLIT, "enumerate"), "resolve": _SPLIT, "report": (*_SPLIT, "enumerate"),
+    "check": (*_SPLIT, "enumerate", "materialize", "report", "export"), "resolve": _SPLIT,
+    "report": (*_SPLIT, "enumerate"),
     "export": _SPLIT,
     "diff": _SPLIT, "log": _SPLIT,
 }

@@ -54,7 +54,8 @@ def test_verbs_other_tools_and_values_are_not_misspellings() -> None:
 def test_section_refuses_a_misspelling_with_the_file_and_the_near_name() -> None:
     with pytest.raises(ParamsError) as exc:
         section({"bkae": {"seed": 1}}, "bake", path="params.yaml")
-    assert str(exc.value) == "params.yaml: no 'bake' section; did you mean 'bkae'?"
+    assert str(exc.value) == ("params.yaml: unknown section 'bkae'; did you mean 'bake'? "
+                              "(without a 'bake' section, bake would run on its built-in defaults)")
     assert section({"bake": None, "bkae": {}}, "bake") == {}  # present, empty: not absent
     assert section({"train": {"epochs": 3}}, "bake") == {}
 
@@ -70,10 +71,12 @@ def test_bake_with_a_misspelled_section_exits_2(cli, tmp_path: Path,
     Path("params.yaml").write_text("bkae:\n  seed: 1\ntrain:\n  epochs: 3\n")
     r = cli("bake")
     assert r.code == 2 and r.out == ""
-    assert r.err == "dvc-cuvis: error: params.yaml: no 'bake' section; did you mean 'bkae'?\n"
+    assert r.err == (
+        "dvc-cuvis: error: params.yaml: unknown section 'bkae'; did you mean 'bake'? (without a "
+        "'bake' section, bake would run on its built-in defaults)\n")
     assert not Path("splits.json").exists()
     # a verb that reads the bake section for the split's paths says so too
-    assert "no 'bake' section; did you mean 'bkae'?" in cli("resolve").err
+    assert "unknown section 'bkae'; did you mean 'bake'?" in cli("resolve").err
     # spelled right, the same file goes on (to the missing universe)
     Path("params.yaml").write_text("bake:\n  seed: 1\ntrain:\n  epochs: 3\n")
     r = cli("bake")
@@ -90,3 +93,15 @@ def test_a_repository_init_sets_up_passes_every_verb(tmp_path: Path) -> None:
         for verb in VERBS:
             assert misspelled_section(params, verb) is None, (fmt, verb)
             section(params, verb, path=repo / "params.yaml")
+
+
+def test_check_names_a_typo_in_every_section_the_pipeline_reads(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("params.yaml").write_text("materialise:\n  jobs: 2\ntrain:\n  epochs: 3\n")
+    r = cli("check")
+    assert r.code == 2 and "run `dvc repro`" not in r.err
+    assert "params.yaml: unknown section 'materialise'; did you mean 'materialize'?" in r.err
+    Path("params.yaml").write_text("report:\n  titel: x\n")
+    r = cli("check")
+    assert r.code == 2 and "report" in r.err and "did you mean 'title'?" in r.err
