@@ -63,9 +63,17 @@ def require_file(path: Path, what: str, s: Settings) -> None:
     """One line for a missing input; inside a DVC pipeline it suggests ``dvc repro``."""
     if path.exists():
         return
+    from dvc_cuvis.paths import repo_root
+
     pipeline = (s.base / "dvc.yaml").is_file() or Path("dvc.yaml").is_file()
-    hint = ("; run `dvc repro` to create it (or `dvc pull` to fetch it)" if pipeline
-            else f"; give --{what} PATH")
+    if pipeline:
+        hint = "; run `dvc repro` to create it (or `dvc pull` to fetch it)"
+    elif s.file is None and not s.typed(what) and repo_root(Path.cwd()) is None:
+        hint = (f"; {Path.cwd()} is not inside a dataset repository (no git or DVC folder "
+                f"here or above, no params.yaml): run it in your dataset repository, or give "
+                f"--{what} PATH")
+    else:
+        hint = f"; give --{what} PATH"
     origin = _params_origin(path, what, s)
     named = f" ({path} is named by {origin})" if origin else ""
     raise DvcCuvisError(f"{path}: {what} file not found{hint}{named}")

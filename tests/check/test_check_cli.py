@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.files import sneaky_edit
 
 
@@ -33,3 +35,14 @@ def test_deep_check_sees_an_edit_that_keeps_the_stamp(repo: Path, cli,
     checks = json.loads(r.out)["checks"]
     assert checks["universe"]["status"] == "drift"
     assert checks["content"]["status"] == "drift"
+
+
+def test_check_outside_a_dataset_repository_says_so(tmp_path: Path, cli,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no git, no DVC, no params.yaml here or above
+    r = cli("check")
+    assert r.code == 2 and f"{tmp_path} is not inside a dataset repository" in r.err
+    assert "run it in your dataset repository, or give --splits PATH" in r.err
+    (tmp_path / ".dvc").mkdir()  # inside one, the plain hint stays
+    r = cli("check")
+    assert r.code == 2 and "not inside" not in r.err and "give --splits PATH" in r.err
