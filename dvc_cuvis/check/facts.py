@@ -60,10 +60,15 @@ class Staleness:
     stages: tuple[str, ...]
     changed: tuple[Change, ...]
     params_changed: tuple[str, ...]
+    #: the compared stages that differ: a drift names these, not every stage compared
+    stale: tuple[str, ...] = ()
 
     def details(self) -> dict[str, Any]:
-        """The finding's ``details``."""
-        return {"stages": list(self.stages), "changed": [str(c) for c in self.changed],
+        """The finding's ``details``: the stale stages when something differs, else the
+        stages compared."""
+        drifted = bool(self.changed or self.params_changed)
+        return {"stages": list(self.stale if drifted else self.stages),
+                "changed": [str(c) for c in self.changed],
                 "params_changed": list(self.params_changed)}
 
 

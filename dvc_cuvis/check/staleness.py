@@ -37,7 +37,8 @@ def check_staleness(
         return Finding("staleness", "violation", str(exc), {"lock": str(lock)},
                        ws.relock(lock)), {}
     cmp = compare(parsed, targets, cache, universe)
-    facts = Staleness(tuple(cmp.relevant), tuple(cmp.changed), tuple(cmp.params_changed))
+    facts = Staleness(tuple(cmp.relevant), tuple(cmp.changed), tuple(cmp.params_changed),
+                      tuple(cmp.stale))
     if cmp.changed or cmp.params_changed:
         return Finding("staleness", "drift",
                        f"the workspace differs from dvc.lock: {len(cmp.changed)} file(s), "

@@ -161,6 +161,8 @@ class Comparison:
     """dvc.lock against the workspace, for the stages that read or write some files."""
 
     relevant: list[str] = field(default_factory=list)
+    #: the relevant stages that differ (an entry, their definition or a param)
+    stale: list[str] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)
     params_changed: list[str] = field(default_factory=list)
     #: dependency (absolute path) of the unchanged stage that wrote universe.csv -> the files
@@ -194,6 +196,8 @@ def compare(
         params_changed = _compare_params(lock, stage, params)
         out.changed += changed
         out.params_changed += params_changed
+        if changed or params_changed:
+            out.stale.append(stage.name)
         if stage.writes(universe_rel) and not changed and not params_changed:
             for e in stage.deps:
                 top = os.path.abspath(lock.root / str(e.get("path", "")))

@@ -219,6 +219,21 @@ def test_staleness_an_edited_file_and_an_edited_param(tmp_path: Path) -> None:
     assert "seed" in rec["details"]["params_changed"][0]
 
 
+def test_a_drift_names_only_the_stale_stages(tmp_path: Path) -> None:
+    piped(tmp_path)
+    (tmp_path / "raw.txt").write_text("raw\n")
+    with (tmp_path / "dvc.yaml").open("a") as f:
+        f.write("  enumerate:\n    cmd: dvc-cuvis enumerate\n    deps: [raw.txt]\n"
+                "    outs:\n      - universe.csv:\n          cache: false\n")
+    with (tmp_path / "dvc.lock").open("a") as f:
+        f.write("  enumerate:\n    cmd: dvc-cuvis enumerate\n    deps:\n"
+                + _entry(tmp_path, "raw.txt") + "    outs:\n" + _entry(tmp_path, "universe.csv"))
+    assert stale(tmp_path)["details"]["stages"] == ["bake", "enumerate"]  # both compared, ok
+    (tmp_path / "params.yaml").write_text("bake:\n  seed: 4\n")
+    rec = stale(tmp_path)
+    assert rec["status"] == "drift" and rec["details"]["stages"] == ["bake"]
+
+
 def test_staleness_a_stage_defined_anew_in_dvc_yaml(tmp_path: Path) -> None:
     piped(tmp_path)
     yaml_file = tmp_path / "dvc.yaml"
