@@ -17,6 +17,8 @@ from dataclasses import dataclass, fields
 from dvc_cuvis.errors import DvcCuvisError
 
 GIB = 1 << 30
+#: the words every refusal over a ceiling carries (a memo never keeps such a refusal)
+OVER_CEILING = "over the ceiling of"
 
 
 class LimitError(DvcCuvisError):
@@ -67,6 +69,6 @@ def current() -> Limits:
 def check_declared(what: str, declared: int, ceiling: int, env: str) -> None:
     """Refuse ``declared`` bytes/items of ``what`` beyond ``ceiling`` (named with ``env``)."""
     if declared > ceiling:
-        raise LimitError(f"{what}: declares {declared:,}, over the ceiling of {ceiling:,}; "
+        raise LimitError(f"{what}: declares {declared:,}, {OVER_CEILING} {ceiling:,}; "
                          f"if the data is genuine, raise it with {env}=<n> "
                          "(docs/robustness.md)")

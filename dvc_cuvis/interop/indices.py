@@ -16,7 +16,7 @@ import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.interop.folds import Folds, check_disjoint
-from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model.frames import Compression, npz_bytes, read_npz_input
 from dvc_cuvis.model.universe import Universe
 
 KEYS = ("train", "val", "test", "predict")
@@ -32,8 +32,9 @@ def indices_bytes(stages: dict[str, np.ndarray], uni: Universe) -> bytes:
 def read_indices(path: Path, uni: Universe) -> Folds:
     """Stage positions from an ``indices.npz`` written for this universe."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        src = read_npz_input(path.read_bytes(), where=f"{path}: ")  # within declared sizes
+        src.verify()
+        arrays = dict(src.arrays)
     except FileNotFoundError:
         raise MissingFileError(f"{path}: indices file not found") from None
     except (OSError, ValueError, zipfile.BadZipFile, io.UnsupportedOperation) as exc:

@@ -358,7 +358,8 @@ def _read_frames(
 
         for index, name in task.frames:
             cube, wl = read_cube(Path(task.path))
-            classes = read_label_map(Path(task.annotation)) if task.annotation else None
+            classes = (read_label_map(Path(task.annotation), cube.shape[:2])
+                       if task.annotation else None)
             yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop,
                                             task.path), None, ceiling_of(cube.dtype)
     elif task.fmt == "cu3s":

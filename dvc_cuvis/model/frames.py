@@ -9,7 +9,7 @@ apart.
 *Write*: members in sorted order, fixed zip timestamps and attributes, arrays through
 ``np.lib.format`` (never pickled), compression chosen per member — the same inputs give
 the same bytes on any machine.  *Read*: stored members are served straight out of one
-read of the file (``np.frombuffer``), anything else through ``np.load``.
+read of the file (``np.frombuffer``), deflated ones inflated within their declared size.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import numpy as np
 
 from dvc_cuvis._io import Buffer, atomic_write_parts
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.model.npz_members import StoredMember, read_members
 
 # zip's earliest representable time: no member carries the time it was written
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -411,55 +412,31 @@ def _libdeflate_crc32() -> Any:
 
 
 def read_npz(path: str) -> dict[str, np.ndarray]:
-    """All members of an npz frame; stored (uncompressed) members without a copy.
+    """All array members of an npz frame; stored (uncompressed) members without a copy.
 
     Materialized frames store their arrays uncompressed, so one read of the file and a
     ``frombuffer`` per member replaces ``np.load``'s per-member stream, copy and CRC pass
-    (content integrity is what the drift check's md5 verifies before loading).  Deflated
-    members, or anything unusual, go through ``np.load`` unchanged.
+    (content integrity is what the drift check's md5 verifies before loading).  Every
+    member's declared sizes are checked first (:mod:`dvc_cuvis.model.npz_members`);
+    deflated members are inflated within them and CRC-checked.
     """
     with open(path, "rb") as fh:
-        try:
-            infos = zipfile.ZipFile(fh).infolist()
-        except zipfile.BadZipFile:
-            infos = []
-        stored = bool(infos) and all(
-            zi.compress_type == zipfile.ZIP_STORED and zi.filename.endswith(".npy")
-            for zi in infos)
-        if stored:
-            fh.seek(0)
-            buf = bytearray(os.fstat(fh.fileno()).st_size)
-            fh.readinto(buf)
-            out = _stored_members(buf, infos)
-            if out is not None:
-                return out
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+        buf = bytearray(os.fstat(fh.fileno()).st_size)
+        fh.readinto(buf)
+    return read_npz_input(buf, where=f"{path}: ").arrays
 
 
 def load_npz_bytes(data: bytes) -> dict[str, np.ndarray]:
     """Every member of an npz file already read into memory (an input frame, read once).
 
     Stored members are views of ``data`` (no copy), after their zip CRC is checked, as
-    ``np.load`` would; deflated members, or anything unusual, go through ``np.load``.
-    Raises what ``np.load`` raises on a damaged file (``zipfile.BadZipFile``,
-    ``ValueError``, ``OSError``).
+    ``np.load`` would; deflated members are inflated within their declared size.  Raises
+    ``zipfile.BadZipFile`` on a damaged file and :class:`~dvc_cuvis.limits.LimitError` on
+    an array over the ceiling (before anything is allocated for it).
     """
     src = read_npz_input(data)
     src.verify()
     return src.arrays
-
-
-@dataclass(frozen=True)
-class _Member:
-    """A stored input member: where its data lies, its ``.npy`` header and zip CRC."""
-
-    name: str
-    address: int  # of the first data byte
-    nbytes: int
-    header: bytes
-    crc: int
-    span: memoryview  # the member's bytes (header + data) in the input
 
 
 class NpzInput:
@@ -470,7 +447,7 @@ class NpzInput:
     """
 
     def __init__(self, data: Buffer | mmap.mmap, arrays: dict[str, np.ndarray],
-                 members: list[_Member]) -> None:
+                 members: list[StoredMember]) -> None:
         self.arrays = arrays
         self._data = data  # keeps the arrays' memory (and so their addresses) alive
         self._by_address = {(m.address, m.nbytes): m for m in members}
@@ -555,11 +532,11 @@ def open_npz_input(path: str, *, mapped: bool = False) -> NpzInput:
         racy = _now_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
         if not mapped or racy or size < 1 << 20 or not hasattr(mmap, "MAP_SHARED"):
             with os.fdopen(fd, "rb", closefd=False) as fh:
-                return read_npz_input(fh.read())
+                return read_npz_input(fh.read(), where=f"{path}: ")
         data = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
                          prot=mmap.PROT_READ)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            src = read_npz_input(data, directory=fh)  # zipfile reads the directory alone
+        with os.fdopen(fd, "rb", closefd=False) as fh:  # zipfile reads the directory alone
+            src = read_npz_input(data, directory=fh, where=f"{path}: ")
         src._watch(path, fd, _signature(st))
         fd = -1  # src owns it now
         return src
@@ -572,56 +549,17 @@ def _signature(st: os.stat_result) -> tuple[int, ...]:
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def read_npz_input(data: Buffer | mmap.mmap, *, directory: Any = None) -> NpzInput:
-    """:func:`load_npz_bytes` with the CRC check left to :meth:`NpzInput.verify`.
+def read_npz_input(data: Buffer | mmap.mmap, *, directory: Any = None,
+                   where: str = "") -> NpzInput:
+    """:func:`load_npz_bytes` with the CRC check of stored members left to
+    :meth:`NpzInput.verify`.
 
     ``directory``: a file object of the same bytes for ``zipfile`` to read the zip
     directory from (else it reads ``data`` through a ``BytesIO``, which copies anything
-    but ``bytes``).
+    but ``bytes``).  ``where``: the prefix of a :class:`~dvc_cuvis.limits.LimitError`
+    (the file's name and ``": "``).
     """
     infos = zipfile.ZipFile(directory if directory is not None else io.BytesIO(data)).infolist()
-    if infos and all(zi.compress_type == zipfile.ZIP_STORED and zi.filename.endswith(".npy")
-                     for zi in infos):
-        members: list[_Member] = []
-        out = _stored_members(data, infos, members=members)
-        if out is not None:
-            return NpzInput(data, out, members)
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:  # checks CRCs as it reads
-        return NpzInput(data, {k: z[k] for k in z.files}, [])  # (copies; members unused)
-
-
-def _stored_members(buf: Buffer | mmap.mmap, infos: list[zipfile.ZipInfo], *,
-                    members: list[_Member] | None = None) -> dict[str, np.ndarray] | None:
-    """Stored members as views of ``buf``; ``members``: also collect each one's layout."""
-    fmt = np.lib.format
-    out: dict[str, np.ndarray] = {}
-    for zi in infos:
-        off = zi.header_offset
-        name_len = int.from_bytes(buf[off + 26:off + 28], "little")
-        extra_len = int.from_bytes(buf[off + 28:off + 30], "little")
-        start = off + 30 + name_len + extra_len
-        head = io.BytesIO(bytes(buf[start:start + 4096]))
-        try:
-            version = fmt.read_magic(head)
-            reader = (fmt.read_array_header_1_0 if version == (1, 0)
-                      else fmt.read_array_header_2_0)
-            shape, fortran, dtype = reader(head)
-        except ValueError:
-            return None
-        if dtype.hasobject:
-            return None  # never unpickle
-        count = int(np.prod(shape)) if shape else 1
-        data_start = start + head.tell()
-        if data_start + count * dtype.itemsize > start + zi.file_size:
-            return None
-        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=data_start)
-        out[zi.filename[:-4]] = arr.reshape(shape, order="F" if fortran else "C")
-        if members is not None:
-            nbytes = count * dtype.itemsize
-            span = memoryview(buf)[start:start + zi.file_size]
-            header = bytes(span[:data_start - start])
-            exact = data_start + nbytes == start + zi.file_size  # no bytes after the data
-            members.append(_Member(
-                zi.filename, arr.__array_interface__["data"][0] if exact else -1,
-                nbytes, header, zi.CRC, span))
-    return out
+    members: list[StoredMember] = []
+    arrays = read_members(data, infos, where=where, stored=members)
+    return NpzInput(data, arrays, members)

@@ -16,6 +16,7 @@ import numpy as np
 
 from dvc_cuvis._io import read_json
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.limits import Limits, check_declared, current
 
 
 def _coco_class() -> Any:
@@ -93,6 +94,8 @@ def class_mask(coco: Any, image_id: int, shape: tuple[int, int], *, where: Path)
     info.setdefault("height", h)
     info.setdefault("width", w)
     for ann in coco.imgToAnns.get(image_id, []):
+        _check_segmentation(ann.get("segmentation"), (h, w),
+                            f"{where}: annotation {ann.get('id')!r} of image {image_id}")
         try:
             m = coco.annToMask(ann)
         except Exception as exc:
@@ -102,3 +105,64 @@ def class_mask(coco: Any, image_id: int, shape: tuple[int, int], *, where: Path)
             ) from None
         out[m.astype(bool)] = int(ann["category_id"])
     return out
+
+
+def _check_segmentation(seg: Any, shape: tuple[int, int], where: str) -> None:
+    """What a segmentation declares, before pycocotools allocates for it: an RLE's
+    ``size`` is the image's and its counts cover exactly its pixels (pycocotools writes
+    every count into a buffer of ``size``); a polygon's outline stays within the ceiling."""
+    h, w = shape
+    if isinstance(seg, dict):
+        if seg.get("size") != [h, w]:
+            raise DvcCuvisError(f"{where}: RLE size {seg.get('size')!r} is not the image's "
+                                f"[{h}, {w}]; fix the annotation's size")
+        counts = seg.get("counts")
+        total = _rle_total(counts) if isinstance(counts, (str, bytes)) else _list_total(counts)
+        if total != h * w:
+            raise DvcCuvisError(f"{where}: RLE counts cover {total:,} pixels, the image "
+                                f"{h}x{w} has {h * w:,}; the run lengths are damaged")
+    elif isinstance(seg, list):
+        walk = 0  # the outline points pycocotools makes of the polygons (5 per pixel step)
+        for poly in seg:
+            xy = np.asarray(poly, dtype=np.float64).reshape(-1)
+            if not np.isfinite(xy).all():
+                raise DvcCuvisError(f"{where}: polygon has a coordinate that is not a number")
+            x, y = xy[0::2][: len(xy) // 2], xy[1::2]
+            steps = np.maximum(np.abs(np.diff(x, append=x[:1])),
+                               np.abs(np.diff(y, append=y[:1]))) if len(x) else x
+            walk += int(np.sum(steps * 5 + 1))
+        check_declared(f"{where}: polygon outline (bytes)", walk * 8,
+                       current().max_array_bytes, Limits.env_name("max_array_bytes"))
+
+
+def _list_total(counts: Any) -> int:
+    """The pixels an uncompressed RLE's counts cover (-1 when a count is not one)."""
+    if not isinstance(counts, list) or not all(
+            type(c) is int and 0 <= c < 1 << 32 for c in counts):
+        return -1
+    return sum(counts)
+
+
+def _rle_total(counts: str | bytes) -> int:
+    """The pixels a compressed RLE string covers, read as pycocotools reads it (5 bits a
+    character, each count after the second a difference), without decoding the mask."""
+    text = counts.encode() if isinstance(counts, str) else counts
+    cnts: list[int] = []
+    p = 0
+    while p < len(text) and text[p]:
+        x = k = 0
+        more = True
+        while more:
+            if p >= len(text):
+                return -1  # ends inside a count
+            c = text[p] - 48
+            x |= (c & 0x1F) << (5 * k)
+            more = bool(c & 0x20)
+            p += 1
+            k += 1
+            if not more and c & 0x10:
+                x |= -1 << (5 * k)
+        if len(cnts) > 2:
+            x += cnts[-2]
+        cnts.append(x & 0xFFFFFFFF)
+    return sum(cnts)

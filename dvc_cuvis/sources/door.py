@@ -20,18 +20,20 @@ import io
 import os
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dvc_cuvis.digests.stat_cache import content_key
+from dvc_cuvis.digests.stat_cache import CacheMiss, StatCache, content_key
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.limits import OVER_CEILING, LimitError
 
 # the cache keys of the verdicts; bump a version when its verdict function changes
-NPZ_VERDICT = content_key("npz-verdict", 1, check=True)
-TIFF_VERDICT = content_key("tiff-verdict", 1, check=True)
+NPZ_VERDICT = content_key("npz-verdict", 2, check=True)
+TIFF_VERDICT = content_key("tiff-verdict", 2, check=True)
 #: the key a scanner's row carries instead of its cells when the door refused the file
 REFUSED = "__refused__"
 #: the most bad frames the error lists one by one (the count says how many more)
@@ -64,7 +66,7 @@ def npz_verdict(path: Path) -> list[str]:
     problems: list[str] = []
     try:  # the fast path (one zip parse, stored members in place, CRCs by libdeflate)
         arrays = load_npz_bytes(data)
-    except Exception:  # damaged: zipfile and numpy raise many kinds; find out where
+    except Exception:  # damaged, or over a ceiling: find out which member and how
         try:
             infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
         except Exception as exc:  # whatever a damaged file makes zipfile raise: unreadable
@@ -75,27 +77,27 @@ def npz_verdict(path: Path) -> list[str]:
 
 def _members_one_by_one(data: bytes, infos: list[zipfile.ZipInfo]
                         ) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Every member read on its own, to name the one that fails and how."""
+    """Every array member read on its own (within its declared sizes, as materialize reads
+    it), to name the one that fails and how."""
+    from dvc_cuvis.model.frames import crc32
+    from dvc_cuvis.model.npz_members import npy_members, read_member
+
     arrays: dict[str, np.ndarray] = {}
     problems: list[str] = []
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        for info in infos:
-            name = info.filename.removesuffix(".npy")
-            try:
-                raw = zf.read(info)
-            except (zipfile.BadZipFile, zlib.error) as exc:
-                problems.append(f"member {name!r}: damaged bytes ({exc})")
-                continue
-            except Exception as exc:  # an unknown method, an encrypted member, ...
-                problems.append(f"member {name!r}: cannot be read ({exc})")
-                continue
-            if not info.filename.endswith(".npy"):
-                continue
-            try:
-                arrays[name] = np.lib.format.read_array(io.BytesIO(raw), allow_pickle=False)
-            except Exception as exc:  # numpy's header parser raises many kinds
-                problems.append(f"member {name!r}: not a numpy array file ({exc}); expected "
-                                "an array written by numpy (no pickled objects)")
+    for info in npy_members(infos):
+        name = info.filename.removesuffix(".npy")
+        try:
+            arr, stored = read_member(data, info)
+            if stored is not None and crc32(stored.span) != stored.crc:
+                raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
+        except LimitError as exc:  # names the ceiling and its variable
+            problems.append(str(exc))
+        except (zipfile.BadZipFile, zlib.error, ValueError) as exc:  # names its member
+            said = str(exc)
+            problems.append(said if said.startswith("member ")
+                            else f"member {name!r}: damaged bytes ({said})")
+        else:
+            arrays[name] = arr
     return arrays, problems
 
 
@@ -135,6 +137,19 @@ def _shape_problems(arrays: dict[str, np.ndarray], read: list[str]) -> list[str]
             out.append(f"member 'class_mask': expected category ids 0-255, got "
                        f"{int(mask.min())}..{int(mask.max())}")
     return out
+
+
+def remembered(cache: StatCache, path: Path | str, key: str,
+               verdict: Callable[[Path], list[str]], st: os.stat_result | None,
+               cached_only: bool) -> list[str]:
+    """The verdict on ``path`` from the memo, but a refusal over a ceiling is taken again:
+    a ceiling may have been raised since (and such a refusal read no more than headers)."""
+    problems: list[str] = cache.get(path, key, verdict, st, cached_only=cached_only)
+    if not any(OVER_CEILING in p for p in problems):
+        return problems
+    if cached_only:
+        raise CacheMiss(os.fspath(path))
+    return verdict(Path(path))
 
 
 def collect(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[BadFrame]]:

@@ -14,6 +14,7 @@ When a folder already has the universe.csv that produced it, enumerate that file
 
 from __future__ import annotations
 
+import io
 import os
 import posixpath
 import re
@@ -35,7 +36,7 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     scan_rows,
 )
-from dvc_cuvis.sources.door import NPZ_VERDICT, REFUSED, collect, npz_verdict
+from dvc_cuvis.sources.door import NPZ_VERDICT, REFUSED, collect, npz_verdict, remembered
 
 # the cache key of frame_info's value; bump the version when frame_info's result changes
 FRAME_INFO = content_key("npz-frame", 1)
@@ -49,15 +50,23 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 def frame_info(path: Path) -> dict[str, Any]:
     """Logical ``source`` and distinct non-zero ``class_mask`` ids of one npz frame."""
+    from dvc_cuvis.model.frames import NpzInput
+    from dvc_cuvis.model.npz_members import StoredMember, read_members
+
     try:
-        with np.load(path, allow_pickle=False) as z:
-            members = set(z.files)
-            if "cube" not in members:
-                raise DvcCuvisError(f"{path}: npz frame has no 'cube' member")
-            src = str(z["source"]) if "source" in members else ""
-            ids: list[int] | None = None
-            if "class_mask" in members:
-                ids = [int(v) for v in np.unique(z["class_mask"]) if v != 0]
+        data = Path(path).read_bytes()
+        infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+        if "cube.npy" not in {zi.filename for zi in infos}:
+            raise DvcCuvisError(f"{path}: npz frame has no 'cube' member")
+        # only the members read here, each within its declared sizes (the cube is not read)
+        stored: list[StoredMember] = []
+        z = read_members(data, infos, where=f"{path}: ", names={"source", "class_mask"},
+                         stored=stored)
+        NpzInput(data, z, stored).verify()  # their CRCs, as np.load checks them
+        src = str(z["source"]) if "source" in z else ""
+        ids: list[int] | None = None
+        if "class_mask" in z:
+            ids = [int(v) for v in np.unique(z["class_mask"]) if v != 0]
     except DvcCuvisError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
@@ -84,7 +93,7 @@ def scan_npz(opts: EnumerateOptions) -> Scan:
         # values are asked first, so a miss leaves no md5 counted twice
         md5 = (cache.md5(f.abs, f.st) if opts.hash_content and not cached_only else None)
         if opts.verify:  # the door: a frame materialize would trip on is refused here
-            problems = cache.get(f.abs, NPZ_VERDICT, npz_verdict, f.st, cached_only=cached_only)
+            problems = remembered(cache, f.abs, NPZ_VERDICT, npz_verdict, f.st, cached_only)
             if problems:
                 return {REFUSED: problems, "path": os.path.join(opts.root, f.rel)}
         info = cache.get(f.abs, FRAME_INFO, frame_info, f.st, cached_only=cached_only)

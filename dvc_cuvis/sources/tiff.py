@@ -8,15 +8,18 @@ pairing key), and a label must have the cube's height and width.
 
 from __future__ import annotations
 
+import math
 import os
 import posixpath
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
+from dvc_cuvis.limits import LimitError, Limits, check_declared, current
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Located,
@@ -26,7 +29,7 @@ from dvc_cuvis.sources._common import (
     rel_to_out,
     scan_rows,
 )
-from dvc_cuvis.sources.door import REFUSED, TIFF_VERDICT, collect
+from dvc_cuvis.sources.door import REFUSED, TIFF_VERDICT, collect, remembered
 
 _WAVELENGTH_RE = re.compile(r'<Item name="wavelength"[^>]*>\{([^}]+)\}')
 
@@ -56,6 +59,66 @@ def _pil() -> Any:
     return Image
 
 
+#: TIFF compressions of the deflate family, whose segments are inflated within their size
+_DEFLATE = (8, 32946, 50013)
+#: bytes per pixel of a decoded label, by Pillow mode (others: 4)
+_MODE_BYTES = {"1": 1, "L": 1, "P": 1, "LA": 2, "PA": 2, "La": 2, "I;16": 2, "I;16B": 2,
+               "RGB": 3, "YCbCr": 3}
+
+
+def _declared(series: Any, path: Path) -> None:
+    """Refuse a cube whose declared shape and dtype (and its float32 frame) pass the ceiling."""
+    limits, env = current(), Limits.env_name("max_array_bytes")
+    shape, dtype = tuple(int(n) for n in series.shape), series.dtype
+    if dtype is None:
+        raise DvcCuvisError(f"{path}: not a readable TIFF cube (unsupported sample format)")
+    count = math.prod(shape)
+    check_declared(f"{path}: TIFF cube {shape} {dtype}", count * dtype.itemsize,
+                   limits.max_array_bytes, env)
+    check_declared(f"{path}: TIFF cube {shape} as float32", count * 4, limits.max_array_bytes,
+                   env)
+
+
+def _segments_bounded(tf: Any, series: Any, path: Path) -> None:
+    """Every strip or tile lies in the file, and a deflated one inflates to no more than
+    its declared shape, checked in pieces before tifffile decodes it whole."""
+    fh = tf.filehandle
+    for p, page in enumerate(series.pages):
+        if page is None:
+            continue
+        key = page.keyframe
+        expected = math.prod(key.chunks) * (key.dtype.itemsize if key.dtype is not None else 8)
+        segments = zip(page.dataoffsets, page.databytecounts, strict=False)
+        for i, (offset, count) in enumerate(segments):
+            if offset + count > fh.size:
+                raise DvcCuvisError(f"{path}: not a readable TIFF cube (page {p} segment {i} "
+                                    f"declares {count:,} bytes past the end of the file; "
+                                    "truncated?)")
+            if key.compression in _DEFLATE and count:
+                fh.seek(offset)
+                _inflates_within(fh.read(count), expected,
+                                 f"{path}: not a readable TIFF cube (page {p} segment {i}")
+
+
+def _inflates_within(data: bytes, expected: int, where: str) -> None:
+    """Inflate ``data`` a piece at a time and throw it away: more than ``expected`` bytes
+    is a damaged (or hostile) segment."""
+    inflater = zlib.decompressobj()
+    total, tail = 0, data
+    try:
+        while tail or not inflater.eof:
+            piece = inflater.decompress(tail, 1 << 20)
+            tail = inflater.unconsumed_tail
+            total += len(piece)
+            if total > expected:
+                raise DvcCuvisError(f"{where} inflates to more than the {expected:,} bytes "
+                                    "its tile or strip declares: damaged or hostile)")
+            if not piece:
+                break
+    except zlib.error:
+        return  # tifffile names the damage when it decodes
+
+
 def cube_shape(path: Path) -> list[int]:
     """``[H, W, C]`` of a TIFF cube, read from its header (no pixel data)."""
     tifffile = _tifffile()
@@ -63,6 +126,9 @@ def cube_shape(path: Path) -> list[int]:
         with tifffile.TiffFile(path) as tf:
             series = tf.series[0]
             shape, axes = list(series.shape), series.axes
+            _declared(series, path)
+    except DvcCuvisError:
+        raise
     except Exception as exc:
         raise DvcCuvisError(f"{path}: not a readable TIFF cube ({exc})") from None
     if len(shape) == 2:
@@ -80,11 +146,15 @@ def read_cube(path: Path, wavelengths: list[float] | None = None) -> tuple[np.nd
     try:
         with tifffile.TiffFile(path) as tf:
             series = tf.series[0]
+            _declared(series, path)  # before a pixel is decoded
+            _segments_bounded(tf, series, path)
             arr, axes = series.asarray(), series.axes
             try:
                 meta = str(tf.pages[0].tags["GDAL_METADATA"].value)
             except (KeyError, IndexError, AttributeError):
                 meta = ""
+    except DvcCuvisError:
+        raise
     except Exception as exc:
         raise DvcCuvisError(f"{path}: not a readable TIFF cube ({exc})") from None
     if arr.ndim == 2:
@@ -114,11 +184,48 @@ def read_cube(path: Path, wavelengths: list[float] | None = None) -> tuple[np.nd
     return cube, wl.astype(np.int32)
 
 
-def read_label_map(path: Path) -> np.ndarray:
-    """PNG label map as ``[H, W]`` uint8 category ids."""
-    image = _pil()
+def _open_label(path: Path) -> Any:
+    """The PNG at ``path``, opened lazily (header only), its declared size checked.
+
+    Pillow's own guard (``Image.open``: a warning on stderr, then an error at a fixed pixel
+    count) is replaced by ours: the decoded label against the ceiling named in
+    :mod:`dvc_cuvis.limits`.
+    """
+    _pil()
+    from PIL import PngImagePlugin
+
+    im = PngImagePlugin.PngImageFile(path)
+    w, h = im.size
     try:
-        with image.open(path) as im:
+        check_declared(f"{path}: PNG label {w}x{h} {im.mode}",
+                       w * h * _MODE_BYTES.get(im.mode, 4), current().max_array_bytes,
+                       Limits.env_name("max_array_bytes"))
+    except LimitError:
+        im.close()
+        raise
+    return im
+
+
+def label_shape(path: Path) -> list[int]:
+    """``[H, W]`` of a PNG label, read from its header (no pixel is decoded)."""
+    try:
+        with _open_label(path) as im:
+            return [int(im.size[1]), int(im.size[0])]
+    except DvcCuvisError:
+        raise
+    except Exception as exc:
+        raise DvcCuvisError(f"{path}: not a readable PNG label map ({exc})") from None
+
+
+def read_label_map(path: Path, shape: tuple[int, int] | None = None) -> np.ndarray:
+    """PNG label map as ``[H, W]`` uint8 category ids; ``shape``: the cube's height and
+    width, compared with the label's header before its pixels are decoded."""
+    try:
+        with _open_label(path) as im:
+            if shape is not None and (im.size[1], im.size[0]) != tuple(shape):
+                raise DvcCuvisError(
+                    f"{path}: label shape {(im.size[1], im.size[0])} does not match the cube's "
+                    f"{tuple(shape)} (height, width)")
             if im.mode not in ("L", "P", "1"):
                 im = im.convert("L")
             return np.asarray(im, dtype=np.uint8)
@@ -193,7 +300,10 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
         png = labels_dir / f"{Path(f.rel).stem}.png" if labels_dir is not None else None
         if png is not None and png.is_file():
             shape = opts.cache.get(f.abs, "tiff_shape", cube_shape, f.st, cached_only=cached_only)
-            info = opts.cache.get(png, "label", label_info, cached_only=cached_only)
+            # its header first: a label of another size is never decoded
+            info = {"shape": label_shape(png)}
+            if info["shape"] == shape[:2]:
+                info = opts.cache.get(png, "label", label_info, cached_only=cached_only)
             if info["shape"] != shape[:2]:
                 raise DvcCuvisError(
                     f"{png}: label shape {tuple(info['shape'])} does not match cube "
@@ -236,19 +346,21 @@ def _door(opts: EnumerateOptions, f: Located, labels_dir: Path | None, cached_on
     is unreadable or its label unreadable or of another height and width, else None."""
     if opts.hash_content and not cached_only:  # hashed first: its verdict may be in the memo
         opts.cache.md5(f.abs, f.st)
-    problems = opts.cache.get(f.abs, TIFF_VERDICT, tiff_verdict, f.st, cached_only=cached_only)
+    problems = remembered(opts.cache, f.abs, TIFF_VERDICT, tiff_verdict, f.st, cached_only)
     cube = os.path.join(opts.root, opts.images, f.rel)
     if problems:
         return {REFUSED: problems, "path": cube}
     png = labels_dir / f"{Path(f.rel).stem}.png" if labels_dir is not None else None
     if png is None or not png.is_file():
         return None
-    try:
-        info = opts.cache.get(png, "label", label_info, cached_only=cached_only)
+    shape = opts.cache.get(f.abs, "tiff_shape", cube_shape, f.st, cached_only=cached_only)
+    try:  # the label's header first: one of another size is never decoded
+        info: dict[str, Any] = {"shape": label_shape(Path(os.path.abspath(png)))}
+        if info["shape"] == shape[:2]:
+            info = opts.cache.get(png, "label", label_info, cached_only=cached_only)
     except DvcCuvisError as exc:
         return {REFUSED: [str(exc).removeprefix(f"{os.path.abspath(png)}: ")],
                 "path": str(png)}
-    shape = opts.cache.get(f.abs, "tiff_shape", cube_shape, f.st, cached_only=cached_only)
     if info["shape"] != shape[:2]:
         return {REFUSED: [f"label shape {tuple(info['shape'])} does not match cube "
                           f"{cube} {tuple(shape[:2])} (height, width)"], "path": str(png)}
