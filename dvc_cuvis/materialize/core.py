@@ -63,6 +63,7 @@ from urllib.parse import quote, unquote
 
 import numpy as np
 
+from dvc_cuvis import limits
 from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis.config.specs import MATERIALIZE
 from dvc_cuvis.digests.hashing import list_tree
@@ -412,11 +413,13 @@ def execute(
 
     unfinished: list[Task] = []
     error: Exception | None = None
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    workers = limits.pool_size(jobs, len(tasks))  # never more than the tasks or the CPUs
+    groups = _groups(tasks, workers)
+    with ProcessPoolExecutor(max_workers=min(workers, len(groups))) as pool:
         # a worker maps its inputs (frames.open_npz_input): no copy of each input, and a
         # file truncated under it kills only the worker, reported below
         futures = {pool.submit(run_group, [replace(t, mapped=True) for t in g]): g
-                   for g in _groups(tasks, jobs)}
+                   for g in groups}
         pending = set(futures)
         while pending and not unfinished:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
