@@ -413,13 +413,11 @@ def execute(
 
     unfinished: list[Task] = []
     error: Exception | None = None
-    workers = limits.pool_size(jobs, len(tasks))  # never more than the tasks or the CPUs
-    groups = _groups(tasks, workers)
-    with ProcessPoolExecutor(max_workers=min(workers, len(groups))) as pool:
+    with ProcessPoolExecutor(max_workers=limits.pool_size(jobs, len(tasks))) as pool:
         # a worker maps its inputs (frames.open_npz_input): no copy of each input, and a
         # file truncated under it kills only the worker, reported below
         futures = {pool.submit(run_group, [replace(t, mapped=True) for t in g]): g
-                   for g in groups}
+                   for g in _groups(tasks, jobs)}
         pending = set(futures)
         while pending and not unfinished:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -460,9 +458,10 @@ def execute(
 def _groups(tasks: list[Task], jobs: int) -> list[list[Task]]:
     """Consecutive tasks, one worker call each: a worker's writer overlaps one frame's md5
     with the next frame's read and write only within a call, so small files (one npz per
-    frame) go in groups of up to ``_CHUNK`` frames, ~4 groups per worker for balance."""
+    frame) go in groups of up to ``_CHUNK`` frames, ~4 groups per worker for balance (per
+    worker that runs: never more than the tasks or the CPUs, ``limits.pool_size``)."""
     total = sum(len(t.frames) for t in tasks)
-    size = max(1, min(_CHUNK, -(-total // (4 * jobs))))
+    size = max(1, min(_CHUNK, -(-total // (4 * limits.pool_size(jobs, len(tasks))))))
     groups: list[list[Task]] = []
     frames = size
     for t in tasks:
