@@ -66,6 +66,22 @@ def current() -> Limits:
     return Limits(**values)
 
 
+def cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the OS keeps one): the
+    most worker processes that can run at once, so a pool never needs more."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def pool_size(jobs: int, tasks: int) -> int:
+    """Worker processes for ``tasks`` units of work asked to run on ``jobs`` workers: never
+    more than the tasks (an idle worker is a fork for nothing) nor the CPUs (``jobs`` may
+    come from a params file anyone can push), never fewer than one."""
+    return max(1, min(jobs, tasks, cpus()))
+
+
 def check_declared(what: str, declared: int, ceiling: int, env: str) -> None:
     """Refuse ``declared`` bytes/items of ``what`` beyond ``ceiling`` (named with ``env``)."""
     if declared > ceiling:

@@ -7,9 +7,29 @@ from typing import Any
 
 from cuvis_ai_schemas.training.data import Constraint
 
+from dvc_cuvis import limits
 from dvc_cuvis.config.specs import BAKE, GROUP_BY, PREDICT, STRATEGIES
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, ParamsError
 from dvc_cuvis.model.splits import parse_constraints
+
+#: How an error names the folds setting when it does not know where it came from.
+FOLDS = "folds (--folds / bake.folds)"
+
+
+def check_folds(folds: Any, named: str = FOLDS) -> None:
+    """Refuse a fold count that is no whole number, 1, negative, or over the ceiling
+    (``limits.max_folds``), before a single fold is built: K folds cost K arrays of the
+    universe's size, so the count must be checked while it is still a number."""
+    if isinstance(folds, bool) or not isinstance(folds, int):
+        raise ParamsError(f"{named} must be a whole number (0: no folds), got {folds!r}")
+    if folds < 0 or folds == 1:
+        raise ParamsError(f"{named}: folds must be 0 (off) or at least 2, got {folds}")
+    ceiling = limits.current().max_folds
+    if folds > ceiling:
+        env = limits.Limits.env_name("max_folds")
+        raise ParamsError(f"{named}: {folds:,} folds is over the ceiling of {ceiling:,}; "
+                          f"give fewer folds, or if you need them raise {env}=<n> "
+                          "(docs/robustness.md)")
 
 
 @dataclass
@@ -78,8 +98,7 @@ class BakeOptions:
             )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise DvcCuvisError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if self.folds < 0 or self.folds == 1:
-            raise DvcCuvisError(f"folds must be 0 (off) or at least 2, got {self.folds}")
+        check_folds(self.folds)
         if self.predict not in PREDICT:
             raise DvcCuvisError(f"predict must be 'all' (empty = whole universe) or 'test', "
                                 f"got {self.predict!r}")

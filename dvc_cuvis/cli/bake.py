@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     """Generate a baked splits.json (or one per fold) with split metrics."""
     from dvc_cuvis._io import write_json
     from dvc_cuvis.baking import BakeOptions, bake, bake_imported, plot_data
+    from dvc_cuvis.baking.options import check_folds
     from dvc_cuvis.model.splits import load_splits, save_folds, save_splits
     from dvc_cuvis.model.universe_io import read_universe
 
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     v = BAKE.values(s.get)
     universe_path = Path(v["universe"])
     out, out_dir, metrics = v["out"], v["out_dir"], v["metrics"]
+    check_folds(v["folds"], s.origin("folds"))  # named as given, before anything is built
     opts = BakeOptions.from_values(v, where=s.where)
     _refuse_conflicts(s, v, opts.folds)
     rule_path, base_path = v["rule"], v["base"]

@@ -40,10 +40,12 @@ def run(args: argparse.Namespace) -> int:
         require_file(Path(splits_path), "splits", s)
     cfg = load_splits(splits_path) if splits_path else None
     progress = v["progress"]
+    jobs = max(1, v["jobs"])
+    _note_jobs(s, jobs, v["executor"])
     result = materialize(
         uni, cfg, Path(out_dir), params,
         select=v["select"],
-        jobs=max(1, v["jobs"]),
+        jobs=jobs,
         executor=v["executor"],
         scheduler=v["scheduler"],
         cache=cache,
@@ -57,3 +59,15 @@ def run(args: argparse.Namespace) -> int:
           f"{result.kept} unchanged, {result.deleted} deleted{moved}")
     print(f"dvc-cuvis: {hashing_line(cache)}", file=sys.stderr)
     return EXIT_OK
+
+
+def _note_jobs(s: Settings, jobs: int, executor: str) -> None:
+    """One line when ``jobs`` asks for more worker processes than there are CPUs: the pool
+    is capped (``limits.pool_size``), so the user learns why fewer run than asked."""
+    from dvc_cuvis import limits
+
+    cpus = limits.cpus()
+    if executor == "local" and jobs > cpus:
+        print(f"dvc-cuvis: warning: {s.origin('jobs')} {jobs:,} is more than the {cpus} "
+              f"CPUs this process may use: at most {cpus} worker processes run "
+              "(never more than the frames to write)", file=sys.stderr)

@@ -59,6 +59,15 @@ def check_value(value: Any, accepts: tuple[type, ...], choices: tuple[Any, ...] 
     return value
 
 
+def refuse_nul(value: Any, where: str) -> None:
+    """Refuse a path setting holding a NUL byte (no file name can): the OS would refuse it
+    later as an "embedded null byte" nobody can place; this names the flag or key now."""
+    for text in value if isinstance(value, list) else [value]:
+        if isinstance(text, str) and "\0" in text:
+            raise ParamsError(f"{where}: path {text!r} holds a NUL byte, which no file name "
+                              "can hold; fix the path")
+
+
 @dataclass(frozen=True)
 class Option:
     """One option of a verb: the params key (= the flag's dest) and everything about it.
@@ -103,8 +112,12 @@ class Option:
         return (int, float) if self.kind is float else (self.kind,)
 
     def check(self, value: Any, where: str) -> Any:
-        """``value`` if a params file may hold it for this option (:func:`check_value`)."""
-        return check_value(value, self.accepts, self.choices, where)
+        """``value`` if a params file may hold it for this option (:func:`check_value`; a
+        path holds no NUL byte, :func:`refuse_nul`)."""
+        value = check_value(value, self.accepts, self.choices, where)
+        if self.path:
+            refuse_nul(value, where)
+        return value
 
     def from_params(self, value: Any, base: Path | str) -> Any:
         """A value read from a params file in folder ``base``: a path option's relative path

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.config.options import Option, OptionSet
+from dvc_cuvis.config.options import Option, OptionSet, refuse_nul
 from dvc_cuvis.config.params import load_params, section
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
 
@@ -67,6 +67,7 @@ def find_params(explicit: str | None, no_params: bool) -> Path | None:
             raise ParamsError("--params and --no-params contradict each other: give one")
         return None
     if explicit:
+        refuse_nul(explicit, "--params")
         return Path(explicit)
     here = Path("params.yaml")
     if here.is_file():
@@ -117,6 +118,9 @@ class Settings:
         params file), else None: what the user said, without any default."""
         value = getattr(self.args, name, None)
         if value is not None:
+            opt = option(self.verb, name)
+            if opt is not None and opt.path:
+                refuse_nul(value, self._flag_of(name))
             return value
         value = self.section.get(name)
         if value is not None:  # a null in params.yaml means "not set"

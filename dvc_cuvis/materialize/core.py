@@ -63,6 +63,7 @@ from urllib.parse import quote, unquote
 
 import numpy as np
 
+from dvc_cuvis import limits
 from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis.config.specs import MATERIALIZE
 from dvc_cuvis.digests.hashing import list_tree
@@ -413,7 +414,7 @@ def execute(
 
     unfinished: list[Task] = []
     error: Exception | None = None
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=limits.pool_size(jobs, len(tasks))) as pool:
         # a worker maps its inputs (frames.open_npz_input): no copy of each input, and a
         # file truncated under it kills only the worker, reported below
         futures = {pool.submit(run_group, [replace(t, mapped=True) for t in g]): g
@@ -458,9 +459,10 @@ def execute(
 def _groups(tasks: list[Task], jobs: int) -> list[list[Task]]:
     """Consecutive tasks, one worker call each: a worker's writer overlaps one frame's md5
     with the next frame's read and write only within a call, so small files (one npz per
-    frame) go in groups of up to ``_CHUNK`` frames, ~4 groups per worker for balance."""
+    frame) go in groups of up to ``_CHUNK`` frames, ~4 groups per worker for balance (per
+    worker that runs: never more than the tasks or the CPUs, ``limits.pool_size``)."""
     total = sum(len(t.frames) for t in tasks)
-    size = max(1, min(_CHUNK, -(-total // (4 * jobs))))
+    size = max(1, min(_CHUNK, -(-total // (4 * limits.pool_size(jobs, len(tasks))))))
     groups: list[list[Task]] = []
     frames = size
     for t in tasks:

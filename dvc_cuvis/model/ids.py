@@ -50,8 +50,8 @@ def parse_id_range(text: str) -> range | None:
         raise SelectorError(f"range selector {text!r}: step must be > 0")
     if start > stop:
         raise SelectorError(f"range selector {text!r}: start {start} must be <= stop {stop}")
-    expanded = range(start, stop + 1, step)
-    if len(expanded) > MAX_RANGE_IDS:
-        raise SelectorError(f"range selector {text!r} expands to {len(expanded)} ids (at most "
+    count = (stop - start) // step + 1  # counted, not len(): len() overflows past 2**63
+    if count > MAX_RANGE_IDS:
+        raise SelectorError(f"range selector {text!r} expands to {count} ids (at most "
                             f"{MAX_RANGE_IDS:,}); split it up")
-    return expanded
+    return range(start, stop + 1, step)

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from dvc_cuvis import limits
 from dvc_cuvis.config.options import closest, did_you_mean
 from dvc_cuvis.errors import SelectorError, and_more
 from dvc_cuvis.model.ids import parse_id_range
@@ -150,6 +151,17 @@ def split_ids(
     return np.frombuffer(buf, dtype=np.int64), huge
 
 
+def count_ids(ids: Sequence[int | str]) -> int:
+    """How many ids ``ids`` asks for, ranges counted without expanding them (so a budget is
+    checked before anything is allocated); range errors are raised as :func:`split_ids`
+    raises them, other bad items count one and are left to it."""
+    total = 0
+    for item in ids:
+        runs = _cached_id_runs(item) if isinstance(item, str) else None
+        total += 1 if runs is None else len(runs[0]) + len(runs[1])
+    return total
+
+
 def expand_ids(ids: Sequence[int | str], *, kind: str = "file_indices") -> Positions:
     """Expanded ids as an int64 array (ids beyond 2**62 are an error here)."""
     small, huge = split_ids(ids, kind=kind)
@@ -220,6 +232,10 @@ class Resolver:
     universe: Universe
     name_to_id: dict[str, int] | None = None
     warnings: list[PartialMatch] = field(default_factory=list)
+    #: ids the selectors' ranges may expand to, all selectors of this resolver together
+    #: (``limits.max_samples``): a small splits.json must not make it allocate gigabytes
+    id_budget: int = field(default_factory=lambda: limits.current().max_samples)
+    ids_spent: int = 0
 
     def resolve(self, selectors: Sequence[Selector], *, stage: str = "stage") -> Positions:
         """Positions selected by a stage's selector list (union in order, first wins)."""
@@ -276,6 +292,19 @@ class Resolver:
         hits = itertools.chain.from_iterable(index[w] for w in wanted if w in index)
         return np.unique(np.fromiter(hits, dtype=np.int64))
 
+    def _split_ids(self, sel: Selector, where: str) -> tuple[Positions, list[int]]:
+        """:func:`split_ids` of ``sel``, once its ids are counted against :attr:`id_budget`."""
+        asked = count_ids(sel.ids)
+        if self.ids_spent + asked > self.id_budget:
+            env = limits.Limits.env_name("max_samples")
+            raise SelectorError(
+                f"{where}: selector '{sel.kind.value}' asks for {asked:,} ids, beyond the "
+                f"{self.id_budget:,} that one split's selectors may name together ("
+                f"{self.ids_spent:,} before it); name fewer ids (a range per run of real "
+                f"frames), or if the split is genuine raise {env}=<n> (docs/robustness.md)")
+        self.ids_spent += asked
+        return split_ids(sel.ids, kind=sel.kind.value)
+
     # -- one selector -----------------------------------------------------------------
 
     def select(self, sel: Selector, where: str = "selector") -> Positions:
@@ -293,12 +322,15 @@ class Resolver:
                 self._partial(sel, where, sorted(wanted), found)
             return self._blocks(codes)
         if kind == "dir_indices":
-            positions, huge = split_ids(sel.ids, kind=kind)
+            positions, huge = self._split_ids(sel, where)
             size = len(uni)
-            bad = positions[positions >= size].tolist() + huge
-            if bad:
+            beyond = positions >= size
+            n_bad = int(np.count_nonzero(beyond)) + len(huge)
+            if n_bad:  # only the first few become Python ints, for the message
+                shown = (positions[beyond][:10].tolist() + huge[:10])[:10]
                 raise SelectorError(
-                    f"{where}: dir_indices positions {_short(bad)} out of range "
+                    f"{where}: dir_indices positions {shown}{and_more(n_bad, len(shown))} "
+                    "out of range "
                     f"(universe size {size}); positions count rows of the canonical universe "
                     "— regenerate the split (`dvc-cuvis bake --rule`) after the data changed"
                 )
@@ -321,7 +353,7 @@ class Resolver:
 
     def _file_indices(self, sel: Selector, where: str) -> Positions:
         uni = self.universe
-        wanted, huge = split_ids(sel.ids)
+        wanted, huge = self._split_ids(sel, where)
         if not np.all(wanted[1:] > wanted[:-1]):  # baked ids are already sorted and unique
             wanted = np.unique(wanted)
         codes = self._by_source.get(norm_source(sel.source or ""), [])
@@ -345,8 +377,12 @@ class Resolver:
             parts.append(lo + at[hit])
             found |= hit
         if found.any() and not (found.all() and not huge):
-            requested = wanted.tolist() + sorted(set(huge))
-            self._partial(sel, where, requested, set(wanted[found].tolist()))
+            beyond = sorted(set(huge))  # the missing ids as ints, from the array (no set of all)
+            missing = tuple(wanted[~found].tolist() + beyond)
+            pm = PartialMatch(where, "file_indices", sel.source, len(wanted) + len(beyond),
+                              missing)
+            self.warnings.append(pm)
+            logger.warning(pm.message())
         return np.concatenate(parts)
 
     def _category_ids(self, sel: Selector, where: str) -> list[int]:
@@ -415,8 +451,3 @@ def resolve_selectors(
     """Resolve one stage's selectors to universe positions (see :class:`Resolver`)."""
     return Resolver(universe, name_to_id).resolve(selectors, stage=stage)
 
-
-def _short(values: list[int], limit: int = 10) -> str:
-    if len(values) <= limit:
-        return str(values)
-    return f"{values[:limit]}{and_more(len(values), limit)}"

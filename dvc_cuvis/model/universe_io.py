@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dvc_cuvis import limits
 from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.errors import MissingUniverseError, SelectorError, UniverseError
 from dvc_cuvis.model.ids import MAX_RANGE_IDS, parse_id_range
@@ -381,6 +382,8 @@ class _Builder:
         self.rank: dict[str, int] = {}
         self.store: dict[str, _Grow] = {}
         self.n = 0
+        #: samples the whole file may describe, ranges expanded (checked before expanding)
+        self.max_samples = limits.current().max_samples
 
     def add_rows(self, rows: Iterable[tuple[int, list[bytes]]]) -> None:
         """Add rows from the slow path (already split into cells)."""
@@ -424,6 +427,7 @@ class _Builder:
         if not self.store:
             per_row = max(self.seen_bytes, 1) / max(m, 1)
             estimate = int(self.size_hint / per_row * 1.02) + 1024 if self.size_hint else m
+            estimate = min(estimate, self.max_samples)  # a guess, never beyond the budget
             self.store = {k: _Grow(v.dtype, max(estimate, m)) for k, v in parts.items()}
         for k, v in parts.items():
             self.store[k].extend(v)
@@ -451,6 +455,9 @@ class _Builder:
     def _parse_index(
         self, cells: npt.NDArray[np.bytes_], lines: npt.NDArray[np.int32]
     ) -> tuple[IntArray, npt.NDArray[np.int64] | None]:
+        if self.n + len(cells) > self.max_samples:  # one sample a row at least
+            self._over_budget(f"row {self.max_samples + 1:,}",
+                              int(lines[self.max_samples - self.n]))
         if len(cells) and cells.dtype.itemsize <= 18:
             digits = np.strings.isdigit(cells)
             if bool(np.all(digits)):
@@ -475,9 +482,13 @@ class _Builder:
                                     path=self.path, line=int(lines[r]))
             try:  # the one range grammar and limit, as selectors read it (ASCII digits only)
                 expanded = parse_id_range(text) if text.isascii() else None
-                bad = expanded is not None and expanded.stop > _MAX_INDEX
+                bad = False
             except SelectorError:
                 expanded, bad = None, True
+            if expanded is not None and expanded.stop > _MAX_INDEX:
+                raise UniverseError(f"column 'index': bad range {text!r}: ends beyond "
+                                    f"{_MAX_INDEX:,}, too large for a read position",
+                                    path=self.path, line=int(lines[r]))
             if bad:
                 raise UniverseError(
                     f"column 'index': bad range {text!r} (need start <= stop, step > 0, at most "
@@ -490,10 +501,25 @@ class _Builder:
                     "(or an inclusive 'a-b[:step]' range, or empty for a whole-file sample)",
                     path=self.path, line=int(lines[r]),
                 )
+            # counted before it is expanded: the file's rows so far, this chunk's rows (the
+            # ranges among them expanded) and the rows after it, one sample each at least
+            total = self.n + len(values) + len(expanded) + len(cells) - r - 1
+            if total > self.max_samples:
+                self._over_budget(f"range {text!r} ({len(expanded):,} ids)", int(lines[r]))
             values.extend(expanded)
             repeat[r] = len(expanded)
             ranged = True
         return np.asarray(values, dtype=np.int64), (repeat if ranged else None)
+
+    def _over_budget(self, what: str, line: int) -> None:
+        """Refuse a file that describes more samples than :attr:`max_samples` (at ``line``)."""
+        env = limits.Limits.env_name("max_samples")
+        raise UniverseError(
+            f"column 'index': {what} brings the file beyond {self.max_samples:,} samples, the "
+            f"ceiling of one universe.csv (ranges expanded); if the data is genuine, raise it "
+            f"with {env}=<n> (docs/robustness.md)",
+            path=self.path, line=line,
+        )
 
     def finish(self) -> Universe:
         first_seen = list(self.rank)  # position = code
