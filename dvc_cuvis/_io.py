@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import functools
 import json
@@ -19,7 +20,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.errors import RepoError, YamlError, first_line
+from dvc_cuvis.errors import (
+    FileSystemError,
+    RepoError,
+    YamlError,
+    first_line,
+    is_environment_error,
+)
 
 Buffer = bytes | bytearray | memoryview
 
@@ -42,9 +49,13 @@ def atomic_write_parts(path: Path | str, parts: Iterable[Buffer], *, fsync: bool
     torn until the caller has synced the file system (see ``materialize``'s scheme).
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    fd = _locked_temp(tmp)
+    try:
+        _make_folder(target.parent)
+        fd = _locked_temp(tmp)
+    except OSError as exc:  # the folder (or a file in its way), else the output, is named
+        named = exc.filename if exc.filename and str(exc.filename) != str(tmp) else target
+        raise FileSystemError(exc, named) from None
     try:
         os.ftruncate(fd, 0)
         for part in parts:
@@ -55,12 +66,24 @@ def atomic_write_parts(path: Path | str, parts: Iterable[Buffer], *, fsync: bool
             os.fsync(fd)
         os.fchmod(fd, 0o644)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and is_environment_error(exc):  # a full disk, a folder
+            raise FileSystemError(exc, target) from None  # under the final name, ...
         raise
     finally:
         os.close(fd)  # releases the lock: the next writer of this path may go
+
+
+def _make_folder(folder: Path) -> None:
+    """``folder`` and its parents, made; a file in the way is ``ENOTDIR`` naming it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # mkdir met a file (or a dangling link) where a folder belongs
+        in_way = next((p for p in (folder, *folder.parents)
+                       if os.path.lexists(p) and not p.is_dir()), folder)
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(in_way)) from None
 
 
 def _locked_temp(tmp: Path) -> int:

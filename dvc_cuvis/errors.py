@@ -93,3 +93,47 @@ class YamlError(RepoError):
         """The error naming ``where`` at ``line``."""
         super().__init__(f"{where}{line}: not valid YAML ({problem}); fix or regenerate the file")
         self.line, self.problem = line, problem
+
+
+#: what to do about each refusal of the file system (``errno`` name -> the advice)
+_ADVICE = {
+    "ENOSPC": "the disk is full: free space (or write elsewhere) and rerun",
+    "EDQUOT": "the disk quota is used up: free space (or write elsewhere) and rerun",
+    "EACCES": "permission denied: check the permissions of the file and its folder",
+    "EPERM": "operation not permitted: check the permissions of the file and its folder",
+    "EROFS": "the file system is read-only: write somewhere writable",
+    "EISDIR": "it is a folder where a file belongs: remove it or choose another path",
+    "ENOTDIR": "a part of the path is a file where a folder belongs: remove it or choose "
+               "another path",
+    "EEXIST": "a file is in the way where a folder belongs: remove it or choose another path",
+    "ENAMETOOLONG": "the name is too long for the file system: shorten the file or folder "
+                    "name",
+    "ELOOP": "it is a symlink (or a loop of them) where a file or folder belongs: remove "
+             "the link",
+}
+
+
+class FileSystemError(DvcCuvisError, OSError):
+    """The file system refused a read or write (disk full, permission, read-only, a folder
+    where a file belongs, a name too long): one line naming the file, exit 2; still an
+    ``OSError`` (with its ``errno``) for callers that catch those."""
+
+    def __init__(self, exc: OSError, path: Path | str | None = None) -> None:
+        """The error of ``exc`` at ``path`` (``exc.filename`` when not given)."""
+        import errno
+
+        name = errno.errorcode.get(exc.errno or 0, "")
+        where = path if path is not None else exc.filename
+        what = exc.strerror or first_line(exc, type(exc).__name__)
+        advice = _ADVICE.get(name)
+        super().__init__(f"{where if where is not None else '(unknown file)'}: {what}"
+                         + (f"; {advice}" if advice else ""))
+        self.errno = exc.errno  # (no strerror/filename: str() stays the one line above)
+
+
+def is_environment_error(exc: BaseException) -> bool:
+    """True for an ``OSError`` that the environment caused (full disk, permissions, a
+    read-only or odd file system), not a bug: the CLI reports it as one line."""
+    import errno
+
+    return isinstance(exc, OSError) and errno.errorcode.get(exc.errno or 0, "") in _ADVICE

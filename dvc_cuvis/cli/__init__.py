@@ -34,7 +34,7 @@ from dvc_cuvis.cli import (
     resolve,
 )
 from dvc_cuvis.cli._settings import EXIT_BAD_INPUT, EXIT_CODES, EXIT_OK, Parser
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, FileSystemError, is_environment_error
 
 #: Verb modules in the order ``dvc-cuvis --help`` lists them (the pipeline's order).
 VERBS = (init, enumerate, bake, resolve, materialize, fetch, check, history, report, export,
@@ -118,17 +118,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:
+        if not is_environment_error(exc):
+            return _internal_error(exc)
+        print(f"dvc-cuvis: error: {FileSystemError(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except MemoryError:
         print("dvc-cuvis: error: out of memory", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # never a traceback for users; opt in with DVC_CUVIS_DEBUG=1
-        if os.environ.get("DVC_CUVIS_DEBUG"):
-            raise
-        print(f"dvc-cuvis: internal error: {type(exc).__name__}: {exc} "
-              "(please report it; set DVC_CUVIS_DEBUG=1 for a traceback)", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _internal_error(exc)
     finally:
         log.setLevel(level)
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug: one line asking for a report (the traceback with ``DVC_CUVIS_DEBUG=1``)."""
+    if os.environ.get("DVC_CUVIS_DEBUG"):
+        raise exc
+    print(f"dvc-cuvis: internal error: {type(exc).__name__}: {exc} "
+          "(please report it; set DVC_CUVIS_DEBUG=1 for a traceback)", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 __all__ = ["build_parser", "main"]

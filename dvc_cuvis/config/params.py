@@ -19,6 +19,8 @@ def load_params(path: Path | str | None) -> dict[str, Any]:
     if path is None:
         return {}
     p = Path(path)
+    if p.is_dir():
+        raise ParamsError(f"{p}: is a folder, not a params file; give the params file")
     if not p.is_file():
         raise ParamsError(f"{p}: params file not found")
     from dvc_cuvis._io import read_yaml

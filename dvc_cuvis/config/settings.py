@@ -70,14 +70,32 @@ def find_params(explicit: str | None, no_params: bool) -> Path | None:
         refuse_nul(explicit, "--params")
         return Path(explicit)
     here = Path("params.yaml")
-    if here.is_file():
+    if _params_file(here):
         return here
     from dvc_cuvis.paths import repo_root
 
     root = repo_root(Path.cwd())
-    if root is not None and (root / "params.yaml").is_file():
+    if root is not None and _params_file(root / "params.yaml"):
         return Path(os.path.relpath(root / "params.yaml"))
     return None
+
+
+def _params_file(path: Path) -> bool:
+    """True if ``path`` is a params file; something else under that name (a folder, a
+    dangling link) is an error, never silently passed over for the built-in defaults."""
+    if path.is_file():
+        return True
+    if not os.path.lexists(path):
+        return False
+    shown = os.path.relpath(path)
+    if path.is_dir():
+        what = "is a folder, not a params file"
+    elif path.is_symlink():
+        what = f"is a symlink to {os.readlink(path)}, which does not exist"
+    else:
+        what = "is not a regular file"
+    raise ParamsError(f"{shown}: {what}; fix or remove it (or pass --params FILE or "
+                      "--no-params)")
 
 
 def validate(params: dict[str, Any], where: Path | str, verbs: list[str]) -> None:

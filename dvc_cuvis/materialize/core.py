@@ -59,7 +59,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import numpy as np
 
@@ -68,8 +68,9 @@ from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis.config.specs import MATERIALIZE
 from dvc_cuvis.digests.hashing import list_tree
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.errors import DvcCuvisError, MissingFileError
+from dvc_cuvis.errors import DvcCuvisError, FileSystemError, MissingFileError
 from dvc_cuvis.interop.modules import MODULE_COLUMN
+from dvc_cuvis.limits import LimitError
 from dvc_cuvis.materialize.summaries import ceiling_of, summarize, to_record
 from dvc_cuvis.materialize.summary_store import THUMBNAIL_CAP, refresh, thumbnail_frames
 from dvc_cuvis.model.frames import (
@@ -77,13 +78,18 @@ from dvc_cuvis.model.frames import (
     FrameWriter,
     NpzInput,
     frame_arrays,
+    frame_name,
+    frame_name_problem,
     open_npz_input,
+)
+from dvc_cuvis.model.frames import (
+    parse_frame_name as parse_frame_name,  # (its home is model.frames, as frame_name's)
 )
 from dvc_cuvis.model.selectors import Resolver
 from dvc_cuvis.model.splits import STAGES, check_pinned_universe, dumps_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import format_universe
-from dvc_cuvis.paths import PathGuard, dvc_root_of
+from dvc_cuvis.paths import PathGuard, dvc_root_of, owned_files, owned_folder
 from dvc_cuvis.progress import progress
 
 FORMAT_VERSION = 2  # 2: frames/<source>.<index>.npz (1: frames/<source>/<index>.npz)
@@ -137,65 +143,6 @@ def parse_crop(spec: str | list[int] | tuple[int, ...] | None) -> tuple[int, int
 
 
 # -- frame names --------------------------------------------------------------------------
-
-
-def frame_name(source: str, index: int) -> str:
-    """``frames/<source path>.<index:06d>.npz``: one file per frame, beside its siblings.
-
-    A person browsing the folder finds the source's own folders and, in them, one file
-    per frame named after the source file: ``day1/a.cu3s`` frame 3 is
-    ``frames/day1/a.cu3s.000003.npz``, a single-frame ``day1/f.npz`` is
-    ``frames/day1/f.npz.000000.npz`` (the extension stays, so ``x.tif`` and ``x.tiff`` never
-    meet).  A whole-file sample (no index) is read at position 0 and named so.
-
-    Distinct ``(source, index)`` never share a name — unlike upstream's
-    ``<parent>_<stem>`` names, where ``day1/raw/s`` and ``day2/raw/s`` collide — because
-    :func:`parse_frame_name` inverts it: every path component is escaped (``%``, control
-    and Windows-reserved characters, ``.``/``..``, an empty component or a leading ``/``,
-    never a letter of any script), and a folder never ends in ``.npz`` (its last ``.`` is
-    escaped) while every frame file does, so a file and a folder cannot meet either.  Case
-    is kept: two sources that differ only in case get two names, as distinct as the raw
-    files they came from.
-    """
-    *dirs, base = source.split("/")
-    enc = [_encode_dir(part) for part in dirs]
-    enc.append(f"{_encode_part(base)}.{index:06d}.npz")
-    return "frames/" + "/".join(enc)
-
-
-def parse_frame_name(name: str) -> tuple[str, int]:
-    """The ``(source, index)`` a :func:`frame_name` came from (its inverse)."""
-    head, sep, rest = name.partition("/")
-    stem, dot, digits = rest.rpartition("/")[2].removesuffix(".npz").rpartition(".")
-    if head != "frames" or not sep or not dot or not rest.endswith(".npz"):
-        raise DvcCuvisError(f"{name!r}: not a frame name (frames/<source>.<index>.npz)")
-    parts = [*rest.split("/")[:-1], stem]
-    return "/".join(_decode_part(p) for p in parts), int(digits)
-
-
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.,@+=()~ ")
-
-
-def _encode_part(part: str) -> str:
-    if part == "":
-        return "%2F"  # a leading "/" (absolute source) or an empty component
-    if part in (".", ".."):
-        return part.replace(".", "%2E")
-    return "".join(
-        ch if ch in _SAFE or (ch > "\x7f" and ch.isprintable()) else
-        "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
-        for ch in part)
-
-
-def _encode_dir(part: str) -> str:
-    enc = _encode_part(part)
-    if enc.lower().endswith(".npz"):  # only frame files end in .npz
-        enc = enc[:-4] + "%2E" + enc[-3:]
-    return enc
-
-
-def _decode_part(enc: str) -> str:
-    return "" if enc == "%2F" else unquote(enc, errors="surrogatepass")
 
 
 def _v1_frame_name(source: str, index: int) -> str:
@@ -506,7 +453,10 @@ def output_lock(out_dir: Path, *, wait_s: float = 0.0) -> Iterator[None]:
     """Exclusive lock on ``out_dir`` (``.materialize.lock``); waits up to ``wait_s`` seconds."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / ".materialize.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # never through a link: a dangling one would create a file where it leads
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise FileSystemError(exc, path) from None
     deadline = time.monotonic() + wait_s
     try:
         while True:
@@ -600,6 +550,7 @@ def plan(
     manifest = manifest if version == FORMAT_VERSION else {}
     ref_md5 = _reference_md5s(params, cache)
     guard = PathGuard(base)
+    max_name = limits.current().max_name_bytes
     names: dict[int, str] = {}
     recipes: dict[str, str] = {}
     todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]] = {}
@@ -612,6 +563,10 @@ def plan(
         key = _recipe_key(fmt, source, index, phys, ann, params, ref_md5, cache)
         recipe = _recipe(key)
         name = frame_name(source, index)
+        problem = frame_name_problem(name, max_name)
+        if problem is not None:  # enumerate refuses it; a hand-written universe.csv may not
+            raise LimitError(f"{uni.path}: {uni.uid(pos)}: cannot be materialized: {problem}; "
+                             "rename the file and re-enumerate")
         inputs[name] = Task(fmt, str(phys), str(ann) if ann else None, source, ((index, name),),
                             os.path.abspath(out_dir), params)
         names[pos], recipes[name] = name, recipe
@@ -694,14 +649,20 @@ def _tasks(
 
 
 def _unwanted_files(out_dir: Path, wanted: set[str]) -> list[Path]:
-    """Our files under ``OUT/frames`` (frames, temporaries) that no frame of the plan is."""
-    delete = []
+    """Our files under ``OUT/frames`` (frames, temporaries) that no frame of the plan is.
+
+    ``frames/`` and every folder in it must be a real folder, not a link (refused with the
+    link named): an entry listed here lies inside ``OUT``, and its ``unlink`` removes that
+    entry, never a file a link leads to.
+    """
     frames_dir = out_dir / "frames"
-    if frames_dir.is_dir():
-        for p in sorted(frames_dir.rglob("*")):
-            ours = p.suffix == ".npz" or p.name.endswith(".tmp")
-            if ours and p.is_file() and p.relative_to(out_dir).as_posix() not in wanted:
-                delete.append(p)
+    owned_folder(frames_dir, out_dir)
+    delete = []
+    for f in owned_files(frames_dir):
+        p = Path(f)
+        ours = p.suffix == ".npz" or p.name.endswith(".tmp")
+        if ours and p.relative_to(out_dir).as_posix() not in wanted:
+            delete.append(p)
     return delete
 
 

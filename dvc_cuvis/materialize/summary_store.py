@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 from dvc_cuvis._io import atomic_write_parts, sync_file_system
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.summaries import RECIPE
+from dvc_cuvis.paths import owned_files, owned_folder
 
 #: The folder of a materialized output holding the shards.
 SUMMARIES_DIR = "summaries"
@@ -73,8 +75,8 @@ def write_shard(path: Path, entries: Mapping[str, Mapping[str, Any]], *,
     whether the file changed.
     """
     if not entries:
-        if path.exists():
-            path.unlink()
+        if os.path.lexists(path):  # the entry itself (a link is removed, never followed)
+            os.unlink(path)
             return True
         return False
     text = dumps_shard(entries)
@@ -135,7 +137,10 @@ def refresh(
     by_shard: dict[str, list[str]] = {}
     for name in frames:
         by_shard.setdefault(shard_of(name), []).append(name)
-    present = {p.relative_to(out_dir).as_posix() for p in shard_files(out_dir)}
+    root = out_dir / SUMMARIES_DIR  # a real folder of ours, links refused: we delete in it
+    owned_folder(root, out_dir)
+    present = {Path(p).relative_to(out_dir).as_posix() for p in owned_files(root)
+               if os.path.basename(p) == SHARD_NAME}
     again = changed = 0
     for shard in sorted(set(by_shard) | present):
         old = read_shard(out_dir / shard)

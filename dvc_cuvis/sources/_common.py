@@ -7,7 +7,7 @@ re-exports the public names.
 
 from __future__ import annotations
 
-import glob
+import logging
 import os
 import stat
 from collections.abc import Callable
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from dvc_cuvis.config.specs import ENUMERATE
 from dvc_cuvis.digests import dvcignore
 from dvc_cuvis.digests.stat_cache import CacheMiss, StatCache
-from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.paths import PathGuard, is_within
+from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.paths import PathGuard, is_within, walk_glob
 from dvc_cuvis.progress import progress
 
 if TYPE_CHECKING:
@@ -150,16 +150,23 @@ def list_files(root: Path, pattern: str) -> list[str]:
     """Posix paths (relative to ``root``) matching ``pattern`` (``**`` recursive), sorted.
 
     Hidden files and folders are skipped; directories that match are dropped later, when
-    the caller stats each file anyway.  Inside a DVC repository, what DVC's ignore rules
+    the caller stats each file anyway.  A symlink to a folder is not descended
+    (:func:`~dvc_cuvis.paths.walk_glob`: each file is listed once, under its own path, and
+    a loop of links ends): one inside the root is named in a warning, one leading out of it
+    is refused.  Inside a DVC repository, what DVC's ignore rules
     leave out (``.dvcignore`` files, nested ones included; DVC's default patterns;
     subrepositories) is left out too, so a scan never lists a file DVC does not track
     (:mod:`dvc_cuvis.digests.dvcignore`).
     """
     if not root.is_dir():
         raise DvcCuvisError(f"{root}: dataset root not found or not a directory (check --root)")
-    found = glob.glob(pattern, root_dir=root, recursive=True)
-    if os.sep != "/":  # pragma: no cover - posix only in practice
-        found = [f.replace(os.sep, "/") for f in found]
+    walk = walk_glob(root, pattern)
+    found = walk.paths
+    if walk.skipped_links:
+        named = "; ".join(f"{rel!r} ({why})" for rel, why in walk.skipped_links[:3])
+        logging.getLogger(__name__).warning(
+            "%s: symlinked folders not followed: %s%s; their files are listed only where "
+            "they really lie, each once", root, named, and_more(len(walk.skipped_links), 3))
     ignore = dvcignore.for_folder(os.fspath(root))
     if ignore is not None:
         seen = set(ignore.files(os.fspath(root)))

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.config.specs import FORMATS
 from dvc_cuvis.digests.hashing import content_fingerprint
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.limits import Limits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
@@ -57,6 +59,7 @@ def scan(opts: EnumerateOptions) -> Scan:
 def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]]:
     """Scan, digest and canonicalize a universe; returns it with its metrics."""
     result = scan(opts)
+    _refuse_long_names(result, opts)
     if result.bad:  # the door: keep the verdicts of the good frames, then refuse
         from dvc_cuvis.sources.door import refuse
 
@@ -87,6 +90,38 @@ def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]
 
         metrics["derived"] = dict(sorted(DERIVED.items()))
     return uni, metrics
+
+
+def _refuse_long_names(result: Scan, opts: EnumerateOptions) -> None:
+    """Refuse files whose frame names materialize could not create (too many bytes once
+    encoded, the temp file's included), naming each, before any stage builds on them."""
+    from dvc_cuvis.limits import LimitError, current
+    from dvc_cuvis.model.frames import frame_name, frame_name_problem
+
+    pairs: Iterable[tuple[Any, Any]] = (
+        zip(result.columns["source"], result.columns["index"], strict=True)
+        if result.columns is not None
+        else ((r.get("source"), r.get("index")) for r in result.records))
+    longest: dict[str, int] = {}
+    for source, index in pairs:
+        if isinstance(source, str):  # the longest name of a source is its highest index's
+            longest[source] = max(longest.get(source, 0), _int_or_zero(index))
+    limit = current().max_name_bytes
+    bad = [(s, p) for s in sorted(longest)
+           if (p := frame_name_problem(frame_name(s, longest[s]), limit)) is not None]
+    if bad:
+        source, problem = bad[0]
+        raise LimitError(
+            f"{opts.root}: {source!r}: cannot be materialized: {problem}"
+            f"{and_more(len(bad), 1)}; rename the file (shorter names), or raise "
+            f"{Limits.env_name('max_name_bytes')} if the file system takes longer names")
+
+
+def _int_or_zero(value: Any) -> int:
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return 0
 
 
 def universe_metrics(

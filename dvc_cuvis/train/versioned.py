@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.errors import DvcCuvisError, RepoError, first_line
+from dvc_cuvis.paths import owned_folder
 from dvc_cuvis.train.stages import setup_stages
 
 if TYPE_CHECKING:
@@ -324,7 +325,7 @@ class Version:
                            cache_dir=self.cache_dir, splits=splits)
         got.rev = self.rev
         for rel, src in zip(got.files, got.paths, strict=True):
-            _link(src, self.folder / rel)
+            _link(src, self.folder / rel, self.folder)
         self.fetched[stage] = got
         return got
 
@@ -333,14 +334,19 @@ class Version:
         return f"{self.repo}@{self.rev} (commit {self.commit})"
 
 
-def _link(src: Path, dest: Path) -> None:
-    """``dest`` holds ``src``'s bytes: a hard link to the cache object, a copy across devices."""
+def _link(src: Path, dest: Path, view: Path) -> None:
+    """``dest`` holds ``src``'s bytes: a hard link to the cache object, a copy across devices.
+
+    The view is ours: a folder on the way to ``dest`` that is a link is refused, and an old
+    ``dest`` is removed as the entry it is (a link itself, never what it leads to).
+    """
     import shutil
 
-    if dest.exists():
-        if os.path.samefile(src, dest):
+    owned_folder(dest.parent, view)
+    if os.path.lexists(dest):
+        if not os.path.islink(dest) and os.path.samefile(src, dest):
             return
-        dest.unlink()
+        os.unlink(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.link(src, dest)
