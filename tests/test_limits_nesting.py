@@ -58,7 +58,7 @@ def test_at_the_ceiling_and_in_strings_it_parses() -> None:
 def test_a_record_nested_or_holding_itself_is_refused_and_shared_parts_walked_once() -> None:
     loop: list[Any] = []
     loop.append(loop)
-    with pytest.raises(NestingError, match="^ckpt: a record nested deeper"):
+    with pytest.raises(NestingError, match=r"^ckpt: a record nested deeper"):
         check_nesting({"x": loop}, "ckpt")
     shared: Any = [1]
     for _ in range(40):

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -87,7 +87,7 @@ class _Zeros:
 class _TorchPickler(pickle._Pickler):  # type: ignore[name-defined]  # the pure-Python one
     """torch.save's ``data.pkl`` without torch: storages as persistent ids, names as GLOBALs."""
 
-    dispatch = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
+    dispatch: ClassVar[dict[type, Any]] = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, _Storage):
