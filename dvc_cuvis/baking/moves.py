@@ -13,7 +13,6 @@ are found with the per-sample comparison of :func:`dvc_cuvis.model.compare.diff_
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from dvc_cuvis.baking.baked import Baked
 from dvc_cuvis.baking.groups import group_rows
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.limits import loads_json
 from dvc_cuvis.model.compare import ALL_NAMES, NEW, REMOVED, Version, diff_versions
 from dvc_cuvis.model.universe import Universe
 
@@ -80,8 +80,8 @@ def _in_repo(top: Path, path: Path | str | None) -> str | None:
 def _lent(metrics: bytes | None) -> frozenset[str]:
     """The ``lent_groups`` of a split metrics file (none when unreadable)."""
     try:
-        found = json.loads(metrics) if metrics else {}
-    except ValueError:
+        found = loads_json(metrics, "split metrics at HEAD") if metrics else {}
+    except ValueError:  # a NestingError too
         return frozenset()
     names = found.get("lent_groups") if isinstance(found, dict) else None
     return frozenset(str(n) for n in names) if isinstance(names, list) else frozenset()

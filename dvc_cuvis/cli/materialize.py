@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         show_progress=progress if progress is not None else sys.stderr.isatty(),
         summaries=not v["no_summaries"],
     )
+    for note in result.notes:
+        print(f"dvc-cuvis: {note}", file=sys.stderr)
     migrated = result.migrated
     moved = f", {migrated} migrated to the current layout" if migrated else ""
     print(f"materialized {len(result.universe)} frames into {out_dir}: {result.written} written, "

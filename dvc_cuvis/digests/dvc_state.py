@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import getpass
 import hashlib
-import json
 import logging
 import os
 import re
@@ -40,6 +39,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from dvc_cuvis.limits import loads_json
 
 logger = logging.getLogger(__name__)
 
@@ -197,8 +198,8 @@ def _parse(entry: str) -> tuple[str, int, str] | None:
     if m is not None:
         return m.group(1), int(m.group(2)), m.group(3)
     try:  # the same entry written with other spacing or key order (another JSON library)
-        d: Any = json.loads(entry)
-    except ValueError:
+        d: Any = loads_json(entry, "DVC's state")
+    except ValueError:  # a NestingError too
         return None
     if not isinstance(d, dict) or d.get("version") != 1:
         return None

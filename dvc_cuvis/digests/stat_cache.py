@@ -63,6 +63,7 @@ from dvc_cuvis._io import atomic_write_bytes
 from dvc_cuvis.digests import hashing
 from dvc_cuvis.digests.dvc_hashes import DvcKnownHashes, dvc_hashes_enabled
 from dvc_cuvis.digests.hashing import DIR_KEY, Stamp, stamp_of
+from dvc_cuvis.limits import loads_json
 from dvc_cuvis.paths import dvc_root
 
 MAGIC = b"dvc-cuvis stat cache 2\n"
@@ -179,8 +180,8 @@ class _Stored:
         memo = self._memo.get(key)
         if memo is None:
             try:
-                memo = json.loads(bytes(self._memo_raw.get(key, b"{}")))
-            except (ValueError, RecursionError):
+                memo = loads_json(bytes(self._memo_raw.get(key, b"{}")), "stat cache")
+            except ValueError:  # a NestingError too
                 memo = None
             if not isinstance(memo, dict):
                 memo = {}  # a damaged section: every lookup is a miss
@@ -194,8 +195,8 @@ class _Stored:
             if raw is None:
                 return None
             try:
-                vals = json.loads(bytes(raw))
-            except (ValueError, RecursionError):
+                vals = loads_json(bytes(raw), "stat cache")
+            except ValueError:  # a NestingError too
                 vals = None
             if not isinstance(vals, list) or len(vals) != len(self.paths):
                 vals = [None] * len(self.paths)  # a damaged list: every value is a miss
@@ -213,7 +214,7 @@ def _read(path: Path) -> _Stored | None:
         return None  # an older (JSON) cache or something else: start afresh
     try:
         head_end = data.index(b"\n", len(MAGIC))
-        head = json.loads(data[len(MAGIC):head_end])
+        head = loads_json(data[len(MAGIC):head_end], path)
         n = int(head["n"])
         pos = head_end + 1
         view = memoryview(data)

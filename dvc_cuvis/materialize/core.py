@@ -68,9 +68,9 @@ from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis.config.specs import MATERIALIZE
 from dvc_cuvis.digests.hashing import list_tree
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.errors import DvcCuvisError, FileSystemError, MissingFileError
+from dvc_cuvis.errors import DvcCuvisError, FileSystemError, MissingFileError, first_line
 from dvc_cuvis.interop.modules import MODULE_COLUMN
-from dvc_cuvis.limits import LimitError
+from dvc_cuvis.limits import LimitError, NestingError, loads_json
 from dvc_cuvis.materialize.summaries import ceiling_of, summarize, to_record
 from dvc_cuvis.materialize.summary_store import THUMBNAIL_CAP, refresh, thumbnail_frames
 from dvc_cuvis.model.frames import (
@@ -491,6 +491,8 @@ class Plan:
     migrate: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # new: old, entry
     #: per frame, the one-frame task that reads it (a kept frame's summary is taken from it)
     inputs: dict[str, Task] = field(default_factory=dict)
+    #: what the run repairs on its way, one line each (a damaged manifest, summaries shard)
+    notes: list[str] = field(default_factory=list)
 
 
 def _format_of(uni: Universe, pos: int, path: str) -> str:
@@ -523,17 +525,32 @@ def selected_rows(uni: Universe, splits_cfg: Any, select: str) -> list[int]:
     return np.unique(np.concatenate(parts)).tolist()
 
 
-def _load_manifest(out_dir: Path) -> tuple[int | None, dict[str, dict[str, Any]]]:
-    """The manifest's format version and frames (None and nothing when unreadable)."""
+def _load_manifest(out_dir: Path) -> tuple[int | None, dict[str, dict[str, Any]], str]:
+    """The manifest's format version and frames, and why it was not read ('' when it was,
+    or when there is none): a damaged manifest reads as none, so every frame is written."""
     path = out_dir / "manifest.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        version, frames = data.get("version"), data.get("frames", {})
-        if isinstance(version, int) and isinstance(frames, dict):
-            return version, frames
-    except (OSError, ValueError, AttributeError):
-        pass
-    return None, {}
+        data = loads_json(path.read_bytes(), path)
+    except FileNotFoundError:
+        return None, {}, ""
+    except NestingError:
+        return None, {}, "nested too deep"
+    except LimitError:  # a DVC_CUVIS_MAX_* setting that is not a number: said, not hidden
+        raise
+    except (OSError, ValueError) as exc:
+        return None, {}, first_line(exc, type(exc).__name__)[:120]
+    version = data.get("version") if isinstance(data, dict) else None
+    frames = data.get("frames") if isinstance(data, dict) else None
+    if not (isinstance(version, int) and isinstance(frames, dict)
+            and all(_is_entry(e) for e in frames.values())):
+        return None, {}, "not a manifest of frames"
+    return version, frames, ""
+
+
+def _is_entry(entry: Any) -> bool:
+    """A manifest entry as materialize writes it: recipe, md5 and size."""
+    return (isinstance(entry, dict) and isinstance(entry.get("recipe"), str)
+            and isinstance(entry.get("md5"), str) and type(entry.get("size")) is int)
 
 
 def plan(
@@ -545,7 +562,7 @@ def plan(
 ) -> Plan:
     """Compare recipe keys with the manifest and the files on disk."""
     base = uni.path.parent if uni.path is not None else Path(".")
-    version, manifest = _load_manifest(out_dir)
+    version, manifest, damage = _load_manifest(out_dir)
     legacy = manifest if version == 1 else {}  # a version-1 folder: its frames move, not rewrite
     manifest = manifest if version == FORMAT_VERSION else {}
     ref_md5 = _reference_md5s(params, cache)
@@ -584,7 +601,9 @@ def plan(
                 (index, name))
     tasks = _tasks(todo, out_dir, params)
     delete = _unwanted_files(out_dir, set(recipes) | {old for old, _ in migrate.values()})
-    return Plan(rows, names, recipes, tasks, keep, delete, migrate, inputs)
+    notes = [f"{out_dir / 'manifest.json'}: damaged ({damage}); rebuilding it: every "
+             "selected frame is written again, none is taken on its word"] if damage else []
+    return Plan(rows, names, recipes, tasks, keep, delete, migrate, inputs, notes)
 
 
 def _reference_md5s(params: ReaderParams, cache: StatCache) -> dict[str, str]:
@@ -693,6 +712,8 @@ class MaterializeResult:
     universe: Universe
     out_dir: Path
     migrated: int = 0  # frames of an older layout renamed into the current one, not rewritten
+    #: what the run repaired on its way, one line each (a damaged manifest or summaries shard)
+    notes: list[str] = field(default_factory=list)
 
 
 def materialize(
@@ -857,7 +878,7 @@ def materialize(
         _hand_over_outputs(out_dir, cache)
         cache.save()
     return MaterializeResult(written, len(p.keep), len(p.delete), npz_uni, out_dir,
-                             migrated=len(p.migrate))
+                             migrated=len(p.migrate), notes=p.notes)
 
 
 def _record_results(
@@ -913,7 +934,7 @@ def _refresh_summaries(
     frames = {name: (p.inputs[name].source, p.inputs[name].frames[0][0], entry["md5"])
               for name, entry in manifest.items() if name in p.inputs}
     refresh(out_dir, frames, fresh, thumbs, summarize_frame=again if enabled else None,
-            sync=False)
+            sync=False, notes=p.notes)
 
 
 def _write_universe_and_splits(

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis._io import atomic_write_parts, sync_file_system
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, first_line
+from dvc_cuvis.limits import LimitError, NestingError, loads_json
 from dvc_cuvis.materialize.summaries import RECIPE
 from dvc_cuvis.paths import owned_files, owned_folder
 
@@ -43,21 +44,36 @@ def shard_of(frame: str) -> str:
     return posixpath.join(SUMMARIES_DIR, folder, SHARD_NAME)
 
 
+class DamagedShardError(DvcCuvisError):
+    """A summaries shard that is not what materialize writes (materialize rebuilds it)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        """The shard at ``path`` and what is wrong with it; the message names the fix."""
+        super().__init__(f"{path}: damaged summaries shard ({why}); rerun dvc-cuvis "
+                         "materialize on its folder, which rebuilds it")
+        self.path, self.why = path, why
+
+
 def read_shard(path: Path) -> dict[str, dict[str, Any]]:
-    """The entries of a shard (frame name -> entry); empty when absent or of another recipe."""
+    """The entries of a shard (frame name -> entry); empty when absent or of another recipe;
+    :class:`DamagedShardError` naming the file and the command that rebuilds it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_bytes(), path)
     except FileNotFoundError:
         return {}
+    except NestingError:
+        raise DamagedShardError(path, "nested too deep") from None
+    except LimitError:  # a DVC_CUVIS_MAX_* setting that is not a number: said, not hidden
+        raise
     except (OSError, ValueError) as exc:
-        raise DvcCuvisError(f"{path}: not a summaries shard ({exc}); delete it and rerun "
-                            "dvc-cuvis materialize") from None
+        raise DamagedShardError(path, first_line(exc, type(exc).__name__)[:120]) from None
     if not isinstance(data, dict) or data.get("recipe") != RECIPE:
         return {}
     frames = data.get("frames")
     if not isinstance(frames, dict):
-        raise DvcCuvisError(f"{path}: not a summaries shard (no 'frames'); delete it and rerun "
-                            "dvc-cuvis materialize")
+        raise DamagedShardError(path, "no 'frames'")
+    if not all(isinstance(entry, dict) for entry in frames.values()):
+        raise DamagedShardError(path, "an entry is not an object")
     return frames
 
 
@@ -124,6 +140,7 @@ def refresh(
     out_dir: Path, frames: Mapping[str, tuple[str, int, str]],
     fresh: Mapping[str, dict[str, Any]], thumbs: frozenset[str], *,
     summarize_frame: Callable[[str], dict[str, Any]] | None, sync: bool = True,
+    notes: list[str] | None = None,
 ) -> int:
     """Bring every shard in step with ``frames`` (name -> source, index, md5).
 
@@ -132,7 +149,8 @@ def refresh(
     the frame is read once more. With ``summarize_frame`` None (summaries off) a frame
     without a valid entry is left out. Entries of frames gone are dropped, and an emptied
     shard is removed. ``sync=False``: the caller syncs the file system after (materialize's
-    manifest write does). Returns how many frames were summarized again.
+    manifest write does). A damaged shard reads as empty and is rebuilt, said in ``notes``.
+    Returns how many frames were summarized again.
     """
     by_shard: dict[str, list[str]] = {}
     for name in frames:
@@ -143,7 +161,13 @@ def refresh(
                if os.path.basename(p) == SHARD_NAME}
     again = changed = 0
     for shard in sorted(set(by_shard) | present):
-        old = read_shard(out_dir / shard)
+        try:
+            old = read_shard(out_dir / shard)
+        except DamagedShardError as exc:
+            old = {}
+            if notes is not None:
+                notes.append(f"{exc.path}: damaged summaries shard ({exc.why}); "
+                             + ("rebuilt" if summarize_frame else "dropped (summaries are off)"))
         entries: dict[str, dict[str, Any]] = {}
         for name in sorted(by_shard.get(shard, [])):
             source, index, md5 = frames[name]

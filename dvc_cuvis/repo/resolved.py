@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis._io import atomic_write_text
+from dvc_cuvis.limits import loads_json
 from dvc_cuvis.paths import dvc_root
 
 #: Bump when what the memo holds changes.
@@ -102,7 +103,7 @@ def resolved_stages(root: Path, text: str, data: dict[str, Any],
     path = _memo_path(root, repo)
     key = memo_key(root, repo, text, data)
     with contextlib.suppress(OSError, ValueError):
-        memo = json.loads(path.read_text(encoding="utf-8"))
+        memo = loads_json(path.read_bytes(), path)  # damaged or nested: resolved afresh
         if isinstance(memo, dict) and memo.get("key") == key \
                 and isinstance(memo.get("stages"), dict):
             return memo["stages"]

@@ -30,6 +30,7 @@ from dvc_cuvis._version import __version__
 from dvc_cuvis.check.drift import DriftReport
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.limits import loads_json
 from dvc_cuvis.model.ids import parse_id_range
 from dvc_cuvis.model.splits import STAGES, dumps_splits, effective_splits
 from dvc_cuvis.model.universe import Universe
@@ -62,7 +63,7 @@ def _read_split(path: Path) -> tuple[dict[str, Any], str, dict[str, int | None]]
     """A splits file as plain JSON, the sha256 of its bytes, and its samples per stage."""
     try:
         data = path.read_bytes()
-        doc = json.loads(data)
+        doc = loads_json(data, path)
     except (OSError, ValueError) as exc:
         raise DvcCuvisError(f"{path}: cannot read the split for the dataset record "
                             f"({exc})") from None

@@ -6,8 +6,9 @@ trained on are known without its commit.  Where universe.csv at the record's com
 the workspace) has the recorded md5, it is the universe of the comparison, and the
 per-sample comparison is exactly ``dvc-cuvis diff``'s (:func:`~dvc_cuvis.model.compare.
 diff_versions`), content changes included; otherwise the samples come from the split's ids
-and content changes are unknown.  Checkpoints are read with ``torch.load(...,
-weights_only=True)``: a user's file is never unpickled.
+and content changes are unknown.  A checkpoint is read without its tensors and without
+running its code (:mod:`dvc_cuvis.train.checkpoint`): only its pickle, whatever it names
+left inert.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError, first_line
+from dvc_cuvis.limits import LimitError, loads_json
 from dvc_cuvis.model.compare import SplitDiff, Version, diff_versions
 from dvc_cuvis.model.splits import parse_splits, resolve
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import parse_universe_bytes
 from dvc_cuvis.repo.lockfile import LockFile, LockReadError
 from dvc_cuvis.review.history import GitTree, load_version
+from dvc_cuvis.train.checkpoint import plain_record, read_checkpoint
 from dvc_cuvis.train.lineage import (
     KEY,
     RECORD_FILE,
@@ -43,30 +46,47 @@ FIRST_UIDS = 5
 
 
 def _from_checkpoint(path: Path) -> list[dict[str, Any]]:
-    """The records of a Lightning checkpoint (one per DataModule state that holds one)."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the train extra
-        raise DvcCuvisError(f"{path}: reading a checkpoint needs torch") from None
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many kinds; each is one clear line
-        first = first_line(exc, type(exc).__name__)[:200]
-        raise DvcCuvisError(f"{path}: not a checkpoint that loads without unpickling code "
-                            f"(torch.load weights_only=True: {first})") from None
+    """The records of a Lightning checkpoint (one per DataModule state that holds one), read
+    without its tensors (:func:`~dvc_cuvis.train.checkpoint.read_checkpoint`)."""
+    ckpt = read_checkpoint(path)
     if not isinstance(ckpt, dict):
         return []
     found = [v[KEY] for _, v in sorted(ckpt.items(), key=lambda kv: str(kv[0]))
              if isinstance(v, dict) and is_record(v.get(KEY))]
+    for record in found:
+        if not plain_record(record, path):
+            raise DvcCuvisError(f"{path}: a damaged dataset record (it holds values other "
+                                "than JSON's); take the record again with a guarded run")
+        _check_shape(record, path)
     return found
 
 
 def _from_json(path: Path) -> list[dict[str, Any]]:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DvcCuvisError(f"{path}: not a dataset record ({exc})") from None
-    return [doc] if is_record(doc) else []
+        doc = loads_json(path.read_bytes(), path)
+    except LimitError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise DvcCuvisError(f"{path}: not a dataset record ({first_line(exc)})") from None
+    if not is_record(doc):
+        return []
+    _check_shape(doc, path)
+    return [doc]
+
+
+#: The parts of a record that hold objects, and the one that holds a list of them.
+_OBJECTS = ("repo", "splits", "universe", "stages", "check", "split")
+
+
+def _check_shape(record: dict[str, Any], path: Path) -> None:
+    """Refuse a record whose parts are not of the kinds a record holds (one line, exit 2)."""
+    bad = [k for k in _OBJECTS if not isinstance(record.get(k) or {}, dict)]
+    data = record.get("data") or []
+    if not (isinstance(data, list) and all(isinstance(e, dict) for e in data)):
+        bad.append("data")
+    if bad:
+        raise DvcCuvisError(f"{path}: a damaged dataset record ({', '.join(bad)} not as a "
+                            "record holds them); take the record again with a guarded run")
 
 
 def read_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -252,7 +272,7 @@ def status(record: dict[str, Any], tree: Any, rev: str | None) -> dict[str, Any]
     a, known = record_version(record, tree, "trained")
     b = load_version(tree, rev, splits, universe, params_path=None)
     d = diff_versions(a, b)
-    split_now = json.loads(tree.read(rev, splits))
+    split_now = loads_json(tree.read(rev, splits), f"{label}: {splits}")
     uni_now = _md5(tree.read(rev, universe))
     recorded = {str(e.get("path")): e.get("md5") for e in record.get("data") or []}
     now = _data_at(tree, rev, record)

@@ -40,12 +40,13 @@ def test_a_shards_bytes_are_sorted_compact_and_end_in_a_newline() -> None:
 def test_unreadable_shards_are_refused_naming_the_file_and_the_fix(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(DvcCuvisError, match=r"bad\.json: not a summaries shard .*delete it and "
-                                            r"rerun dvc-cuvis materialize"):
+    with pytest.raises(DvcCuvisError, match=r"bad\.json: damaged summaries shard \(.*\); rerun "
+                                            r"dvc-cuvis materialize on its folder, which "
+                                            r"rebuilds it"):
         read_shard(bad)
     bad.write_text(json.dumps({"recipe": RECIPE, "frames": []}))
-    with pytest.raises(DvcCuvisError, match=r"bad\.json: not a summaries shard \(no 'frames'\); "
-                                            r"delete it and rerun dvc-cuvis materialize"):
+    with pytest.raises(DvcCuvisError, match=r"bad\.json: damaged summaries shard \(no 'frames'\); "
+                                            r"rerun dvc-cuvis materialize"):
         read_shard(bad)
     bad.write_text(json.dumps({"recipe": RECIPE - 1, "frames": {"x": {}}}))
     assert read_shard(bad) == {}
