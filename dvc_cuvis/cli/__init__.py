@@ -34,7 +34,7 @@ from dvc_cuvis.cli import (
     resolve,
 )
 from dvc_cuvis.cli._settings import EXIT_BAD_INPUT, EXIT_CODES, EXIT_OK, Parser
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, terminal
 
 #: Verb modules in the order ``dvc-cuvis --help`` lists them (the pipeline's order).
 VERBS = (init, enumerate, bake, resolve, materialize, fetch, check, history, report, export,
@@ -76,7 +76,7 @@ class _Prefix(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         kind = "warning" if record.levelno >= logging.WARNING else "info"
-        return f"dvc-cuvis: {kind}: {super().format(record)}"
+        return terminal(f"dvc-cuvis: {kind}: {super().format(record)}", lines=True)
 
 
 def _log_once() -> None:
@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except DvcCuvisError as exc:
-        print(f"dvc-cuvis: error: {exc}", file=sys.stderr)
+        print(terminal(f"dvc-cuvis: error: {exc}", lines=True), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("dvc-cuvis: interrupted", file=sys.stderr)
@@ -124,8 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # never a traceback for users; opt in with DVC_CUVIS_DEBUG=1
         if os.environ.get("DVC_CUVIS_DEBUG"):
             raise
-        print(f"dvc-cuvis: internal error: {type(exc).__name__}: {exc} "
-              "(please report it; set DVC_CUVIS_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(terminal(f"dvc-cuvis: internal error: {type(exc).__name__}: {exc} "
+                       "(please report it; set DVC_CUVIS_DEBUG=1 for a traceback)",
+                       lines=True), file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
         log.setLevel(level)
