@@ -9,7 +9,15 @@ upstream's loaders (``load_splits``) raise that and callers catch it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+#: C0 controls (tab and newline included: one field is one line), DEL and C1 controls,
+#: the line/paragraph separators, and the bidi marks, embeddings, overrides and isolates.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+#: Same, but keeping ``\n`` and ``\t``: for text whose lines are ours.
+_UNSAFE_KEEP_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                                "\u2028-\u202e\u2066-\u2069]")
 
 
 def first_line(what: object, default: str = "") -> str:
@@ -26,6 +34,27 @@ def and_more(total: int, shown: int) -> str:
     """`` (+N more)``: what a list cut to its first ``shown`` of ``total`` items leaves out
     ('' when nothing is left out)."""
     return f" (+{total - shown} more)" if total > shown else ""
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal(text: str, *, lines: bool = False) -> str:
+    """``text`` with control characters and bidi overrides as visible ``\\x1b``-style
+    escapes, so names from data cannot drive the terminal (erase a line, retitle the window,
+    reorder what a reader sees); ``lines=True`` keeps ``\\n`` and ``\\t`` (for text whose line
+    structure is ours, the fields in it already escaped).  Ordinary text is unchanged."""
+    return (_UNSAFE_KEEP_LINES if lines else _UNSAFE).sub(_visible, text)
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """At most ``limit`` characters of ``text``, saying how many were left out, so one value
+    cannot flood a report."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…(+{len(text) - limit} chars)"
 
 
 class DvcCuvisError(ValueError):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dvc_cuvis.check.facts import Facts
-from dvc_cuvis.errors import and_more
+from dvc_cuvis.errors import and_more, terminal
 
 __all__ = ["CHECKS", "DriftReport", "Finding"]
 
@@ -95,7 +95,9 @@ class DriftReport:
                 lines.append(f"         {line}")
             if f.failed and f.fix:
                 lines.append(f"         fix: {f.fix}")
-        return "\n".join(lines) + "\n"
+        # names in a line are data: no control character of theirs reaches the terminal
+        # (nor colorama's stream wrapper, which DVC installs), no newline starts a line
+        return "\n".join(terminal(line) for line in lines) + "\n"
 
 
 def _detail_lines(details: dict[str, Any], limit: int = 8) -> list[str]:

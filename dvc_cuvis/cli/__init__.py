@@ -34,7 +34,7 @@ from dvc_cuvis.cli import (
     resolve,
 )
 from dvc_cuvis.cli._settings import EXIT_BAD_INPUT, EXIT_CODES, EXIT_OK, Parser
-from dvc_cuvis.errors import DvcCuvisError, FileSystemError, is_environment_error
+from dvc_cuvis.errors import DvcCuvisError, FileSystemError, is_environment_error, terminal
 
 #: Verb modules in the order ``dvc-cuvis --help`` lists them (the pipeline's order).
 VERBS = (init, enumerate, bake, resolve, materialize, fetch, check, history, report, export,
@@ -76,7 +76,7 @@ class _Prefix(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         kind = "warning" if record.levelno >= logging.WARNING else "info"
-        return f"dvc-cuvis: {kind}: {super().format(record)}"
+        return terminal(f"dvc-cuvis: {kind}: {super().format(record)}", lines=True)
 
 
 def _log_once() -> None:
@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except DvcCuvisError as exc:
-        print(f"dvc-cuvis: error: {exc}", file=sys.stderr)
+        print(terminal(f"dvc-cuvis: error: {exc}", lines=True), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("dvc-cuvis: interrupted", file=sys.stderr)
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if not is_environment_error(exc):
             return _internal_error(exc)
-        print(f"dvc-cuvis: error: {FileSystemError(exc)}", file=sys.stderr)
+        print(terminal(f"dvc-cuvis: error: {FileSystemError(exc)}", lines=True), file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError:
         print("dvc-cuvis: error: out of memory", file=sys.stderr)
@@ -136,8 +136,9 @@ def _internal_error(exc: Exception) -> int:
     """A bug: one line asking for a report (the traceback with ``DVC_CUVIS_DEBUG=1``)."""
     if os.environ.get("DVC_CUVIS_DEBUG"):
         raise exc
-    print(f"dvc-cuvis: internal error: {type(exc).__name__}: {exc} "
-          "(please report it; set DVC_CUVIS_DEBUG=1 for a traceback)", file=sys.stderr)
+    print(terminal(f"dvc-cuvis: internal error: {type(exc).__name__}: {exc} "
+                   "(please report it; set DVC_CUVIS_DEBUG=1 for a traceback)", lines=True),
+          file=sys.stderr)
     return EXIT_BAD_INPUT
 
 

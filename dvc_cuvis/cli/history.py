@@ -12,7 +12,7 @@ from dvc_cuvis.cli._inputs import split_paths
 from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import DIFF, LOG
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, terminal
 
 
 def add_parser(sub: Any) -> None:
@@ -104,5 +104,5 @@ def run_log(args: argparse.Namespace) -> int:
         print(f"{e.sha:<9} {e.date:<10} {e.counts['train']:>7} {e.counts['val']:>6} "
               f"{e.counts['test']:>6} {num(e.moved):>6} {num(e.added):>5} {num(e.removed):>5} "
               f"{num(e.content):>6}  "
-              f"{e.universe_hash:<12}  {e.author}: {e.subject}")
+              f"{e.universe_hash:<12}  {terminal(e.author)}: {terminal(e.subject)}")
     return EXIT_OK

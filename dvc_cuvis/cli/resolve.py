@@ -16,7 +16,7 @@ from dvc_cuvis.cli._settings import (
 )
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import RESOLVE
-from dvc_cuvis.errors import and_more
+from dvc_cuvis.errors import and_more, terminal
 
 
 def add_parser(sub: Any) -> None:
@@ -32,7 +32,7 @@ def partial_failed(res: Any, where: object, allow: bool) -> bool:
     """Print each partly matching selector once; True when that fails the command."""
     kind = "warning" if allow else "error"
     for w in res.warnings:
-        print(f"dvc-cuvis: {kind}: {where}: {w.message()}", file=sys.stderr)
+        print(terminal(f"dvc-cuvis: {kind}: {where}: {w.message()}"), file=sys.stderr)
     return bool(res.warnings) and not allow
 
 
@@ -63,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
         hash_line = "not pinned"
         if pinned:
             hash_line = "matches" if pinned == uni.hash else f"DIFFERS (pinned {pinned[:12]})"
-        print(f"splits:   {splits_path} ({state(cfg)})")
-        print(f"universe: {inp.universe_path} — {len(uni)} samples, {len(uni.source_names)} "
-              f"sources, hash {uni.hash[:12]} ({hash_line})")
+        print(terminal(f"splits:   {splits_path} ({state(cfg)})"))
+        print(terminal(f"universe: {inp.universe_path} — {len(uni)} samples, "
+                       f"{len(uni.source_names)} sources, hash {uni.hash[:12]} ({hash_line})"))
         print(f"{'stage':<8} {'samples':>9} {'sources':>8} {'groups':>7}")
         for name, st in stats.items():
             note = "  (empty: whole universe)" if name == "predict" and res.predict_is_all else ""
@@ -75,12 +75,13 @@ def run(args: argparse.Namespace) -> int:
             shown = ", ".join(r.offending[:5])
             more = and_more(r.count, 5)
             offend = f": {shown}{more}" if r.offending else ""
-            print(f"constraint {r.kind} [{r.severity}]: {r.status}{extra}{offend}")
+            print(terminal(f"constraint {r.kind} [{r.severity}]: {r.status}{extra}{offend}"))
     if failed or partial:
         names = [f"{r.kind} {r.status}" for r in failed]
         if partial:
             names.append(f"{len(res.warnings)} selector(s) match only partly "
                          "(--allow-partial to accept)")
-        print(f"dvc-cuvis: check failed: {splits_path}: {', '.join(names)}", file=sys.stderr)
+        print(terminal(f"dvc-cuvis: check failed: {splits_path}: {', '.join(names)}"),
+              file=sys.stderr)
         return EXIT_CHECK_FAILED
     return EXIT_OK

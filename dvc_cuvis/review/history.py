@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError, first_line
+from dvc_cuvis.limits import LimitError
 from dvc_cuvis.model.compare import Version
 from dvc_cuvis.model.splits import (
     evaluate_constraints,
@@ -146,6 +147,10 @@ def _dvc_declares(git: Git, commit: str, path: str) -> bool:
     if any(git.read(commit, f"{p}.dvc") is not None for p in prefixes):
         return True
     text = git.read(commit, "dvc.lock")
+    if text:  # a pushed dvc.lock is read within the alias and nesting budget
+        from dvc_cuvis.review.bounded_yaml import check_yaml_budget
+
+        check_yaml_budget(text, f"{commit[:8]}:dvc.lock")
     try:  # the one dvc.lock reader
         lock = LockFile.parse(text.decode("utf-8"), Path("dvc.lock")) if text else None
     except (UnicodeDecodeError, LockReadError):
@@ -180,11 +185,13 @@ def load_version(
     constraints = [r.to_dict() for r in evaluate_constraints(res, cfg.constraints)]
     params: dict[str, Any] = {}
     if params_path:
-        from dvc_cuvis._io import parse_yaml
+        from dvc_cuvis.review.bounded_yaml import load_bounded_yaml
 
-        try:  # the one YAML reader
-            loaded = parse_yaml(tree.read(rev, params_path), f"{label}:{params_path}")
+        try:  # the one YAML reader, within the alias and nesting budget of a pushed file
+            loaded = load_bounded_yaml(tree.read(rev, params_path), f"{label}:{params_path}")
             params = loaded if isinstance(loaded, dict) else {}
+        except LimitError:
+            raise
         except DvcCuvisError:
             params = {}
     return Version(label, uni, res.stages, cfg.universe_hash, constraints, params)

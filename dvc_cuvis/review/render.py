@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dvc_cuvis.errors import shorten, terminal
 from dvc_cuvis.model.compare import SplitDiff
 from dvc_cuvis.model.splits import STAGES
+from dvc_cuvis.review.markdown import code_cell, code_fence, code_span
 
 
 def _constraint_line(constraints: list[dict[str, Any]]) -> str:
@@ -17,7 +19,7 @@ def _constraint_line(constraints: list[dict[str, Any]]) -> str:
 def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
     """The readable report."""
     a, b = d.a, d.b
-    out = [f"split diff {a.label} -> {b.label}"]
+    out = [f"split diff {terminal(a.label)} -> {terminal(b.label)}"]
     ha, hb = a.universe.hash[:12], b.universe.hash[:12]
     hash_part = f"hash {ha} (unchanged)" if ha == hb else f"hash {ha} -> {hb}"
     out.append(f"universe: {len(a.universe)} -> {len(b.universe)} samples "
@@ -36,7 +38,7 @@ def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
     out.extend(_content_lines(d, limit))
     if d.params:
         out.append("params:")
-        out.extend(f"  {k}: {va!r} -> {vb!r}" for k, va, vb in d.params)
+        out.extend(f"  {terminal(k)}: {_value(va)} -> {_value(vb)}" for k, va, vb in d.params)
     out.append(f"constraints before: {_constraint_line(a.constraints)}")
     out.append(f"constraints after:  {_constraint_line(b.constraints)}")
     return "\n".join(out) + "\n"
@@ -49,7 +51,7 @@ def _content_lines(d: SplitDiff, limit: int | None) -> list[str]:
     out = [f"content changed: {len(d.content)} sample(s) present at both ends have new bytes "
            f"({stages})"]
     shown = d.content_samples(limit)
-    out += [f"  {c['uid']} [{c['stage']}]: {', '.join(c['changed'])}" for c in shown]
+    out += [f"  {terminal(c['uid'])} [{c['stage']}]: {', '.join(c['changed'])}" for c in shown]
     if len(shown) < len(d.content):
         out.append(f"  ... {len(d.content) - len(shown)} more (use --all)")
     return out
@@ -66,16 +68,27 @@ def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
             cut = idx if limit is None else idx[:limit]
             more = f" (+{len(idx) - len(cut)})" if len(cut) < len(idx) else ""
             parts.append(f"{k} #{', #'.join(cut)}{more}")
-        out.append(f"  {src}: " + "; ".join(parts))
+        out.append(f"  {terminal(src)}: " + "; ".join(parts))
     if len(groups) < total:
         out.append(f"  ... {total - len(groups)} more source(s) (use --all)")
     return out
 
 
+def _value(v: Any) -> str:
+    """A params value as printed: its repr, control characters escaped, long ones cut."""
+    return terminal(shorten(repr(v)))
+
+
+def _code_block(lines: list[str]) -> list[str]:
+    """``lines`` (escaped already) in a fenced code block that no line of them can close."""
+    fence = code_fence(lines)
+    return [fence, *lines, fence]
+
+
 def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
     """A pull-request comment."""
     a, b = d.a, d.b
-    lines = [f"### Split diff `{a.label}` → `{b.label}`", ""]
+    lines = [f"### Split diff {code_span(a.label)} → {code_span(b.label)}", ""]
     ha, hb = a.universe.hash[:12], b.universe.hash[:12]
     lines.append(f"Universe: **{len(a.universe)} → {len(b.universe)}** samples "
                  f"(+{d.transitions_total('new')} new, −{d.transitions_total('removed')} "
@@ -91,18 +104,19 @@ def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
             lines.append(f"| {k.replace('->', ' → ')} | {v} | {d.source_transitions.get(k, 0)} |")
     changes = _change_lines(d, limit)
     if changes:
-        lines += ["", "<details><summary>Changed samples by source</summary>", "", "```"]
-        lines += [c.strip() for c in changes[1:]]
-        lines += ["```", "", "</details>"]
+        lines += ["", "<details><summary>Changed samples by source</summary>", ""]
+        lines += _code_block([c.strip() for c in changes[1:]])
+        lines += ["", "</details>"]
     content = _content_lines(d, limit)
     if content:
         lines += ["", f"**Content changed:** {content[0].split(': ', 1)[1]}", "",
-                  "<details><summary>Samples with new bytes</summary>", "", "```"]
-        lines += [c.strip() for c in content[1:]]
-        lines += ["```", "", "</details>"]
+                  "<details><summary>Samples with new bytes</summary>", ""]
+        lines += _code_block([c.strip() for c in content[1:]])
+        lines += ["", "</details>"]
     if d.params:
         lines += ["", "| param | before | after |", "|---|---|---|"]
-        lines += [f"| `{k}` | `{va!r}` | `{vb!r}` |" for k, va, vb in d.params]
+        lines += [f"| {code_cell(k)} | {code_cell(shorten(repr(va)))} | "
+                  f"{code_cell(shorten(repr(vb)))} |" for k, va, vb in d.params]
     lines += ["", f"Constraints before: {_constraint_line(a.constraints)}  ",
               f"Constraints after: {_constraint_line(b.constraints)}"]
     return "\n".join(lines) + "\n"
