@@ -202,11 +202,13 @@ def test_the_pre_commit_framework_hook_is_declared(tmp_path: Path) -> None:
     assert hook["entry"].split()[0] in scripts  # the entry is our console script
     files = re.compile(hook["files"])
     for staged in ("splits.json", "example/splits.json", "universe.csv", "a/b/universe.csv",
-                   "splits-v2.json"):
+                   "splits-v2.json", "data.dvc", "a/data.dvc", "dvc.lock", "a/dvc.lock",
+                   "params.yaml", "dvc.yaml"):
         assert files.search(staged), staged
-    for other in ("README.md", "universe.csv.bak", "params.yaml", "splits.json/x"):
+    for other in ("README.md", "universe.csv.bak", "splits.json/x", "notes.dvc.txt"):
         assert not files.search(other), other
-    # the plain git hook triggers on the same pattern
-    from dvc_cuvis.cli.hook import STAGED, hook_script
+    # the plain git hook triggers on the same pattern (as sh's case patterns, grep-free)
+    from dvc_cuvis.cli.hook import PATTERNS, STAGED, hook_script
 
-    assert hook["files"] == STAGED and f"grep -E '{STAGED}'" in hook_script(None, "py")
+    assert hook["files"] == STAGED and hook["entry"] == "dvc-cuvis check --staged"
+    assert f"    {'|'.join(PATTERNS)}) " in hook_script(None, "py")

@@ -42,6 +42,7 @@ from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.not_pulled import explain_not_pulled
 from dvc_cuvis.check.report import CHECKS, DriftReport, Finding
 from dvc_cuvis.check.selection import check_constraints, check_selection
+from dvc_cuvis.check.staged import Staged
 from dvc_cuvis.check.staleness import check_staleness, lock_path
 from dvc_cuvis.check.tokens import (
     TOKEN,
@@ -141,6 +142,7 @@ class _Run:
     deep: bool
     options: list[Any]
     where: str = ""
+    staged: Staged | None = None
     splits_path: Path | None = None
     uni_path: Path | None = None
     staleness: Finding | None = None
@@ -167,14 +169,14 @@ class _Run:
         targets = [p for p in (self.splits_path, self.uni_path) if p is not None]
         self.staleness, self.vouched = check_staleness(
             lock_path(lock, self.splits_path, self.uni_path), targets, self.cache,
-            self.uni_path, self.ws)
+            self.uni_path, self.ws, self.staged)
         if self.deep:
             self.vouched = {}
 
     def memo(self, current: Current) -> VerdictMemo | None:
         """The verdict memo slot, where a remembered verdict may stand for this check."""
         if self.deep or current is not None or self.vouched or self.uni_path is None \
-                or not self.wanted - {"staleness"}:
+                or not self.wanted - {"staleness"} or (self.staged and self.staged.paths):
             return None
         return VerdictMemo.before_reading(self.cache, self.splits, self.universe, self.options)
 
@@ -235,6 +237,7 @@ def verify(
     checks: Iterable[str] = CHECKS,
     allow_partial: bool = False,
     allow_unpinned: bool = False,
+    staged: Staged | None = None,
 ) -> DriftReport:
     """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
 
@@ -294,6 +297,9 @@ def verify(
         Which of ``universe, content, selection, constraints, staleness`` to run.
     allow_partial, allow_unpinned : bool, default False
         Accept a selector that matches only part of its ids / a split that pins no hash.
+    staged : Staged, optional
+        Check what a commit records (:func:`~dvc_cuvis.check.staged.staged_view`): the
+        split, the universe and dvc.lock as git's index holds them.
 
     Returns
     -------
@@ -354,7 +360,7 @@ def verify(
     """
 
     run = _Run(splits, universe, _wanted(checks), StatCache(None) if deep or cache is None
-               else cache, deep, [])
+               else cache, deep, [], staged=staged)
     run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, data_dir,
                    allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
     run.check_staleness(lock)
@@ -365,9 +371,15 @@ def verify(
     split_stamp = None
     if isinstance(run.splits, DataSplitConfig):
         cfg = run.splits
+    elif staged is not None and staged.holds(run.splits):
+        cfg = staged.splits(run.splits)
     else:
         cfg, split_stamp = load_splits_stamped(run.splits)
-    uni = universe if isinstance(universe, Universe) else read_universe(universe)
+    if isinstance(universe, Universe):
+        uni = universe
+    else:
+        uni = staged.universe(universe) if staged is not None and staged.holds(universe) \
+            else read_universe(universe)
     try:
         now, own_digests = _rescan(current, run.cache, run.vouched, uni)
     except NotPulledError:  # a clone that has not pulled: the content check says so

@@ -12,6 +12,7 @@ from pathlib import Path
 from dvc_cuvis.check.facts import Staleness
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
+from dvc_cuvis.check.staged import Staged
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.repo.lockfile import LockFile, LockReadError, compare, find_lock
 
@@ -20,23 +21,25 @@ __all__ = ["check_staleness", "lock_path"]
 
 def check_staleness(
     lock: Path | None, targets: list[Path], cache: StatCache, universe: Path | None,
-    ws: Workspace | None = None,
+    ws: Workspace | None = None, staged: Staged | None = None,
 ) -> tuple[Finding, dict[str, list[str]]]:
     """The staleness finding, and the files (absolute paths) that dvc.lock vouches for.
 
     The second value is :attr:`dvc_cuvis.repo.lockfile.Comparison.vouched`: the inputs of the
     stage that wrote ``universe`` when that stage is entirely unchanged — exactly the
-    bytes universe.csv was enumerated from.
+    bytes universe.csv was enumerated from.  With ``staged``, dvc.lock and the files it
+    records are taken as the commit records them.
     """
     if lock is None:
         return Finding("staleness", "skipped", "no dvc.lock"), {}
     ws = ws or Workspace(lock.parent)
     try:
-        parsed = LockFile.read(lock)
+        parsed = staged.lock(lock) if staged is not None and staged.holds(lock) \
+            else LockFile.read(lock)
     except LockReadError as exc:
         return Finding("staleness", "violation", str(exc), {"lock": str(lock)},
                        ws.relock(lock)), {}
-    cmp = compare(parsed, targets, cache, universe)
+    cmp = compare(parsed, targets, cache, universe, staged.md5s() if staged else None)
     facts = Staleness(tuple(cmp.relevant), tuple(cmp.changed), tuple(cmp.params_changed),
                       tuple(cmp.stale))
     if cmp.changed or cmp.params_changed:

@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.cli._inputs import (
     category_map,
@@ -22,12 +22,18 @@ from dvc_cuvis.cli._settings import register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import CHECK
 
+if TYPE_CHECKING:
+    from dvc_cuvis.check.staged import Staged
+
 
 def add_parser(sub: Any) -> None:
     """The ``check`` verb's flags (from the one spec, ``specs.CHECK``)."""
     p = verb_parser(sub, "check", "drift check: split vs universe vs data vs dvc.lock")
     register_options(p, CHECK)
     p.add_argument("--json", action="store_true", help="machine-readable report on stdout")
+    p.add_argument("--staged", action="store_true",
+                   help="check what `git commit` records: the split, universe and dvc.lock as "
+                        "git's index holds them (the pre-commit hook's mode)")
     p.set_defaults(func=run)
 
 
@@ -50,17 +56,30 @@ def _no_cyclic_gc() -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     """Drift check of a split against its universe, the data, and dvc.lock."""
     with _no_cyclic_gc():
-        return _check(Settings(args))
+        s = Settings(args)
+        if not args.staged:
+            return _check(s, None)
+        from dvc_cuvis.check.staged import staged_view
+
+        folder = split_paths(s)[1].parent
+        with staged_view(folder if folder.is_dir() else Path.cwd(),
+                         [s.file] if s.file else []) as staged:
+            return _check(s, staged)
 
 
-def _check(s: Settings) -> int:
+def _check(s: Settings, staged: Staged | None) -> int:
     from dvc_cuvis.check.drift import CHECKS, verify
     from dvc_cuvis.digests.stat_cache import open_stat_cache
 
     universe_path, splits_path = split_paths(s)
-    require_file(splits_path, "splits", s)
-    require_file(universe_path, "universe", s)
-    module_rules(s, universe_path)
+    uni = None
+    if staged is not None and staged.holds(universe_path):
+        uni = staged.universe(universe_path)  # the commit's rows; their files on disk
+    else:
+        require_file(universe_path, "universe", s)
+    if staged is None or not staged.holds(splits_path):
+        require_file(splits_path, "splits", s)
+    module_rules(s, universe_path, uni)
     cache = open_stat_cache(s.get("stat_cache") or "auto")
     spec = s.get("checks")
     checks = CHECKS if not spec else (spec.split(",") if isinstance(spec, str) else spec)
@@ -72,7 +91,7 @@ def _check(s: Settings) -> int:
     elif s.get("lock"):
         lock = Path(s.get("lock"))
     report = verify(
-        splits_path, universe_path,
+        splits_path, uni or universe_path,
         current=current,
         deep=s.flag("deep"),
         name_to_id=category_map(s),
@@ -83,6 +102,7 @@ def _check(s: Settings) -> int:
         checks=checks,
         allow_partial=s.flag("allow_partial"),
         allow_unpinned=s.flag("allow_unpinned"),
+        staged=staged,
     )
     if current is None and why_not:  # say what the universe check could not see
         universe = report.finding("universe")

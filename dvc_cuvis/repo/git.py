@@ -72,6 +72,30 @@ class Git:
         """``read`` for several files, through one ``cat-file --batch`` process."""
         return {rel: self.read(rev, rel) for rel in rels}
 
+    def staged(self, rel: str) -> bytes | None:
+        """The bytes ``git commit`` would record for ``rel`` (the index's blob, as the hook
+        of a commit sees it through ``GIT_INDEX_FILE``); None if the index has no such file."""
+        return self.read(":0", rel)
+
+    def unstaged(self) -> list[str]:
+        """The tracked files whose working-tree copy differs from the index (posix, relative
+        to the top; deleted ones too): where the working tree is not what a commit records."""
+        out = self.repo.git.diff("--name-only", "-z", "--no-renames", "--no-ext-diff")
+        return sorted(name for name in str(out).split("\0") if name)
+
+    def hooks_dir(self) -> Path:
+        """The folder git runs hooks from (``git rev-parse --git-path hooks``: it follows
+        ``core.hooksPath`` and, in a linked worktree, the main repository's hooks)."""
+        out = str(self.repo.git.rev_parse("--git-path", "hooks"))
+        return Path(os.path.abspath(Path(self.repo.working_dir) / out))
+
+    def config(self, key: str) -> str | None:
+        """The value of git's setting ``key`` (None when it is unset)."""
+        try:
+            return str(self.repo.git.config("--get", key)) or None
+        except _gitpython().GitCommandError:  # git config exits 1 for an unset key
+            return None
+
     def tracks(self, rel: str) -> bool:
         """True if git tracks the file ``rel`` (relative to the top) in the index."""
         return bool(self.repo.git.ls_files("--", rel).strip())

@@ -171,9 +171,13 @@ class Comparison:
 
 
 def compare(
-    lock: LockFile, targets: Sequence[Path], cache: StatCache, universe: Path | None = None
+    lock: LockFile, targets: Sequence[Path], cache: StatCache, universe: Path | None = None,
+    staged: Mapping[str, str | None] | None = None,
 ) -> Comparison:
     """Compare the stages that read or write ``targets`` with the workspace.
+
+    ``staged`` (absolute path -> md5, None for a deleted file) stands for the workspace
+    where a commit records a file differently (the pre-commit hook's check).
 
     Only files the matching hashes actually cover are vouched for (a folder reached
     through a symlink is not part of DVC's folder hash), and only by the stage that wrote
@@ -189,7 +193,7 @@ def compare(
         if stage.reports or not stage.touches(wanted):
             continue
         out.relevant.append(stage.name)
-        changed, covered = _compare_entries(lock, stage, cache, hashed)
+        changed, covered = _compare_entries(lock, stage, cache, hashed, staged or {})
         if definitions is None:
             definitions = stage_definitions(lock.root)
         changed += _compare_definition(stage, definitions)
@@ -207,7 +211,8 @@ def compare(
 
 
 def _compare_entries(
-    lock: LockFile, stage: Stage, cache: StatCache, hashed: dict[str, tuple[str, list[str]]]
+    lock: LockFile, stage: Stage, cache: StatCache, hashed: dict[str, tuple[str, list[str]]],
+    staged: Mapping[str, str | None],
 ) -> tuple[list[Change], dict[str, list[str]]]:
     """What differs from the recorded hashes, and the entries that match (with their files)."""
     changed: list[Change] = []
@@ -218,7 +223,13 @@ def _compare_entries(
             continue
         p = lock.root / rel
         top = os.path.abspath(p)
-        if not p.exists():
+        if top in staged:  # the commit's bytes, not the working tree's
+            md5 = staged[top]
+            if md5 != recorded:
+                changed.append(Change(stage.name, rel, "" if md5 else "missing"))
+            else:
+                covered[top] = [""]
+        elif not p.exists():
             changed.append(Change(stage.name, rel, "missing"))
         elif is_folder_hash(recorded):
             if not p.is_dir():
