@@ -118,6 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except PermissionError as exc:  # the environment, not the file's bytes: nothing cached
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"dvc-cuvis: error: {where}permission denied; give this user read access "
+              "and run again", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except MemoryError:
         print("dvc-cuvis: error: out of memory", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis._io import read_json
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
 
 
 def _coco_class() -> Any:
     try:
         from pycocotools.coco import COCO
     except ImportError:
-        raise DvcCuvisError(
+        raise MissingExtraError(
             "COCO annotations need pycocotools: pip install 'dvc-cuvis[coco]'"
         ) from None
     return COCO
