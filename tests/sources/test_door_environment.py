@@ -56,7 +56,7 @@ def test_an_unreadable_cube_is_a_permission_error_and_not_kept(
         if os.geteuid() == 0:  # root reads any file: the refusal the kernel gives others
             real = builtins.open
 
-            def refusing(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            def refusing(file, *args, **kwargs):
                 if os.fspath(file) == os.fspath(cube.resolve()):
                     raise PermissionError(13, "Permission denied", os.fspath(file))
                 return real(file, *args, **kwargs)
