@@ -110,6 +110,12 @@ class NotPulledError(DvcCuvisError):
     (``dvc pull``), as opposed to deleted or wrong: the drift check says "not pulled"."""
 
 
+class MissingExtraError(DvcCuvisError):
+    """An optional dependency (an extra such as ``tiff`` or ``coco``, the cuvis SDK) is not
+    installed: a fact of this environment, never of a file, so no verdict on a file may rest
+    on it; the message names the extra and the install line that fixes it."""
+
+
 class RepoError(DvcCuvisError):
     """A repository, revision or YAML file that cannot be read."""
 

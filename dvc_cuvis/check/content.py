@@ -88,6 +88,7 @@ def check_content(
     known = _known_digests(current)
     guard = PathGuard(base)
     missing, modified = [], []
+    actuals: dict[str, str] = {}
     bad_rows: set[int] = set()
     for rel in sorted(files):
         expected, rows = files[rel]
@@ -105,15 +106,47 @@ def check_content(
                 witness.append((path, read_stamp))
         if actual != expected:
             modified.append(rel)
+            actuals[rel] = actual
             bad_rows.update(rows)
     if not missing and not modified:
         via = f" ({len(skipped)} through dvc.lock's input hashes)" if skipped else ""
         return Finding("content", "ok",
                        f"{len(files) + len(skipped)} files match their recorded md5{via}")
+    edited = _hand_edited(uni, files, actuals)
+    modified = [m for m in modified if m not in edited]
     facts = ContentDrift(tuple(missing), tuple(modified), len(bad_rows),
                          _affected_stages(assignment, bad_rows) if assignment is not None
                          else None)
-    summary = f"{len(modified)} file(s) modified, {len(missing)} missing since enumerate"
     ws = ws or Workspace(uni.path.parent if uni.path is not None else None)
-    fix = ws.restore([base / m for m in missing], [base / m for m in modified])
-    return Finding("content", "drift", summary, facts.details(), fix, facts=facts)
+    details = facts.details()
+    said = []
+    if missing or modified:
+        said.append(f"{len(modified)} file(s) modified, {len(missing)} missing since enumerate")
+    fixes = [ws.restore([base / m for m in missing], [base / m for m in modified])] \
+        if missing or modified else []
+    if edited:
+        lines = sorted(edited.values())
+        numbers = ", ".join(map(str, lines))
+        whose = (f"row {numbers}'s md5 differs" if len(lines) == 1
+                 else f"rows {numbers}' md5s differ")
+        said.append(f"universe.csv {whose} from the file's bytes and from what enumerate "
+                    "wrote; universe.csv was edited by hand")
+        details["edited_rows"] = lines
+        fixes.append(ws.regenerate())
+    return Finding("content", "drift", "; ".join(said), details, "; ".join(fixes),
+                   facts=facts)
+
+
+def _hand_edited(uni: Universe, files: Mapping[str, tuple[str, list[int]]],
+                 actuals: Mapping[str, str]) -> dict[str, int]:
+    """The modified files whose row, not bytes, changed (:mod:`dvc_cuvis.check.hand_edits`):
+    file -> the universe.csv line of its first row."""
+    if not actuals:
+        return {}
+    from dvc_cuvis.check.hand_edits import written_digests
+
+    written = written_digests(uni)
+    if not written:
+        return {}
+    return {rel: uni.line_of(files[rel][1][0]) or files[rel][1][0] + 2
+            for rel, actual in sorted(actuals.items()) if written.get(rel) == actual}

@@ -2,8 +2,9 @@
 
 Every command a fix shows in backticks runs as printed, from the folder the check ran
 in, and fixes what its finding names: ``dvc repro`` where a pipeline produces the files,
-``dvc checkout --force PATH`` (which discards an edit, and says so) only for files DVC
-can restore from its cache, ``dvc pull`` only where a DVC remote is configured.  A step
+``dvc checkout --force PATH...`` only for files DVC can restore from its cache, naming each
+file it overwrites (never a checkout of everything) and saying, before the command, that
+it discards their edits, ``dvc pull`` only where a DVC remote is configured.  A step
 that needs values nobody knows here (the options universe.csv was enumerated with, a
 remote's URL) is said in words, never shown as a command.  What the repository holds is
 asked only when a finding failed.
@@ -20,10 +21,6 @@ from pathlib import Path
 from dvc_cuvis.paths import ancestors, dvc_root
 
 __all__ = ["Workspace"]
-
-#: More files than this are restored by a checkout of everything DVC tracks.
-LISTED = 8
-
 
 class Workspace:
     """Where the fix commands run: the user's folder, and the repository holding the files."""
@@ -110,14 +107,21 @@ class Workspace:
         if self.root is None or not self.restorable(files):
             return f"restore the files, or {accept}"
         force = "--force " if modified else ""
-        named = " ".join(shlex.quote(self.rel(f, self.root)) for f in files) \
-            if len(files) <= LISTED else ""
-        checkout = self.at(self.root, f"dvc checkout {force}{named}".rstrip())
+        named = " ".join(shlex.quote(self.rel(f, self.root)) for f in files)
+        checkout = self.at(self.root, f"dvc checkout {force}{named}")
         if not modified:
             return f"restore them: `{checkout}`, or accept the change: {accept}"
-        edits = "the edit" if len(modified) == 1 else "the edits"
-        lost = edits if named else "every edit to the data DVC tracks"
-        return f"`{checkout}` (discards {lost}), or keep {edits}: {accept}"
+        edits = "the edit" if len(modified) == 1 else f"the edits to these {len(modified)} files"
+        return (f"discard {edits} (nothing else is touched): `{checkout}`, or keep "
+                f"{'it' if len(modified) == 1 else 'them'}: {accept}")
+
+    def regenerate(self) -> str:
+        """Write universe.csv again from the data (a universe.csv edited by hand)."""
+        repro = self.repro()
+        if repro is not None:
+            return f"regenerate universe.csv: `{repro}`"
+        return ("regenerate universe.csv: run dvc-cuvis enumerate with the options it was "
+                "made with")
 
     def pull_data(self) -> str:
         """Pull what is not pulled yet (content not pulled)."""

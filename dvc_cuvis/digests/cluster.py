@@ -23,7 +23,7 @@ from typing import Any
 
 from dvc_cuvis.digests.dvc_hashes import DvcKnownHashes
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
 from dvc_cuvis.progress import progress
 
 _CLUSTER_LOGGERS = ("distributed", "tornado", "bokeh")
@@ -35,7 +35,7 @@ def client(scheduler: str | None) -> Iterator[Any]:
     try:
         from dask.distributed import Client
     except ImportError:
-        raise DvcCuvisError(
+        raise MissingExtraError(
             "--executor dask needs dask.distributed: pip install 'dvc-cuvis[dask]'"
         ) from None
     with _quiet_cluster_logs():

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis._io import read_json
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
 from dvc_cuvis.limits import Limits, check_declared, current
 
 
@@ -23,7 +23,7 @@ def _coco_class() -> Any:
     try:
         from pycocotools.coco import COCO
     except ImportError:
-        raise DvcCuvisError(
+        raise MissingExtraError(
             "COCO annotations need pycocotools: pip install 'dvc-cuvis[coco]'"
         ) from None
     return COCO

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.digests.stat_cache import stamp_key
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
 from dvc_cuvis.model.universe import is_anomalous
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
@@ -34,7 +34,7 @@ def require_cuvis() -> Any:
     try:
         import cuvis
     except Exception as exc:  # ImportError, or OSError when libcuvis.so is missing
-        raise DvcCuvisError(
+        raise MissingExtraError(
             "the cu3s format needs Cubert's cuvis SDK: install the native SDK (libcuvis) and "
             f"`pip install 'dvc-cuvis[cu3s]'` (import cuvis failed: {exc})"
         ) from None

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,18 +173,20 @@ def refuse(bad: list[BadFrame], total: int, fmt: str, root: Path) -> DoorError:
     if len(bad) == 1:  # one line, as every other error
         (b,) = bad
         return DoorError(f"{b.path}: {'; '.join(b.problems)}; enumerate refuses it ({count}) "
-                         f"and writes nothing; {restore_hint(root)}")
+                         f"and writes nothing; {restore_hint(root, bad, fmt)}")
     lines = [f"{count}; enumerate refuses them and writes nothing:"]
     for b in bad[:LISTED]:
         lines += [f"  {b.path}: {p}" for p in b.problems]
     if len(bad) > LISTED:
         lines.append(f"  ... and {len(bad) - LISTED} more")
-    lines.append(restore_hint(root))
+    lines.append(restore_hint(root, bad, fmt))
     return DoorError("\n".join(lines))
 
 
-def restore_hint(root: Path) -> str:
-    """How to get the last good data of ``root`` back, as fits what tracks it."""
+def restore_hint(root: Path, bad: Sequence[BadFrame] = (), fmt: str = "npz") -> str:
+    """How to get the last good bytes of the ``bad`` files under ``root`` back, as fits what
+    tracks them: each file from the newest version whose bytes the door passed, and nothing
+    else (:mod:`dvc_cuvis.repo.restore`)."""
     from dvc_cuvis.errors import RepoError
     from dvc_cuvis.repo.git import tracked_by
 
@@ -197,36 +200,94 @@ def restore_hint(root: Path) -> str:
     kind, what = found
     if kind == "stage":
         return f"the data is {what}: rerun that stage (`dvc repro`), {fix}"
+    files = sorted({b.path for b in bad})
     if kind == "git":
-        where = os.path.relpath(root)
-        return f"to get the last good data back: `git checkout HEAD -- {where}`, {fix}"
-    return _dvc_file_hint(root, what, fix)
+        return _git_hint(root, files, fmt, fix)
+    return _dvc_file_hint(root, what, fix, files, fmt)
 
 
-def _dvc_file_hint(root: Path, dvc_file: str, fix: str) -> str:
-    """The restore command for data tracked by ``dvc_file`` (relative to the repository)."""
-    from dvc_cuvis.paths import repo_root
+def _vouched(root: Path, fmt: str) -> Callable[[str, Path], bool]:
+    """Whether the bytes with an md5 (in a file at a path) are intact: the door's own verdict
+    on them, remembered by md5 in the stat cache, else taken now (npz frames)."""
+    from dvc_cuvis.digests.stat_cache import StatCache, default_cache_path
+
+    key = {"npz": NPZ_VERDICT, "tiff": TIFF_VERDICT}.get(fmt)
+    cache = StatCache(default_cache_path(Path(os.path.abspath(root))))
+
+    def vouched(md5: str, path: Path) -> bool:
+        if key is None:
+            return False
+        known, verdict = cache.memo_lookup(key, md5)
+        if known:
+            return verdict == []
+        return fmt == "npz" and not npz_verdict(path)
+
+    return vouched
+
+
+def _said(commands: list[str], never: Sequence[str], lost: Sequence[str], where: str,
+          fix: str) -> str:
+    """The hint: the restore commands, then the files nothing can restore, in words."""
+    out = []
+    if commands:
+        shown = " and ".join(f"`{c}`" for c in commands)
+        out.append("to get the last good data back (this overwrites the damaged files and "
+                   f"nothing else, committed or not): {shown}, then run enumerate again")
+    if never:
+        out.append(f"{', '.join(never)}: never added to {where}, so there is nothing to "
+                   "restore from: replace it with a good copy (or remove it)")
+    if lost:
+        out.append(f"{', '.join(lost)}: no version that {where} records is intact and at "
+                   "hand (the local cache): replace it with a good copy")
+    if not commands:
+        return f"to go on: {'; '.join(out)}; {fix.removeprefix('or ')}" if out else \
+            f"to go on: {fix.removeprefix('or ')}"
+    return f"{'; '.join(out)}; {fix}"
+
+
+def _git_hint(root: Path, files: list[str], fmt: str, fix: str) -> str:
+    """The restore of files git tracks: each from the newest commit with intact bytes, into
+    the work tree only (``git restore``; the index and every other file stay)."""
     from dvc_cuvis.repo.git import Git
+    from dvc_cuvis.repo.restore import git_intact
 
-    rev = None
-    base = repo_root(Path(os.path.abspath(root))) or Path(".")
-    path = base / dvc_file  # (the repository root may lie below git's top)
-    local = os.path.relpath(path)
     try:
-        with Git(path.parent) as git:
-            rel = Path(os.path.relpath(path, git.top)).as_posix()
-            committed = git.read("HEAD", rel)
-            if committed is not None and committed != path.read_bytes():
-                rev = "HEAD"  # changed since the commit (by `dvc repro`'s commit of the data)
-            elif committed is not None:
-                last = git.repo.git.log("-1", "--format=%H %P", "--", rel).split()
-                if len(last) > 1 and git.read(f"{last[0]}~", rel) is not None:
-                    # the commit that recorded these bytes has a parent holding the file
-                    rev = "HEAD~" if last[0] == git.commit("HEAD") else f"{last[0][:12]}~"
-    except Exception:  # git unreadable (RepoError, GitPython's own): no revision to name
-        rev = None
-    if rev is None:
-        return (f"to go on: {fix.removeprefix('or ')} (git has no earlier {local} to go "
-                "back to)")
-    return (f"to get the last good data back: `git checkout {rev} -- {local} && dvc checkout "
-            f"--force {local}` (replaces the damaged files), {fix}")
+        with Git(root) as git:
+            top = git.top.resolve()
+        rels = [Path(os.path.relpath(os.path.abspath(f), top)).as_posix() for f in files]
+        intact = git_intact(top, rels, _vouched(root, fmt))
+    except Exception:  # git unreadable (RepoError, GitPython's own): nothing to name
+        return f"to go on: {fix.removeprefix('or ')}"
+    back = {rel: Path(os.path.relpath(top / rel)).as_posix() for rel in rels}
+    commands = [f"git restore --source={rev} -- "
+                + " ".join(shlex.quote(back[f]) for f in fs) for rev, fs in intact.by_rev.items()]
+    return _said(commands, [back[f] for f in intact.never], [back[f] for f in intact.lost],
+                 "git", fix)
+
+
+def _dvc_file_hint(root: Path, dvc_file: str, fix: str, files: Sequence[str] = (),
+                   fmt: str = "npz") -> str:
+    """The restore of files under data tracked by ``dvc_file`` (relative to the repository):
+    ``dvc checkout --force FILE`` where the .dvc file as it is records the intact bytes,
+    ``dvc get . FILE --rev REV -o FILE --force`` where an earlier version does; never a
+    checkout of the whole .dvc file."""
+    from dvc_cuvis.paths import repo_root
+    from dvc_cuvis.repo.restore import WORK_TREE, dvc_intact
+
+    base = (repo_root(Path(os.path.abspath(root))) or Path(".")).resolve()
+    local = os.path.relpath(base / dvc_file)
+    rels = [Path(os.path.relpath(os.path.abspath(f), base)).as_posix() for f in files]
+    intact = dvc_intact(base, dvc_file, rels, _vouched(root, fmt))
+    back = {rel: Path(os.path.relpath(base / rel)).as_posix() for rel in rels}
+    into = "" if base == Path.cwd().resolve() else \
+        f"cd {shlex.quote(Path(os.path.relpath(base)).as_posix())} && "
+    commands = []
+    for rev, fs in intact.by_rev.items():
+        if rev == WORK_TREE:  # dvc checkout reads a path from the folder it runs in
+            commands.append("dvc checkout --force " + " ".join(shlex.quote(back[f]) for f in fs))
+        else:  # dvc get reads the path in the repository from its root
+            commands.append(into + " && ".join(
+                f"dvc get . {shlex.quote(f)} --rev {rev} -o {shlex.quote(f)} --force"
+                for f in fs))
+    return _said(commands, [back[f] for f in intact.never], [back[f] for f in intact.lost],
+                 f"DVC ({local})", fix)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from dvc_cuvis.errors import DvcCuvisError, MissingFileError
+from dvc_cuvis.errors import DvcCuvisError, MissingExtraError, MissingFileError
 from dvc_cuvis.limits import LimitError, Limits, check_declared, current
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
@@ -38,7 +38,7 @@ def _tifffile() -> Any:
     try:
         import tifffile
     except ImportError:
-        raise DvcCuvisError(
+        raise MissingExtraError(
             "the tiff format needs tifffile: pip install 'dvc-cuvis[tiff]'"
         ) from None
     # tifffile logs what it finds wrong in a damaged file before it raises; the error we
@@ -55,7 +55,8 @@ def _pil() -> Any:
     try:
         from PIL import Image
     except ImportError:
-        raise DvcCuvisError("PNG labels need Pillow: pip install 'dvc-cuvis[tiff]'") from None
+        raise MissingExtraError("PNG labels need Pillow: pip install 'dvc-cuvis[tiff]'"
+                                ) from None
     return Image
 
 
@@ -229,7 +230,7 @@ def read_label_map(path: Path, shape: tuple[int, int] | None = None) -> np.ndarr
             if im.mode not in ("L", "P", "1"):
                 im = im.convert("L")
             return np.asarray(im, dtype=np.uint8)
-    except DvcCuvisError:
+    except (DvcCuvisError, PermissionError):  # a missing extra, no permission: not the bytes
         raise
     except Exception as exc:
         raise DvcCuvisError(f"{path}: not a readable PNG label map ({exc})") from None
@@ -332,9 +333,16 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
 
 def tiff_verdict(path: Path) -> list[str]:
     """What materialize would trip on in one TIFF cube ([] when nothing): its pixels and its
-    wavelengths, read as :func:`read_cube` reads them (no path: a function of the bytes)."""
+    wavelengths, read as :func:`read_cube` reads them (no path: a function of the bytes).
+
+    What depends on the environment is raised, never returned (a verdict is kept by md5): a
+    missing extra (:class:`MissingExtraError`) and a file that cannot be opened (OSError)."""
+    with open(path, "rb"):  # unreadable (permissions): raised here, before tifffile wraps it
+        pass
     try:
         read_cube(Path(path))
+    except MissingExtraError:
+        raise
     except DvcCuvisError as exc:
         return [str(exc).removeprefix(f"{path}: ")]
     return []
@@ -358,6 +366,8 @@ def _door(opts: EnumerateOptions, f: Located, labels_dir: Path | None, cached_on
         info: dict[str, Any] = {"shape": label_shape(Path(os.path.abspath(png)))}
         if info["shape"] == shape[:2]:
             info = opts.cache.get(png, "label", label_info, cached_only=cached_only)
+    except MissingExtraError:  # this environment lacks Pillow: the label is not at fault
+        raise
     except DvcCuvisError as exc:
         return {REFUSED: [str(exc).removeprefix(f"{os.path.abspath(png)}: ")],
                 "path": str(png)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -90,6 +91,14 @@ def unpin(repo: Path) -> None:
     (repo / "splits.json").write_text(json.dumps(doc, indent=2) + "\n")
 
 
+def hand_edit_md5(repo: Path) -> None:
+    """One md5 in universe.csv edited by hand: the data file is as enumerate saw it."""
+    text = (repo / "universe.csv").read_text()
+    row = next(line for line in text.splitlines() if FRAME in line)
+    md5 = row.split(",")[5]
+    (repo / "universe.csv").write_text(text.replace(md5, md5[:-4] + "0000"))
+
+
 def partial_selector(repo: Path) -> None:
     doc = json.loads((repo / "splits.json").read_text())
     doc["val"].append({"kind": "files", "paths": ["npz/nowhere/frame_0000.npz"]})
@@ -110,6 +119,7 @@ STATES: dict[str, tuple[str, Callable[[Path], None], list[str]]] = {
         "tracked", corrupt_lock, ["git checkout -- dvc.lock", "rm dvc.lock && dvc repro"]),
     "pin mismatch": ("tracked", unpin, ["dvc repro"]),
     "partial selector": ("tracked", partial_selector, ["dvc repro"]),
+    "hand-edited md5 in universe.csv": ("tracked", hand_edit_md5, ["dvc repro"]),
     "modified frame, untracked data": ("untracked", edit_frame, ["dvc repro"]),
     "unreadable dvc.lock, not in git": (
         "untracked", corrupt_lock, ["rm dvc.lock && dvc repro"]),
@@ -202,3 +212,126 @@ def test_a_clone_checked_from_a_subfolder_is_told_to_pull(fresh_clone: Path) -> 
     sh("bash", "-c", "cd .. && dvc pull", cwd=fresh_clone / "notes")
     assert check(fresh_clone)[0] == 0
 
+
+
+# -- the door's restore lines, with unrelated work in the repository ---------------------------
+
+CATEGORIES = "data/npz/categories.json"
+
+
+def flip(path: Path) -> None:
+    """One byte of the frame's cube flipped (its zip CRC fails): a damaged frame."""
+    from tests.helpers.files import sneaky_edit
+
+    path.chmod(0o644)
+    sneaky_edit(path)
+    os.utime(path)
+
+
+def rename_category(repo: Path, old: str, new: str) -> None:
+    path = repo / CATEGORIES
+    path.write_text(path.read_text().replace(f'"{old}"', f'"{new}"'))
+
+
+@pytest.fixture(scope="module")
+def with_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tracked pipeline with a committed category rename (run and committed), an
+    uncommitted edit of a committed file and a staged new file."""
+    from tests.helpers.repos import pristine
+
+    base = pristine("tracked-npz-pipeline", tmp_path_factory.getbasetemp() / "repos")
+    repo = copy(base, tmp_path_factory.mktemp("work") / "repo")
+    rename_category(repo, "scratch", "scrape")
+    (repo / "notes.md").write_text("v1\n")
+    sh("dvc", "repro", "-q", cwd=repo)
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-qm", "rename scratch -> scrape", cwd=repo)
+    (repo / "notes.md").write_text("v1, edited\n")  # uncommitted
+    (repo / "staged.txt").write_text("staged\n")
+    sh("git", "add", "staged.txt", cwd=repo)
+    return repo
+
+
+def work(repo: Path) -> dict[str, object]:
+    """What must survive a restore: files, the index, the commits."""
+    return {"files": {p: (repo / p).read_bytes() for p in (CATEGORIES, "notes.md",
+                                                           "staged.txt")},
+            "staged": sh("git", "diff", "--cached", "--name-only", cwd=repo),
+            "log": sh("git", "log", "--format=%H", cwd=repo)}
+
+
+def enumerate_by_hand(repo: Path) -> str:
+    """``dvc-cuvis enumerate`` run by hand in ``repo`` (in this process): its stderr."""
+    err = io.StringIO()
+    with contextlib.chdir(repo), contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(io.StringIO()):
+        code = main(["enumerate", "--params", "params.yaml"])
+    assert code == 2, err.getvalue()
+    return err.getvalue()
+
+
+def paste_restore(repo: Path, err: str, expected: str, *, repro: bool = False) -> None:
+    """The restore line's one command pasted into ``bash -c``: it is ``expected``, the
+    unrelated work is intact, and (after ``dvc repro`` where the stage had failed) the check
+    passes."""
+    assert "get the last good data back (this overwrites the damaged files and nothing else" \
+        in err, err
+    (command,) = re.findall(r"`([^`]+)`", err)
+    assert command == expected, err
+    kept = work(repo)
+    pasted = run("bash", "-c", command, cwd=repo)
+    assert pasted.returncode == 0, (command, pasted.stdout, pasted.stderr)
+    assert work(repo) == kept
+    if repro:  # "then run enumerate again": under dvc repro, the pipeline
+        assert run("dvc", "repro", "-q", cwd=repo).returncode == 0
+        assert work(repo) == kept
+    assert check(repo)[0] == 0
+
+
+def test_the_door_restores_a_frame_damaged_in_the_work_tree(with_work: Path,
+                                                            tmp_path: Path) -> None:
+    """enumerate run by hand: the .dvc file as it is records the intact bytes."""
+    repo = copy(with_work, tmp_path / "repo")
+    flip(repo / FRAME)
+    paste_restore(repo, enumerate_by_hand(repo), f"dvc checkout --force {FRAME}")
+
+
+def test_the_door_restores_a_frame_dvc_repro_committed(with_work: Path, tmp_path: Path) -> None:
+    """Under ``dvc repro`` the .dvc file records the damage: HEAD's bytes, for that file."""
+    repo = copy(with_work, tmp_path / "repo")
+    flip(repo / FRAME)
+    proc = run("dvc", "repro", cwd=repo)
+    assert proc.returncode != 0
+    paste_restore(repo, proc.stdout + proc.stderr,
+                  f"dvc get . {FRAME} --rev HEAD -o {FRAME} --force", repro=True)
+
+
+def test_the_door_restores_damage_committed_before_later_work(with_work: Path,
+                                                              tmp_path: Path) -> None:
+    """Damage committed, then later work committed to the same .dvc file (a description):
+    the restore names the commit before the damage, for that file alone; the later work
+    stays (reverting the .dvc file, as the old line did, would have lost it)."""
+    repo = copy(with_work, tmp_path / "repo")
+    intact = sh("git", "rev-parse", "HEAD", cwd=repo).strip()
+    flip(repo / FRAME)
+    sh("dvc", "add", "-q", "data/npz", cwd=repo)
+    sh("git", "commit", "-qm", "damage, by mistake", "--", "data/npz.dvc", cwd=repo)
+    dvc_file = repo / "data/npz.dvc"
+    dvc_file.write_text(dvc_file.read_text().replace("outs:\n- ", "outs:\n- desc: line a\n  "))
+    sh("git", "commit", "-qm", "describe the data", "--", "data/npz.dvc", cwd=repo)
+    described = dvc_file.read_bytes()
+    paste_restore(repo, enumerate_by_hand(repo),
+                  f"dvc get . {FRAME} --rev {intact[:12]} -o {FRAME} --force")
+    assert dvc_file.read_bytes() == described
+
+
+def test_a_damaged_frame_never_added_has_nothing_to_restore_from(with_work: Path,
+                                                                 tmp_path: Path) -> None:
+    repo = copy(with_work, tmp_path / "repo")
+    new = "data/npz/day1_line-a_s01/frame_0099.npz"
+    shutil.copy(repo / FRAME, repo / new)
+    flip(repo / new)
+    err = enumerate_by_hand(repo)
+    assert "`" not in err, err  # no command: nothing DVC or git holds is that frame
+    assert (f"{new}: never added to DVC (data/npz.dvc), so there is nothing to restore "
+            "from: replace it with a good copy (or remove it)") in err

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 
-def test_more_files_than_a_command_lists_are_restored_by_one_checkout(
+def test_a_checkout_names_every_file_it_overwrites_and_says_so_first(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past 8 files the checkout names none: it restores everything DVC tracks, and says so."""
+    """However many files, the checkout names each one (never a checkout of everything DVC
+    tracks, which would discard every other edit), and says what it discards before it."""
     from dvc_cuvis.check.fixes import Workspace
 
     (tmp_path / ".dvc").mkdir()
@@ -18,12 +19,13 @@ def test_more_files_than_a_command_lists_are_restored_by_one_checkout(
     monkeypatch.setattr(Workspace, "restorable", lambda self, files: True)
     ws = Workspace(tmp_path)
     files = [tmp_path / f"f{k}.npz" for k in range(9)]
+    named = " ".join(f"f{k}.npz" for k in range(9))
     assert ws.restore(files[:1], files[1:]) == (
-        "`dvc checkout --force` (discards every edit to the data DVC tracks), or keep the "
-        "edits: re-enumerate and re-bake: `dvc repro`")
+        "discard the edits to these 8 files (nothing else is touched): `dvc checkout --force "
+        f"{named}`, or keep them: re-enumerate and re-bake: `dvc repro`")
     assert ws.restore(files, []) == (
-        "restore them: `dvc checkout`, or accept the change: re-enumerate and re-bake: "
-        "`dvc repro`")
-    assert ws.restore([], files[:2]) == (
-        "`dvc checkout --force f0.npz f1.npz` (discards the edits), or keep the edits: "
-        "re-enumerate and re-bake: `dvc repro`")
+        f"restore them: `dvc checkout {named}`, or accept the change: re-enumerate and "
+        "re-bake: `dvc repro`")
+    assert ws.restore([], files[:1]) == (
+        "discard the edit (nothing else is touched): `dvc checkout --force f0.npz`, or keep "
+        "it: re-enumerate and re-bake: `dvc repro`")

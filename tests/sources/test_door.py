@@ -235,7 +235,8 @@ def damage(path: Path) -> None:
 
 
 def _restore_command(err: str) -> str:
-    found = re.search(r"to get the last good data back: `([^`]*)`", err)
+    found = re.search(r"to get the last good data back \(this overwrites the damaged files "
+                      r"and nothing else, committed or not\): `([^`]*)`", err)
     assert found, err
     return found.group(1)
 
@@ -259,21 +260,22 @@ def test_under_dvc_repro_the_door_fails_the_stage_and_its_restore_command_works(
     # DVC committed the damaged data before the stage ran: the .dvc file differs from HEAD
     assert "data/npz.dvc" in sh("git", "status", "--porcelain", cwd=repo)
     command = _restore_command(err)
-    assert command == ("git checkout HEAD -- data/npz.dvc && dvc checkout --force "
-                       "data/npz.dvc")
+    damaged = [p.relative_to(repo).as_posix() for p in (frames[1], frames[4])]
+    assert command == " && ".join(f"dvc get . {f} --rev HEAD -o {f} --force" for f in damaged)
     subprocess.run(command, shell=True, cwd=repo, env=ENV, check=True, capture_output=True)
     assert {p: p.read_bytes() for p in frames} == good
     sh("dvc", "repro", cwd=repo)
     assert sh("git", "status", "--porcelain", cwd=repo) == ""
-    # damaged data committed by mistake: the way back is the commit before
+    # damaged data committed by mistake: the way back is the commit before, for that frame
+    before = sh("git", "rev-parse", "HEAD", cwd=repo).strip()
     damage(frames[2])
     run("dvc", "repro", cwd=repo)
     sh("git", "commit", "-qm", "oops", "--", "data/npz.dvc", cwd=repo)
     proc = run("dvc-cuvis", "enumerate", "--params", "params.yaml", cwd=repo)
     assert proc.returncode == 2 and "1 of 8 npz frames" in proc.stderr
     command = _restore_command(proc.stderr)
-    assert command == ("git checkout HEAD~ -- data/npz.dvc && dvc checkout --force "
-                       "data/npz.dvc")
+    one = frames[2].relative_to(repo).as_posix()
+    assert command == f"dvc get . {one} --rev {before[:12]} -o {one} --force"
     subprocess.run(command, shell=True, cwd=repo, env=ENV, check=True, capture_output=True)
     assert {p: p.read_bytes() for p in frames} == good
     assert run("dvc-cuvis", "enumerate", "--params", "params.yaml", cwd=repo).returncode == 0
@@ -331,33 +333,28 @@ def test_tiff_cubes_are_read_and_labels_matched_at_the_door(
 def test_the_restore_command_fits_what_tracks_the_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dvc_cuvis.sources.door import restore_hint
+    """Data in git: the damaged file alone, from the newest commit whose bytes the door
+    passes, into the work tree only (``git restore``); nothing tracks it: words alone."""
+    from dvc_cuvis.sources.door import BadFrame, restore_hint
 
     monkeypatch.chdir(tmp_path)
     sh("git", "init", "-q", cwd=tmp_path)
     frame(tmp_path / "d" / "a.npz")
+    frame(tmp_path / "d" / "b.npz")
     sh("git", "add", "d", cwd=tmp_path)
     sh("git", "commit", "-qm", "data in git", cwd=tmp_path)
-    assert restore_hint(Path("d")).startswith(
-        "to get the last good data back: `git checkout HEAD -- d`, or replace")
-    sh("git", "rm", "-rq", "--cached", "d", cwd=tmp_path)
-    (tmp_path / "d.dvc").write_text("outs:\n- md5: 1.dir\n  path: d\n")
-    assert restore_hint(Path("d")) == ("to go on: replace the damaged files and run enumerate "
-                                       "again (git has no earlier d.dvc to go back to)")
-    sh("git", "add", "d.dvc", cwd=tmp_path)
-    sh("git", "commit", "-qm", "v1", cwd=tmp_path)
-    assert "git has no earlier d.dvc" in restore_hint(Path("d"))  # its first commit
-    (tmp_path / "d.dvc").write_text("outs:\n- md5: 2.dir\n  path: d\n")  # as dvc repro does
-    want = "`git checkout {} -- d.dvc && dvc checkout --force d.dvc` (replaces the damaged"
-    assert want.format("HEAD") in restore_hint(Path("d"))
-    sh("git", "commit", "-qam", "v2", cwd=tmp_path)  # committed by mistake
-    assert want.format("HEAD~") in restore_hint(Path("d"))
-    (tmp_path / "other").write_text("x")
-    sh("git", "add", "other", cwd=tmp_path)
-    sh("git", "commit", "-qm", "later", cwd=tmp_path)
-    v2 = sh("git", "log", "-1", "--format=%H", "--", "d.dvc", cwd=tmp_path).strip()
-    assert want.format(f"{v2[:12]}~") in restore_hint(Path("d"))
+    first = sh("git", "rev-parse", "HEAD", cwd=tmp_path).strip()
+    flipped(tmp_path / "d" / "a.npz")
+    bad = [BadFrame("d/a.npz", ("damaged",))]
+    assert restore_hint(Path("d"), bad).startswith(
+        "to get the last good data back (this overwrites the damaged files and nothing "
+        "else, committed or not): `git restore --source=HEAD -- d/a.npz`, then run")
+    sh("git", "commit", "-qam", "damage, by mistake", cwd=tmp_path)
+    assert f"`git restore --source={first[:12]} -- d/a.npz`" in restore_hint(Path("d"), bad)
     monkeypatch.chdir(tmp_path / "d")  # paths as the user types them, from where they are
-    assert "`git checkout HEAD~ -- ../d.dvc" not in restore_hint(Path("."))
-    assert f"`git checkout {v2[:12]}~ -- ../d.dvc && dvc checkout --force ../d.dvc`" in (
-        restore_hint(Path(".")))
+    assert f"`git restore --source={first[:12]} -- a.npz`" in restore_hint(
+        Path("."), [BadFrame("a.npz", ("damaged",))])
+    monkeypatch.chdir(tmp_path)
+    frame(tmp_path / "d" / "new.npz")
+    assert "d/new.npz: never added to git" in restore_hint(
+        Path("d"), [BadFrame("d/new.npz", ("damaged",))])
