@@ -93,3 +93,9 @@ class YamlError(RepoError):
         """The error naming ``where`` at ``line``."""
         super().__init__(f"{where}{line}: not valid YAML ({problem}); fix or regenerate the file")
         self.line, self.problem = line, problem
+
+
+class TorchMismatchError(DvcCuvisError):
+    """torch and torchvision come from different builds (a CPU torch beside PyPI's CUDA
+    torchvision, or versions that do not pair), so Lightning cannot be imported: the message
+    names both builds and the command that installs a matching torchvision."""
