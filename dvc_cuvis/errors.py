@@ -172,3 +172,9 @@ def is_environment_error(exc: BaseException) -> bool:
     import errno
 
     return isinstance(exc, OSError) and errno.errorcode.get(exc.errno or 0, "") in _ADVICE
+
+
+class TorchMismatchError(DvcCuvisError):
+    """torch and torchvision come from different builds (a CPU torch beside PyPI's CUDA
+    torchvision, or versions that do not pair), so Lightning cannot be imported: the message
+    names both builds and the command that installs a matching torchvision."""

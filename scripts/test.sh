@@ -65,22 +65,38 @@ if [ ${#apt_needs[@]} -gt 0 ]; then
     APT_PID=$!
 fi
 # On the way out (a failure, ^C), the jobs beside the tests stop with their children.
-trap 'for p in ${LOW_PID:-} ${APT_PID:-} ${LINT_PID:-} ${SMOKE_PID:-}; do
+trap 'for p in ${LOW_PID:-} ${MISMATCH_PID:-} ${APT_PID:-} ${LINT_PID:-} ${SMOKE_PID:-}; do
     pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done; rm -rf "$LOW_TMP"' EXIT
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 # torch is pinned to the CPU build on local disk (an unpinned torch pulls a multi-GB CUDA build).
 # --no-compile: Python compiles (once) the modules the run imports, not all of torch's.
 .venv/bin/python -m pip install -q --no-compile --disable-pip-version-check -e ".[test]" \
-    "torch==2.13.0" "pytorch-lightning>=2.4"
+    "torch==2.13.0" "pytorch-lightning>=2.4" "lightning>=2.4"
 # Reference implementations for differential tests (they import without torch).
 .venv/bin/python -m pip install -q --no-compile --disable-pip-version-check --no-deps \
     "cuvis-ai-core==0.18.6" "cuvis-ai-dataloader==0.8.2"
+# What `pip install torch==2.13.0 "dvc-cuvis[plugin]"` gives a user: PyPI's torchvision (built
+# for PyPI's CUDA torch) beside the CPU torch, which pip takes for its torch==2.13.0; Lightning
+# then fails to import inside torchvision. .venv/torch-mismatch holds that torchvision and sees
+# the main environment's packages through a .pth file; tests/train/test_torch_mismatch.py runs
+# our training modules there. It installs beside apt-get, once the main environment is in place.
+MISMATCH=.venv/torch-mismatch
+{ { [ -x "$MISMATCH/bin/python" ] || "$PY" -m venv --without-pip "$MISMATCH"; } \
+    && .venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' >"$(
+        "$MISMATCH/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'
+        )/main-environment.pth" \
+    && "$MISMATCH/bin/python" -m pip install -q --no-compile --disable-pip-version-check \
+        "torch==2.13.0" torchvision; } >.venv/torch-mismatch.log 2>&1 &
+MISMATCH_PID=$!
 if [ -n "$APT_PID" ]; then
     wait "$APT_PID" || { cat .venv/apt.log >&2; echo "error: could not install" \
         "${apt_needs[*]} with apt-get (log above)" >&2; exit 1; }
     APT_PID=
 fi
-took "installs (main environment, chromium, sshd)"
+wait "$MISMATCH_PID" || { cat .venv/torch-mismatch.log >&2; echo "error: the torch/torchvision" \
+    "mismatch environment could not be installed (log above)" >&2; exit 1; }
+MISMATCH_PID=
+took "installs (main environment, torch-mismatch, chromium, sshd)"
 # In CI the browser test fails instead of skipping when no browser is found.
 export CI="${CI:-true}"
 # Beside the tests, at a lower priority (nice), as the DVC 3.54 tests: lint, types and import

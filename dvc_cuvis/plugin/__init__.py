@@ -8,7 +8,6 @@ alone imports neither.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,7 +24,10 @@ __all__ = ["GUARD_PARAMS", "DvcCu3sMultiDataModule", "DvcNpzMultiDataModule",
 
 
 def __getattr__(name: str) -> Any:
-    """Load the plugin's classes (and cuvis-ai-dataloader with them) on first use."""
+    """Load the plugin's classes (and cuvis-ai-dataloader with them) on first use; a
+    torchvision that does not match torch is one line with the fix."""
     if name in __all__:
-        return getattr(importlib.import_module("dvc_cuvis.plugin.datamodules"), name)
+        from dvc_cuvis.train.lightning_env import import_stack
+
+        return getattr(import_stack("dvc_cuvis.plugin.datamodules"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,9 +4,10 @@
 batches with exactly the keys of cuvis-ai-dataloader's ``npz_multi`` (``cube, mask,
 class_mask, wavelengths, mesu_index, frame_id``).  Its ``setup()`` runs the drift check
 first: ``verify="strict"`` (default) raises :class:`~dvc_cuvis.check.drift.DriftError` carrying
-the report, ``"warn"`` logs it, ``"off"`` skips it.  It is a ``LightningDataModule`` when
-pytorch-lightning is installed and a plain class otherwise; torch is imported only when a
-dataloader is built.
+the report, ``"warn"`` logs it, ``"off"`` skips it.  Each instance is a ``LightningDataModule``
+of the Lightning package in use, ``pytorch_lightning`` or ``lightning``
+(:mod:`dvc_cuvis.train.lightning_env`), and a plain object without either; Lightning is
+imported when the first module is made, torch when a dataloader is built.
 
 :func:`guard` gives an existing cuvis-ai DataModule (duck-typed: anything with
 ``setup(stage)``) the same check before its own ``setup()``.
@@ -14,9 +15,10 @@ dataloader is built.
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -28,6 +30,7 @@ from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.paths import PathGuard
+from dvc_cuvis.train.lightning_env import datamodule_base, host_of, package_of, pick_package
 from dvc_cuvis.train.lineage_hooks import Lineage
 from dvc_cuvis.train.stages import setup_stages
 
@@ -61,21 +64,38 @@ class NpzFrames:
                 "wavelengths": wavelengths, "mesu_index": self.indices[i], "frame_id": i}
 
 
-def _lightning_base() -> type:
-    try:
-        from pytorch_lightning import LightningDataModule
-
-        return LightningDataModule
-    except ImportError:
-        try:
-            from lightning.pytorch import LightningDataModule as Base
-
-            return Base
-        except ImportError:
-            return object
+#: (class, Lightning package) -> the class with that package's ``LightningDataModule`` added
+#: as its last base, made once per process.
+_HOSTED: dict[tuple[type, str], type] = {}
 
 
-class SplitDataModule(_lightning_base()):  # type: ignore[misc]
+def _plain(cls: type) -> type:
+    """The class a hosted class was made from (``cls`` itself otherwise)."""
+    plain: type = cls.__dict__.get("_plain", cls)
+    return plain
+
+
+def hosted(cls: type, package: str | None) -> type:
+    """``cls`` as a ``LightningDataModule`` of ``package``: a Trainer takes only DataModules of
+    its own package; ``cls`` itself without Lightning, or when it has a Lightning base of its
+    own."""
+    plain = _plain(cls)
+    if package is None or host_of(plain) is not None:
+        return plain
+    key = (plain, package)
+    if key not in _HOSTED:
+        _HOSTED[key] = type(plain.__name__, (plain, datamodule_base(package)), {
+            "__module__": plain.__module__, "__qualname__": plain.__qualname__,
+            "__doc__": plain.__doc__, "_plain": plain, "_lightning": package})
+    return _HOSTED[key]
+
+
+def _new(cls: Any) -> Any:
+    """An empty instance of ``cls`` under this process's Lightning (unpickling)."""
+    return cls.__new__(cls)
+
+
+class SplitDataModule:
     """Train/val/test/predict loaders over a materialized split, drift-checked in setup().
 
     Point it at the folder :func:`~dvc_cuvis.materialize.core.materialize` wrote: training
@@ -152,8 +172,11 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
     frame_id``; ``mesu_index`` is the sample's index in its source, ``frame_id`` its
     position in the stage's dataset, and a frame without masks gets zero masks.  The
     check runs on the split and universe objects ``setup()`` has just read, so what is
-    checked is what is loaded.  It is a ``LightningDataModule`` when pytorch-lightning
-    is installed, a plain class otherwise; torch is imported when a loader is built.
+    checked is what is loaded.  An instance is a ``LightningDataModule`` of the package
+    the program imported (``pytorch_lightning`` or ``lightning``; with both imported,
+    ``pytorch_lightning`` until a Trainer of the other attaches it, as ``fit(model,
+    datamodule=dm)`` does), a plain object without either; torch is imported when a loader
+    is built.
 
     Examples
     --------
@@ -189,6 +212,29 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
     ...
     dvc_cuvis.check.drift.DriftError: ... content (0 file(s) modified, 1 missing since enumerate)
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        """An instance of ``cls`` as a ``LightningDataModule`` of the Lightning package in
+        use (:func:`~dvc_cuvis.train.lightning_env.pick_package`)."""
+        instance: Self = super().__new__(hosted(cls, pick_package()))
+        return instance
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its plain class: the unpickling process adds its own Lightning base."""
+        return (_new, (_plain(type(self)),), self.__dict__)
+
+    @property
+    def trainer(self) -> Any:
+        """The Trainer this module is attached to (None before ``fit``, ``validate``, ...)."""
+        return self.__dict__.get("trainer")
+
+    @trainer.setter
+    def trainer(self, trainer: Any) -> None:
+        """Attached to a Trainer of the other Lightning package, the module moves to it."""
+        package = package_of(type(trainer).__module__) if trainer is not None else None
+        if package is not None and type(self).__dict__.get("_lightning") not in (None, package):
+            self.__class__ = hosted(type(self), package)
+        self.__dict__["trainer"] = trainer
 
     def __init__(
         self,
@@ -237,15 +283,17 @@ class SplitDataModule(_lightning_base()):  # type: ignore[misc]
 
     def state_dict(self) -> dict[str, Any]:
         """The dataset record (Lightning keeps it in every checkpoint)."""
-        own = super().state_dict() if hasattr(super(), "state_dict") else {}
+        base: Any = super()  # a LightningDataModule, or object without Lightning
+        own = base.state_dict() if hasattr(base, "state_dict") else {}
         return self._lineage.state(own)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Compare a checkpoint's dataset record with the version set up now (a resume of
         training on another version is refused under ``verify="strict"``)."""
         rest = self._lineage.load(self, state_dict, self.verify_mode)
-        if hasattr(super(), "load_state_dict"):
-            super().load_state_dict(rest)
+        base: Any = super()
+        if hasattr(base, "load_state_dict"):
+            base.load_state_dict(rest)
 
     def _cache(self) -> StatCache:
         if self._stat_cache_obj is None:
@@ -470,6 +518,9 @@ def hook_lineage(datamodule: Any, record: Lineage, verify_mode: str) -> None:
 
 
 def _hooked(datamodule: Any, record: Lineage, stage: str, loader: Any) -> Any:
+    # wraps: Lightning looks through ``__wrapped__`` to tell a loader the module defines
+    # from its base class's (which raises): a module without a val loader keeps none
+    @functools.wraps(loader)
     def build(*args: Any, **kwargs: Any) -> Any:
         record.on_loader(datamodule, stage)
         return loader(*args, **kwargs)
