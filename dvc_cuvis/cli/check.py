@@ -33,7 +33,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     p.add_argument("--staged", action="store_true",
                    help="check what `git commit` records: the split, universe and dvc.lock as "
-                        "git's index holds them (the pre-commit hook's mode)")
+                        "git's index holds them (the pre-commit hook's mode; default: the "
+                        "working tree)")
     p.set_defaults(func=run)
 
 
@@ -73,12 +74,12 @@ def _check(s: Settings, staged: Staged | None) -> int:
 
     universe_path, splits_path = split_paths(s)
     uni = None
+    if staged is None or not staged.holds(splits_path):
+        require_file(splits_path, "splits", s)
     if staged is not None and staged.holds(universe_path):
         uni = staged.universe(universe_path)  # the commit's rows; their files on disk
     else:
         require_file(universe_path, "universe", s)
-    if staged is None or not staged.holds(splits_path):
-        require_file(splits_path, "splits", s)
     module_rules(s, universe_path, uni)
     cache = open_stat_cache(s.get("stat_cache") or "auto")
     spec = s.get("checks")

@@ -42,7 +42,7 @@ def test_check_outside_a_dataset_repository_says_so(tmp_path: Path, cli,
     monkeypatch.chdir(tmp_path)  # no git, no DVC, no params.yaml here or above
     r = cli("check")
     assert r.code == 2 and f"{tmp_path} is not inside a dataset repository" in r.err
-    assert "run it in your dataset repository, or give --splits PATH" in r.err
+    assert "run it in your dataset repository, or give --splits PATH" in r.err, r.err
     (tmp_path / ".dvc").mkdir()  # inside one, the plain hint stays
     r = cli("check")
     assert r.code == 2 and "not inside" not in r.err and "give --splits PATH" in r.err
