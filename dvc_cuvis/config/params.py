@@ -24,9 +24,11 @@ def load_params(path: Path | str | None) -> dict[str, Any]:
     if not p.is_file():
         raise ParamsError(f"{p}: params file not found")
     from dvc_cuvis._io import read_yaml
+    from dvc_cuvis.config.bounded_yaml import check_yaml_budget
     from dvc_cuvis.errors import RepoError
 
     try:
+        check_yaml_budget(p.read_bytes(), str(p))  # an alias bomb is refused, not expanded
         data = read_yaml(p)
     except RepoError as exc:
         raise ParamsError(str(exc)) from None

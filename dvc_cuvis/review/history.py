@@ -148,7 +148,7 @@ def _dvc_declares(git: Git, commit: str, path: str) -> bool:
         return True
     text = git.read(commit, "dvc.lock")
     if text:  # a pushed dvc.lock is read within the alias and nesting budget
-        from dvc_cuvis.review.bounded_yaml import check_yaml_budget
+        from dvc_cuvis.config.bounded_yaml import check_yaml_budget
 
         check_yaml_budget(text, f"{commit[:8]}:dvc.lock")
     try:  # the one dvc.lock reader
@@ -185,7 +185,7 @@ def load_version(
     constraints = [r.to_dict() for r in evaluate_constraints(res, cfg.constraints)]
     params: dict[str, Any] = {}
     if params_path:
-        from dvc_cuvis.review.bounded_yaml import load_bounded_yaml
+        from dvc_cuvis.config.bounded_yaml import load_bounded_yaml
 
         try:  # the one YAML reader, within the alias and nesting budget of a pushed file
             loaded = load_bounded_yaml(tree.read(rev, params_path), f"{label}:{params_path}")

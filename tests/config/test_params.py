@@ -105,3 +105,17 @@ def test_check_names_a_typo_in_every_section_the_pipeline_reads(
     Path("params.yaml").write_text("report:\n  titel: x\n")
     r = cli("check")
     assert r.code == 2 and "report" in r.err and "did you mean 'title'?" in r.err
+
+
+def test_an_alias_bomb_in_params_yaml_is_refused_by_every_verb_before_it_expands(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    levels = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    levels += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    Path("params.yaml").write_text("\n".join(levels) + "\nbake:\n  seed: 1\n")  # 10**9 leaves
+    for verb in ("bake", "check", "resolve"):
+        r = cli(verb)
+        assert r.code == 2 and r.err.startswith("dvc-cuvis: error: params.yaml: YAML aliases"), r
+        assert "DVC_CUVIS_MAX_YAML_ALIASES" in r.err and len(r.err.splitlines()) == 1
+    Path("params.yaml").write_text("base: &b {seed: 1}\nbake:\n  <<: *b\n")  # ordinary use
+    assert "YAML aliases" not in cli("bake").err

@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.config.bounded_yaml import load_bounded_yaml
 from dvc_cuvis.errors import shorten, terminal
 from dvc_cuvis.limits import LimitError
 from dvc_cuvis.model.splits import dumps_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import write_universe
-from dvc_cuvis.review.bounded_yaml import load_bounded_yaml
 from dvc_cuvis.review.markdown import WORD_JOINER, code_cell, code_fence, code_span, md_text
 from tests.helpers.shell import sh
 

@@ -1,6 +1,7 @@
-"""YAML read from a revision, within a budget of alias expansions and nesting.
+"""YAML read within a budget of alias expansions and nesting.
 
-``diff`` and ``log`` read params.yaml (and dvc.lock) at revisions a pull request chose.  A
+Every verb reads params.yaml, and ``diff`` and ``log`` read it (and dvc.lock) at revisions a
+pull request chose.  A
 "billion laughs" file of a kilobyte (anchors whose aliases repeat earlier aliases) loads into
 a small graph of shared objects, but every walk or print of it is exponential: ``diff --md``
 printed 72 MB for one.  The YAML's events are counted before anything is built: each alias
