@@ -157,7 +157,7 @@ def test_a_shard_of_another_recipe_counts_as_absent_and_garbage_is_refused(
     path.write_text(json.dumps({"recipe": RECIPE + 1, "frames": {"f": {}}}))
     assert read_shard(path) == {}
     path.write_text("{not json")
-    with pytest.raises(DvcCuvisError, match="damaged summaries shard .*rerun dvc-cuvis materialize"):
+    with pytest.raises(DvcCuvisError, match=r"damaged summaries shard .*rerun dvc-cuvis"):
         read_shard(path)
 
 
