@@ -11,7 +11,7 @@ from dvc_cuvis.cli._inputs import category_map, require_file
 from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import BAKE
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, terminal
 
 
 def add_parser(sub: Any) -> None:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     for b in baked:  # stages left empty under --allow-empty (without it, bake raised)
         empty = b.empty_warning()
         if empty:
-            print(f"dvc-cuvis: warning: {empty}", file=sys.stderr)
+            print(terminal(f"dvc-cuvis: warning: {empty}"), file=sys.stderr)
     if opts.folds:
         save_folds([b.config for b in baked], out_dir)
         if metrics:
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from dvc_cuvis.baking.moves import moves_of  # existing samples moved since HEAD, and why
 
     for line in moves_of(result, uni, opts, out, universe_path, metrics):
-        print(f"dvc-cuvis: warning: {line}", file=sys.stderr)
+        print(terminal(f"dvc-cuvis: warning: {line}"), file=sys.stderr)
     if metrics:
         write_json(metrics, result.metrics)
     plots = v["plots"]
@@ -112,5 +112,5 @@ def _verdict(baked: list[Any]) -> int:
     """Print every warning of the baked split(s): failed constraints, dropped base samples."""
     for b in baked:
         for warning in b.warnings:
-            print(f"dvc-cuvis: warning: {warning}", file=sys.stderr)
+            print(terminal(f"dvc-cuvis: warning: {warning}"), file=sys.stderr)
     return EXIT_OK

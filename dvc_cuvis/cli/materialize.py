@@ -11,6 +11,7 @@ from dvc_cuvis.cli._inputs import require_file
 from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import MATERIALIZE
+from dvc_cuvis.errors import terminal
 
 
 def add_parser(sub: Any) -> None:
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         summaries=not v["no_summaries"],
     )
     for note in result.notes:
-        print(f"dvc-cuvis: {note}", file=sys.stderr)
+        print(terminal(f"dvc-cuvis: {note}"), file=sys.stderr)
     migrated = result.migrated
     moved = f", {migrated} migrated to the current layout" if migrated else ""
     print(f"materialized {len(result.universe)} frames into {out_dir}: {result.written} written, "

@@ -254,3 +254,18 @@ def test_ordinary_text_is_unchanged_and_long_text_cut() -> None:
     assert terminal(name) == name and code_span(name) == f"`{name}`"
     assert code_fence([name]) == "```"
     assert shorten("abc", 5) == "abc" and shorten("abcdefgh", 5) == "abcde…(+3 chars)"
+
+
+def test_bakes_warnings_show_hostile_names_escaped(repo: Path, tmp_path: Path, cli,
+                                                   monkeypatch) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy)
+    monkeypatch.chdir(copy)
+    r = cli("bake", "--no-params", "--universe", "universe.csv", "--out", "splits.json",
+            "--seed", "7", "--group-by", "source")
+    assert r.code == 0, r.err
+    assert "warning:" in r.err and "moved" in r.err, r.err  # the moves name the samples
+    assert_terminal_clean(r.err)
+    assert any(terminal(name) in r.err for name in HOSTILE[8:]), r.err
