@@ -51,7 +51,8 @@ class Git:
             _ = commit.tree.hexsha  # force the lookup: a shallow clone fails only here
             return commit
         except Exception:  # BadName, ValueError, GitCommandError, ...: all "not here"
-            raise RepoError(unknown_revision(rev, shallow=self.shallow)) from None
+            empty = not self.repo.head.is_valid()  # no commit at all yet
+            raise RepoError(unknown_revision(rev, shallow=self.shallow, empty=empty)) from None
 
     def commit(self, rev: str) -> str:
         """The full commit id ``rev`` names (the error of :meth:`revision`)."""
@@ -113,10 +114,16 @@ class Git:
         self.close()
 
 
-def unknown_revision(rev: str, *, shallow: bool = False) -> str:
-    """The one message for a revision a repository does not have (a shallow clone says so)."""
-    hint = (" — this is a shallow clone: fetch more history (`git fetch --unshallow`)"
-            if shallow else " (a tag, branch or commit; `git tag` lists the tags)")
+def unknown_revision(rev: str, *, shallow: bool = False, empty: bool = False) -> str:
+    """The one message for a revision a repository does not have (a shallow clone, or a
+    repository with no commit yet, says so)."""
+    if empty:
+        hint = (": this repository has no commit yet, so there is no version to compare; "
+                "commit the split (its splits.json, universe.csv, dvc.lock) first")
+    elif shallow:
+        hint = " — this is a shallow clone: fetch more history (`git fetch --unshallow`)"
+    else:
+        hint = " (a tag, branch or commit; `git tag` lists the tags)"
     return f"unknown revision {rev!r}{hint}"
 
 

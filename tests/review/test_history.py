@@ -156,6 +156,13 @@ def test_bad_revisions_and_places(repo: Path, cli, monkeypatch, tmp_path: Path) 
     monkeypatch.chdir(shallow)
     r = cli("diff", "HEAD~1", "HEAD")
     assert r.code == 2 and "shallow clone" in r.err and "git fetch --unshallow" in r.err
+    fresh = tmp_path / "fresh"  # before the first commit: said so, for diff and log alike
+    fresh.mkdir()
+    sh("git", "init", "-q", cwd=fresh)
+    monkeypatch.chdir(fresh)
+    for verb in ("diff", "log"):
+        r = cli(verb)
+        assert r.code == 2 and "this repository has no commit yet" in r.err, (verb, r.err)
 
 
 @pytest.mark.slow  # git + DVC commands, ~1.3 s
