@@ -14,7 +14,6 @@ import sys
 from typing import Any, NoReturn
 
 from dvc_cuvis.config.options import OptionSet, closest, did_you_mean
-from dvc_cuvis.config.settings import register
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -64,7 +63,6 @@ def verb_parser(sub: Any, name: str, summary: str, *, section: bool = True) -> P
 
 
 def register_options(p: argparse.ArgumentParser, options: OptionSet) -> None:
-    """Add the flags of ``options`` to ``p`` and record its params keys (the one spec)."""
+    """Add the flags of ``options`` to ``p`` (its params keys are the same static spec)."""
     options.add_to(p)
-    register(options)
 

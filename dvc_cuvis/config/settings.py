@@ -16,8 +16,8 @@ Sections a command does not read are left alone, so a params.yaml shared with ot
 (a training ``log:`` or ``export:`` section) does not break unrelated verbs.
 
 A key is an :class:`~dvc_cuvis.config.options.Option` of the verb's
-:class:`~dvc_cuvis.config.options.OptionSet`; the CLI builds its parsers from the same specs
-(:mod:`dvc_cuvis.cli._settings`) and registers them here (:func:`register`).
+:class:`~dvc_cuvis.config.options.OptionSet` (:data:`dvc_cuvis.config.specs.SECTIONS`); the CLI
+builds its parsers from the same specs (:mod:`dvc_cuvis.cli._settings`).
 """
 
 from __future__ import annotations
@@ -27,14 +27,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.config.options import Option, OptionSet, refuse_nul
+from dvc_cuvis.config.options import Option, refuse_nul
 from dvc_cuvis.config.params import load_params, section
+from dvc_cuvis.config.specs import SECTIONS
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
 
-__all__ = ["READS", "SPECS", "Settings", "find_params", "option", "register", "validate"]
-
-#: verb -> its option spec (its params section's keys); filled as each verb's parser is built.
-SPECS: dict[str, OptionSet] = {}
+__all__ = ["READS", "Settings", "find_params", "option", "validate"]
 
 #: Other verbs' sections a verb reads (and so validates): the split's paths from ``resolve``
 #: and ``bake``; for ``check`` also how ``enumerate`` made the universe, and every section a
@@ -49,14 +47,9 @@ READS: dict[str, tuple[str, ...]] = {
 }
 
 
-def register(options: OptionSet) -> None:
-    """Record ``options`` as the keys of its verb's params section."""
-    SPECS[options.verb] = options
-
-
 def option(verb: str, name: str) -> Option | None:
     """The option ``name`` of ``verb`` (None when the verb has no such key)."""
-    spec = SPECS.get(verb)
+    spec = SECTIONS.get(verb)
     return spec.options.get(name) if spec is not None else None
 
 
@@ -101,8 +94,8 @@ def _params_file(path: Path) -> bool:
 def validate(params: dict[str, Any], where: Path | str, verbs: list[str]) -> None:
     """Refuse unknown keys, wrong types and invalid choices in the sections of ``verbs``."""
     for verb in verbs:
-        if verb in SPECS:
-            SPECS[verb].check(section(params, verb, path=where), str(where))
+        if verb in SECTIONS:
+            SECTIONS[verb].check(section(params, verb, path=where), str(where))
 
 
 class Settings:
@@ -154,8 +147,8 @@ class Settings:
         value = self.given(name)
         if value is not None:
             return value
-        if default is None and self.verb in SPECS and name in SPECS[self.verb].options:
-            return SPECS[self.verb].default(name)
+        if default is None and self.verb in SECTIONS and name in SECTIONS[self.verb].options:
+            return SECTIONS[self.verb].default(name)
         return default
 
     def _flag_of(self, name: str) -> str:

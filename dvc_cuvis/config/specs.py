@@ -339,3 +339,8 @@ LINEAGE = OptionSet(
     Option("fail_on_stale", "exit 1 when any model's split or data has changed since it was "
            "trained", False, bool, shown="exit 0"),
 )
+
+
+#: Each params section's keys: verb -> its option spec, static (every spec above is).
+SECTIONS: dict[str, OptionSet] = {spec.verb: spec for spec in (
+    ENUMERATE, MATERIALIZE, BAKE, RESOLVE, CHECK, REPORT, EXPORT, FETCH, DIFF, LOG, LINEAGE)}

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis.config.options import Option, OptionSet
-from dvc_cuvis.config.settings import SPECS, Settings
+from dvc_cuvis.config.settings import Settings
+from dvc_cuvis.config.specs import SECTIONS
 from dvc_cuvis.errors import ParamsError
 
 _SPEC = OptionSet("ruleverb", Option("universe", "u", "universe.csv", path=True),
@@ -34,7 +35,7 @@ def test_the_library_and_the_cli_read_a_section_by_the_same_rule(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "p.yaml").write_text("ruleverb:\n  universe: d/u.csv\n  jobs: 4\n")
-    monkeypatch.setitem(SPECS, "ruleverb", _SPEC)  # as register() does, undone after
+    monkeypatch.setitem(SECTIONS, "ruleverb", _SPEC)  # a verb of the static map, undone after
     s = Settings(argparse.Namespace(command="ruleverb", params="conf/p.yaml"))
     lib = _SPEC.from_section(s.section, s.base)
     assert s.get("universe") == lib["universe"] == os.path.normpath("conf/d/u.csv")
@@ -46,7 +47,7 @@ def test_the_library_and_the_cli_read_a_section_by_the_same_rule(tmp_path: Path,
 
 def test_one_key_check_for_the_library_and_the_cli(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setitem(SPECS, "ruleverb", _SPEC)  # as register() does, undone after
+    monkeypatch.setitem(SECTIONS, "ruleverb", _SPEC)  # a verb of the static map, undone after
     (tmp_path / "params.yaml").write_text("ruleverb:\n  jbos: 2\n")
     with pytest.raises(ParamsError) as cli_err:
         Settings(argparse.Namespace(command="ruleverb"))
