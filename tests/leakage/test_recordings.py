@@ -3,6 +3,7 @@ leave a split whose check passes: real npz frames enumerated, baked and checked 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -130,7 +131,8 @@ def test_a_planted_neighbour_is_found_by_check_and_by_the_guard(tmp_path: Path) 
         verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None, adjacent_k=0)
 
 
-def test_blocks_and_a_buffer_leave_a_split_whose_check_passes(tmp_path: Path) -> None:
+def test_blocks_and_a_buffer_leave_a_split_whose_check_passes(tmp_path: Path, cli,
+                                                              monkeypatch) -> None:
     uni, _ = enumerated(tmp_path, recordings=4, per=12)
     (blocks,) = bake(uni, BakeOptions(seed=1, group_by="block:4"))
     spans = recording_stages(uni, blocks.stages)
@@ -152,6 +154,18 @@ def test_blocks_and_a_buffer_leave_a_split_whose_check_passes(tmp_path: Path) ->
     save_splits(buffered.config, tmp_path / "splits.json")
     checked = constraints(tmp_path, adjacent_frames="error")
     assert checked["status"] == "ok" and "adjacent_frames satisfied" in checked["summary"]
+    monkeypatch.chdir(tmp_path)  # the same through the command line, as docs/leakage.md shows
+    baked = cli("bake", "--no-params", "--universe", "universe.csv", "--out", "splits.json",
+                "--metrics", "split.json", "--seed", "1", "--group-by", "block:4", "--buffer", "1")
+    assert baked.code == 0 and baked.err == (
+        f"dvc-cuvis: warning: {len(left_out)} frame(s) within 1 of a stage boundary inside a "
+        "recording are left out of every stage (--buffer); the split metrics list them under "
+        "'buffered'\n"), baked.err
+    checked_cli = cli("check", "--no-params", "--universe", "universe.csv", "--splits",
+                      "splits.json", "--no-lock", "--adjacent-frames", "error", "--adjacent-k", "1")
+    assert checked_cli.code == 0 and "adjacent_frames satisfied" in checked_cli.out
+    bad_k = cli("check", "--no-params", "--no-lock", "--adjacent-k", "0")
+    assert bad_k.code == 2 and bad_k.err.count("\n") == 1 and "adjacent_k" in bad_k.err
     for bad, match in (("block:0", "block:N needs N a whole number"),
                        ("block:x", "block:N needs N")):
         with pytest.raises(DvcCuvisError, match=match):
@@ -169,3 +183,28 @@ def test_an_unnamed_frame_joins_the_group_its_folder_names(tmp_path: Path) -> No
     names, codes = read_universe(tmp_path / "universe.csv").groups()
     assert [names[c] for c in codes.tolist()] == [
         "day1-a", "day1-a", "day1-a", "b/", "b/", "x", "y", "c/"]
+
+
+@pytest.mark.slow  # one dvc repro in a copy of the committed README workflow
+def test_blocks_and_a_buffer_through_dvc_repro_say_their_moves(built: Path, tmp_path: Path,
+                                                               cli, monkeypatch) -> None:
+    import yaml
+
+    from tests.helpers.repos import copy
+    from tests.helpers.shell import sh
+
+    repo = copy(built, tmp_path / "repo")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["enumerate"]["group"] = "none"  # no source member read: the folder is the recording
+    params["bake"].update({"group_by": "block:1", "buffer": 1})
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    out = sh("dvc", "repro", cwd=repo)
+    buffered = json.loads((repo / "metrics/splits.json").read_text())["buffered"]
+    assert buffered  # frames next to a block of another stage are left out, and listed
+    said = [ln for ln in out.splitlines() if "for no stage: within 1 frame(s)" in ln]
+    assert said and all(ln.startswith("dvc-cuvis: warning: ") for ln in said), out
+    monkeypatch.chdir(repo)
+    r = cli("check", "--params", "params.yaml", "--adjacent-frames", "error", "--json")
+    assert r.code == 0, r.err
+    found = json.loads(r.out)["checks"]["constraints"]
+    assert "adjacent_frames satisfied" in found["summary"]
