@@ -16,6 +16,7 @@ from cuvis_ai_schemas.training.data import Constraint, DataSplitConfig
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.baking.write import baked_resolution, to_config
 from dvc_cuvis.errors import EmptyStageError
+from dvc_cuvis.leakage.adjacent import buffer_rows
 from dvc_cuvis.model.selectors import Positions
 from dvc_cuvis.model.splits import (
     EXCLUSIVE_STAGES,
@@ -78,6 +79,7 @@ def baked_split(
     ``strategy``: a strategy bake, which also gets our ``non_empty_stages`` check (an
     :class:`~dvc_cuvis.errors.EmptyStageError` unless ``allow_empty``).
     """
+    buffered = _buffer(uni, stages, opts)
     cfg = to_config(uni, stages, opts, constraints)
     res = baked_resolution(uni, stages, opts, cfg)
     results = evaluate_constraints(res, cfg.constraints)
@@ -96,7 +98,15 @@ def baked_split(
     }
     if extra:
         metrics.update(extra)
+    if opts.buffer:
+        metrics["buffer"] = opts.buffer
+        metrics["buffered"] = uni.uids(buffered)
     baked = Baked(stages, cfg, metrics, results, stats, fold=fold, source=source)
+    if len(buffered):
+        baked.warnings.append(
+            f"{baked.prefix}{len(buffered)} frame(s) within {opts.buffer} of a stage boundary "
+            "inside a recording are left out of every stage (--buffer); the split metrics "
+            "list them under 'buffered'")
     if strategy:
         checked = _non_empty(baked, opts)
         results.append(checked)
@@ -111,6 +121,19 @@ def baked_split(
         baked.warnings.append(f"{baked.prefix}the baked split fails constraint(s) "
                               f"{', '.join(bad)}; see the split metrics")
     return baked
+
+
+def _buffer(uni: Universe, stages: dict[str, Positions], opts: BakeOptions) -> Positions:
+    """Take the ``--buffer`` frames out of train/val/test (in place) and return them: the
+    first K frames after each stage boundary inside a recording, so no neighbours of
+    different stages remain."""
+    if not opts.buffer:
+        return np.zeros(0, dtype=np.int64)
+    drop = buffer_rows(uni, stages, opts.buffer)
+    if len(drop):
+        for s in EXCLUSIVE_STAGES:
+            stages[s] = stages[s][~np.isin(stages[s], drop)]  # resolution order kept
+    return drop
 
 
 def plot_data(

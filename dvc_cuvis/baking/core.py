@@ -23,6 +23,7 @@ from dvc_cuvis.baking.assign import (
 from dvc_cuvis.baking.baked import Baked, baked_split
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
+from dvc_cuvis.leakage.recordings import BLOCK, flat_note
 from dvc_cuvis.model.universe import Universe
 
 
@@ -95,8 +96,10 @@ def bake(
 
     Notes
     -----
-    Assignment is per group (``group_by``: the ``group`` column when there is one, else
-    the source), so the frames of one recording never straddle stages.  The default
+    Assignment is per group (``group_by``: a row's ``group`` cell, else its recording: the
+    cu3s session file or the folder of npz/TIFF frame files), so the frames of one
+    recording never straddle stages.  ``opts.buffer`` leaves the first K frames after each
+    stage boundary inside a recording out of every stage (``metrics["buffered"]``).  The default
     ``hash`` strategy places each group by a seeded sha256 of its id alone: adding data
     never moves an existing group, except a group that was lent to an otherwise empty
     stage (``metrics["lent_groups"]``).  ``random``/``stratified`` reproduce
@@ -166,6 +169,16 @@ def bake(
             removed = info["removed"]
         return [baked_split(uni, stages, opts, source=extra["source"],
                             constraints=constraints, extra=extra, removed=removed)]
+    out = _strategy_bake(uni, opts)
+    note = flat_note(uni) if opts.group_by in ("auto", "group", "recording") \
+        or opts.group_by.startswith(BLOCK) else None
+    if note:
+        out[0].warnings.append(note)  # once, however many folds
+    return out
+
+
+def _strategy_bake(uni: Universe, opts: BakeOptions) -> list[Baked]:
+    """One split, or one per fold, by ``opts.strategy``."""
     lent: list[str] = []
     if opts.folds:
         folds = fold_splits(uni, opts, lent)

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.leakage.recordings import block_size, blocks
 from dvc_cuvis.model.universe import ANOMALOUS, Universe
 
 TRAIN, VAL, TEST, UNASSIGNED = 0, 1, 2, -1
@@ -23,13 +24,15 @@ StageCodes = npt.NDArray[np.int8]
 
 def group_rows(uni: Universe, group_by: str) -> tuple[list[str], npt.NDArray[np.int64]]:
     """Group ids in canonical first-appearance order and a per-row group number."""
-    if group_by == "auto":
-        group_by = "group" if uni.has_column("group") else "source"
+    n = block_size(group_by)
+    if n is not None:
+        return blocks(uni, n)
     if group_by == "sample":
         return uni.uids(), np.arange(len(uni), dtype=np.int64)
     if group_by == "source":
         return list(uni.source_names), uni.codes.astype(np.int64)
-    names, codes = uni.groups()
+    # auto and group: the group cell, else the recording; recording: the recording alone
+    names, codes = uni.recordings() if group_by == "recording" else uni.groups()
     _, first = np.unique(codes, return_index=True)
     order = np.argsort(first, kind="stable")  # groups by first appearance in canonical order
     rank = np.empty(len(order), dtype=np.int64)
@@ -53,7 +56,8 @@ class Groups:
 
     @classmethod
     def of(cls, uni: Universe, group_by: str) -> Groups:
-        """Group the universe's rows by ``group_by`` (auto/source/group/sample)."""
+        """Group the universe's rows by ``group_by`` (auto/source/group/sample/recording/
+        block:N)."""
         names, of_row = group_rows(uni, group_by)
         return cls(uni, names, of_row)
 

@@ -134,6 +134,9 @@ def _why(group: str, frm: str, to: str, lent: tuple[frozenset[str], frozenset[st
     ``lent``: the groups lent before and now; ``own``: whether ``frm`` now holds a group
     that is no loan."""
     lent_before, lent_now = lent
+    if to == "unassigned" and opts.buffer:
+        return (f"left {frm} for no stage: within {opts.buffer} frame(s) of a stage boundary "
+                "in its recording (--buffer; listed in the split metrics)")
     if baked.source != "hash" or opts.strategy != "hash":
         if baked.source in ("csv", "rule", "base"):
             return f"moved from {frm} to {to}: the {baked.source} places them so now"

@@ -10,6 +10,8 @@ from cuvis_ai_schemas.training.data import Constraint
 from dvc_cuvis import limits
 from dvc_cuvis.config.specs import BAKE, GROUP_BY, PREDICT, STRATEGIES
 from dvc_cuvis.errors import DvcCuvisError, ParamsError
+from dvc_cuvis.leakage.adjacent import check_k
+from dvc_cuvis.leakage.recordings import block_size
 from dvc_cuvis.model.splits import parse_constraints
 
 #: How an error names the folds setting when it does not know where it came from.
@@ -52,6 +54,7 @@ class BakeOptions:
     constraints: list[Constraint] | None = None
     allow_removed: bool = BAKE.default("allow_removed")
     allow_empty: bool = BAKE.default("allow_empty")
+    buffer: int = BAKE.default("buffer")
 
     @classmethod
     def from_values(cls, values: dict[str, Any], *, where: str = "params.yaml") -> BakeOptions:
@@ -67,6 +70,7 @@ class BakeOptions:
                          else parse_constraints(raw, where=f"{where}: bake.constraints")),
             allow_removed=bool(values["allow_removed"]),
             allow_empty=bool(values["allow_empty"]),
+            buffer=values["buffer"],
         )
         opts.check()
         return opts
@@ -82,10 +86,17 @@ class BakeOptions:
             raise DvcCuvisError(
                 f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}"
             )
-        if self.group_by not in GROUP_BY:
+        if not isinstance(self.group_by, str) or (self.group_by not in GROUP_BY
+                                                  and block_size(self.group_by) is None):
             raise DvcCuvisError(
-                f"unknown group-by {self.group_by!r}; choose one of {', '.join(GROUP_BY)}"
+                f"unknown group-by {self.group_by!r}; choose one of {', '.join(GROUP_BY)} "
+                "or block:N"
             )
+        if self.buffer:
+            check_k(self.buffer, "buffer (--buffer / bake.buffer)")
+        elif isinstance(self.buffer, bool) or not isinstance(self.buffer, int):
+            raise DvcCuvisError(f"buffer (--buffer / bake.buffer) must be a whole number "
+                                f"(0: off), got {self.buffer!r}")
         for name in ("val_ratio", "test_ratio"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1:

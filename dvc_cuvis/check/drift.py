@@ -58,6 +58,7 @@ from dvc_cuvis.config.specs import VERIFY_MODES
 from dvc_cuvis.digests.hashing import Stamp
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError, NotPulledError
+from dvc_cuvis.leakage.adjacent import check_k, check_severity
 from dvc_cuvis.model.splits import effective_splits, load_splits_stamped
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
@@ -194,8 +195,8 @@ class _Run:
 
     def run_checks(self, cfg: DataSplitConfig, uni: Universe, now: Universe | None,
                    own_digests: bool, data_dir: str | None, name_to_id: dict[str, int] | None,
-                   group_leakage: str, allow_partial: bool, allow_unpinned: bool
-                   ) -> list[Finding]:
+                   group_leakage: str, allow_partial: bool, allow_unpinned: bool,
+                   adjacent: tuple[str, int] = ("warn", 1)) -> list[Finding]:
         """universe, content, selection, constraints, in that order (those wanted)."""
         cfg_resolved, data_dir = resolve_tokens(cfg, uni, data_dir)
         findings: list[Finding] = []
@@ -219,7 +220,7 @@ class _Run:
         if "selection" in self.wanted and sel_finding is not None:
             findings.append(sel_finding)
         if "constraints" in self.wanted:
-            findings.append(check_constraints(cfg, res, group_leakage))
+            findings.append(check_constraints(cfg, res, group_leakage, adjacent))
         return findings
 
 
@@ -231,6 +232,8 @@ def verify(
     deep: bool = False,
     name_to_id: dict[str, int] | None = None,
     group_leakage: str = "auto",
+    adjacent_frames: str = "warn",
+    adjacent_k: int = 1,
     lock: Path | str | None = "auto",
     data_dir: str | None = None,
     cache: StatCache | None = None,
@@ -285,7 +288,14 @@ def verify(
     group_leakage : {"auto", "error", "warn", "off"}, default "auto"
         Severity of our ``group_leakage`` check (a ``group`` shared by two of
         train/val/test); ``"auto"`` is ``"error"`` when the universe has a ``group``
-        column, else ``"off"``.
+        column, else ``"off"``; a leaking recording derived from the files (no ``group``
+        cell names it) is a warning under ``"auto"``.
+    adjacent_frames : {"error", "warn", "off"}, default "warn"
+        Severity of the neighbouring-frames check: frames of one recording within
+        ``adjacent_k`` positions of each other in different stages
+        (:mod:`dvc_cuvis.leakage.adjacent`).
+    adjacent_k : int, default 1
+        How many positions apart two frames still count as neighbours.
     lock : path-like, "auto" or None, default "auto"
         The dvc.lock for the staleness check; None skips it.
     data_dir : str, optional
@@ -361,7 +371,8 @@ def verify(
 
     run = _Run(splits, universe, _wanted(checks), StatCache(None) if deep or cache is None
                else cache, deep, [], staged=staged)
-    run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, data_dir,
+    adjacent = (check_severity(adjacent_frames), check_k(adjacent_k, "adjacent_k"))
+    run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, [*adjacent], data_dir,
                    allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
     run.check_staleness(lock)
     memo = run.memo(current)
@@ -385,7 +396,7 @@ def verify(
     except NotPulledError:  # a clone that has not pulled: the content check says so
         now, own_digests = None, False
     findings = run.run_checks(cfg, uni, now, own_digests, data_dir, name_to_id, group_leakage,
-                              allow_partial, allow_unpinned)
+                              allow_partial, allow_unpinned, adjacent)
     if memo is not None and not any(f.failed for f in findings):
         memo.store([f.record() for f in findings], run.witness, uni, run.splits, split_stamp,
                    run.options)

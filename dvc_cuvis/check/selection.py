@@ -10,8 +10,9 @@ from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
-from dvc_cuvis.errors import SelectorError
-from dvc_cuvis.model.splits import evaluate_constraints, resolve
+from dvc_cuvis.errors import SelectorError, and_more
+from dvc_cuvis.leakage.adjacent import ADJACENT_FRAMES, adjacent_pairs
+from dvc_cuvis.model.splits import ConstraintResult, evaluate_constraints, resolve
 from dvc_cuvis.model.universe import Universe
 
 __all__ = ["check_constraints", "check_selection"]
@@ -43,22 +44,51 @@ def check_selection(
                    + " ".join(f"{k}={v}" for k, v in counts.items())), res
 
 
-def check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str) -> Finding:
-    """The constraints finding (``res``: the resolution; None when it failed)."""
+def _adjacent(res: Any, severity: str, k: int) -> tuple[ConstraintResult | None,
+                                                       dict[str, Any] | None]:
+    """The ``adjacent_frames`` result (listed when violated, or when asked for as an error)
+    and its pairs for ``--json``."""
+    if severity == "off":
+        return None, None
+    found = adjacent_pairs(res.universe, res.stages, k)
+    if not found.count:
+        return (ConstraintResult(ADJACENT_FRAMES, severity, "satisfied")
+                if severity == "error" else None), None
+    more = and_more(found.count, len(found.pairs))
+    reason = (f"{found.count} pair(s) of frames of one recording within {k} of each other in "
+              f"different stages: {'; '.join(found.lines()[:3])}"
+              f"{and_more(found.count, min(3, len(found.pairs)))}")
+    result = ConstraintResult(ADJACENT_FRAMES, severity, "violated", found.count,
+                              tuple(found.lines()), reason)
+    return result, {"k": k, "count": found.count, "pairs": list(found.pairs),
+                    "more": more.strip()}
+
+
+def check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str,
+                      adjacent: tuple[str, int] = ("warn", 1)) -> Finding:
+    """The constraints finding (``res``: the resolution; None when it failed); ``adjacent``:
+    the severity and K of the neighbouring-frames check."""
     if res is None:
         return Finding("constraints", "skipped", "the split does not resolve")
     results = evaluate_constraints(res, cfg.constraints, group_leakage=group_leakage)
+    near, pairs = _adjacent(res, *adjacent)
+    if near is not None:
+        results.append(near)
     failed = [r for r in results if r.failed]
-    details = {r.kind: f"{r.status} ({r.severity})" + (f": {r.reason}" if r.reason else "")
-               for r in results}
+    details: dict[str, Any] = {r.kind: f"{r.status} ({r.severity})"
+                               + (f": {r.reason}" if r.reason else "") for r in results}
+    extra = {"adjacent_pairs": pairs} if pairs else {}
     if failed:
         return Finding("constraints", "violation",
                        ", ".join(f"{r.kind} {r.status}" for r in failed),
-                       {"results": details, "offending": [o for r in failed for o in r.offending]},
+                       {"results": details, "offending": [o for r in failed for o in r.offending],
+                        **extra},
                        "re-bake with a strategy that respects the constraint (e.g. --group-by "
-                       "group, --ad-aware)")
+                       "group, --ad-aware)" if near is None or not near.failed else
+                       "re-bake with a strategy that respects the constraint (neighbouring "
+                       "frames: --group-by auto or block:N, or --buffer K)")
     if not results:
         return Finding("constraints", "ok", "no constraints declared")
     return Finding("constraints", "ok", ", ".join(
         f"{r.kind} {r.status}" + (f" ({r.severity})" if r.status != "satisfied" else "")
-        for r in results))
+        for r in results), {"results": details, **extra} if extra else {})

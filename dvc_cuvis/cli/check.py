@@ -97,6 +97,8 @@ def _check(s: Settings, staged: Staged | None) -> int:
         deep=s.flag("deep"),
         name_to_id=category_map(s),
         group_leakage=s.get("group_leakage"),
+        adjacent_frames=s.get("adjacent_frames"),
+        adjacent_k=s.get("adjacent_k"),
         lock=lock,
         data_dir=s.get("data_dir"),
         cache=cache,

@@ -93,8 +93,10 @@ MATERIALIZE = OptionSet(
 
 #: Bake strategies, by name (``dvc_cuvis.baking.splitters.SPLITTERS`` holds the splitter of each).
 STRATEGIES: tuple[str, ...] = ("hash", "random", "stratified", "multilabel")
-#: What a bake keeps together: ``auto`` = the ``group`` column if present, else the source.
-GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample")
+#: What a bake keeps together: ``auto`` = the row's ``group`` cell, else its recording (the
+#: session file, or the folder of frame files); also ``block:N``, N contiguous frames of a
+#: recording.
+GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample", "recording")
 #: The predict stage: ``all`` (written empty = the whole universe) or a copy of test.
 PREDICT: tuple[str, ...] = ("all", "test")
 
@@ -113,8 +115,11 @@ BAKE = OptionSet(
     Option("seed", "seed of the assignment", 0, int),
     Option("val_ratio", "share of groups in val", 0.2, float),
     Option("test_ratio", "share of groups in test", 0.2, float),
-    Option("group_by", "unit kept together; auto = the group column if present, else the "
-           "source", "auto", choices=GROUP_BY),
+    Option("group_by", "unit kept together: auto (the group cell, else the recording: "
+           "session file or folder of frames), source, group, sample, recording, or block:N "
+           "(N contiguous frames of a recording)", "auto"),
+    Option("buffer", "leave out of every stage the first K frames after each stage boundary "
+           "inside a recording (0: off)", 0, int, shown="0, off"),
     Option("ad_aware", "train on normal samples only: anomalous ones stay out of train", False,
            bool),
     Option("folds", "K-fold: a test holdout + K validation folds", 0, int,
@@ -158,6 +163,11 @@ _CATEGORIES = Option("categories", "category name->id map for 'categories' selec
                      "json, enumerate metrics or {name: id} json", metavar="PATH", path=True)
 _LEAKAGE = Option("group_leakage", "group leakage check; auto = error when the universe has "
                   "a group column", "auto", choices=LEAKAGE)
+#: Severities of the neighbouring-frames check.
+ADJACENT: tuple[str, ...] = ("error", "warn", "off")
+_ADJACENT = Option("adjacent_frames", "frames of one recording within --adjacent-k of each "
+                   "other in different stages", "warn", choices=ADJACENT)
+_ADJACENT_K = Option("adjacent_k", "how many frames apart still count as neighbours", 1, int)
 _MODULE = Option("module", "apply this cuvis-ai-dataloader module's universe rules before "
                  "anything trains (npz_multi: materialized_path on every row, no split column, "
                  "one file per row)", choices=MODULES,
@@ -188,7 +198,7 @@ CHECK = OptionSet(
            shown="re-scan, to see added, removed and renamed samples"),
     Option("data_dir", "folder that {DATA_DIR} stands for in GUI-authored splits",
            metavar="DIR", path=True, shown="inferred from the universe"),
-    _CATEGORIES, _LEAKAGE, _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
+    _CATEGORIES, _LEAKAGE, _ADJACENT, _ADJACENT_K, _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
     Option("checks", "comma list of universe,content,selection,constraints,staleness",
            kinds=(str, list), shown="all"),
     _STAT_CACHE,

@@ -541,7 +541,11 @@ def evaluate_constraints(
                                f"{len(bad)} source(s) with an anomalous frame in train"))
     mode = group_leakage
     if mode == "auto":
-        mode = "error" if uni.has_column("group") else "off"
+        if uni.has_column("group"):
+            mode = "auto"  # error for a declared group, warn for a derived recording
+        else:
+            per_source, _flat = uni.recording_layout()
+            mode = "warn" if per_source != uni.source_names else "off"
     if mode != "off":
         out.append(_group_leakage(res, mode))
     return out
@@ -592,12 +596,24 @@ def _source_overlap(res: Resolution, sev: str) -> ConstraintResult:
 
 
 def _group_leakage(res: Resolution, sev: str) -> ConstraintResult:
-    names, codes = res.universe.groups()
+    """Groups (a ``group`` cell, else the recording) in more than one of train/val/test.
+
+    ``sev`` ``"auto"``: an error where a leaking group is declared in a ``group`` cell, a
+    warning where every leaking group is a recording derived from the files (a split made
+    ``--group-by sample`` on purpose, as upstream does, is warned of, not refused)."""
+    uni = res.universe
+    names, codes = uni.groups()
     stage_of = np.zeros((len(names), len(EXCLUSIVE_STAGES)), dtype=bool)
     for j, s in enumerate(EXCLUSIVE_STAGES):
         stage_of[codes[res.stages[s]], j] = True
     leaking = np.flatnonzero(stage_of.sum(axis=1) > 1)
     offending = [names[g] for g in leaking.tolist()]
+    if sev == "auto":
+        cells = uni.raw_column("group")
+        declared = np.zeros(len(names), dtype=bool)
+        if cells is not None and len(cells):
+            declared[codes[cells != b""]] = True
+        sev = "error" if declared[leaking].any() or not len(leaking) else "warn"
     return _result(GROUP_LEAKAGE, sev, offending,
                    f"{len(offending)} group(s) span >1 of train/val/test")
 

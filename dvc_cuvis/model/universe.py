@@ -533,8 +533,32 @@ class Universe:
         flags = np.array([rule(ids) for ids in parsed], dtype=bool)
         return flags[inverse]
 
+    def recording_layout(self) -> tuple[list[str], bool]:
+        """Per source its recording, and whether the frame files lie in one flat folder.
+
+        Frames of one recording are not independent, so the recording is known without any
+        member: a ``.cu3s`` session file, or any source holding several frames, is its own
+        recording; a one-frame file (an npz or TIFF frame) belongs to its folder's recording.
+        When every one-frame file lies in one folder there is no recording structure to see
+        (``flat`` True) and each such file stays its own recording.
+        """
+        cached: tuple[list[str], bool] | None = self.__dict__.get("_layout")
+        if cached is None:
+            cached = self.__dict__["_layout"] = _recording_layout(self._names, self._codes)
+        return cached
+
+    def recordings(self) -> tuple[list[str], npt.NDArray[np.int32]]:
+        """Recordings: sorted names and a per-row code (see :meth:`recording_layout`)."""
+        per_source, _flat = self.recording_layout()
+        names, inv = np.unique(np.array(per_source, dtype=object), return_inverse=True) \
+            if per_source else (np.array([], dtype=object), np.zeros(0, dtype=np.int64))
+        codes = inv.astype(np.int32)[self._codes] if len(self) else np.zeros(0, np.int32)
+        return [str(n) for n in names.tolist()], codes
+
     def groups(self) -> tuple[list[str], npt.NDArray[np.int32]]:
-        """Leakage groups: sorted group names and a per-row code (empty ``group`` = source)."""
+        """Leakage groups: sorted group names and a per-row code (an empty ``group`` cell = the
+        group its folder's other frames name, when they name one, else the row's recording,
+        :meth:`recordings`)."""
         cached: tuple[list[str], npt.NDArray[np.int32]] | None = self.__dict__.get("_groups")
         if cached is None:
             cached = self.__dict__["_groups"] = self._compute_groups()
@@ -542,10 +566,22 @@ class Universe:
 
     def _compute_groups(self) -> tuple[list[str], npt.NDArray[np.int32]]:
         col = self._columns.get("group")
+        per_source, _flat = self.recording_layout()
         if col is None:
-            return self._names, self._codes
-        by_source = np.array([s.encode("utf-8") for s in self._names], dtype=np.bytes_)
-        keys = np.where(col == b"", by_source[self._codes], col) if len(self) else col
+            return self.recordings()
+        per_source = list(per_source)
+        empty = col == b""
+        if empty.any() and (~empty).any():  # a folder whose other frames name one group
+            named: dict[str, set[bytes]] = {}
+            for c, cell in zip(self._codes[~empty].tolist(), col[~empty].tolist(), strict=True):
+                if per_source[c].endswith("/"):
+                    named.setdefault(per_source[c], set()).add(cell)
+            for k, rec in enumerate(per_source):
+                one = named.get(rec)
+                if one is not None and len(one) == 1:
+                    per_source[k] = next(iter(one)).decode("utf-8")
+        by_source = np.array([s.encode("utf-8") for s in per_source], dtype=np.bytes_)
+        keys = np.where(empty, by_source[self._codes], col) if len(self) else col
         names_b, inv = np.unique(keys, return_inverse=True)
         return [b.decode("utf-8") for b in names_b.tolist()], inv.astype(np.int32)
 
@@ -564,6 +600,23 @@ class Universe:
 
 
 # -- helpers -----------------------------------------------------------------------------
+
+
+def _recording_layout(names: Sequence[str], codes: npt.NDArray[np.int32]
+                      ) -> tuple[list[str], bool]:
+    """Per source its recording (see :meth:`Universe.recording_layout`), and ``flat``."""
+    frames = np.bincount(codes, minlength=len(names)) if len(codes) else np.zeros(len(names))
+    per_source = list(names)
+    folders: dict[int, str] = {}
+    for k, name in enumerate(names):
+        if frames[k] == 1 and not name.casefold().endswith(".cu3s"):
+            head, sep, _tail = name.rstrip("/").rpartition("/")
+            folders[k] = head if sep else "."
+    flat = len(set(folders.values())) < 2
+    if not flat:
+        for k, folder in folders.items():
+            per_source[k] = folder + "/"
+    return per_source, flat and len(folders) > 1
 
 
 def _order_columns(

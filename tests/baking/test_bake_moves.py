@@ -26,15 +26,18 @@ def repo(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
-def grow(repo: Path, name: str = "frame_0002.npz") -> None:
-    """One ungrouped frame (no ``source`` member: a group of its own) in every recording,
-    enumerated; the working-tree splits.json removed, as ``dvc repro`` does before bake.
+def grow(repo: Path, suffix: str = "c") -> None:
+    """One new recording beside each of the four (a folder ``<recording>-<suffix>`` holding
+    one frame without a ``source`` member: the folder is its group), enumerated; the
+    working-tree splits.json removed, as ``dvc repro`` does before bake.
 
-    Named ``frame_0002.npz``, two of the four new groups hash into test (seed 0); named
-    ``frame_extra.npz``, none does."""
+    With suffix ``c``, two of the four new groups hash into test (seed 0); with ``new``,
+    none does and test borrows ``day1_line-a_s01-new/``."""
     recordings = sorted(p for p in (repo / "data/npz").iterdir() if p.name.startswith("day"))
     for k, rec in enumerate(recordings):
-        np.savez(rec / name, cube=np.full((8, 8, 3), k, np.float32),
+        new = rec.parent / f"{rec.name}-{suffix}"
+        new.mkdir()
+        np.savez(new / "frame_0000.npz", cube=np.full((8, 8, 3), k, np.float32),
                  wavelengths=np.array([500, 600, 700], np.int32))
     sh("dvc-cuvis", "enumerate", "--params", "params.yaml", cwd=repo)
     (repo / "splits.json").unlink()
@@ -61,10 +64,10 @@ def test_a_lent_group_that_returns_is_named_with_its_count_and_reason(repo: Path
 
 @pytest.mark.slow  # builds a repository of its own: several seconds
 def test_a_lent_group_replaced_by_another_loan_says_so(repo: Path, cli) -> None:
-    grow(repo, "frame_extra.npz")  # no new group hashes into test: it borrows again
+    grow(repo, "new")  # no new group hashes into test: it borrows again
     r = cli("bake", "--params", "params.yaml")
     now = json.loads((repo / "metrics/splits.json").read_text())["lent_groups"]
-    assert r.code == 0 and now == ["day2_line-a_s03/frame_extra.npz"]
+    assert r.code == 0 and now == ["day1_line-a_s01-new/"]
     assert r.err.splitlines() == [
         "dvc-cuvis: warning: 2 samples of npz/day2_line-b_s04 returned from test to train: "
         "test borrows another group now"]

@@ -20,7 +20,11 @@ def test_strategies_and_formats_come_from_the_one_list() -> None:
     from dvc_cuvis.config.specs import FORMATS, GROUP_BY, PREDICT, STRATEGIES
 
     assert _choices("bake", "--strategy") == STRATEGIES == tuple(SPLITTERS)
-    assert _choices("bake", "--group-by") == GROUP_BY
+    for name in GROUP_BY:  # --group-by also takes block:N, so BakeOptions checks it
+        BakeOptions(group_by=name).check()
+    with pytest.raises(DvcCuvisError, match="choose one of auto, source, group, sample, "
+                                            "recording or block:N"):
+        BakeOptions(group_by="blocks:4").check()
     assert _choices("bake", "--predict") == PREDICT
     assert _choices("enumerate", "--format") == FORMATS == _choices("init", "--format")
     from dvc_cuvis.config.specs import BAKE

@@ -1,0 +1,210 @@
+"""Recordings are groups, neighbouring frames are found, and bake's block and buffer remedies
+leave a split whose check passes: real npz frames enumerated, baked and checked in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.check.drift import DriftError, verify
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.leakage.adjacent import adjacent_pairs
+from dvc_cuvis.leakage.recordings import frame_positions
+from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, save_splits
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.model.universe_io import read_universe, write_universe
+from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.train.datamodule import guard
+
+RECORDINGS, FRAMES = 5, 6
+
+
+def frames(root: Path, recordings: int = RECORDINGS, per: int = FRAMES) -> Path:
+    """``data/npz/<recording>/<frame>.npz`` without the ``source`` member, as a new user lays
+    them out (frame names 2 and 10 apart: natural order, not text order)."""
+    for r in range(recordings):
+        for f in range(per):
+            path = root / "data" / "npz" / f"rec{r}" / f"f{f * 2 if f < 5 else 10 + f}.npz"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(npz_bytes({"cube": np.full((2, 2, 3), r + f / 10, np.float32),
+                                        "wavelengths": np.array([1, 2, 3], np.int32)},
+                                       Compression()))
+    return root / "data" / "npz"
+
+
+def enumerated(root: Path, recordings: int = RECORDINGS, per: int = FRAMES
+               ) -> tuple[Universe, dict]:
+    """Enumerate the frames into ``root/universe.csv`` and read it back."""
+    uni, info = enumerate_universe(EnumerateOptions(
+        format="npz", root=frames(root, recordings, per), out_dir=root, jobs=1))
+    write_universe(uni, root / "universe.csv")
+    return read_universe(root / "universe.csv"), info
+
+
+def recording_stages(uni: Universe, stages: dict) -> dict[str, set[str]]:
+    """Per recording folder, the stages its frames sit in."""
+    out: dict[str, set[str]] = {}
+    for s in EXCLUSIVE_STAGES:
+        for p in stages[s].tolist():
+            out.setdefault(uni.source(p).rpartition("/")[0], set()).add(s)
+    return out
+
+
+def constraints(root: Path, **kw) -> dict:
+    """The constraints finding of ``check`` on ``root``'s split, as a record."""
+    report = verify(root / "splits.json", root / "universe.csv", lock=None, **kw)
+    return report.finding("constraints").record()
+
+
+def test_npz_frames_in_folders_are_grouped_by_recording(tmp_path: Path) -> None:
+    uni, info = enumerated(tmp_path)
+    assert info["groups"] == RECORDINGS  # was one group per frame (30 for 5 folders)
+    (auto,) = bake(uni, BakeOptions(seed=0))
+    spans = recording_stages(uni, auto.stages)
+    assert all(len(s) == 1 for s in spans.values()) and len(spans) == RECORDINGS, spans
+    assert auto.stats["train"]["groups"] + auto.stats["val"]["groups"] \
+        + auto.stats["test"]["groups"] == RECORDINGS
+    save_splits(auto.config, tmp_path / "splits.json")
+    assert constraints(tmp_path)["status"] == "ok"
+    # a per-sample split (upstream's default) straddles recordings: check now sees it
+    (per_sample,) = bake(uni, BakeOptions(seed=0, group_by="sample"))
+    save_splits(per_sample.config, tmp_path / "splits.json")
+    found = constraints(tmp_path, adjacent_frames="off")
+    assert found["status"] == "ok" and "group_leakage violated (warn)" in found["summary"]
+    # the frame's position in its folder is natural order: f8 before f10 (text order: after)
+    _names, _codes, pos = frame_positions(uni)
+    rows = {uni.source(p): int(pos[p]) for p in range(len(uni))}
+    assert rows["rec0/f8.npz"] == 4 and rows["rec0/f15.npz"] == 5 and rows["rec0/f0.npz"] == 0
+
+
+def test_a_flat_folder_is_said_to_have_no_recordings_once(tmp_path: Path) -> None:
+    (tmp_path / "universe.csv").write_text(
+        "source,index\n" + "".join(f"frames/f{k}.npz,0\n" for k in range(12)))
+    uni = read_universe(tmp_path / "universe.csv")
+    folds = bake(uni, BakeOptions(seed=0, folds=2, test_ratio=0.25))
+    said = [w for b in folds for w in b.warnings if "no recording is known" in w]
+    assert len(said) == 1 and said[0].startswith("the frame files lie in one folder")
+    assert read_universe(tmp_path / "universe.csv").groups()[0][:2] == ["frames/f0.npz",
+                                                                       "frames/f1.npz"]
+
+
+def test_a_planted_neighbour_is_found_by_check_and_by_the_guard(tmp_path: Path) -> None:
+    uni, _ = enumerated(tmp_path)
+    (b,) = bake(uni, BakeOptions(seed=0, group_by="sample"))  # upstream parity: per frame
+    save_splits(b.config, tmp_path / "splits.json")
+    _names, codes, pos = frame_positions(uni)
+    stage = {int(p): s for s in EXCLUSIVE_STAGES for p in b.stages[s].tolist()}
+    expected = sorted((uni.uid(x), uni.uid(y)) for x in stage for y in stage
+                      if codes[x] == codes[y] and 0 < pos[y] - pos[x] <= 1
+                      and stage[x] != stage[y])
+    assert expected  # the per-frame split plants neighbours in different stages
+    warned = constraints(tmp_path)
+    assert warned["status"] == "ok"  # warn by default: the check passes and says so
+    pairs = warned["details"]["adjacent_pairs"]
+    assert pairs["count"] == len(expected) and pairs["k"] == 1
+    assert [(p["a"], p["b"]) for p in pairs["pairs"]] == expected[:20]
+    assert "adjacent_frames violated (warn)" in verify(
+        tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
+        adjacent_frames="warn").finding("constraints").summary
+    refused = constraints(tmp_path, adjacent_frames="error", adjacent_k=2)
+    assert refused["status"] == "violation" and "adjacent_frames violated" in refused["summary"]
+    assert refused["details"]["adjacent_pairs"]["count"] >= len(expected)
+    calls: list[str | None] = []
+
+    def module():  # a DataModule's face: setup() only
+        return type("DM", (), {"setup": lambda self, stage=None: calls.append(stage)})()
+
+    kw = {"splits": tmp_path / "splits.json", "universe": tmp_path / "universe.csv",
+          "lock": None, "cache": None}
+    with pytest.raises(DriftError, match="adjacent_frames"):
+        guard(module(), verify_mode="strict", adjacent_frames="error", **kw).setup("fit")
+    assert calls == []  # refused before the module read a frame
+    guard(module(), verify_mode="strict", adjacent_frames="warn", **kw).setup("fit")
+    guard(module(), verify_mode="warn", adjacent_frames="error", **kw).setup("fit")
+    assert calls == ["fit", "fit"]
+    with pytest.raises(DvcCuvisError, match="adjacent_k must be a whole number from 1"):
+        verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None, adjacent_k=0)
+
+
+def test_blocks_and_a_buffer_leave_a_split_whose_check_passes(tmp_path: Path, cli,
+                                                              monkeypatch) -> None:
+    uni, _ = enumerated(tmp_path, recordings=4, per=12)
+    (blocks,) = bake(uni, BakeOptions(seed=1, group_by="block:4"))
+    spans = recording_stages(uni, blocks.stages)
+    assert any(len(s) > 1 for s in spans.values())  # a recording now spans stages, in blocks
+    _names, codes, pos = frame_positions(uni)
+    for s in EXCLUSIVE_STAGES:  # each block of 4 contiguous frames sits in one stage
+        block = {(int(codes[p]), int(pos[p]) // 4) for p in blocks.stages[s].tolist()}
+        for other in EXCLUSIVE_STAGES:
+            if other != s:
+                assert not block & {(int(codes[p]), int(pos[p]) // 4)
+                                    for p in blocks.stages[other].tolist()}
+    assert adjacent_pairs(uni, blocks.stages).count > 0  # block edges still touch
+    (buffered,) = bake(uni, BakeOptions(seed=1, group_by="block:4", buffer=1))
+    left_out = buffered.metrics["buffered"]
+    assert left_out and buffered.metrics["buffer"] == 1
+    assert adjacent_pairs(uni, buffered.stages).count == 0
+    assert set(left_out).isdisjoint(uni.uids(np.concatenate(list(buffered.stages.values()))))
+    assert any("left out of every stage (--buffer)" in w for w in buffered.warnings)
+    save_splits(buffered.config, tmp_path / "splits.json")
+    checked = constraints(tmp_path, adjacent_frames="error")
+    assert checked["status"] == "ok" and "adjacent_frames satisfied" in checked["summary"]
+    monkeypatch.chdir(tmp_path)  # the same through the command line, as docs/leakage.md shows
+    baked = cli("bake", "--no-params", "--universe", "universe.csv", "--out", "splits.json",
+                "--metrics", "split.json", "--seed", "1", "--group-by", "block:4", "--buffer", "1")
+    assert baked.code == 0 and baked.err == (
+        f"dvc-cuvis: warning: {len(left_out)} frame(s) within 1 of a stage boundary inside a "
+        "recording are left out of every stage (--buffer); the split metrics list them under "
+        "'buffered'\n"), baked.err
+    checked_cli = cli("check", "--no-params", "--universe", "universe.csv", "--splits",
+                      "splits.json", "--no-lock", "--adjacent-frames", "error", "--adjacent-k", "1")
+    assert checked_cli.code == 0 and "adjacent_frames satisfied" in checked_cli.out
+    bad_k = cli("check", "--no-params", "--no-lock", "--adjacent-k", "0")
+    assert bad_k.code == 2 and bad_k.err.count("\n") == 1 and "adjacent_k" in bad_k.err
+    for bad, match in (("block:0", "block:N needs N a whole number"),
+                       ("block:x", "block:N needs N")):
+        with pytest.raises(DvcCuvisError, match=match):
+            BakeOptions(group_by=bad).check()
+    with pytest.raises(DvcCuvisError, match="buffer"):
+        BakeOptions(buffer=10**6).check()
+
+
+def test_an_unnamed_frame_joins_the_group_its_folder_names(tmp_path: Path) -> None:
+    (tmp_path / "universe.csv").write_text(
+        "source,index,group\n"
+        "a/f0.npz,0,day1-a\na/f1.npz,0,day1-a\na/f2.npz,0,\n"  # f2 without a source member
+        "b/f0.npz,0,\nb/f1.npz,0,\n"                            # nothing named: the folder
+        "c/f0.npz,0,x\nc/f1.npz,0,y\nc/f2.npz,0,\n")            # two names: the folder
+    names, codes = read_universe(tmp_path / "universe.csv").groups()
+    assert [names[c] for c in codes.tolist()] == [
+        "day1-a", "day1-a", "day1-a", "b/", "b/", "x", "y", "c/"]
+
+
+@pytest.mark.slow  # one dvc repro in a copy of the committed README workflow
+def test_blocks_and_a_buffer_through_dvc_repro_say_their_moves(built: Path, tmp_path: Path,
+                                                               cli, monkeypatch) -> None:
+    import yaml
+
+    from tests.helpers.repos import copy
+    from tests.helpers.shell import sh
+
+    repo = copy(built, tmp_path / "repo")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["enumerate"]["group"] = "none"  # no source member read: the folder is the recording
+    params["bake"].update({"group_by": "block:1", "buffer": 1})
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    out = sh("dvc", "repro", cwd=repo)
+    buffered = json.loads((repo / "metrics/splits.json").read_text())["buffered"]
+    assert buffered  # frames next to a block of another stage are left out, and listed
+    said = [ln for ln in out.splitlines() if "for no stage: within 1 frame(s)" in ln]
+    assert said and all(ln.startswith("dvc-cuvis: warning: ") for ln in said), out
+    monkeypatch.chdir(repo)
+    r = cli("check", "--params", "params.yaml", "--adjacent-frames", "error", "--json")
+    assert r.code == 0, r.err
+    found = json.loads(r.out)["checks"]["constraints"]
+    assert "adjacent_frames satisfied" in found["summary"]
