@@ -305,7 +305,8 @@ class SplitDataModule:
         uni = read_universe(self.universe_csv)
         cfg = load_splits(self.splits_path)
         if self.verify_mode != "off":  # checks exactly what was read (and will be loaded)
-            report = verify(cfg, uni, deep=self.deep, lock=self.lock, cache=self._cache())
+            report = verify(cfg, uni, deep=self.deep, lock=self.lock, cache=self._cache(),
+                            stages=setup_stages(stage))
             report.splits = str(self.splits_path)  # a DriftError names the file, not "splits"
             self.report = ensure(report, self.verify_mode)
         res = resolve(cfg, uni, where=str(self.splits_path))
@@ -483,7 +484,8 @@ def guard(
         report = None
         if verify_mode != "off":
             # verify() reads a splits_path config now, as the module will in setup()
-            report = verify(splits, universe, cache=stat_cache, **verify_kwargs)
+            report = verify(splits, universe, cache=stat_cache, stages=setup_stages(stage),
+                            **verify_kwargs)
             datamodule.drift_report = ensure(report, verify_mode)
         datamodule.dataset_record = record.take(
             datamodule, splits, universe, mode=verify_mode, report=report, cache=stat_cache,
