@@ -32,7 +32,7 @@ from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.train.lightning_env import datamodule_base, host_of, package_of, pick_package
 from dvc_cuvis.train.lineage_hooks import Lineage
-from dvc_cuvis.train.stages import setup_stages
+from dvc_cuvis.train.stages import SETUP_STAGES, setup_stages
 
 logger = logging.getLogger(__name__)
 
@@ -484,8 +484,9 @@ def guard(
         report = None
         if verify_mode != "off":
             # verify() reads a splits_path config now, as the module will in setup()
-            report = verify(splits, universe, cache=stat_cache, stages=setup_stages(stage),
-                            **verify_kwargs)
+            # the stages setup(stage) loads; a stage Lightning does not name: every stage
+            report = verify(splits, universe, cache=stat_cache,
+                            stages=SETUP_STAGES.get(stage), **verify_kwargs)
             datamodule.drift_report = ensure(report, verify_mode)
         datamodule.dataset_record = record.take(
             datamodule, splits, universe, mode=verify_mode, report=report, cache=stat_cache,
