@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dvc_cuvis.check.facts import ContentDrift
+from dvc_cuvis.check.facts import ContentDrift, OtherStagesAbsent
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
 from dvc_cuvis.digests.hashing import Stamp, stamp_of
@@ -77,9 +77,12 @@ def check_content(
     uni: Universe, cache: StatCache, assignment: np.ndarray | None,
     current: Universe | None, vouched: Mapping[str, Sequence[str]] | None,
     witness: list[tuple[str, Stamp | None]] | None, ws: Workspace | None = None,
+    stage_rows: set[int] | None = None,
 ) -> Finding:
     """The content finding; each file read is added to ``witness`` with the stamp of the
-    bytes read (what the verdict memo rests on)."""
+    bytes read (what the verdict memo rests on).  With ``stage_rows`` (the rows of the
+    stages a one-stage fetch brought), a missing file none of those rows reads is another
+    stage's, not pulled here: noted, not drift."""
     if not uni.has_column("md5"):
         return Finding("content", "skipped", "universe.csv has no md5 column (enumerate without "
                        "--no-hash to record content digests)")
@@ -87,7 +90,7 @@ def check_content(
     files, skipped = _recorded_files(uni, vouched_below(vouched or {}, base))
     known = _known_digests(current)
     guard = PathGuard(base)
-    missing, modified = [], []
+    missing, modified, elsewhere = [], [], []
     actuals: dict[str, str] = {}
     bad_rows: set[int] = set()
     for rel in sorted(files):
@@ -98,6 +101,9 @@ def check_content(
             try:
                 st = os.stat(path)
             except OSError:
+                if stage_rows is not None and stage_rows.isdisjoint(rows):
+                    elsewhere.append(rel)
+                    continue
                 missing.append(rel)
                 bad_rows.update(rows)
                 continue
@@ -110,6 +116,12 @@ def check_content(
             bad_rows.update(rows)
     if not missing and not modified:
         via = f" ({len(skipped)} through dvc.lock's input hashes)" if skipped else ""
+        if elsewhere:
+            absent = OtherStagesAbsent(tuple(elsewhere))
+            return Finding("content", "ok",
+                           f"{len(files) - len(elsewhere) + len(skipped)} files match their "
+                           f"recorded md5{via}; {len(elsewhere)} file(s) of other stages not "
+                           "pulled here, not checked", absent.details(), facts=absent)
         return Finding("content", "ok",
                        f"{len(files) + len(skipped)} files match their recorded md5{via}")
     edited = _hand_edited(uni, files, actuals)

@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any, Union
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.content import check_content
+from dvc_cuvis.check.facts import OtherStagesAbsent
 from dvc_cuvis.check.fixes import Workspace
-from dvc_cuvis.check.not_pulled import explain_not_pulled
+from dvc_cuvis.check.not_pulled import explain_not_pulled, stage_outputs_not_pulled
 from dvc_cuvis.check.report import CHECKS, DriftReport, Finding
 from dvc_cuvis.check.selection import check_constraints, check_selection
 from dvc_cuvis.check.staged import Staged
@@ -144,6 +145,7 @@ class _Run:
     options: list[Any]
     where: str = ""
     staged: Staged | None = None
+    stages: tuple[str, ...] | None = None
     splits_path: Path | None = None
     uni_path: Path | None = None
     staleness: Finding | None = None
@@ -211,9 +213,16 @@ class _Run:
                 finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
             findings.append(finding)
         if "content" in self.wanted:  # under deep, only digests computed in this call are reused
+            rows = None
+            if self.stages is not None and res is not None:
+                rows = {int(p) for s in self.stages for p in res.stages[s]}
             findings.append(check_content(uni, self.cache, res.assignment() if res else None,
                                           now if own_digests or not self.deep else None,
-                                          self.vouched, self.witness, self.ws))
+                                          self.vouched, self.witness, self.ws, rows))
+            elsewhere = findings[-1].facts
+            if isinstance(elsewhere, OtherStagesAbsent) and self.staleness is not None:
+                stage_outputs_not_pulled(self.staleness, uni, list(elsewhere.missing),
+                                         self.stages or (), self.ws)
             if findings[-1].status == "drift":
                 explain_not_pulled([*findings, *([self.staleness] if self.staleness else [])],
                                    uni, self.ws)
@@ -241,6 +250,7 @@ def verify(
     allow_partial: bool = False,
     allow_unpinned: bool = False,
     staged: Staged | None = None,
+    stages: Sequence[str] | None = None,
 ) -> DriftReport:
     """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
 
@@ -310,6 +320,10 @@ def verify(
     staged : Staged, optional
         Check what a commit records (:func:`~dvc_cuvis.check.staged.staged_view`): the
         split, the universe and dvc.lock as git's index holds them.
+    stages : sequence of str, optional
+        Check the content of these stages' frames only (what a one-stage fetch brought):
+        another stage's missing frame is noted as not pulled, not drift; a present frame
+        that changed still fails, whatever its stage.  None checks every frame.
 
     Returns
     -------
@@ -370,10 +384,13 @@ def verify(
     """
 
     run = _Run(splits, universe, _wanted(checks), StatCache(None) if deep or cache is None
-               else cache, deep, [], staged=staged)
+               else cache, deep, [], staged=staged,
+               stages=_stage_names(stages))
     adjacent = (check_severity(adjacent_frames), check_k(adjacent_k, "adjacent_k"))
     run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, [*adjacent], data_dir,
                    allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
+    if run.stages is not None:  # a one-stage verdict never stands for the whole split's
+        run.options.append(list(run.stages))
     run.check_staleness(lock)
     memo = run.memo(current)
     reused = run.reused(memo)
@@ -397,7 +414,9 @@ def verify(
         now, own_digests = None, False
     findings = run.run_checks(cfg, uni, now, own_digests, data_dir, name_to_id, group_leakage,
                               allow_partial, allow_unpinned, adjacent)
-    if memo is not None and not any(f.failed for f in findings):
+    partial = any(isinstance(f.facts, OtherStagesAbsent) for f in findings)
+    if memo is not None and not partial and not any(f.failed for f in findings):
+        # a verdict with other stages not pulled rests on absent files: never reused
         memo.store([f.record() for f in findings], run.witness, uni, run.splits, split_stamp,
                    run.options)
     if run.staleness is not None:
@@ -405,6 +424,19 @@ def verify(
     run.cache.save()
     return DriftReport(run.where, str(uni.path or "universe"), findings,
                        hashing=run.cache.stats())
+
+
+def _stage_names(stages: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``stages`` checked against the split's stage names (None stays None)."""
+    if stages is None:
+        return None
+    from dvc_cuvis.model.splits import STAGES
+
+    bad = [s for s in stages if s not in STAGES]
+    if bad or not stages:
+        raise DvcCuvisError(f"stage {', '.join(bad) or '(none)'}: choose from "
+                            f"{', '.join(STAGES)}")
+    return tuple(dict.fromkeys(stages))
 
 
 def check_verify_mode(mode: str) -> str:

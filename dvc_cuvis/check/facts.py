@@ -16,8 +16,8 @@ from typing import Any
 
 from dvc_cuvis.repo.lockfile import Change
 
-__all__ = ["ContentDrift", "DiskDiff", "Facts", "NotPulled", "Staleness", "UniverseFacts",
-           "UniverseProblem"]
+__all__ = ["ContentDrift", "DiskDiff", "Facts", "NotPulled", "OtherStagesAbsent", "Staleness",
+           "UniverseFacts", "UniverseProblem"]
 
 @dataclass(frozen=True)
 class ContentDrift:
@@ -51,6 +51,17 @@ class NotPulled:
     def details(self) -> dict[str, Any]:
         """The finding's ``details``."""
         return {"not_pulled": sorted(self.files)}
+
+
+@dataclass(frozen=True)
+class OtherStagesAbsent:
+    """Files of stages a one-stage check leaves out, absent here: not pulled, not drift."""
+
+    missing: tuple[str, ...]
+
+    def details(self) -> dict[str, Any]:
+        """The finding's ``details``."""
+        return {"other_stages_not_pulled": len(self.missing)}
 
 
 @dataclass(frozen=True)
@@ -121,4 +132,4 @@ class UniverseFacts:
 
 
 #: The facts a finding may carry.
-Facts = ContentDrift | NotPulled | Staleness | UniverseFacts
+Facts = ContentDrift | NotPulled | OtherStagesAbsent | Staleness | UniverseFacts

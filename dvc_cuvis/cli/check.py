@@ -68,6 +68,14 @@ def run(args: argparse.Namespace) -> int:
             return _check(s, staged)
 
 
+def _stages(s: Settings) -> tuple[str, ...] | None:
+    """The ``--stage`` values (None: every stage is checked)."""
+    value = s.get("stage")
+    if not value:
+        return None
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def _check(s: Settings, staged: Staged | None) -> int:
     from dvc_cuvis.check.drift import CHECKS, verify
     from dvc_cuvis.digests.stat_cache import open_stat_cache
@@ -106,6 +114,7 @@ def _check(s: Settings, staged: Staged | None) -> int:
         allow_partial=s.flag("allow_partial"),
         allow_unpinned=s.flag("allow_unpinned"),
         staged=staged,
+        stages=_stages(s),
     )
     if current is None and why_not:  # say what the universe check could not see
         universe = report.finding("universe")

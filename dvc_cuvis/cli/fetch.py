@@ -44,6 +44,16 @@ def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> 
     return path
 
 
+def _companions(mat: Path, root: Path) -> list[Any]:
+    """materialized/splits.json and manifest.json beside the materialized universe.csv (a
+    DataModule reads the split there), unless git tracks them and they are here already."""
+    from dvc_cuvis.repo.pull import FetchFile
+
+    folder = mat.resolve().parent
+    return [FetchFile((folder / name).relative_to(root).as_posix(), "", 0)
+            for name in ("splits.json", "manifest.json") if not (folder / name).is_file()]
+
+
 def run(args: argparse.Namespace) -> int:
     """Pull exactly the files the named stages need, then verify their md5."""
     from dvc_cuvis.paths import require_dvc_root
@@ -62,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     mat = _materialized_universe(s, root, remote) if s.flag("materialized") else None
     plan = plan_fetch(splits_path, universe_path, stages, materialized=mat,
                       name_to_id=category_map(s), root=root)
+    extra = _companions(mat, root) if mat is not None else []
+    plan.files = [*extra, *plan.files]  # what a module over the folder reads besides frames
     progress = s.get("progress")
     show = progress if progress is not None else sys.stderr.isatty()
     what = "materialized frames" if mat is not None else "files"
@@ -88,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
                                      "bytes": result.bytes, "verified": result.verified},
                                     indent=2) + "\n")
     else:
-        print(f"fetched {len(plan.files)} {what} for {counts}: {result.downloaded} "
+        print(f"fetched {len(plan.files) - len(extra)} {what} for {counts}: {result.downloaded} "
               f"downloaded, {result.verified} verified against {plan.universe} "
               f"({result.bytes} bytes)")
     return EXIT_OK

@@ -199,6 +199,9 @@ CHECK = OptionSet(
     Option("data_dir", "folder that {DATA_DIR} stands for in GUI-authored splits",
            metavar="DIR", path=True, shown="inferred from the universe"),
     _CATEGORIES, _LEAKAGE, _ADJACENT, _ADJACENT_K, _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
+    Option("stage", "check only this stage's frames (others absent = not pulled); repeat "
+           "for several", choices=("train", "val", "test", "predict"), metavar="STAGE",
+           many=True, shown="all stages"),
     Option("checks", "comma list of universe,content,selection,constraints,staleness",
            kinds=(str, list), shown="all"),
     _STAT_CACHE,

@@ -32,7 +32,7 @@ from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.train.lightning_env import datamodule_base, host_of, package_of, pick_package
 from dvc_cuvis.train.lineage_hooks import Lineage
-from dvc_cuvis.train.stages import setup_stages
+from dvc_cuvis.train.stages import SETUP_STAGES, setup_stages
 
 logger = logging.getLogger(__name__)
 
@@ -305,7 +305,8 @@ class SplitDataModule:
         uni = read_universe(self.universe_csv)
         cfg = load_splits(self.splits_path)
         if self.verify_mode != "off":  # checks exactly what was read (and will be loaded)
-            report = verify(cfg, uni, deep=self.deep, lock=self.lock, cache=self._cache())
+            report = verify(cfg, uni, deep=self.deep, lock=self.lock, cache=self._cache(),
+                            stages=setup_stages(stage))
             report.splits = str(self.splits_path)  # a DriftError names the file, not "splits"
             self.report = ensure(report, self.verify_mode)
         res = resolve(cfg, uni, where=str(self.splits_path))
@@ -483,7 +484,9 @@ def guard(
         report = None
         if verify_mode != "off":
             # verify() reads a splits_path config now, as the module will in setup()
-            report = verify(splits, universe, cache=stat_cache, **verify_kwargs)
+            # the stages setup(stage) loads; a stage Lightning does not name: every stage
+            report = verify(splits, universe, cache=stat_cache,
+                            stages=SETUP_STAGES.get(stage), **verify_kwargs)
             datamodule.drift_report = ensure(report, verify_mode)
         datamodule.dataset_record = record.take(
             datamodule, splits, universe, mode=verify_mode, report=report, cache=stat_cache,

@@ -193,3 +193,47 @@ def test_granular_targets_give_dvcs_view_without_reparsing(dataset: tuple[Path, 
     assert seen[True][1] == {tuple(t.split("/")) for t in targets}
     assert seen[False][2], "DVC re-parses its files per index (the cost removed)"
     assert seen[True][2] == []
+
+
+def test_one_stage_feeds_training_in_a_fresh_clone(dataset: tuple[Path, Path], sshd: Sshd,
+                                                   tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """fetch --stage test --materialized -> check --stage test -> setup("test") -> one test
+    step, in a clone that pulled nothing else."""
+    torch = pytest.importorskip("torch")
+    pl = pytest.importorskip("pytorch_lightning")
+    from dvc_cuvis.cli import main
+    from dvc_cuvis.train.datamodule import SplitDataModule
+
+    repo, _ = dataset
+    other = clone(repo, tmp_path / "gpu", sshd, run=sh)
+    monkeypatch.chdir(other)
+    assert main(["fetch", "--stage", "test", "--materialized"]) == 0
+    assert (other / "materialized" / "splits.json").is_file()  # the module's split came too
+    want = stage_paths(repo, "test", "materialized/universe.csv")
+    assert files_under(other, "materialized") == want
+    check = ["check", "--universe", "materialized/universe.csv", "--splits",
+             "materialized/splits.json", "--no-enumerate"]
+    assert main([*check, "--stage", "test"]) == 0  # the other stages: not pulled, a note
+    assert main(check) == 1  # every stage: the others' frames are not pulled
+    dm = SplitDataModule(other / "materialized/universe.csv",
+                         other / "materialized/splits.json", batch_size=2)
+    dm.setup("test")
+    assert dm.report is not None and dm.report.ok
+    assert len(dm.datasets["test"]) == len(want)
+
+    class Probe(pl.LightningModule):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def test_step(self, batch: dict[str, object], _: int) -> None:
+            self.log("loss", self.layer(batch["cube"].mean(dim=(1, 2))).pow(2).mean())
+
+    trainer = pl.Trainer(limit_test_batches=1, accelerator="cpu", devices=1, logger=False,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         default_root_dir=tmp_path / "run", enable_checkpointing=False)
+    (result,) = trainer.test(Probe(), datamodule=dm, verbose=False)
+    assert "loss" in result
+    with pytest.raises(Exception, match="not pulled"):  # fit needs train: not here
+        dm.setup("fit")

@@ -203,3 +203,42 @@ def test_repeated_setups_reuse_a_clean_verdict_but_catch_an_edit(materialized: P
             dm.setup("fit")
         assert info.value.report.finding("content").status == "drift"
         assert not info.value.report.reused_verdict
+
+
+def test_setup_checks_only_the_stages_it_loads(materialized: Path, tmp_path: Path) -> None:
+    """A one-stage fetch: setup("test") checks the test frames and takes a missing train
+    frame as not pulled; setup("fit") needs it; a changed train frame fails every stage."""
+    import shutil
+
+    from dvc_cuvis.check.drift import verify
+
+    mat = shutil.copytree(materialized, tmp_path / "mat")
+    uni = read_universe(mat / "universe.csv")
+    res = resolve(load_splits(mat / "splits.json"), uni)
+    train = [mat / uni.value("materialized_path", int(p)) for p in res.stages["train"]]
+    train[0].unlink()
+    dm = make(mat)
+    dm.setup("test")
+    content = dm.report.finding("content")
+    assert content.status == "ok" and "1 file(s) of other stages not pulled" in content.summary
+    assert len(dm.datasets["test"]) == len(res.stages["test"])
+    with pytest.raises(DriftError, match="1 missing"):
+        make(mat).setup("fit")
+
+    class Upstream:
+        def setup(self, stage: str | None = None) -> None:
+            self.stage = stage
+
+    guarded = guard(Upstream(), splits=mat / "splits.json", universe=mat / "universe.csv",
+                    cache=None, lock=None)
+    guarded.setup("validate")  # the guard checks what setup will load, as the module does
+    assert guarded.stage == "validate"
+    with pytest.raises(DriftError):
+        guarded.setup("fit")
+    report = verify(mat / "splits.json", mat / "universe.csv", lock=None, stages=["val"])
+    assert report.ok
+    train[1].write_bytes(train[1].read_bytes() + b"\0")  # present and changed: drift anywhere
+    report = verify(mat / "splits.json", mat / "universe.csv", lock=None, stages=["val"])
+    assert report.finding("content").status == "drift" and not report.ok
+    with pytest.raises(DvcCuvisError, match="stage fit: choose from"):
+        verify(mat / "splits.json", mat / "universe.csv", lock=None, stages=["fit"])
