@@ -239,8 +239,8 @@ class _Parts:
             self._end += n
         else:
             i = bisect.bisect_left(self._starts, self._pos)
-            if i == len(self._starts) or self._starts[i] != self._pos \
-                    or memoryview(self.parts[i]).nbytes != n:
+            if (i == len(self._starts) or self._starts[i] != self._pos
+                    or memoryview(self.parts[i]).nbytes != n):
                 raise OSError("unsupported rewrite in a zip under construction")
             self.parts[i] = bytes(data)
         self._pos += n

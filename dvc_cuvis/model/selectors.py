@@ -362,8 +362,8 @@ class Resolver:
             codes = [c for c in codes if not uni.indexless[off[c]]]
         if len(codes) == 1 and not huge and len(wanted):
             lo, hi = int(off[codes[0]]), int(off[codes[0] + 1])
-            if indices[hi - 1] - indices[lo] == hi - lo - 1 and indices[lo] <= wanted[0] \
-                    and wanted[-1] <= indices[hi - 1]:
+            if (indices[hi - 1] - indices[lo] == hi - lo - 1 and indices[lo] <= wanted[0]
+                    and wanted[-1] <= indices[hi - 1]):
                 # a dense block holding every id (a session's frames 0..n-1): no search
                 return lo - indices[lo] + wanted
         parts = [_NONE]

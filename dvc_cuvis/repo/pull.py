@@ -127,8 +127,8 @@ def granular_targets(repo: Any) -> Iterator[None]:
 
     def inside_output(target: str | None) -> Any:
         """The one output strictly holding ``target`` (a plain path), else None."""
-        if not target or target.endswith(".dvc") or ":" in target \
-                or os.path.basename(target) in ("dvc.yaml", "dvc.lock"):
+        if (not target or target.endswith(".dvc") or ":" in target
+                or os.path.basename(target) in ("dvc.yaml", "dvc.lock")):
             return None
         path = stage_loader.fs.abspath(target)
         try:
@@ -146,9 +146,9 @@ def granular_targets(repo: Any) -> Iterator[None]:
 
     def collect(target: str | None = None, with_deps: bool = False, recursive: bool = False,
                 graph: Any = None, glob: bool = False) -> Any:
-        if target and "/" in target.replace(os.sep, "/") and not (with_deps or recursive
-                                                                 or glob) \
-                and inside_output(target) is not None:
+        if (target and "/" in target.replace(os.sep, "/")
+                and not (with_deps or recursive or glob)
+                and inside_output(target) is not None):
             raise StageFileDoesNotExistError(target)
         return original_collect(target, with_deps=with_deps, recursive=recursive,
                                 graph=graph, glob=glob)

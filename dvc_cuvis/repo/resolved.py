@@ -104,8 +104,8 @@ def resolved_stages(root: Path, text: str, data: dict[str, Any],
     key = memo_key(root, repo, text, data)
     with contextlib.suppress(OSError, ValueError):
         memo = loads_json(path.read_bytes(), path)  # damaged or nested: resolved afresh
-        if isinstance(memo, dict) and memo.get("key") == key \
-                and isinstance(memo.get("stages"), dict):
+        if (isinstance(memo, dict) and memo.get("key") == key
+                and isinstance(memo.get("stages"), dict)):
             return memo["stages"]
     stages = resolve()
     try:  # what the memo will answer, so that the first call answers the same
