@@ -105,7 +105,7 @@ def granular_targets(repo: Any) -> Iterator[None]:
     """Resolve each target inside a tracked folder once, from DVC's own output index.
 
     DVC resolves every granular target separately (``collect_granular``: it re-parses
-    dvc.yaml, dvc.lock and the .dvc files for each, about 0.5 s a path here), so a stage of
+    dvc.yaml, dvc.lock and the .dvc files for each path), so a stage of
     a few hundred frames would spend minutes before any byte moves.  A path strictly
     inside one output resolves to what DVC itself returns for it — ``(output's stage,
     the path)`` via ``find_outs_by_path`` — so for such paths we answer from the index

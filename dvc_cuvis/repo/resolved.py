@@ -1,7 +1,7 @@
 """A memo of DVC's resolution of a templated dvc.yaml, so that a check need not import DVC.
 
 Expanding ``${...}``, ``foreach`` and ``matrix`` is DVC's job (``dvc.parsing``), and
-importing DVC to do it costs about 0.4 s, most of a ``dvc-cuvis check``. The resolution is
+importing DVC to do it is most of a ``dvc-cuvis check``'s time. The resolution is
 a pure function of a few files, so it is kept, keyed by their bytes:
 
 - the dvc.yaml itself;
