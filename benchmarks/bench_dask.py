@@ -36,11 +36,11 @@ from typing import Any
 
 from benchmarks import _common
 from benchmarks._common import Row, median
-from benchmarks._dask_cluster import cluster as local_cluster
 from benchmarks.bench_dvc_hashes import make_frames
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.model.universe_io import format_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from testbeds.dask_cluster import cluster as local_cluster
 
 WORKERS = 2
 

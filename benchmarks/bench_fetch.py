@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks._common import ENV, Row, finish, median, sh, standard_args, workspace
-from benchmarks._sshd import clone, find_sshd, start_sshd, use_remote
+from testbeds.sshd import clone, find_sshd, start_sshd, use_remote
 
 
 def build(root: Path, server: object, store: Path, sessions: int, frames: int,

@@ -175,7 +175,7 @@ def parse_yaml(text: str | bytes, where: Path | str) -> Any:
     """The YAML document ``text`` (an empty one is ``{}``); :class:`YamlError` naming ``where``."""
     import yaml  # (not on the path of a check that reads no YAML: hashing, the stat cache)
 
-    try:  # libyaml's parser where PyYAML has it: ~10x faster on a dvc.lock, the same data
+    try:  # libyaml's parser where PyYAML has it: faster on a dvc.lock, the same data
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -103,7 +103,7 @@ export CI="${CI:-true}"
 # layers in one job, a quick smoke run of three benchmarks (each one process; --quick enforces
 # no target) in another, so that what is left of them when the tests end has both cores. A
 # finding of any of them fails the run, once the main tests are through.
-{ nice -n 15 .venv/bin/ruff check dvc_cuvis tests benchmarks examples \
+{ nice -n 15 .venv/bin/ruff check dvc_cuvis tests benchmarks examples testbeds \
     && nice -n 15 .venv/bin/mypy && nice -n 15 .venv/bin/lint-imports --no-cache \
     && echo "lint: ok"; } >.venv/lint.log 2>&1 &
 LINT_PID=$!

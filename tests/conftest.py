@@ -20,7 +20,7 @@ from tests.helpers.repos import pristine
 from tests.helpers.shell import ENV
 
 if TYPE_CHECKING:
-    from benchmarks._sshd import Sshd
+    from testbeds.sshd import Sshd
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
@@ -175,7 +175,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     """A running sshd on 127.0.0.1 for the whole session (stopped at the end).  A missing
     ``sshd`` fails the run in CI (``scripts/test.sh`` installs openssh-server), else skips."""
-    from benchmarks._sshd import find_sshd, start_sshd
+    from testbeds.sshd import find_sshd, start_sshd
 
     binary = find_sshd()
     if binary is None:

@@ -216,3 +216,43 @@ def test_the_public_api_is_importable_from_the_package_top() -> None:
     assert verify.__module__ == "dvc_cuvis.check.drift"
     assert guard.__module__ == "dvc_cuvis.train.datamodule"
     assert SplitDataModule.__name__ == "SplitDataModule"
+
+
+def _backslash_continuations(src: str) -> list[int]:
+    """Lines that end in a backslash continuation outside strings: the tokens jump a line with
+    no NEWLINE or NL between them."""
+    found = []
+    prev = None
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if (prev is not None and tok.start[0] > prev.end[0]
+                and prev.type not in (tokenize.NEWLINE, tokenize.NL)
+                and tok.type not in (tokenize.DEDENT, tokenize.ENDMARKER)):
+            found.append(prev.end[0])
+        prev = tok
+    return found
+
+
+def test_no_backslash_continuation_in_the_package() -> None:
+    texts = {path: path.read_text(encoding="utf-8") for path in sorted(PKG.rglob("*.py"))}
+    bad = [f"{path.relative_to(ROOT)}:{line}" for path, text in texts.items()
+           if "\\\n" in text for line in _backslash_continuations(text)]
+    assert not bad, f"backslash continuations (use parentheses): {bad}"
+
+
+def test_the_continuation_finder_sees_one_and_skips_strings() -> None:
+    assert _backslash_continuations("x = 1 + \\\n    2\n") == [1]
+    assert _backslash_continuations('S = """\\\ntext\n"""\ny = (1 +\n     2)\n') == []
+
+
+def test_nothing_in_tests_imports_benchmarks() -> None:
+    bad = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "benchmarks" not in text:  # no import of it can hide in this file
+            continue
+        for node in ast.walk(ast.parse(text)):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {name}" for name in names
+                    if name == "benchmarks" or name.startswith("benchmarks.")]
+    assert not bad, f"tests import benchmarks (move the helper to tests/helpers): {bad}"

@@ -7,11 +7,14 @@ docstring of the package), so an example that drifts from the code fails here.
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import io
 import itertools
+import re
 import tempfile
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -77,3 +80,47 @@ def test_docstring_examples_run(dotted: str) -> None:
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{dotted}: {result.failed} example(s) failed\n{report.getvalue()}"
     assert result.attempted == examples
+
+
+_NUM = r"\d+(?:\.\d+)?"
+_UNIT = r"(?:ms|µs|s|seconds?|minutes?|KB|KiB|MB|MiB|GB|GiB|%|x|×)"
+#: A figure someone measured: "~N unit", "about N unit", "measured: N unit", "costs N unit",
+#: a throughput (N GB/s), "N s for ...", "N x faster". A limit or constant ("under 1 MiB",
+#: "a 256 x 256 x 61 frame") has none of these marks and is allowed.
+MEASURED = re.compile(
+    rf"(?:~|\babout\s+|\bmeasured:?\s+|\bcosts?\s+(?:about\s+|~)?)\s*{_NUM}\s*{_UNIT}(?!\w)"
+    rf"|{_NUM}\s*(?:KB|MB|GB|MiB|GiB)/s\b"
+    rf"|\b{_NUM}\s*(?:ms|s)\s+(?:for|of\s+CPU|a\s+path|against)\b"
+    rf"|\b{_NUM}\s*(?:x|×)\s+(?:faster|slower|its\s+speed)")
+
+
+def _measured_figures(src: str) -> list[str]:
+    """Each docstring's and comment's measured figures in a module's source, as ``line: text``."""
+    found: list[str] = []
+    if not MEASURED.search(src):  # nothing anywhere in the file: nothing in a docstring
+        return found
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            doc = ast.get_docstring(node, clean=False) or ""
+            found += [f"{getattr(node, 'lineno', 1)}: {m.group(0)}" for m in MEASURED.finditer(doc)]
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.COMMENT:
+            found += [f"{tok.start[0]}: {m.group(0)}" for m in MEASURED.finditer(tok.string)]
+    return found
+
+
+def test_no_docstring_or_comment_quotes_a_measured_figure() -> None:
+    root = Path(__file__).resolve().parents[1] / "dvc_cuvis"
+    bad = [f"{path.relative_to(root.parent)}:{hit}" for path in sorted(root.rglob("*.py"))
+           for hit in _measured_figures(path.read_text(encoding="utf-8"))]
+    assert not bad, f"measured figures age: move them to docs/performance.md and say why: {bad}"
+
+
+def test_the_figure_finder_tells_a_measurement_from_a_limit() -> None:
+    measured = ('"""Opening it costs ~0.2 s."""\n', '"""Runs at ~0.75 GB/s."""\n',
+                '"""24 s for a 50k split."""\n', "x = 1  # about 1\n  s of every report\n",
+                '"""It is (measured: 0.44 ms) slow."""\n', '"""up to ~3x its speed"""\n')
+    assert all(_measured_figures(src) for src in measured[:3] + measured[4:])
+    limits = ('"""Files under 1 MiB are always read."""\n', '"""A 256 x 256 x 61 frame."""\n',
+              '"""Ids 0-5 and 10% of the rows are held out."""\n', "CAP = 64  # MiB, a ceiling\n")
+    assert not any(_measured_figures(src) for src in limits)

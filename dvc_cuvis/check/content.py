@@ -134,8 +134,8 @@ def check_content(
     said = []
     if missing or modified:
         said.append(f"{len(modified)} file(s) modified, {len(missing)} missing since enumerate")
-    fixes = [ws.restore([base / m for m in missing], [base / m for m in modified])] \
-        if missing or modified else []
+    fixes = ([ws.restore([base / m for m in missing], [base / m for m in modified])]
+        if missing or modified else [])
     if edited:
         lines = sorted(edited.values())
         numbers = ", ".join(map(str, lines))

@@ -157,11 +157,11 @@ class _Run:
         named = None
         if isinstance(self.splits, DataSplitConfig):  # cuvis-ai's splits_path idiom
             self.splits, named = effective_splits(self.splits)
-        self.splits_path = None if isinstance(self.splits, DataSplitConfig) \
-            else Path(self.splits)
+        self.splits_path = (None if isinstance(self.splits, DataSplitConfig)
+            else Path(self.splits))
         self.where = str(self.splits_path or named or "splits")
-        self.uni_path = self.universe.path if isinstance(self.universe, Universe) \
-            else Path(self.universe)
+        self.uni_path = (self.universe.path if isinstance(self.universe, Universe)
+            else Path(self.universe))
         anchor = self.uni_path or self.splits_path
         self.ws = Workspace(anchor.parent if anchor is not None else None)
 
@@ -178,8 +178,8 @@ class _Run:
 
     def memo(self, current: Current) -> VerdictMemo | None:
         """The verdict memo slot, where a remembered verdict may stand for this check."""
-        if self.deep or current is not None or self.vouched or self.uni_path is None \
-                or not self.wanted - {"staleness"} or (self.staged and self.staged.paths):
+        if (self.deep or current is not None or self.vouched or self.uni_path is None
+                or not self.wanted - {"staleness"} or (self.staged and self.staged.paths)):
             return None
         return VerdictMemo.before_reading(self.cache, self.splits, self.universe, self.options)
 
@@ -406,8 +406,8 @@ def verify(
     if isinstance(universe, Universe):
         uni = universe
     else:
-        uni = staged.universe(universe) if staged is not None and staged.holds(universe) \
-            else read_universe(universe)
+        uni = (staged.universe(universe) if staged is not None and staged.holds(universe)
+            else read_universe(universe))
     try:
         now, own_digests = _rescan(current, run.cache, run.vouched, uni)
     except NotPulledError:  # a clone that has not pulled: the content check says so

@@ -33,8 +33,8 @@ def explain_not_pulled(findings: list[Finding], uni: Universe,
     that are absent for that reason only are not "removed"."""
     content = _of(findings, "content")
     facts = content.facts if content is not None else None
-    if content is None or content.status != "drift" or not isinstance(facts, ContentDrift) \
-            or facts.modified or not facts.missing:
+    if (content is None or content.status != "drift" or not isinstance(facts, ContentDrift)
+            or facts.modified or not facts.missing):
         return
     missing = list(facts.missing)
     _, pending = pending_files(uni, missing)
@@ -61,9 +61,9 @@ def _outputs_not_pulled(stale: Finding | None, uni: Universe, missing: list[str]
     """A staleness drift whose every changed path DVC tracks and is absent, or holds
     files not pulled, is ``not-pulled`` too."""
     facts = stale.facts if stale is not None else None
-    if stale is None or stale.status != "drift" or not isinstance(facts, Staleness) \
-            or not facts.changed or facts.params_changed \
-            or any(c.path is None for c in facts.changed):  # dvc.yaml changed: re-run it
+    if (stale is None or stale.status != "drift" or not isinstance(facts, Staleness)
+            or not facts.changed or facts.params_changed
+            or any(c.path is None for c in facts.changed)):  # dvc.yaml changed: re-run it
         return
     # each changed path: DVC tracks it, and it is absent or holds files not pulled
     paths = sorted({c.path for c in facts.changed if c.path is not None})
@@ -91,8 +91,8 @@ def _removed_as_not_pulled(universe: Finding | None, uni: Universe, pending: set
     if universe is None or universe.status != "drift" or not isinstance(facts, UniverseFacts):
         return
     disk = facts.disk
-    if facts.problems != (Problem.DISK,) or disk.added_samples or disk.redigested_samples \
-            or not disk.removed_samples:
+    if (facts.problems != (Problem.DISK,) or disk.added_samples or disk.redigested_samples
+            or not disk.removed_samples):
         return
     files = {uni.source(p) for p in range(len(uni))
              if uni.frame_file(p) in pending or uni.source(p) in pending}

@@ -34,8 +34,8 @@ def check_staleness(
         return Finding("staleness", "skipped", "no dvc.lock"), {}
     ws = ws or Workspace(lock.parent)
     try:
-        parsed = staged.lock(lock) if staged is not None and staged.holds(lock) \
-            else LockFile.read(lock)
+        parsed = (staged.lock(lock) if staged is not None and staged.holds(lock)
+            else LockFile.read(lock))
     except LockReadError as exc:
         return Finding("staleness", "violation", str(exc), {"lock": str(lock)},
                        ws.relock(lock)), {}

@@ -116,8 +116,8 @@ class VerdictMemo:
             names = slot["names"].split("\0") if slot["names"] else []
             folders = [(str(d), int(n)) for d, n in slot["folders"]]
             cols = [_ints(slot[c], dt) for c, dt in STAMP_COLUMNS]
-            if any(len(c) != len(names) for c in cols) or \
-                    sum(n for _, n in folders) != len(names):
+            if (any(len(c) != len(names) for c in cols) or
+                    sum(n for _, n in folders) != len(names)):
                 return None
             fd = os.open(self.base, os.O_RDONLY | _O_DIRECTORY)
             try:
@@ -127,8 +127,8 @@ class VerdictMemo:
                         here = {e.name: e for e in it}
                     for name, ino in children:
                         e = here.get(name)
-                        if e is None or e.is_symlink() or not e.is_dir(follow_symlinks=False) \
-                                or e.inode() != ino:
+                        if (e is None or e.is_symlink() or not e.is_dir(follow_symlinks=False)
+                                or e.inode() != ino):
                             return None
                 if not stamps_unchanged(fd, folders, names, cols):
                     return None
@@ -148,8 +148,8 @@ class VerdictMemo:
         # an in-memory config is the same object as before reading: its content id stands
         split_id = (self.split_id if isinstance(splits, DataSplitConfig)
                     else self._split_id(splits, split_stamp))
-        if uni.file_stamp is None or split_id is None or uni.path is None \
-                or os.path.abspath(uni.path) != self.uni_abs:
+        if (uni.file_stamp is None or split_id is None or uni.path is None
+                or os.path.abspath(uni.path) != self.uni_abs):
             return  # read from something without a stable stamp: nothing to key it by
         prefix = self.base.rstrip("/") + "/"
         stamps: list[Stamp] = []

@@ -107,8 +107,8 @@ def _set_aside(hook: Path, force: bool) -> None:
     another name: never overwritten."""
     if not (hook.is_symlink() or hook.exists()):
         return
-    if hook.is_file() and not hook.is_symlink() \
-            and HOOK_MARK in hook.read_text(errors="replace"):
+    if (hook.is_file() and not hook.is_symlink()
+            and HOOK_MARK in hook.read_text(errors="replace")):
         return  # ours: updated in place
     if not force:
         raise DvcCuvisError(f"{hook} exists and is not ours; add `dvc-cuvis check --staged` "

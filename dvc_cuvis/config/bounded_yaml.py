@@ -4,7 +4,7 @@ Every verb reads params.yaml, and ``diff`` and ``log`` read it (and dvc.lock) at
 pull request chose.  A
 "billion laughs" file of a kilobyte (anchors whose aliases repeat earlier aliases) loads into
 a small graph of shared objects, but every walk or print of it is exponential: ``diff --md``
-printed 72 MB for one.  The YAML's events are counted before anything is built: each alias
+printed megabytes for one.  The YAML's events are counted before anything is built: each alias
 costs one expansion plus the expansions inside what it names, and the depth an alias
 reaches counts what it names.  Over :func:`dvc_cuvis.limits.current`'s ``max_yaml_aliases``
 or ``max_nesting`` the file is refused, in one line naming the revision and the file.

@@ -47,7 +47,7 @@ class DvcKnownHashes:
     (subrepositories included); files outside any DVC repository are never looked up.  Each
     repository's state is opened lazily, on the first file that our own cache does not
     know, and never written to: first read directly (:mod:`dvc_cuvis.digests.dvc_state`: the same
-    database, query and rule, without the ~0.2 s of opening ``Repo`` and a ``Meta`` per
+    database, query and rule, without the start-up cost of opening ``Repo`` and a ``Meta`` per
     file), else through DVC's ``Repo().state``.  Neither takes a lock, which also works
     while ``dvc repro`` runs us as one of its stages.  A repository that cannot be opened
     (broken config, DVC missing) only means its files are hashed.

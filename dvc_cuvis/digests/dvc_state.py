@@ -7,7 +7,7 @@ DVC keeps, per repository, a sqlite database (``hashes/local/cache.db`` under th
 ``State.get_many`` does: only while the file's current inode, mtime and size give the
 recorded token.
 
-Opening DVC's ``Repo`` to reach that database costs ~0.2 s (imports, config, scm) and
+Opening DVC's ``Repo`` to reach that database costs imports, config and scm set-up on every call and
 ``State.get_many`` builds a ``Meta`` per file; on a fresh clone of 20k frames that was most
 of what enumerate spent beyond a warm run.  This module does the same three things with
 less: it names the database as ``Repo.site_cache_dir`` does (DVC's own

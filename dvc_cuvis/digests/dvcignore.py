@@ -10,7 +10,7 @@ staleness test and re-scan, materialize's inputs) asks this module, so the sampl
 list and the folder hashes we compute are exactly those of ``dvc status``.
 
 The patterns are never re-implemented here; only the question *can any rule apply?* is
-answered without DVC, because importing and building DVC's filter costs ~0.2 s, on a path
+answered without DVC, because importing and building DVC's filter is slow to start, on a path
 (the check, the guarded ``setup()``) that must stay fast.  No rule can apply when the
 folder lies in no DVC repository, when no ``.dvcignore`` between the repository root
 and the folder holds a pattern (``dvc init`` writes one holding only comments), and when

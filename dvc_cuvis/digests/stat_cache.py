@@ -635,7 +635,7 @@ def _dump(value: Any, *, plain: bool) -> bytes:
     """Compact JSON of a cache section.
 
     ``plain``: the value holds only strings, integers, lists, dicts and None (md5s, content
-    values), so orjson -- a dependency of dvc-data, ~10x faster on 20k entries -- writes
+    values), so orjson -- a dependency of dvc-data, much faster on a large cache -- writes
     what ``json.loads`` reads back unchanged; it refuses what it cannot (an integer beyond
     64 bits, a lone surrogate), and then ``json`` writes it, as it writes every other value
     (a float could be NaN, which orjson would turn into null).

@@ -33,9 +33,9 @@ the tasks finished before it in its group, and the groups already running, are r
 only by the manifest, and the manifest is written only after the file system has been
 synced (``syncfs``), so it never names a frame a power cut could take.  Frames of a local
 run are written without a per-file ``fsync`` (``sync="fs"``): the kernel writes them back
-while the next ones are encoded, and the run waits for the disk once per checkpoint (every
-~5 s) instead of once per file (an fsync per frame measured ~1.3x slower for the whole
-run, ~1.5x for the disk alone).  What a
+while the next ones are encoded, and the run waits for the disk once per checkpoint (a few
+seconds apart) instead of once per file (an fsync per frame is markedly slower: figures in
+docs/performance.md).  What a
 power cut can lose: the frames written since the last checkpoint — the manifest does not
 claim them, so the next run (which checks size and md5 of every claimed frame that its
 stat cache cannot vouch for) writes them again; an empty or torn file under a frame's
@@ -885,7 +885,7 @@ def _record_results(
     results: Iterable[list[Written]], recipes: dict[str, str], out_dir: Path,
     manifest: dict[str, dict[str, Any]], cache: StatCache, fresh: dict[str, dict[str, Any]],
 ) -> int:
-    """Enter each written frame in ``manifest`` (checkpointed every ~5 s) and its summary in
+    """Enter each written frame in ``manifest`` (checkpointed every few seconds) and its summary in
     ``fresh``; returns the count.
 
     On a failed frame the manifest is written before the error goes on, so the rerun keeps

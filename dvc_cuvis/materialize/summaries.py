@@ -28,7 +28,7 @@ values on any machine within float32 rounding.
 The sample's float64 copies (half a megabyte each for a 256 x 256 x 61 frame) are made in
 buffers a thread keeps from one frame to the next (:func:`_buffers`): a fresh array of
 that size is a fresh mapping from the allocator, and its page faults cost more than the
-arithmetic (measured: 0.44 ms against 0.09 ms of a summary's 1 ms).
+arithmetic (figures in docs/performance.md).
 """
 
 from __future__ import annotations

@@ -239,8 +239,8 @@ class _Parts:
             self._end += n
         else:
             i = bisect.bisect_left(self._starts, self._pos)
-            if i == len(self._starts) or self._starts[i] != self._pos \
-                    or memoryview(self.parts[i]).nbytes != n:
+            if (i == len(self._starts) or self._starts[i] != self._pos
+                    or memoryview(self.parts[i]).nbytes != n):
                 raise OSError("unsupported rewrite in a zip under construction")
             self.parts[i] = bytes(data)
         self._pos += n
@@ -303,7 +303,7 @@ def write_frame(path: Path | str, arrays: dict[str, np.ndarray],
 class FrameWriter:
     """Writes frames one after another, each one's md5 taken while the next is written.
 
-    The md5 is the slowest pass over a frame's bytes (~0.75 GB/s, one core): one thread
+    The md5 is the slowest pass over a frame's bytes (docs/performance.md): one thread
     hashes frame *i* while the caller reads, checks and writes frame *i+1*, so a run of
     frames costs about one md5 per frame instead of md5 + read + write.  :meth:`write`
     returns at once with the frame named on disk; :meth:`result` gives its md5 and size
@@ -375,11 +375,12 @@ def _md5_update(h: Any, parts: list[Buffer]) -> None:
 
 
 def crc32(data: Buffer) -> int:
-    """The zip CRC-32 of ``data``, as ``zlib.crc32`` gives it, at up to ~3x its speed.
+    """The zip CRC-32 of ``data``, as ``zlib.crc32`` gives it, faster where the system allows.
 
-    Checking an input's CRC is a pass over its ~16 MB cube per frame that materialize must
-    make (a damaged input must leave no frame); zlib 1.2's CRC runs ~4 GB/s, libdeflate's
-    (carry-less multiply, where the system has the library) ~14 GB/s.  Without libdeflate,
+    Checking an input's CRC is a pass over its whole cube per frame that materialize must
+    make (a damaged input must leave no frame); libdeflate's CRC (carry-less multiply, where
+    the system has the library) is several times zlib 1.2's (figures in docs/performance.md).
+    Without libdeflate,
     or for small buffers, ``zlib.crc32``.
     """
     fn = _libdeflate_crc32() if memoryview(data).nbytes >= 1 << 16 else None
@@ -515,8 +516,8 @@ _now_ns = time.time_ns  # (the tests move this clock)
 def open_npz_input(path: str, *, mapped: bool = False) -> NpzInput:
     """:func:`read_npz_input` of the file at ``path``; ``mapped``: its pages, not a copy.
 
-    Reading copies the file out of the page cache (~2.5 ms of CPU per 16 MB frame, about
-    as much as the frame's CRC check); a mapped input's arrays are the page cache itself,
+    Reading copies the file out of the page cache (CPU time of the order of the
+    frame's CRC check); a mapped input's arrays are the page cache itself,
     and the frame is checked, written and hashed straight from it.  Two costs, which is
     why only a worker process maps (``materialize`` with ``jobs`` > 1): a program writing
     the file meanwhile is caught only afterwards, by :meth:`NpzInput.check_unchanged`

@@ -20,9 +20,9 @@ _RANGE_RE = re.compile(r"^(\d+)-(\d+)(?::(\d+))?$")
 #: Why 10 million: a range costs memory in proportion to its length, not to the text that
 #: asks for it, so a ten-character cell must not be able to demand gigabytes.  In a
 #: universe.csv every id becomes a row that carries copies of all the row's other cells (a
-#: 10M-id cell is about 1 GB of rows with typical columns; 10**8 would be 10 GB on a 24 GiB
-#: machine); in a selector the ids are an int64 array (80 MB at 10M).  Ten times the
-#: largest universe the benchmarks target (1M rows) leaves ample room for any real split,
+#: 10M-id cell means gigabytes of rows with typical columns, and 10**8 ten times that); in a
+#: selector the ids are an int64 array (8 bytes an id).  Ten times the largest universe
+#: the benchmarks target (1M rows) leaves ample room for any real split,
 #: and a longer run is written as several ranges.
 MAX_RANGE_IDS = 10_000_000
 

@@ -2,7 +2,7 @@
 
 The reference resolver (``cuvis_ai_core.data.selectors.resolve_selectors``) scans the
 whole universe once per selector.  A baked split carries one ``file_indices`` selector
-per source and stage, so that is O(selectors x universe): 24 s for a 50k-sample split.
+per source and stage, so that is O(selectors x universe), which grows too slow for a large split.
 Here the universe is already in canonical order with sources dictionary-encoded, so a
 ``file_indices`` selector is a dictionary lookup plus a binary search inside one
 contiguous block of rows, and a whole stage costs O(universe + ids).
@@ -362,8 +362,8 @@ class Resolver:
             codes = [c for c in codes if not uni.indexless[off[c]]]
         if len(codes) == 1 and not huge and len(wanted):
             lo, hi = int(off[codes[0]]), int(off[codes[0] + 1])
-            if indices[hi - 1] - indices[lo] == hi - lo - 1 and indices[lo] <= wanted[0] \
-                    and wanted[-1] <= indices[hi - 1]:
+            if (indices[hi - 1] - indices[lo] == hi - lo - 1 and indices[lo] <= wanted[0]
+                    and wanted[-1] <= indices[hi - 1]):
                 # a dense block holding every id (a session's frames 0..n-1): no search
                 return lo - indices[lo] + wanted
         parts = [_NONE]

@@ -143,7 +143,7 @@ def universe_hash(uids: Iterable[str]) -> str:
 
 
 def _sha256_lines(blocks: Iterable[str]) -> str:
-    """sha256 of the UTF-8 concatenation of ``blocks`` (hashed in ~1 MiB pieces)."""
+    """sha256 of the UTF-8 concatenation of ``blocks`` (hashed in pieces of a bounded size)."""
     digest = hashlib.sha256()
     parts: list[str] = []
     size = 0

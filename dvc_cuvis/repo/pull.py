@@ -105,7 +105,7 @@ def granular_targets(repo: Any) -> Iterator[None]:
     """Resolve each target inside a tracked folder once, from DVC's own output index.
 
     DVC resolves every granular target separately (``collect_granular``: it re-parses
-    dvc.yaml, dvc.lock and the .dvc files for each, about 0.5 s a path here), so a stage of
+    dvc.yaml, dvc.lock and the .dvc files for each path), so a stage of
     a few hundred frames would spend minutes before any byte moves.  A path strictly
     inside one output resolves to what DVC itself returns for it — ``(output's stage,
     the path)`` via ``find_outs_by_path`` — so for such paths we answer from the index
@@ -127,8 +127,8 @@ def granular_targets(repo: Any) -> Iterator[None]:
 
     def inside_output(target: str | None) -> Any:
         """The one output strictly holding ``target`` (a plain path), else None."""
-        if not target or target.endswith(".dvc") or ":" in target \
-                or os.path.basename(target) in ("dvc.yaml", "dvc.lock"):
+        if (not target or target.endswith(".dvc") or ":" in target
+                or os.path.basename(target) in ("dvc.yaml", "dvc.lock")):
             return None
         path = stage_loader.fs.abspath(target)
         try:
@@ -146,9 +146,9 @@ def granular_targets(repo: Any) -> Iterator[None]:
 
     def collect(target: str | None = None, with_deps: bool = False, recursive: bool = False,
                 graph: Any = None, glob: bool = False) -> Any:
-        if target and "/" in target.replace(os.sep, "/") and not (with_deps or recursive
-                                                                 or glob) \
-                and inside_output(target) is not None:
+        if (target and "/" in target.replace(os.sep, "/")
+                and not (with_deps or recursive or glob)
+                and inside_output(target) is not None):
             raise StageFileDoesNotExistError(target)
         return original_collect(target, with_deps=with_deps, recursive=recursive,
                                 graph=graph, glob=glob)

@@ -1,7 +1,7 @@
 """A memo of DVC's resolution of a templated dvc.yaml, so that a check need not import DVC.
 
 Expanding ``${...}``, ``foreach`` and ``matrix`` is DVC's job (``dvc.parsing``), and
-importing DVC to do it costs about 0.4 s, most of a ``dvc-cuvis check``. The resolution is
+importing DVC to do it is most of a ``dvc-cuvis check``'s time. The resolution is
 a pure function of a few files, so it is kept, keyed by their bytes:
 
 - the dvc.yaml itself;
@@ -104,8 +104,8 @@ def resolved_stages(root: Path, text: str, data: dict[str, Any],
     key = memo_key(root, repo, text, data)
     with contextlib.suppress(OSError, ValueError):
         memo = loads_json(path.read_bytes(), path)  # damaged or nested: resolved afresh
-        if isinstance(memo, dict) and memo.get("key") == key \
-                and isinstance(memo.get("stages"), dict):
+        if (isinstance(memo, dict) and memo.get("key") == key
+                and isinstance(memo.get("stages"), dict)):
             return memo["stages"]
     stages = resolve()
     try:  # what the memo will answer, so that the first call answers the same

@@ -1,8 +1,8 @@
 """The report's charts as plain SVG text, drawn without a plotting library.
 
 Why not matplotlib: the report draws five small chart kinds (bars, grouped bars, a heat map,
-lines with a band, small multiples of lines), and importing and driving matplotlib cost about
-1 s of every report, most of a report stage's time.  Here a chart is a few dozen SVG
+lines with a band, small multiples of lines), and importing and driving matplotlib was
+most of a report stage's time (docs/performance.md).  Here a chart is a few dozen SVG
 elements written as text: numbers are formatted with fixed precision and nothing depends on
 fonts being measured, so the bytes are the same on every machine and need no extra install.
 

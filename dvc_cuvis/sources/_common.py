@@ -239,8 +239,8 @@ def scan_rows(
 
 #: below this mean size, the files a scan reads go through one thread: reading one is then
 #: mostly parsing (which holds the interpreter lock), not hashing (which releases it), and
-#: threads only contend -- measured on npz frames, 2 threads vs 1: 1.7x slower at 32 KiB,
-#: 1.1x slower at 128 KiB, 1.2x faster at 256 KiB, 1.9x faster at 4 MiB
+#: threads only contend; on npz frames two threads lose to one on small files and win on
+#: large ones, and this is where they cross (figures in docs/performance.md)
 THREADS_FROM_MEAN_BYTES = 192 << 10
 
 

@@ -240,8 +240,9 @@ def _said(commands: list[str], never: Sequence[str], lost: Sequence[str], where:
         out.append(f"{', '.join(lost)}: no version that {where} records is intact and at "
                    "hand (the local cache): replace it with a good copy")
     if not commands:
-        return f"to go on: {'; '.join(out)}; {fix.removeprefix('or ')}" if out else \
-            f"to go on: {fix.removeprefix('or ')}"
+        if out:
+            return f"to go on: {'; '.join(out)}; {fix.removeprefix('or ')}"
+        return f"to go on: {fix.removeprefix('or ')}"
     return f"{'; '.join(out)}; {fix}"
 
 
@@ -279,8 +280,8 @@ def _dvc_file_hint(root: Path, dvc_file: str, fix: str, files: Sequence[str] = (
     rels = [Path(os.path.relpath(os.path.abspath(f), base)).as_posix() for f in files]
     intact = dvc_intact(base, dvc_file, rels, _vouched(root, fmt))
     back = {rel: Path(os.path.relpath(base / rel)).as_posix() for rel in rels}
-    into = "" if base == Path.cwd().resolve() else \
-        f"cd {shlex.quote(Path(os.path.relpath(base)).as_posix())} && "
+    into = ("" if base == Path.cwd().resolve() else
+        f"cd {shlex.quote(Path(os.path.relpath(base)).as_posix())} && ")
     commands = []
     for rev, fs in intact.by_rev.items():
         if rev == WORK_TREE:  # dvc checkout reads a path from the folder it runs in

@@ -24,6 +24,6 @@
   from outside (in-process, in a child CLI process, or preloaded into Dask workers).
 
 The local SSH server and Dask cluster, which the benchmarks start too, live in
-``benchmarks/_sshd.py`` and ``benchmarks/_dask_cluster.py`` (the benchmarks import nothing
-from ``tests/``).
+``testbeds/sshd.py`` and ``testbeds/dask_cluster.py`` (neither ``tests/`` nor ``benchmarks/``
+imports the other).
 """

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import torch
 from cuvis_ai_core.node.node import Node
+from cuvis_ai_schemas.enums import NodeCategory, NodeTag
 from cuvis_ai_schemas.pipeline import PortSpec
 
 #: (phase, frames) for each batch the node saw: "fit" in the statistical fit, "forward" after.
@@ -21,6 +22,10 @@ FRAMES: list[tuple[str, int]] = []
 
 class ChannelMeanScore(Node):
     """Per-channel mean of the train split; score = mean absolute distance to it."""
+
+    # declared, as cuvis-ai asks of every node (else it warns on each pipeline built)
+    _category = NodeCategory.MODEL
+    _tags = frozenset({NodeTag.HYPERSPECTRAL, NodeTag.ANOMALY})
 
     INPUT_SPECS: ClassVar[dict[str, PortSpec]] = {
         "cube": PortSpec(dtype=torch.float32, shape=(-1, -1, -1, -1))}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._sshd import Sshd, make_dataset_repo
+from testbeds.sshd import Sshd, make_dataset_repo
 from tests.helpers.repos import copy
 from tests.helpers.shell import sh
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks._dask_cluster import START_S, Cluster, cluster
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.model.universe_io import format_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from testbeds.dask_cluster import START_S, Cluster, cluster
 from tests.helpers import crashpoints
 from tests.helpers.files import tiff_project, tree
 

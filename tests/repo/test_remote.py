@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks._sshd import Sshd, clone
+from testbeds.sshd import Sshd, clone
 from tests.helpers.remote import ssh_dataset
 from tests.helpers.shell import run, sh
 

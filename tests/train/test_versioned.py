@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._sshd import Sshd, clone
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.train.versioned import stage_frames
+from testbeds.sshd import Sshd, clone
 from tests.helpers.remote import ssh_dataset
 from tests.helpers.shell import sh
 

@@ -2,8 +2,8 @@
 
 :func:`start_sshd` writes a throwaway host key, a client key authorized for the current
 user and a config (``UsePAM no``, ``StrictModes no``, ``Subsystem sftp internal-sftp``),
-then starts ``sshd -D`` on a free port and waits until it answers.  ``bench_fetch`` starts
-one, and so does the tests' ``sshd`` fixture (``tests/conftest.py``, session scope).
+then starts ``sshd -D`` on a free port and waits until it answers.  ``benchmarks/bench_fetch.py``
+starts one, and so does the tests' ``sshd`` fixture (``tests/conftest.py``, session scope).
 """
 
 from __future__ import annotations
@@ -13,15 +13,31 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks._common import sh
-
 #: How a command runs: ``sh(*args, cwd=...)`` (stdout and stderr; fails on a non-zero exit).
 Run = Callable[..., str]
+
+#: A child's environment: this venv's bin first on PATH, a git identity, no DVC analytics.
+ENV = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep
+       + os.environ.get("PATH", ""),
+       "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@example.com",
+       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@example.com",
+       "DVC_NO_ANALYTICS": "1"}
+
+
+def sh(*args: str | Path, cwd: Path) -> str:
+    """Run a command in ``cwd`` with ``ENV``; its stdout and stderr (raises on failure, so a
+    broken setup step stops the caller at once)."""
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{args}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout + proc.stderr
 
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
 
