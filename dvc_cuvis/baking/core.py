@@ -170,8 +170,9 @@ def bake(
         return [baked_split(uni, stages, opts, source=extra["source"],
                             constraints=constraints, extra=extra, removed=removed)]
     out = _strategy_bake(uni, opts)
-    note = flat_note(uni) if opts.group_by in ("auto", "group", "recording") \
-        or opts.group_by.startswith(BLOCK) else None
+    by_recording = opts.group_by in ("auto", "group", "recording") or opts.group_by.startswith(
+        BLOCK)
+    note = flat_note(uni) if by_recording else None
     if note:
         out[0].warnings.append(note)  # once, however many folds
     return out

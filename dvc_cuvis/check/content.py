@@ -89,31 +89,8 @@ def check_content(
     base = uni.path.parent if uni.path is not None else Path(".")
     files, skipped = _recorded_files(uni, vouched_below(vouched or {}, base))
     known = _known_digests(current)
-    guard = PathGuard(base)
-    missing, modified, elsewhere = [], [], []
-    actuals: dict[str, str] = {}
-    bad_rows: set[int] = set()
-    for rel in sorted(files):
-        expected, rows = files[rel]
-        actual = known.get(rel)
-        if actual is None:
-            path = guard.resolve(rel, what="universe path")
-            try:
-                st = os.stat(path)
-            except OSError:
-                if stage_rows is not None and stage_rows.isdisjoint(rows):
-                    elsewhere.append(rel)
-                    continue
-                missing.append(rel)
-                bad_rows.update(rows)
-                continue
-            actual, read_stamp = cache.md5_stamped(path, stamp_of(st))
-            if witness is not None:
-                witness.append((path, read_stamp))
-        if actual != expected:
-            modified.append(rel)
-            actuals[rel] = actual
-            bad_rows.update(rows)
+    missing, modified, elsewhere, actuals, bad_rows = _compare_files(
+        files, known, PathGuard(base), cache, witness, stage_rows)
     if not missing and not modified:
         via = f" ({len(skipped)} through dvc.lock's input hashes)" if skipped else ""
         if elsewhere:
@@ -147,6 +124,42 @@ def check_content(
         fixes.append(ws.regenerate())
     return Finding("content", "drift", "; ".join(said), details, "; ".join(fixes),
                    facts=facts)
+
+
+def _compare_files(
+    files: Mapping[str, tuple[str, list[int]]], known: Mapping[str, str], guard: PathGuard,
+    cache: StatCache, witness: list[tuple[str, Stamp | None]] | None,
+    stage_rows: set[int] | None,
+) -> tuple[list[str], list[str], list[str], dict[str, str], set[int]]:
+    """Each recorded file against its md5: missing, modified, other stages' absent files,
+    the digests read, and the universe rows the damage touches."""
+    missing: list[str] = []
+    modified: list[str] = []
+    elsewhere: list[str] = []
+    actuals: dict[str, str] = {}
+    bad_rows: set[int] = set()
+    for rel in sorted(files):
+        expected, rows = files[rel]
+        actual = known.get(rel)
+        if actual is None:
+            path = guard.resolve(rel, what="universe path")
+            try:
+                st = os.stat(path)
+            except OSError:
+                if stage_rows is not None and stage_rows.isdisjoint(rows):
+                    elsewhere.append(rel)
+                    continue
+                missing.append(rel)
+                bad_rows.update(rows)
+                continue
+            actual, read_stamp = cache.md5_stamped(path, stamp_of(st))
+            if witness is not None:
+                witness.append((path, read_stamp))
+        if actual != expected:
+            modified.append(rel)
+            actuals[rel] = actual
+            bad_rows.update(rows)
+    return missing, modified, elsewhere, actuals, bad_rows
 
 
 def _hand_edited(uni: Universe, files: Mapping[str, tuple[str, list[int]]],

@@ -550,8 +550,8 @@ class Universe:
     def recordings(self) -> tuple[list[str], npt.NDArray[np.int32]]:
         """Recordings: sorted names and a per-row code (see :meth:`recording_layout`)."""
         per_source, _flat = self.recording_layout()
-        names, inv = np.unique(np.array(per_source, dtype=object), return_inverse=True) \
-            if per_source else (np.array([], dtype=object), np.zeros(0, dtype=np.int64))
+        names, inv = (np.unique(np.array(per_source, dtype=object), return_inverse=True)
+                      if per_source else (np.array([], dtype=object), np.zeros(0, dtype=np.int64)))
         codes = inv.astype(np.int32)[self._codes] if len(self) else np.zeros(0, np.int32)
         return [str(n) for n in names.tolist()], codes
 
