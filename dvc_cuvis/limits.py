@@ -48,6 +48,8 @@ class Limits:
     max_nesting: int = 100
     #: bytes one name (a frame file's last component) may take on disk
     max_name_bytes: int = 240
+    #: band wavelengths one ``--wavelengths`` option may name (a cube's band count)
+    max_bands: int = 100_000
 
     @staticmethod
     def env_name(field: str) -> str:

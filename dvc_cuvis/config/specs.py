@@ -35,6 +35,10 @@ ENUMERATE = OptionSet(
     Option("pattern", "glob under the root", shown="per format: **/*.cu3s, **/*.npz, *.tif*"),
     Option("images", "tiff: cube folder under the root", "images"),
     Option("labels", "tiff: PNG label folder under the root", "labels"),
+    Option("wavelengths", "tiff: band wavelengths in nm for every cube, as A,B,C or "
+           "START:STOP:COUNT (COUNT evenly spaced, ends included); wins over a cube's GDAL "
+           "wavelength tag, as upstream's wavelengths_override", kinds=(str, list),
+           metavar="NM,...|START:STOP:COUNT", shown="each cube's GDAL_METADATA tag"),
     Option("annotations", "cu3s: COCO json next to each session (<stem>.json) or none",
            "sibling", choices=("sibling", "none")),
     Option("categories", "category name->id map: COCO json or {name: id} json",

@@ -185,6 +185,7 @@ class Task:
     mapped: bool = False  # map (not read) npz inputs: in a worker process only, see execute
     summaries: bool = True  # summarize each frame's spectra while its cube is in memory
     thumbs: frozenset[str] = frozenset()  # the frames whose summary keeps a thumbnail
+    wavelengths: str = ""  # tiff: the universe.csv ``wavelengths`` cell (enumerate's option)
 
 
 def run_task(task: Task) -> list[Written]:
@@ -305,7 +306,10 @@ def _read_frames(
         from dvc_cuvis.sources.tiff import read_cube, read_label_map
 
         for index, name in task.frames:
-            cube, wl = read_cube(Path(task.path))
+            from dvc_cuvis.sources.wavelengths import cell_wavelengths
+
+            cube, wl = read_cube(Path(task.path), cell_wavelengths(
+                task.wavelengths, f"{task.path}: universe.csv wavelengths"))
             classes = (read_label_map(Path(task.annotation), cube.shape[:2])
                        if task.annotation else None)
             yield index, name, frame_arrays(cube, wl, task.source, classes, p.crop,
@@ -570,7 +574,7 @@ def plan(
     max_name = limits.current().max_name_bytes
     names: dict[int, str] = {}
     recipes: dict[str, str] = {}
-    todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]] = {}
+    todo: dict[tuple[str, str, str | None, str, str], list[tuple[int, str]]] = {}
     keep: dict[str, dict[str, Any]] = {}
     migrate: dict[str, tuple[str, dict[str, Any]]] = {}
     inputs: dict[str, Task] = {}
@@ -578,6 +582,9 @@ def plan(
         source, index = uni.source(pos), uni.index(pos)
         fmt, phys, ann = _row_inputs(uni, pos, guard)
         key = _recipe_key(fmt, source, index, phys, ann, params, ref_md5, cache)
+        wl = uni.value("wavelengths", pos) if fmt == "tiff" else ""
+        if wl:  # enumerate's --wavelengths: part of what the frame's bytes depend on
+            key["wavelengths"] = wl
         recipe = _recipe(key)
         name = frame_name(source, index)
         problem = frame_name_problem(name, max_name)
@@ -585,7 +592,7 @@ def plan(
             raise LimitError(f"{uni.path}: {uni.uid(pos)}: cannot be materialized: {problem}; "
                              "rename the file and re-enumerate")
         inputs[name] = Task(fmt, str(phys), str(ann) if ann else None, source, ((index, name),),
-                            os.path.abspath(out_dir), params)
+                            os.path.abspath(out_dir), params, wavelengths=wl)
         names[pos], recipes[name] = name, recipe
         entry = manifest.get(name)
         target = out_dir / name
@@ -597,7 +604,8 @@ def plan(
               and _intact(out_dir / old, old_entry, cache)):  # same bytes, older layout
             migrate[name] = (old, {**old_entry, "recipe": recipe})
         else:
-            todo.setdefault((fmt, str(phys), str(ann) if ann else None, source), []).append(
+            todo.setdefault((fmt, str(phys), str(ann) if ann else None, source, wl),
+                            []).append(
                 (index, name))
     tasks = _tasks(todo, out_dir, params)
     delete = _unwanted_files(out_dir, set(recipes) | {old for old, _ in migrate.values()})
@@ -655,15 +663,17 @@ def _recipe_key(
 
 
 def _tasks(
-    todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]],
+    todo: dict[tuple[str, str, str | None, str, str], list[tuple[int, str]]],
     out_dir: Path, params: ReaderParams,
 ) -> list[Task]:
     """The frames to write, per input file in path order, in chunks of ``_CHUNK``."""
     tasks = []
-    for (fmt, phys_s, ann_s, source), frames in sorted(todo.items(), key=lambda kv: kv[0][1:]):
+    for (fmt, phys_s, ann_s, source, wl), frames in sorted(todo.items(),
+                                                           key=lambda kv: kv[0][1:]):
         for lo in range(0, len(frames), _CHUNK):
             tasks.append(Task(fmt, phys_s, ann_s, source, tuple(frames[lo:lo + _CHUNK]),
-                              os.path.abspath(out_dir), params))  # workers: own cwd
+                              os.path.abspath(out_dir), params,  # workers: own cwd
+                              wavelengths=wl))
     return tasks
 
 

@@ -27,6 +27,15 @@ if TYPE_CHECKING:
     from dvc_cuvis.sources.door import BadFrame
 
 
+def _wavelengths(value: Any) -> tuple[float, ...] | None:
+    """The ``wavelengths`` setting parsed (:func:`dvc_cuvis.sources.tiff.parse_wavelengths`)."""
+    if value is None:
+        return None
+    from dvc_cuvis.sources.wavelengths import parse_wavelengths
+
+    return parse_wavelengths(value, "--wavelengths / enumerate.wavelengths")
+
+
 @dataclass
 class EnumerateOptions:
     """What to scan and how; every path is explicit (nothing is parsed out of file names)."""
@@ -48,6 +57,7 @@ class EnumerateOptions:
     scheduler: str | None = None  # its address; None: an in-process cluster
     cache: StatCache = field(default_factory=lambda: StatCache(None))
     verify: bool = True  # the door (sources.door): refuse files materialize would trip on
+    wavelengths: tuple[float, ...] | None = None  # tiff: --wavelengths, over each GDAL tag
 
     @classmethod
     def from_values(cls, values: dict[str, Any], cache: StatCache | None = None,
@@ -82,6 +92,7 @@ class EnumerateOptions:
             progress=progress if progress is not None else sys.stderr.isatty(),
             executor=str(values["executor"]),
             scheduler=values.get("scheduler"),
+            wavelengths=_wavelengths(values.get("wavelengths")),
             cache=cache if cache is not None else open_stat_cache(
                 values.get("stat_cache") or "auto"),
         )

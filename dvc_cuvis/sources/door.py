@@ -34,7 +34,7 @@ from dvc_cuvis.limits import OVER_CEILING, LimitError
 
 # the cache keys of the verdicts; bump a version when its verdict function changes
 NPZ_VERDICT = content_key("npz-verdict", 2, check=True)
-TIFF_VERDICT = content_key("tiff-verdict", 2, check=True)
+TIFF_VERDICT = content_key("tiff-verdict", 3, check=True)
 #: the key a scanner's row carries instead of its cells when the door refused the file
 REFUSED = "__refused__"
 #: the most bad frames the error lists one by one (the count says how many more)

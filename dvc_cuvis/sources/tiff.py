@@ -8,6 +8,7 @@ pairing key), and a label must have the cube's height and width.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import posixpath
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dvc_cuvis.digests.stat_cache import content_key
 from dvc_cuvis.errors import DvcCuvisError, MissingExtraError, MissingFileError
 from dvc_cuvis.limits import LimitError, Limits, check_declared, current
 from dvc_cuvis.sources._common import (
@@ -30,6 +32,7 @@ from dvc_cuvis.sources._common import (
     scan_rows,
 )
 from dvc_cuvis.sources.door import REFUSED, TIFF_VERDICT, collect, remembered
+from dvc_cuvis.sources.wavelengths import WAVELENGTH_OPTION, format_wavelengths
 
 _WAVELENGTH_RE = re.compile(r'<Item name="wavelength"[^>]*>\{([^}]+)\}')
 
@@ -141,8 +144,11 @@ def cube_shape(path: Path) -> list[int]:
     return [shape[1], shape[2], shape[0]]
 
 
-def read_cube(path: Path, wavelengths: list[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Cube ``[H, W, C]`` float32 and wavelengths ``[C]`` int32 (GDAL_METADATA or override)."""
+def read_cube(path: Path, wavelengths: tuple[float, ...] | list[float] | None = None,
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Cube ``[H, W, C]`` float32 and wavelengths ``[C]`` int32: ``wavelengths`` (the
+    ``--wavelengths`` option) when given, as upstream's ``wavelengths_override`` wins over
+    the file's tag, else the GDAL_METADATA tag."""
     tifffile = _tifffile()
     try:
         with tifffile.TiffFile(path) as tf:
@@ -165,23 +171,27 @@ def read_cube(path: Path, wavelengths: list[float] | None = None) -> tuple[np.nd
     elif arr.ndim != 3:
         raise DvcCuvisError(f"{path}: unsupported TIFF axis layout {axes}")
     cube = np.ascontiguousarray(arr.astype(np.float32))
+    given_by_option = wavelengths is not None
     if wavelengths is None:
         m = _WAVELENGTH_RE.search(meta)
         if m is None:
             raise DvcCuvisError(
-                f"{path}: GDAL_METADATA has no <Item name='wavelength'> entry; pass wavelengths "
-                "explicitly"
+                f"{path}: GDAL_METADATA has no <Item name='wavelength'> entry (TIFF tag 42112); "
+                f"give the band wavelengths in nm with {WAVELENGTH_OPTION}"
             )
         try:
             wavelengths = [float(x) for x in m.group(1).split(",") if x.strip()]
         except ValueError:
             raise DvcCuvisError(
                 f"{path}: GDAL_METADATA wavelength list {{{m.group(1)}}} is not a list of "
-                "numbers; fix the tag or pass wavelengths explicitly"
+                f"numbers; fix the tag or give the wavelengths with {WAVELENGTH_OPTION}"
             ) from None
     wl = np.asarray(wavelengths, dtype=np.float32)
     if len(wl) != cube.shape[2]:
-        raise DvcCuvisError(f"{path}: wavelength count {len(wl)} != band count {cube.shape[2]}")
+        given = (f"given by {WAVELENGTH_OPTION}" if given_by_option else
+                 "from its GDAL_METADATA tag")
+        raise DvcCuvisError(f"{path}: wavelength count {len(wl)} != band count "
+                            f"{cube.shape[2]}; wavelengths {given}: give one per band")
     return cube, wl.astype(np.int32)
 
 
@@ -325,13 +335,25 @@ def scan_tiff(opts: EnumerateOptions) -> Scan:
             row["md5"] = opts.cache.md5(f.abs, f.st, cached_only=cached_only)
         if opts.group == "parent":
             row["group"] = posixpath.dirname(row["source"])
+        if opts.wavelengths is not None:  # materialize reads the cube with these
+            row["wavelengths"] = format_wavelengths(opts.wavelengths)
         return row
 
     records, bad = collect(scan_rows(cubes, one, opts, "tiff"))
     return Scan(records, bad=bad)
 
 
-def tiff_verdict(path: Path) -> list[str]:
+def verdict_key(wavelengths: tuple[float, ...] | None) -> str:
+    """The memo key of the door's verdict: the bytes alone, or the bytes read with these
+    ``--wavelengths`` (another list, another verdict)."""
+    if wavelengths is None:
+        return TIFF_VERDICT
+    digest = hashlib.sha256(format_wavelengths(wavelengths).encode()).hexdigest()[:16]
+    name, _, version = TIFF_VERDICT.rpartition("/v")
+    return content_key(f"{name}-wl-{digest}", int(version), check=True)
+
+
+def tiff_verdict(path: Path, wavelengths: tuple[float, ...] | None = None) -> list[str]:
     """What materialize would trip on in one TIFF cube ([] when nothing): its pixels and its
     wavelengths, read as :func:`read_cube` reads them (no path: a function of the bytes).
 
@@ -340,7 +362,7 @@ def tiff_verdict(path: Path) -> list[str]:
     with open(path, "rb"):  # unreadable (permissions): raised here, before tifffile wraps it
         pass
     try:
-        read_cube(Path(path))
+        read_cube(Path(path), wavelengths)
     except MissingExtraError:
         raise
     except DvcCuvisError as exc:
@@ -354,7 +376,9 @@ def _door(opts: EnumerateOptions, f: Located, labels_dir: Path | None, cached_on
     is unreadable or its label unreadable or of another height and width, else None."""
     if opts.hash_content and not cached_only:  # hashed first: its verdict may be in the memo
         opts.cache.md5(f.abs, f.st)
-    problems = remembered(opts.cache, f.abs, TIFF_VERDICT, tiff_verdict, f.st, cached_only)
+    wl = opts.wavelengths
+    verdict = tiff_verdict if wl is None else lambda p: tiff_verdict(p, wl)
+    problems = remembered(opts.cache, f.abs, verdict_key(wl), verdict, f.st, cached_only)
     cube = os.path.join(opts.root, opts.images, f.rel)
     if problems:
         return {REFUSED: problems, "path": cube}
