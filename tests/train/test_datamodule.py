@@ -203,3 +203,16 @@ def test_repeated_setups_reuse_a_clean_verdict_but_catch_an_edit(materialized: P
             dm.setup("fit")
         assert info.value.report.finding("content").status == "drift"
         assert not info.value.report.reused_verdict
+
+
+def test_a_missing_torch_names_the_extra(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loaders import torch lazily: without it, a MissingExtraError naming the extra."""
+    from dvc_cuvis.errors import MissingExtraError
+
+    dm = make(tmp_path, batch_size=2)
+    dm.datasets["val"] = []  # stands in for setup(): the import comes before any frame
+    for name in ("torch", "torch.utils", "torch.utils.data"):
+        monkeypatch.setitem(__import__("sys").modules, name, None)  # import raises ImportError
+    with pytest.raises(MissingExtraError, match=r"need torch: pip install 'dvc-cuvis\[torch\]'"):
+        dm.val_dataloader()
