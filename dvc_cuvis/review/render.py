@@ -36,6 +36,14 @@ def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
             out.append(f"  {k:<22}{v:>8} / {d.source_transitions.get(k, 0)}")
     out.extend(_change_lines(d, limit))
     out.extend(_content_lines(d, limit))
+    out.extend(f"category {cid} renamed: {_name(na)} → {_name(nb)}"
+               for cid, na, nb in d.category_renames)
+    if d.category_counts:
+        out.append("samples per category and stage:")
+        out.append(f"  {'stage':<9}{'category':<24}{'before':>8}{'after':>8}{'delta':>8}")
+        for stage, cid, before, after in d.category_counts:
+            out.append(f"  {stage:<9}{_name(d.category_name(cid)) + f' ({cid})':<24}"
+                       f"{before:>8}{after:>8}{after - before:>+8}")
     if d.params:
         out.append("params:")
         out.extend(f"  {terminal(k)}: {_value(va)} -> {_value(vb)}" for k, va, vb in d.params)
@@ -72,6 +80,11 @@ def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
     if len(groups) < total:
         out.append(f"  ... {total - len(groups)} more source(s) (use --all)")
     return out
+
+
+def _name(name: str) -> str:
+    """A category name as printed: quoted, control characters escaped, long ones cut."""
+    return terminal(shorten(repr(name), 80))
 
 
 def _value(v: Any) -> str:
@@ -113,6 +126,13 @@ def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
                   "<details><summary>Samples with new bytes</summary>", ""]
         lines += _code_block([c.strip() for c in content[1:]])
         lines += ["", "</details>"]
+    if d.category_renames:
+        lines += [""] + [f"Category {cid} renamed: {code_span(shorten(na, 80))} → "
+                         f"{code_span(shorten(nb, 80))}  " for cid, na, nb in d.category_renames]
+    if d.category_counts:
+        lines += ["", "| stage | category | before | after | Δ |", "|---|---|---:|---:|---:|"]
+        lines += [f"| {stage} | {code_cell(shorten(d.category_name(cid), 80))} ({cid}) | {ca} | "
+                  f"{cb} | {cb - ca:+d} |" for stage, cid, ca, cb in d.category_counts]
     if d.params:
         lines += ["", "| param | before | after |", "|---|---|---|"]
         lines += [f"| {code_cell(k)} | {code_cell(shorten(repr(va)))} | "
