@@ -321,7 +321,9 @@ _HISTORY = (
 #: The ``diff`` verb's options (its revisions and output format are arguments, not keys).
 DIFF = OptionSet("diff", *_HISTORY,
                  Option("all", "list every changed sample", False, bool,
-                        shown="the first 20"))
+                        shown="the first 20"),
+                 Option("by_sample", "one line per changed sample instead of one per "
+                        "recording", False, bool, shown="one line per recording"))
 
 #: The ``log`` verb's options.
 LOG = OptionSet("log", *_HISTORY,

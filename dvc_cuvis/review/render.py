@@ -16,8 +16,8 @@ def _constraint_line(constraints: list[dict[str, Any]]) -> str:
     return ", ".join(f"{c['kind']} {c['status']}" for c in constraints)
 
 
-def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
-    """The readable report."""
+def render_text(d: SplitDiff, *, limit: int | None = 20, by_sample: bool = False) -> str:
+    """The readable report (changed samples per recording; ``by_sample``: per sample)."""
     a, b = d.a, d.b
     out = [f"split diff {terminal(a.label)} -> {terminal(b.label)}"]
     ha, hb = a.universe.hash[:12], b.universe.hash[:12]
@@ -34,7 +34,7 @@ def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
         out.append("transitions (samples / sources):")
         for k, v in d.transitions.items():
             out.append(f"  {k:<22}{v:>8} / {d.source_transitions.get(k, 0)}")
-    out.extend(_change_lines(d, limit))
+    out.extend(_change_lines(d, limit, by_sample))
     out.extend(_content_lines(d, limit))
     out.extend(f"category {cid} renamed: {_name(na)} → {_name(nb)}"
                for cid, na, nb in d.category_renames)
@@ -65,11 +65,42 @@ def _content_lines(d: SplitDiff, limit: int | None) -> list[str]:
     return out
 
 
-def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
-    groups, total = d.by_source(limit)
+def recording_of(source: str) -> str:
+    """The recording a source belongs to: an npz frame's folder (one folder per recording),
+    else the source itself (a cu3s session is one file)."""
+    head, sep, _ = source.rpartition("/")
+    return head if sep and source.endswith(".npz") else source
+
+
+def _recording_lines(d: SplitDiff, limit: int | None) -> list[str]:
+    """The changed samples summarised per recording: one line per recording, its frames
+    counted per transition; a recording of one changed source keeps its per-sample line."""
+    groups, _ = d.by_source(None)
     if not groups:
         return []
-    out = ["changed samples by source:"]
+    recordings: dict[str, list[tuple[str, list[tuple[str, list[str]]]]]] = {}
+    for src, items in groups:
+        recordings.setdefault(recording_of(src), []).append((src, items))
+    shown = list(recordings.items()) if limit is None else list(recordings.items())[:limit]
+    out = ["changed samples by recording (--by-sample: one line per sample):"]
+    for rec, sources in shown:
+        if len(sources) == 1:
+            out.extend(_source_lines(sources, limit))
+            continue
+        counts: dict[str, int] = {}
+        for _, items in sources:
+            for k, idx in items:
+                counts[k] = counts.get(k, 0) + len(idx)
+        out.append(f"  {terminal(rec)}: " + "; ".join(
+            f"{n} frame{'s' if n != 1 else ''} {k}" for k, n in sorted(counts.items())))
+    if len(shown) < len(recordings):
+        out.append(f"  ... {len(recordings) - len(shown)} more recording(s) (use --all)")
+    return out
+
+
+def _source_lines(groups: list[tuple[str, list[tuple[str, list[str]]]]],
+                  limit: int | None) -> list[str]:
+    out = []
     for src, items in groups:
         parts = []
         for k, idx in items:
@@ -77,6 +108,16 @@ def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
             more = f" (+{len(idx) - len(cut)})" if len(cut) < len(idx) else ""
             parts.append(f"{k} #{', #'.join(cut)}{more}")
         out.append(f"  {terminal(src)}: " + "; ".join(parts))
+    return out
+
+
+def _change_lines(d: SplitDiff, limit: int | None, by_sample: bool = False) -> list[str]:
+    if not by_sample:
+        return _recording_lines(d, limit)
+    groups, total = d.by_source(limit)
+    if not groups:
+        return []
+    out = ["changed samples by source:", *_source_lines(groups, limit)]
     if len(groups) < total:
         out.append(f"  ... {total - len(groups)} more source(s) (use --all)")
     return out
@@ -98,8 +139,8 @@ def _code_block(lines: list[str]) -> list[str]:
     return [fence, *lines, fence]
 
 
-def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
-    """A pull-request comment."""
+def render_markdown(d: SplitDiff, *, limit: int | None = 20, by_sample: bool = False) -> str:
+    """A pull-request comment (changed samples per recording; ``by_sample``: per sample)."""
     a, b = d.a, d.b
     lines = [f"### Split diff {code_span(a.label)} → {code_span(b.label)}", ""]
     ha, hb = a.universe.hash[:12], b.universe.hash[:12]
@@ -115,9 +156,10 @@ def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
         lines += ["", "| transition | samples | sources |", "|---|---:|---:|"]
         for k, v in d.transitions.items():
             lines.append(f"| {k.replace('->', ' → ')} | {v} | {d.source_transitions.get(k, 0)} |")
-    changes = _change_lines(d, limit)
+    changes = _change_lines(d, limit, by_sample)
     if changes:
-        lines += ["", "<details><summary>Changed samples by source</summary>", ""]
+        what = "source" if by_sample else "recording"
+        lines += ["", f"<details><summary>Changed samples by {what}</summary>", ""]
         lines += _code_block([c.strip() for c in changes[1:]])
         lines += ["", "</details>"]
     content = _content_lines(d, limit)

@@ -60,3 +60,38 @@ def test_diff_reports_category_renames_and_count_changes(tmp_path: Path, cli,
 
     same = json.loads(cli("diff", "HEAD", "HEAD", "--json").out)["categories"]
     assert same == {"renamed": [], "counts": []}
+
+
+def test_diff_summarises_npz_moves_per_recording(tmp_path: Path, cli, monkeypatch) -> None:
+    """npz frames of one recording folder moving together are one line; --by-sample lists
+    each frame as before."""
+    root = tmp_path
+    sh("git", "init", "-q", cwd=root)
+    uni = Universe.from_records({"source": f"rec_{r:02d}/frame_{f:04d}.npz", "index": 0,
+                                 "group": f"rec_{r:02d}"}
+                                for r in range(6) for f in range(12))
+    write_universe(uni, root / "universe.csv")
+    (b,) = bake(uni, BakeOptions(seed=0, group_by="group"))
+    (root / "splits.json").write_text(dumps_splits(b.config))
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "commit", "-qm", "v1", cwd=root)
+    (b,) = bake(uni, BakeOptions(seed=5, group_by="group"))  # a reseed moves recordings
+    (root / "splits.json").write_text(dumps_splits(b.config))
+    sh("git", "commit", "-qam", "v2", cwd=root)
+    monkeypatch.chdir(root)
+
+    got = json.loads(cli("diff", "HEAD~1", "HEAD", "--json").out)
+    moved = {}
+    for c in got["changed_samples"]:
+        rec = c["source"].split("/")[0]
+        moved.setdefault(rec, set()).add(f"{c['from']}->{c['to']}")
+    assert moved and all(len(t) == 1 for t in moved.values())  # whole recordings move
+    text = cli("diff", "HEAD~1", "HEAD").out
+    lines = [ln for ln in text.splitlines() if ln.startswith("  rec_")]
+    assert lines == [f"  {rec}: 12 frames {next(iter(t))}" for rec, t in sorted(moved.items())]
+    assert "frame_0000.npz" not in text
+    long = cli("diff", "HEAD~1", "HEAD", "--by-sample", "--all").out
+    assert sum(ln.startswith("  rec_") for ln in long.splitlines()) == 12 * len(moved)
+    md = cli("diff", "HEAD~1", "HEAD", "--md").out
+    assert "<summary>Changed samples by recording</summary>" in md
+    assert f"{sorted(moved)[0]}: 12 frames" in md
