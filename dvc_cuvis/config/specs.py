@@ -137,6 +137,8 @@ BAKE = OptionSet(
     Option("from_soma", "import a soma splits.csv", metavar="PATH", path=True),
     Option("from_indices", "import an indices.npz", metavar="PATH", path=True),
     Option("id_column", "universe column the imported ids name", "uid"),
+    Option("by_sample", "name each moved group (an npz frame with group_by source) instead of "
+           "summing the moves per recording", False, bool, shown="one line per recording"),
     Option("constraints", "the split's constraints (a list; default: the schema's)",
            kinds=(list,), params_only=True),
 )

@@ -67,6 +67,13 @@ class Version:
         return {s: len(self.stages[s]) for s in STAGES}
 
 
+def recording_of(source: str) -> str:
+    """The recording a source belongs to: an npz frame's folder (one folder per recording),
+    else the source itself (a cu3s session is one file)."""
+    head, sep, _ = source.rpartition("/")
+    return head if sep and source.endswith(".npz") else source
+
+
 ALL_NAMES: tuple[str, ...] = (*STATE_NAMES, "new", "removed")
 NEW, REMOVED = 4, 5
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dvc_cuvis.errors import shorten, terminal
-from dvc_cuvis.model.compare import SplitDiff
+from dvc_cuvis.model.compare import SplitDiff, recording_of
 from dvc_cuvis.model.splits import STAGES
 from dvc_cuvis.review.markdown import code_cell, code_fence, code_span
 
@@ -63,13 +63,6 @@ def _content_lines(d: SplitDiff, limit: int | None) -> list[str]:
     if len(shown) < len(d.content):
         out.append(f"  ... {len(d.content) - len(shown)} more (use --all)")
     return out
-
-
-def recording_of(source: str) -> str:
-    """The recording a source belongs to: an npz frame's folder (one folder per recording),
-    else the source itself (a cu3s session is one file)."""
-    head, sep, _ = source.rpartition("/")
-    return head if sep and source.endswith(".npz") else source
 
 
 def _recording_lines(d: SplitDiff, limit: int | None) -> list[str]:
