@@ -41,8 +41,13 @@ def test_readme_workflow_runs_as_written(day_one: Path) -> None:
     assert "categories" in json.loads((day_one / "metrics/universe.json").read_text())
     splits = json.loads((day_one / "metrics/splits.json").read_text())
     assert all(splits["stages"][s]["samples"] > 0 for s in ("train", "val", "test"))
-    assert "Split diff" in (day_one / "split-diff.md").read_text()
+    assert "Split diff" in (day_one.parent / "split-diff.md").read_text()
     assert run(day_one, "dvc-cuvis", "check").returncode == 0
+    # the final `git add -A` commits no stray file: no PR comment, no report, no DVC scratch
+    assert run(day_one, "git", "status", "--porcelain").stdout == ""
+    tracked = run(day_one, "git", "ls-files").stdout.split()
+    stray = [p for p in tracked if p.endswith((".md", ".html")) or p.startswith(".dvc/tmp")]
+    assert stray == [], stray
 
 
 def test_init_prints_the_readme_next_steps(tmp_path: Path) -> None:
