@@ -188,6 +188,10 @@ def test_the_readme_guard_snippet_runs_as_written(repo: Path) -> None:
     # in a child forked from this process, torch imported once (tests/helpers/forked.py)
     r = forked.python_c(code, repo, ENV, preload=forked.installed())
     assert r.returncode == 0, r.stderr[-2000:]
+    # it writes nothing the pipeline or git tracks
+    assert run(repo, "git", "status", "--porcelain").stdout == ""
+    status = run(repo, "dvc", "status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout or "{}") == {}, status.stdout
     # and it refuses a tampered pin before training
     doc = json.loads((repo / "materialized/splits.json").read_text())
     doc["universe_hash"] = "0" * 64
