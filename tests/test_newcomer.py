@@ -41,8 +41,13 @@ def test_readme_workflow_runs_as_written(day_one: Path) -> None:
     assert "categories" in json.loads((day_one / "metrics/universe.json").read_text())
     splits = json.loads((day_one / "metrics/splits.json").read_text())
     assert all(splits["stages"][s]["samples"] > 0 for s in ("train", "val", "test"))
-    assert "Split diff" in (day_one / "split-diff.md").read_text()
+    assert "Split diff" in (day_one.parent / "split-diff.md").read_text()
     assert run(day_one, "dvc-cuvis", "check").returncode == 0
+    # the final `git add -A` commits no stray file: no PR comment, no report, no DVC scratch
+    assert run(day_one, "git", "status", "--porcelain").stdout == ""
+    tracked = run(day_one, "git", "ls-files").stdout.split()
+    stray = [p for p in tracked if p.endswith((".md", ".html")) or p.startswith(".dvc/tmp")]
+    assert stray == [], stray
 
 
 def test_init_prints_the_readme_next_steps(tmp_path: Path) -> None:
@@ -183,6 +188,10 @@ def test_the_readme_guard_snippet_runs_as_written(repo: Path) -> None:
     # in a child forked from this process, torch imported once (tests/helpers/forked.py)
     r = forked.python_c(code, repo, ENV, preload=forked.installed())
     assert r.returncode == 0, r.stderr[-2000:]
+    # it writes nothing the pipeline or git tracks
+    assert run(repo, "git", "status", "--porcelain").stdout == ""
+    status = run(repo, "dvc", "status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout or "{}") == {}, status.stdout
     # and it refuses a tampered pin before training
     doc = json.loads((repo / "materialized/splits.json").read_text())
     doc["universe_hash"] = "0" * 64

@@ -24,7 +24,14 @@ from dvc_cuvis.baking.groups import group_rows
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.limits import loads_json
-from dvc_cuvis.model.compare import ALL_NAMES, NEW, REMOVED, Version, diff_versions
+from dvc_cuvis.model.compare import (
+    ALL_NAMES,
+    NEW,
+    REMOVED,
+    Version,
+    diff_versions,
+    recording_of,
+)
 from dvc_cuvis.model.universe import Universe
 
 #: the most groups named one by one (a changed seed moves them all; the rest are counted)
@@ -87,8 +94,10 @@ def _lent(metrics: bytes | None) -> frozenset[str]:
     return frozenset(str(n) for n in names) if isinstance(names, list) else frozenset()
 
 
-def moved(old: Committed, uni: Universe, baked: Baked, opts: BakeOptions) -> list[str]:
-    """One line per group whose existing samples the bake moved: count, stages and why."""
+def moved(old: Committed, uni: Universe, baked: Baked, opts: BakeOptions,
+          by_sample: bool = False) -> list[str]:
+    """One line per recording whose existing samples the bake moved (per group with
+    ``by_sample``): count, stages and why, so a reseed over npz frames stays readable."""
     new = Version("bake", uni, baked.stages, None, [])
     diff = diff_versions(old.version, new)
     keep = (diff.frm != NEW) & (diff.to != REMOVED)
@@ -104,14 +113,17 @@ def moved(old: Committed, uni: Universe, baked: Baked, opts: BakeOptions) -> lis
     lent_now = frozenset(baked.metrics.get("lent_groups") or ())
     own = {stage: bool({names[g] for g in np.unique(of_row[pos]).tolist()} - lent_now)
            for stage, pos in baked.stages.items()}  # a group of its own, not a loan
-    lines = []
-    for (group, f, t), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+    summed: dict[tuple[str, int, int, str], int] = {}
+    for (group, f, t), n in counts.items():
         frm, to = ALL_NAMES[f], ALL_NAMES[t]
-        what = f"{n} sample{'s' if n != 1 else ''} of {group}"
         why = _why(group, frm, to, (old.lent, lent_now), own.get(frm, False), baked, opts)
-        lines.append(f"{what} {why}")
+        key = (group if by_sample else recording_of(group), f, t, why)
+        summed[key] = summed.get(key, 0) + n
+    lines = []
+    for (label, _, _, why), n in sorted(summed.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"{n} sample{'s' if n != 1 else ''} of {label} {why}")
     if len(lines) > NAMED:
-        rest = sum(sorted(counts.values(), reverse=True)[NAMED:])
+        rest = sum(sorted(summed.values(), reverse=True)[NAMED:])
         lines = [*lines[:NAMED], f"... and {rest} more samples moved ({len(lines) - NAMED} "
                  "more groups or transitions)"]
     return lines
@@ -154,7 +166,8 @@ def _why(group: str, frm: str, to: str, lent: tuple[frozenset[str], frozenset[st
 
 
 def moves_of(baked: Baked, uni: Universe, opts: BakeOptions, out: Path | str,
-             universe: Path | str, metrics: Path | str | None) -> list[str]:
+             universe: Path | str, metrics: Path | str | None,
+             by_sample: bool = False) -> list[str]:
     """:func:`moved` against the committed split at ``out`` (none when there is none, or
     when the bake wrote the same bytes)."""
     old = committed(out, universe, metrics)
@@ -165,5 +178,5 @@ def moves_of(baked: Baked, uni: Universe, opts: BakeOptions, out: Path | str,
             return []  # the same split: nothing moved (and nothing to resolve)
     except OSError:
         pass
-    return moved(old, uni, baked, opts)
+    return moved(old, uni, baked, opts, by_sample)
 

@@ -58,7 +58,7 @@ from dvc_cuvis.check.verdicts import VerdictMemo
 from dvc_cuvis.config.specs import VERIFY_MODES
 from dvc_cuvis.digests.hashing import Stamp
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.errors import DvcCuvisError, NotPulledError
+from dvc_cuvis.errors import DvcCuvisError, NotPulledError, terminal
 from dvc_cuvis.leakage.adjacent import check_k, check_severity
 from dvc_cuvis.model.splits import effective_splits, load_splits_stamped
 from dvc_cuvis.model.universe import Universe
@@ -74,13 +74,22 @@ __all__ = ["CHECKS", "TOKEN", "VERIFY_MODES", "DriftError", "DriftReport", "Find
 
 
 class DriftError(DvcCuvisError):
-    """Raised by strict verification; carries the report."""
+    """Raised by strict verification; carries the report and the fix lines ``check`` prints.
+
+    ``str(err)`` is the one-line verdict followed by one ``fix:`` line per failed check,
+    each exactly as ``dvc-cuvis check`` prints it, so a caller who only sees the error can
+    paste the same command; ``err.fixes`` holds those lines, ``err.summary`` the verdict.
+    """
 
     exit_code = 1
 
     def __init__(self, report: DriftReport) -> None:
+        """The error for ``report`` (a failed one)."""
         failed = ", ".join(f"{f.check} ({f.summary})" for f in report.findings if f.failed)
-        super().__init__(f"{report.splits} does not match the data: {failed}")
+        self.summary = terminal(f"{report.splits} does not match the data: {failed}")
+        self.fixes: tuple[str, ...] = tuple(
+            terminal(f"fix: {f.fix}") for f in report.findings if f.failed and f.fix)
+        super().__init__("\n".join([self.summary, *(f"  {fix}" for fix in self.fixes)]))
         self.report = report
 
 

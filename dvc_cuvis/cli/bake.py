@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     save_splits(result.config, out)
     from dvc_cuvis.baking.moves import moves_of  # existing samples moved since HEAD, and why
 
-    for line in moves_of(result, uni, opts, out, universe_path, metrics):
+    for line in moves_of(result, uni, opts, out, universe_path, metrics,
+                         by_sample=bool(v["by_sample"])):
         print(terminal(f"dvc-cuvis: warning: {line}"), file=sys.stderr)
     if metrics:
         write_json(metrics, result.metrics)

@@ -75,9 +75,11 @@ def run_diff(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(d.to_dict(limit=None if every else 200),
                                     ensure_ascii=False, default=str) + "\n")
     elif args.md:
-        sys.stdout.write(render_markdown(d, limit=None if every else 20))
+        sys.stdout.write(render_markdown(d, limit=None if every else 20,
+                                         by_sample=s.flag("by_sample")))
     else:
-        sys.stdout.write(render_text(d, limit=None if every else 20))
+        sys.stdout.write(render_text(d, limit=None if every else 20,
+                                     by_sample=s.flag("by_sample")))
     return EXIT_OK
 
 

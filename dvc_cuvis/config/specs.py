@@ -146,6 +146,8 @@ BAKE = OptionSet(
     Option("from_soma", "import a soma splits.csv", metavar="PATH", path=True),
     Option("from_indices", "import an indices.npz", metavar="PATH", path=True),
     Option("id_column", "universe column the imported ids name", "uid"),
+    Option("by_sample", "name each moved group (an npz frame with group_by source) instead of "
+           "summing the moves per recording", False, bool, shown="one line per recording"),
     Option("constraints", "the split's constraints (a list; default: the schema's)",
            kinds=(list,), params_only=True),
 )
@@ -338,7 +340,9 @@ _HISTORY = (
 #: The ``diff`` verb's options (its revisions and output format are arguments, not keys).
 DIFF = OptionSet("diff", *_HISTORY,
                  Option("all", "list every changed sample", False, bool,
-                        shown="the first 20"))
+                        shown="the first 20"),
+                 Option("by_sample", "one line per changed sample instead of one per "
+                        "recording", False, bool, shown="one line per recording"))
 
 #: The ``log`` verb's options.
 LOG = OptionSet("log", *_HISTORY,

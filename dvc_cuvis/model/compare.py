@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dvc_cuvis.errors import UniverseError
 from dvc_cuvis.model.splits import STAGE_CODE_NAMES, STAGES, stage_codes
 from dvc_cuvis.model.universe import Universe
 
@@ -34,6 +35,28 @@ class Version:
     universe_hash_pinned: str | None
     constraints: list[dict[str, Any]]
     params: dict[str, Any] = field(default_factory=dict)
+    #: category id -> name at this revision (empty when no name map is known)
+    categories: dict[int, str] = field(default_factory=dict)
+
+    def category_counts(self) -> dict[str, dict[int, int]]:
+        """Per stage: samples carrying each category id (a sample counts once per id)."""
+        if not self.universe.has_column("category_ids"):
+            return {}
+        try:
+            parsed, inverse = self.universe.category_table
+        except UniverseError:  # a malformed cell: the counts are left out, the diff stands
+            return {}
+        out: dict[str, dict[int, int]] = {}
+        for s in STAGES:
+            if s not in self.stages:  # a version built from the exclusive stages alone
+                continue
+            cells = np.bincount(inverse[self.stages[s]], minlength=len(parsed))
+            counts: dict[int, int] = {}
+            for cell, n in zip(parsed, cells.tolist(), strict=True):
+                for cid in cell:
+                    counts[cid] = counts.get(cid, 0) + n
+            out[s] = {cid: n for cid, n in sorted(counts.items()) if n}
+        return out
 
     def state(self) -> np.ndarray:
         """Per row: the stage code of :func:`~dvc_cuvis.model.splits.stage_codes` (its tie rule)."""
@@ -42,6 +65,13 @@ class Version:
     def counts(self) -> dict[str, int]:
         """Samples per stage (predict counted as resolved)."""
         return {s: len(self.stages[s]) for s in STAGES}
+
+
+def recording_of(source: str) -> str:
+    """The recording a source belongs to: an npz frame's folder (one folder per recording),
+    else the source itself (a cu3s session is one file)."""
+    head, sep, _ = source.rpartition("/")
+    return head if sep and source.endswith(".npz") else source
 
 
 ALL_NAMES: tuple[str, ...] = (*STATE_NAMES, "new", "removed")
@@ -68,6 +98,14 @@ class SplitDiff:
     #: 3 both)
     content: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     content_what: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    #: ``(id, name before, name after)`` for each category id named at both ends, differently
+    category_renames: list[tuple[int, str, str]] = field(default_factory=list)
+    #: ``(stage, id, before, after)`` for each per-stage per-category count that changed
+    category_counts: list[tuple[str, int, int, int]] = field(default_factory=list)
+
+    def category_name(self, cid: int) -> str:
+        """The name of ``cid`` (the newer end's first), or ``#id`` when neither end names it."""
+        return self.b.categories.get(cid) or self.a.categories.get(cid) or f"#{cid}"
 
     def content_by_stage(self) -> dict[str, int]:
         """Changed-content samples per stage at ``b`` (the stage code's tie rule)."""
@@ -112,6 +150,11 @@ class SplitDiff:
             "changed_samples_total": len(self.src),
             "params": [{"key": k, "a": va, "b": vb} for k, va, vb in self.params],
             "constraints": {"a": self.a.constraints, "b": self.b.constraints},
+            "categories": {
+                "renamed": [{"id": i, "a": na, "b": nb} for i, na, nb in self.category_renames],
+                "counts": [{"stage": s, "id": i, "name": self.category_name(i), "a": ca,
+                            "b": cb} for s, i, ca, cb in self.category_counts],
+            },
             "content_changed": {
                 "total": len(self.content),
                 "by_stage": self.content_by_stage(),
@@ -200,7 +243,23 @@ def diff_versions(a: Version, b: Version) -> SplitDiff:
         params=params,
         content=content,
         content_what=what,
+        category_renames=[(cid, a.categories[cid], b.categories[cid])
+                          for cid in sorted(set(a.categories) & set(b.categories))
+                          if a.categories[cid] != b.categories[cid]],
+        category_counts=_category_count_changes(a, b),
     )
+
+
+def _category_count_changes(a: Version, b: Version) -> list[tuple[str, int, int, int]]:
+    """Per stage and category id: the sample counts at both ends, where they differ."""
+    ca, cb = a.category_counts(), b.category_counts()
+    out: list[tuple[str, int, int, int]] = []
+    for s in STAGES:
+        before, after = ca.get(s, {}), cb.get(s, {})
+        out.extend((s, cid, before.get(cid, 0), after.get(cid, 0))
+                   for cid in sorted(set(before) | set(after))
+                   if before.get(cid, 0) != after.get(cid, 0))
+    return out
 
 
 def _ref_index(uni: Universe) -> np.ndarray:

@@ -115,7 +115,7 @@ class TrainingDriftError(DriftError):
     def __init__(self, report: DriftReport, module: str) -> None:
         """The error for ``report``, raised by the module named ``module``."""
         super().__init__(report)
-        lines = [f"{module}: refusing to train: {self.args[0]}"]
+        lines = [f"{module}: refusing to train: {self.summary}"]
         keep = False
         for line in report.render().splitlines()[1:]:  # the failed checks' blocks of the report
             if line.startswith("  ["):

@@ -95,8 +95,7 @@ stages:
     params:
       - report
     outs:
-      - report.html:
-          cache: false
+      - report.html                 # in the DVC cache, ignored by git: never a stray commit
     plots:
       - plots/spectra.json:
           cache: false

@@ -194,7 +194,36 @@ def load_version(
             raise
         except DvcCuvisError:
             params = {}
-    return Version(label, uni, res.stages, cfg.universe_hash, constraints, params)
+    return Version(label, uni, res.stages, cfg.universe_hash, constraints, params,
+                   categories=_category_names(tree, rev, params, params_path, label))
+
+
+#: params sections whose ``categories`` names the category name map (first one set wins).
+_NAMES_FROM = ("bake", "report", "materialize", "resolve", "enumerate")
+
+
+def _category_names(tree: GitTree, rev: str | None, params: dict[str, Any],
+                    params_path: str | None, label: str) -> dict[int, str]:
+    """Category id -> name at ``rev``, from the map params.yaml names (empty when none is
+    readable: names only label the counts, so a missing map never fails the diff)."""
+    import json
+    import posixpath
+
+    from dvc_cuvis.model.categories import parse_category_map
+
+    for section in _NAMES_FROM:
+        path = (params.get(section) or {}).get("categories") if isinstance(
+            params.get(section), dict) else None
+        if not isinstance(path, str) or not path:
+            continue
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(params_path or ""), path))
+        try:
+            data = json.loads(tree.read(rev, path).decode("utf-8-sig"))
+            names = parse_category_map(data, where=f"{label}:{path}")
+        except (DvcCuvisError, OSError, ValueError):
+            return {}
+        return {cid: name for name, cid in sorted(names.items(), key=lambda kv: kv[1])}
+    return {}
 
 
 def load_pair(

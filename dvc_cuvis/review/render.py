@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dvc_cuvis.errors import shorten, terminal
-from dvc_cuvis.model.compare import SplitDiff
+from dvc_cuvis.model.compare import SplitDiff, recording_of
 from dvc_cuvis.model.splits import STAGES
 from dvc_cuvis.review.markdown import code_cell, code_fence, code_span
 
@@ -16,8 +16,8 @@ def _constraint_line(constraints: list[dict[str, Any]]) -> str:
     return ", ".join(f"{c['kind']} {c['status']}" for c in constraints)
 
 
-def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
-    """The readable report."""
+def render_text(d: SplitDiff, *, limit: int | None = 20, by_sample: bool = False) -> str:
+    """The readable report (changed samples per recording; ``by_sample``: per sample)."""
     a, b = d.a, d.b
     out = [f"split diff {terminal(a.label)} -> {terminal(b.label)}"]
     ha, hb = a.universe.hash[:12], b.universe.hash[:12]
@@ -34,8 +34,16 @@ def render_text(d: SplitDiff, *, limit: int | None = 20) -> str:
         out.append("transitions (samples / sources):")
         for k, v in d.transitions.items():
             out.append(f"  {k:<22}{v:>8} / {d.source_transitions.get(k, 0)}")
-    out.extend(_change_lines(d, limit))
+    out.extend(_change_lines(d, limit, by_sample))
     out.extend(_content_lines(d, limit))
+    out.extend(f"category {cid} renamed: {_name(na)} → {_name(nb)}"
+               for cid, na, nb in d.category_renames)
+    if d.category_counts:
+        out.append("samples per category and stage:")
+        out.append(f"  {'stage':<9}{'category':<24}{'before':>8}{'after':>8}{'delta':>8}")
+        for stage, cid, before, after in d.category_counts:
+            out.append(f"  {stage:<9}{_name(d.category_name(cid)) + f' ({cid})':<24}"
+                       f"{before:>8}{after:>8}{after - before:>+8}")
     if d.params:
         out.append("params:")
         out.extend(f"  {terminal(k)}: {_value(va)} -> {_value(vb)}" for k, va, vb in d.params)
@@ -57,11 +65,35 @@ def _content_lines(d: SplitDiff, limit: int | None) -> list[str]:
     return out
 
 
-def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
-    groups, total = d.by_source(limit)
+def _recording_lines(d: SplitDiff, limit: int | None) -> list[str]:
+    """The changed samples summarised per recording: one line per recording, its frames
+    counted per transition; a recording of one changed source keeps its per-sample line."""
+    groups, _ = d.by_source(None)
     if not groups:
         return []
-    out = ["changed samples by source:"]
+    recordings: dict[str, list[tuple[str, list[tuple[str, list[str]]]]]] = {}
+    for src, items in groups:
+        recordings.setdefault(recording_of(src), []).append((src, items))
+    shown = list(recordings.items()) if limit is None else list(recordings.items())[:limit]
+    out = ["changed samples by recording (--by-sample: one line per sample):"]
+    for rec, sources in shown:
+        if len(sources) == 1:
+            out.extend(_source_lines(sources, limit))
+            continue
+        counts: dict[str, int] = {}
+        for _, items in sources:
+            for k, idx in items:
+                counts[k] = counts.get(k, 0) + len(idx)
+        out.append(f"  {terminal(rec)}: " + "; ".join(
+            f"{n} frame{'s' if n != 1 else ''} {k}" for k, n in sorted(counts.items())))
+    if len(shown) < len(recordings):
+        out.append(f"  ... {len(recordings) - len(shown)} more recording(s) (use --all)")
+    return out
+
+
+def _source_lines(groups: list[tuple[str, list[tuple[str, list[str]]]]],
+                  limit: int | None) -> list[str]:
+    out = []
     for src, items in groups:
         parts = []
         for k, idx in items:
@@ -69,9 +101,24 @@ def _change_lines(d: SplitDiff, limit: int | None) -> list[str]:
             more = f" (+{len(idx) - len(cut)})" if len(cut) < len(idx) else ""
             parts.append(f"{k} #{', #'.join(cut)}{more}")
         out.append(f"  {terminal(src)}: " + "; ".join(parts))
+    return out
+
+
+def _change_lines(d: SplitDiff, limit: int | None, by_sample: bool = False) -> list[str]:
+    if not by_sample:
+        return _recording_lines(d, limit)
+    groups, total = d.by_source(limit)
+    if not groups:
+        return []
+    out = ["changed samples by source:", *_source_lines(groups, limit)]
     if len(groups) < total:
         out.append(f"  ... {total - len(groups)} more source(s) (use --all)")
     return out
+
+
+def _name(name: str) -> str:
+    """A category name as printed: quoted, control characters escaped, long ones cut."""
+    return terminal(shorten(repr(name), 80))
 
 
 def _value(v: Any) -> str:
@@ -85,8 +132,8 @@ def _code_block(lines: list[str]) -> list[str]:
     return [fence, *lines, fence]
 
 
-def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
-    """A pull-request comment."""
+def render_markdown(d: SplitDiff, *, limit: int | None = 20, by_sample: bool = False) -> str:
+    """A pull-request comment (changed samples per recording; ``by_sample``: per sample)."""
     a, b = d.a, d.b
     lines = [f"### Split diff {code_span(a.label)} → {code_span(b.label)}", ""]
     ha, hb = a.universe.hash[:12], b.universe.hash[:12]
@@ -102,9 +149,10 @@ def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
         lines += ["", "| transition | samples | sources |", "|---|---:|---:|"]
         for k, v in d.transitions.items():
             lines.append(f"| {k.replace('->', ' → ')} | {v} | {d.source_transitions.get(k, 0)} |")
-    changes = _change_lines(d, limit)
+    changes = _change_lines(d, limit, by_sample)
     if changes:
-        lines += ["", "<details><summary>Changed samples by source</summary>", ""]
+        what = "source" if by_sample else "recording"
+        lines += ["", f"<details><summary>Changed samples by {what}</summary>", ""]
         lines += _code_block([c.strip() for c in changes[1:]])
         lines += ["", "</details>"]
     content = _content_lines(d, limit)
@@ -113,6 +161,13 @@ def render_markdown(d: SplitDiff, *, limit: int | None = 20) -> str:
                   "<details><summary>Samples with new bytes</summary>", ""]
         lines += _code_block([c.strip() for c in content[1:]])
         lines += ["", "</details>"]
+    if d.category_renames:
+        lines += [""] + [f"Category {cid} renamed: {code_span(shorten(na, 80))} → "
+                         f"{code_span(shorten(nb, 80))}  " for cid, na, nb in d.category_renames]
+    if d.category_counts:
+        lines += ["", "| stage | category | before | after | Δ |", "|---|---|---:|---:|---:|"]
+        lines += [f"| {stage} | {code_cell(shorten(d.category_name(cid), 80))} ({cid}) | {ca} | "
+                  f"{cb} | {cb - ca:+d} |" for stage, cid, ca, cb in d.category_counts]
     if d.params:
         lines += ["", "| param | before | after |", "|---|---|---|"]
         lines += [f"| {code_cell(k)} | {code_cell(shorten(repr(va)))} | "

@@ -24,7 +24,7 @@ import numpy as np
 
 from dvc_cuvis.check.drift import DriftReport, check_verify_mode, ensure, verify
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
 from dvc_cuvis.model.frames import read_npz
 from dvc_cuvis.model.splits import load_splits, resolve
 from dvc_cuvis.model.universe import Universe
@@ -211,6 +211,7 @@ class SplitDataModule:
     Traceback (most recent call last):
     ...
     dvc_cuvis.check.drift.DriftError: ... content (0 file(s) modified, 1 missing since enumerate)
+      fix: restore the files, or re-enumerate and re-bake
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
@@ -333,8 +334,12 @@ class SplitDataModule:
     def _loader(self, name: str, shuffle: bool) -> Any:
         if name not in self.datasets:
             raise DvcCuvisError(f"the {name} dataset is not built; call setup() first")
+        try:
+            from torch.utils.data import DataLoader
+        except ImportError:
+            raise MissingExtraError("SplitDataModule's loaders need torch: "
+                                    "pip install 'dvc-cuvis[torch]'") from None
         self._lineage.on_loader(self, name)
-        from torch.utils.data import DataLoader
 
         kwargs: dict[str, Any] = {}
         if self.num_workers > 0:
@@ -460,6 +465,7 @@ def guard(
     Traceback (most recent call last):
     ...
     dvc_cuvis.check.drift.DriftError: .../splits.json does not match the data: universe (...)
+      fix: ...
     """
     setup = getattr(datamodule, "setup", None)
     if not callable(setup):

@@ -140,3 +140,41 @@ def test_many_moved_groups_are_named_up_to_a_limit_and_counted(tmp_path: Path) -
                          f"({len(changed) - NAMED} more groups or transitions)")
     assert moved(Committed(Version("HEAD", uni, after.stages, None, []), frozenset(), b""),
                  uni, after, opts) == []
+
+
+def test_npz_moves_are_summed_per_recording_unless_by_sample() -> None:
+    from dvc_cuvis.baking import BakeOptions, bake
+    from dvc_cuvis.baking.moves import NAMED, Committed, moved
+    from dvc_cuvis.model.compare import Version
+    from dvc_cuvis.model.universe import Universe
+
+    # each frame its own group (group_by source): a reseed scatters a recording's frames
+    uni = Universe.from_records([{"source": f"rec_{r:02d}/frame_{f:04d}.npz", "index": 0}
+                                 for r in range(3) for f in range(12)])
+    (before,) = bake(uni, BakeOptions(seed=0, group_by="source"))
+    opts = BakeOptions(seed=3, group_by="source")
+    (after,) = bake(uni, opts)
+    old = Committed(Version("HEAD", uni, before.stages, None, []), frozenset(), b"")
+    long = moved(old, uni, after, opts, by_sample=True)
+    assert long and all(ln.startswith("1 sample of rec_") and "/frame_" in ln.split(" moved")[0]
+                        for ln in long if not ln.startswith("..."))
+    short = moved(old, uni, after, opts)
+    assert short and not any("/frame_" in ln for ln in short)
+    per = {}  # the same moves counted by hand: (recording, from, to) -> frames
+    stage = {s: set(after.stages[s].tolist()) for s in ("train", "val", "test")}
+    for s0 in ("train", "val", "test"):
+        for row in before.stages[s0].tolist():
+            s1 = next(s for s in ("train", "val", "test") if row in stage[s])
+            if s1 != s0:
+                key = (f"rec_{row // 12:02d}", s0, s1)
+                per[key] = per.get(key, 0) + 1
+    order = ("train", "val", "test")
+    want = [f"{n} sample{'s' if n != 1 else ''} of {rec} moved from {a} to {b}: its hash "
+            "stage changed (the seed, the ratios or the grouping differ from the committed "
+            "split's)" for (rec, a, b), n in sorted(
+                per.items(), key=lambda kv: (-kv[1], kv[0][0], order.index(kv[0][1]),
+                                             order.index(kv[0][2])))]
+    assert len(per) > NAMED  # capped like the per-group lines, counted per recording
+    rest = sum(sorted(per.values(), reverse=True)[NAMED:])
+    assert short == [*want[:NAMED], f"... and {rest} more samples moved ({len(per) - NAMED} "
+                     "more groups or transitions)"]

@@ -564,8 +564,14 @@ def test_ensure_strict_warn_off(caplog: pytest.LogCaptureFixture) -> None:
             ensure(bad, "strict")
         assert caplog.records == []
     assert info.value.report is bad and info.value.exit_code == 1
+    # the fix lines ride along, each exactly as `dvc-cuvis check` prints it (report.render)
     assert str(info.value) == ("s.json does not match the data: universe (grew), "
-                               "selection (100% partial)")
+                               "selection (100% partial)\n  fix: rebake")
+    assert info.value.fixes == ("fix: rebake",)
+    assert info.value.summary == ("s.json does not match the data: universe (grew), "
+                                  "selection (100% partial)")
+    rendered = [line.strip() for line in bad.render().splitlines()]
+    assert all(fix in rendered for fix in info.value.fixes)
 
     with pytest.raises(DvcCuvisError, match="verify must be strict, warn or off, got 'loud'"):
         ensure(good, "loud")

@@ -378,7 +378,7 @@ def test_the_refusal_names_only_the_failed_checks_and_the_way_out(tmp_path: Path
     assert block[drift + 1].startswith("         ") and block[fail + 1].startswith("         ")
     lines = str(err).split("\n")
     assert lines == [
-        f"dvc_npz_multi: refusing to train: {DriftError(report).args[0]}",
+        f"dvc_npz_multi: refusing to train: {DriftError(report).summary}",
         *block[drift:drift + 2],  # the failed checks' blocks of the report, as it shows them
         *block[fail:fail + 4],
         "  (no frame was read; to train on it anyway set data.params.verify: warn)"]
@@ -826,7 +826,8 @@ def test_a_refusal_keeps_no_line_of_the_report_s_header(tmp_path: Path) -> None:
     report = verify(folder / "splits.json", folder / "universe.csv", lock=None)
     # the newline in the folder's name is shown escaped: the header stays one line
     assert report.render().split("\n")[0].endswith("run 1\\x0arun 2/universe.csv: FAILED")
-    head = f"dvc_npz_multi: refusing to train: {DriftError(report).args[0]}\n"
+    head = f"dvc_npz_multi: refusing to train: {DriftError(report).summary}\n"
+    assert "run 1\\x0arun 2" in head.split("\n")[0]  # the error's header stays one line too
     text = str(TrainingDriftError(report, "dvc_npz_multi"))
     assert text.startswith(head) and "  [DRIFT] universe: " in text
     assert "against" not in text and "FAILED" not in text, text  # the header's tail left out

@@ -89,7 +89,9 @@ def test_text_and_markdown_reports(repo: Path, cli, monkeypatch) -> None:
     text = cli("diff", "HEAD~3", "HEAD~2").out
     assert text.startswith("split diff HEAD~3 -> HEAD~2")
     assert "params:\n  bake.seed: 0 -> 1" in text
-    assert "changed samples by source:" in text and "transitions (samples / sources):" in text
+    # one cu3s session is one recording: its per-sample line stays in the default summary
+    assert "changed samples by recording" in text and "transitions (samples / sources):" in text
+    assert "changed samples by source:" in cli("diff", "HEAD~3", "HEAD~2", "--by-sample").out
     md = cli("diff", "HEAD~3", "HEAD~2", "--md").out
     assert md.startswith("### Split diff `HEAD~3` → `HEAD~2`")
     assert "| stage | before | after | Δ |" in md and "| `bake.seed` | `0` | `1` |" in md

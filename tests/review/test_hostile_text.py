@@ -114,7 +114,7 @@ OURS_HTML = {"<details><summary>Changed samples by source</summary>\n",
 
 def test_diff_md_renders_hostile_names_as_text_only(repo: Path, cli, monkeypatch) -> None:
     monkeypatch.chdir(repo)
-    r = cli("diff", "HEAD~2", "HEAD~1", "--md", "--all")
+    r = cli("diff", "HEAD~2", "HEAD~1", "--md", "--all", "--by-sample")
     assert r.code == 0, r.err
     tokens = MarkdownIt("commonmark").enable("table").parse(r.out)
     kinds = {t.type.removesuffix("_open").removesuffix("_close") for t in tokens}

@@ -242,3 +242,16 @@ def test_setup_checks_only_the_stages_it_loads(materialized: Path, tmp_path: Pat
     assert report.finding("content").status == "drift" and not report.ok
     with pytest.raises(DvcCuvisError, match="stage fit: choose from"):
         verify(mat / "splits.json", mat / "universe.csv", lock=None, stages=["fit"])
+
+
+def test_a_missing_torch_names_the_extra(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loaders import torch lazily: without it, a MissingExtraError naming the extra."""
+    from dvc_cuvis.errors import MissingExtraError
+
+    dm = make(tmp_path, batch_size=2)
+    dm.datasets["val"] = []  # stands in for setup(): the import comes before any frame
+    for name in ("torch", "torch.utils", "torch.utils.data"):
+        monkeypatch.setitem(__import__("sys").modules, name, None)  # import raises ImportError
+    with pytest.raises(MissingExtraError, match=r"need torch: pip install 'dvc-cuvis\[torch\]'"):
+        dm.val_dataloader()
