@@ -93,7 +93,7 @@ GOLDEN: dict[str, str] = {
     "metrics/split.json":
         "93361e567a01581a1bdeed6d0be29babb69ef83b332ed578654ba45d8df3d123",
     "metrics/universe.json":
-        "feab072bc85ebe056e11c8dc77e240a8a4cf1be5492ee7b00487ff88a83830ac",
+        "223f5d7cdd692237ddfc250c774e698b1dcdcdcf0881ec6d53b44790f8233e44",
     "out/frames/day1/line-a/frame_0000.npz.000000.npz":
         "d409ecc59fe054e765a57c0f8a5a777f0b1dc960203d3122276ea6d34f7b59ea",
     "out/frames/day1/line-a/frame_0001.npz.000000.npz":

@@ -10,8 +10,10 @@ at once, with the command that brings the last good data back.
 A verdict is a pure function of the frame's bytes, so it is kept in the stat cache's content
 memo by md5 (:data:`NPZ_VERDICT`, a :func:`~dvc_cuvis.digests.stat_cache.content_key` of the
 ``check`` kind): an unchanged frame is never read again, and a frame whose md5 DVC vouches
-for (a fresh clone, a checkout) is read once, for its verdict.  Dtypes that materialize
-converts (a float64 cube, float wavelengths) are not checked.
+for (a checkout) is read once, for its verdict -- unless HEAD's committed universe.csv, vouched
+by dvc.lock and written by this same door (:data:`NPZ_DOOR`), lists that md5: every row of it
+passed the door, so a fresh clone reads no byte (:mod:`dvc_cuvis.sources.seed`).  Dtypes
+that materialize converts (a float64 cube, float wavelengths) are not checked.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from dvc_cuvis.limits import OVER_CEILING, LimitError
 # the cache keys of the verdicts; bump a version when its verdict function changes
 NPZ_VERDICT = content_key("npz-verdict", 2, check=True)
 TIFF_VERDICT = content_key("tiff-verdict", 3, check=True)
+#: the recipe version of the npz door, recorded in enumerate's metrics (``door``): a fresh
+#: clone takes "passed" for a vouched row's md5 only from a run of this same door
+NPZ_DOOR: dict[str, int] = {"npz-verdict": 2}
 #: the key a scanner's row carries instead of its cells when the door refused the file
 REFUSED = "__refused__"
 #: the most bad frames the error lists one by one (the count says how many more)

@@ -89,6 +89,10 @@ def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]
         from dvc_cuvis.sources.npz import DERIVED
 
         metrics["derived"] = dict(sorted(DERIVED.items()))
+        if opts.verify:  # every row passed this door: a vouched copy may stand for its verdicts
+            from dvc_cuvis.sources.door import NPZ_DOOR
+
+            metrics["door"] = dict(sorted(NPZ_DOOR.items()))
     return uni, metrics
 
 

@@ -27,6 +27,12 @@ file whose md5 is known without reading it (our stat cache, DVC's state db, both
 by the file's stamp) -- so a frame whose bytes changed is read as usual.  Any condition that
 fails, or any error reading git, means no seed: enumerate then parses the frames.
 
+Verdicts of the door (:mod:`dvc_cuvis.sources.door`) are seeded too, under conditions 1-2
+only and one more: the metrics name the same door recipe (``door``, :data:`NPZ_DOOR`) as the
+running code.  Enumerate writes nothing when the door refuses any frame, so every md5 such a
+universe.csv lists passed that door: each seeds the verdict memo with "passed".  A frame whose
+bytes differ has another md5 (or none DVC vouches for) and is read and checked.
+
 The limit is DVC's own: whoever edits universe.csv *and* the md5 in dvc.lock (by hand, or
 with ``dvc commit``) makes DVC vouch for the edit, and the seed believes it too.
 """
@@ -73,6 +79,7 @@ def vouched_values(out: str, metrics: str) -> dict[str, dict[str, Any]]:
 
 
 def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
+    from dvc_cuvis.sources.door import NPZ_DOOR
     from dvc_cuvis.sources.npz import DERIVED, SOURCE_GROUPS
 
     with Git(os.path.dirname(out)) as git:
@@ -95,11 +102,36 @@ def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
         derived = info.get("derived") if isinstance(info, dict) else None
         if info.get("format") != "npz" or not isinstance(derived, dict):
             return {}
+        values = {}
+        if info.get("door") == NPZ_DOOR:  # every row passed this very door on that run
+            values = _passed(files[out_r], out_r)
         if any(derived.get(name) != version for name, version in DERIVED.items()):
-            return {}  # written by another version of the code that derives the values
+            return values  # written by another version of the code that derives the values
         if _group_setting(stage, lock_dir, top, read) not in SOURCE_GROUPS:
-            return {}
-    return _row_values(files[out_r], out_r)
+            return values
+    return {**values, **_row_values(files[out_r], out_r)}
+
+
+def _passed(data: bytes, path: str) -> dict[str, dict[str, Any]]:
+    """``{NPZ_VERDICT: {md5: []}}`` for every npz row of a vouched universe.csv: enumerate
+    writes no row (and no file) when the door refused any frame, so each listed md5 passed."""
+    from dvc_cuvis.model.universe_io import parse_universe_bytes
+    from dvc_cuvis.sources.door import NPZ_VERDICT
+
+    uni = parse_universe_bytes(data, path=Path(path), unique_materialized_path=False,
+                               columns=("md5", "format"))
+    md5 = uni.raw_column("md5")
+    if md5 is None:
+        return {}
+    keep = np.strings.str_len(md5) == 32
+    fmt = uni.raw_column("format")
+    if fmt is not None:
+        keep &= fmt == b"npz"
+    sums = np.unique(md5[keep])
+    if not len(sums):
+        return {}
+    text = b"\0".join(sums.tolist()).decode("ascii").split("\0")
+    return {NPZ_VERDICT: {m: [] for m in text}}
 
 
 #: Where a cell begins or ends with a blank, quoted or not (the universe reader strips it).

@@ -121,6 +121,57 @@ def test_fresh_clone_pull_parses_no_frame_and_writes_the_same_bytes(
     assert metrics["derived"] == {"npz-frame": 1}
 
 
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every npz frame the door reads for its verdict (its path), in call order."""
+    import dvc_cuvis.sources.npz as npz_source
+
+    seen: list[str] = []
+    real = npz_source.npz_verdict
+
+    def counting(path: Path) -> list[str]:
+        seen.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(npz_source, "npz_verdict", counting)
+    return seen
+
+
+def test_fresh_clone_reads_no_frame_byte_for_the_door_and_a_tampered_frame_is_checked(
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str], checked: list[str],
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    clone = clone_of(origin, tmp_path, env)
+    assert json.loads(committed(clone, env, "metrics/universe.json"))["door"] == {
+        "npz-verdict": 2}
+    err = enumerate_cli(clone, monkeypatch, capsys)
+    assert checked == [] and reads == []  # no verdict taken, no frame parsed
+    assert "hashing: 0 bytes read" in err
+    # a frame whose bytes differ from what HEAD vouches for is read and checked
+    frame = sorted((clone / "data" / "npz").rglob("*.npz"))[0]
+    frame.write_bytes(frame.read_bytes()[:-40] + b"\0" * 40)  # its central directory gone
+    shutil.rmtree(clone / ".dvc" / "tmp" / "dvc-cuvis")
+    capsys.readouterr()
+    assert main(["enumerate", "--params", "params.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert checked == [str(frame)] and frame.name in err
+
+
+def test_a_door_of_another_recipe_version_seeds_no_verdict(
+    origin: Path, tmp_path: Path, env: dict[str, str], checked: list[str],
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    clone = clone_of(origin, tmp_path, env)
+    mpath = clone / "metrics" / "universe.json"
+    true_metrics = json.loads(mpath.read_text())
+    mpath.write_text(json.dumps({**true_metrics, "door": {"npz-verdict": 1}}, indent=2)
+                     + "\n", encoding="utf-8")
+    sh("dvc", "commit", "-q", "-f", "enumerate", cwd=clone, env=env)  # dvc.lock vouches for it
+    sh("git", "commit", "-qam", "a run of an older door", cwd=clone, env=env)
+    enumerate_cli(clone, monkeypatch, capsys)
+    assert len(checked) == n_frames(clone)  # vouched, but by another door: every frame read
+
+
 def test_checkout_of_a_revision_never_enumerated_here_parses_no_frame(
     origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -148,7 +199,7 @@ def test_inside_dvc_repro_the_stage_parses_no_frame(
 
 
 def test_a_hand_edited_universe_csv_committed_without_a_run_seeds_nothing(
-    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
+    origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str], checked: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     clone = clone_of(origin, tmp_path, env)
@@ -163,6 +214,7 @@ def test_a_hand_edited_universe_csv_committed_without_a_run_seeds_nothing(
     sh("git", "commit", "-qam", "hand edit", cwd=clone, env=env)
     err = enumerate_cli(clone, monkeypatch, capsys)
     assert len(reads) == n_frames(clone) and "from the memo 0" in err
+    assert len(checked) == n_frames(clone)  # no verdict taken from an unvouched file either
     assert (clone / "universe.csv").read_text(encoding="utf-8") == text == plain(clone)[0]
 
 
@@ -339,12 +391,12 @@ def test_the_recorded_group_setting_is_read_with_the_verbs_own_parser(
     assert _group_setting(stage, str(tmp_path), str(tmp_path), lambda rel: None) == expected
 
 
-def test_a_frame_dvc_vouches_for_is_read_once_for_its_verdict(
+def test_a_frame_dvc_vouches_for_is_never_read_for_its_verdict(
     origin: Path, tmp_path: Path, env: dict[str, str], reads: list[str],
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The seed gives a frame's values, not its verdict: a fresh clone reads each frame once,
-    at the door, and never again for the same bytes (a checkout away and back)."""
+    """The seed gives a frame's values and its verdict: a fresh clone reads no frame, nor does
+    a checkout of another vouched revision, away and back."""
     import dvc_cuvis.sources.npz as npz_source
 
     verdicts: list[str] = []
@@ -354,16 +406,14 @@ def test_a_frame_dvc_vouches_for_is_read_once_for_its_verdict(
     clone = clone_of(origin, tmp_path, env)
     err = enumerate_cli(clone, monkeypatch, capsys)
     assert reads == [] and "frames parsed 0" in err and "hashed 0" in err
-    assert sorted(verdicts) == sorted(str(p) for p in (clone / "data/npz").rglob("*.npz"))
-    verdicts.clear()
+    assert verdicts == []
     enumerate_cli(clone, monkeypatch, capsys)
     assert verdicts == []
     sh("dvc", "fetch", "-q", "-T", cwd=clone, env=env)  # every revision's data, not checked out
     sh("git", "checkout", "-q", "v1", cwd=clone, env=env)
     sh("dvc", "checkout", "-q", "data.dvc", cwd=clone, env=env)
     enumerate_cli(clone, monkeypatch, capsys)
-    assert len(verdicts) == n_frames(clone)  # other bytes: each read once
-    verdicts.clear()
+    assert verdicts == []  # other bytes, vouched by v1's dvc.lock and universe.csv
     sh("git", "checkout", "-q", "v2", cwd=clone, env=env)
     sh("dvc", "checkout", "-q", "data.dvc", cwd=clone, env=env)
     enumerate_cli(clone, monkeypatch, capsys)
