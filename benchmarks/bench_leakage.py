@@ -1,0 +1,113 @@
+"""Duplicate-frame benchmarks for dvc_cuvis.leakage: planted recall / false pairs, audit scale.
+
+How to run (from the repository root)::
+
+    .venv/bin/python -m benchmarks.bench_leakage            # planted table + 100k + 1M audit
+    .venv/bin/python -m benchmarks.bench_leakage --quick    # smoke test (small sizes)
+
+It is a report, not a test.  Targets: the near-duplicate threshold is chosen from the planted
+table (recall on noisy σ = 2 % / shifted ±3 px / gain ±5 % copies, false pairs among distinct
+scenes); the cross-stage audit from stored signatures over 100k frames <= 2 s and <= 1 GiB,
+over 1M synthetic signatures <= 15 s and <= 4 GiB.  Each audit runs in a child process
+(peak RSS from ``resource``), with 1,000 planted near pairs among random 64-bit hashes.
+The materialize with/without signatures ratio is not measured yet (signatures are not wired
+into materialize).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import resource
+import time
+
+import numpy as np
+
+from dvc_cuvis.leakage.duplicates import COSINE, HAMMING, audit
+from dvc_cuvis.leakage.signatures import Signature, signature
+
+
+def _scene(rng: np.random.Generator, h: int = 72, w: int = 72, c: int = 32) -> np.ndarray:
+    """A smooth synthetic scene (Gaussian blobs with their own spectra), 8 px of margin."""
+    y, x = np.mgrid[0:h, 0:w]
+    img = np.zeros((h, w, c))
+    for _ in range(6):
+        cy, cx, s = rng.uniform(0, h), rng.uniform(0, w), rng.uniform(4, 16)
+        img += np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * s * s))[..., None] \
+            * rng.uniform(0.2, 1, c)
+    return img
+
+
+def planted(n: int, seed: int) -> None:
+    """Recall and false pairs per (hamming, cosine) on n planted near copies."""
+    rng = np.random.default_rng(seed)
+    stage: dict[str, str] = {}
+    sigs: dict[str, Signature | None] = {}
+    for i in range(n):
+        big = _scene(rng)
+        base = big[4:68, 4:68]
+        span = float(base.max() - base.min())
+        dy, dx = (int(v) for v in rng.integers(-3, 4, 2))
+        copy = (big[4 + dy:68 + dy, 4 + dx:68 + dx] * rng.uniform(0.95, 1.05)
+                + rng.normal(0, 0.02 * span, base.shape))
+        stage[f"a{i:05d}"], sigs[f"a{i:05d}"] = "train", signature(base.astype(np.float32))
+        stage[f"b{i:05d}"], sigs[f"b{i:05d}"] = "test", signature(copy.astype(np.float32))
+    print(f"planted: {n} near copies, {n * n - n} distinct cross-stage pairs")
+    print("| hamming ≤ | cosine ≥ | recall | false pairs |")
+    print("| ---: | ---: | ---: | ---: |")
+    for t in (8, 10, 12, 14, 16):
+        for c in (0.99, COSINE):
+            res = audit(stage, sigs, hamming=t, cosine=c)
+            good = sum(p.first[1:] == p.second[1:] for p in res.near)
+            print(f"| {t} | {c} | {good / n:.1%} | {len(res.near) - good} |")
+
+
+def _audit_child(n: int, seed: int, hamming: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    rng = np.random.default_rng(seed)
+    high = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)
+    hashes = rng.integers(0, 2**63, n, dtype=np.uint64) | high
+    planted_n = min(1000, n // 2)
+    for k in range(planted_n):  # copies within 3 bits of frame k, at the end, other stage
+        flips = sum(1 << int(b) for b in rng.choice(64, 3, replace=False))
+        hashes[n - 1 - k] = hashes[k] ^ np.uint64(flips)
+    shape = tuple(float(v) for v in np.full(16, 0.25))
+    sigs: dict[str, Signature | None] = {
+        f"f{i:07d}": Signature(f"{i:032x}", int(h), shape) for i, h in enumerate(hashes.tolist())}
+    stage = {u: ("train" if i < n // 2 else "test") for i, u in enumerate(sigs)}
+    t0 = time.perf_counter()
+    res = audit(stage, sigs, hamming=hamming, cosine=COSINE)
+    took = time.perf_counter() - t0
+    out.put((took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, len(res.near),
+             planted_n))
+
+
+def scale(n: int, seed: int, hamming: int, limit_s: float) -> None:
+    """Audit time and peak memory over n synthetic signatures, in a child process."""
+    q: mp.Queue = mp.Queue()  # type: ignore[type-arg]
+    p = mp.get_context("fork").Process(target=_audit_child, args=(n, seed, hamming, q))
+    p.start()
+    p.join(limit_s)
+    if p.is_alive():
+        p.kill()
+        p.join()
+        print(f"audit {n:,} signatures, hamming ≤ {hamming}: over {limit_s:.0f} s (stopped)")
+        return
+    took, rss, found, planted_n = q.get()
+    print(f"audit {n:,} signatures, hamming ≤ {hamming}: {took:.2f} s, peak RSS {rss:.2f} GiB,"
+          f" {found} near pairs ({planted_n} planted)")
+
+
+def main() -> None:
+    """Run the planted table and the audit scale figures."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    planted(40 if args.quick else 200, args.seed)
+    for n in ((2000,) if args.quick else (100_000, 1_000_000)):
+        for t in sorted({3, HAMMING}):
+            scale(n, args.seed, t, 60.0)
+
+
+if __name__ == "__main__":
+    main()

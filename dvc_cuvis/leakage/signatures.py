@@ -1,0 +1,147 @@
+"""A frame's signature: what its content is (a digest of the data array, not the container)
+and what it looks like (a 64-bit spatial perceptual hash plus a short spectral shape).
+
+The digest pairs exact copies whatever file holds them (an npz re-saved with another
+compression, one frame inside two cu3s files); the perceptual hash and the spectral shape pair
+near copies under sensor noise, shifts of a few pixels and a gain change, because the image is
+band-averaged, reduced to its lowest spatial frequencies and compared to its own median, and
+the spectrum is normalised to unit length.  A signature is stored as a versioned JSON record
+beside a frame's summary; :func:`from_record` refuses anything else with a typed error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvc_cuvis.errors import DvcCuvisError
+
+#: The version of the signature recipe; a record of another version counts as absent.
+SIGNATURE_VERSION = 1
+#: The record's key in a frame's summary entry.
+SIGNATURE_KEY = "signature"
+#: Values in the spectral shape.
+SHAPE_LENGTH = 16
+#: Side of the reduced image the perceptual hash is taken from, and of its kept DCT block.
+_GRID = 16
+_KEEP = 8
+
+_HEX = re.compile(r"[0-9a-f]+\Z")
+
+
+class DamagedSignatureError(DvcCuvisError):
+    """A stored signature that is not what materialize writes (materialize rebuilds it)."""
+
+    def __init__(self, path: Path | str, why: str) -> None:
+        """The file holding the signature and what is wrong; the message names the fix."""
+        super().__init__(f"{path}: damaged or foreign frame signature ({why}); rerun "
+                         "dvc-cuvis materialize on its folder, which rebuilds it")
+        self.path, self.why = path, why
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One frame's signature: content digest, perceptual hash and spectral shape."""
+
+    content: str  # blake2b-128 hex of dtype + shape + C-order bytes
+    phash: int  # 64-bit spatial perceptual hash
+    shape: tuple[float, ...]  # L2-normalised mean spectrum, SHAPE_LENGTH values (or fewer)
+
+
+def content_digest(array: np.ndarray) -> str:
+    """The digest of an array's data in canonical form, so a container never changes it."""
+    arr = np.asarray(array)
+    dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
+    canon = np.ascontiguousarray(arr, dtype=dtype)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{canon.dtype.str}|{','.join(str(n) for n in canon.shape)}\n".encode("ascii"))
+    h.update(canon.data)  # the buffer itself, no copy
+    return h.hexdigest()
+
+
+def _block_means(image: np.ndarray, side: int) -> np.ndarray:
+    """The image reduced to at most ``side`` x ``side`` cells by area means (any size)."""
+    rows, cols = image.shape
+    r_edges = np.linspace(0, rows, min(side, rows) + 1).astype(np.intp)
+    c_edges = np.linspace(0, cols, min(side, cols) + 1).astype(np.intp)
+    sums = np.add.reduceat(np.add.reduceat(image, r_edges[:-1], axis=0), c_edges[:-1], axis=1)
+    counts = np.outer(np.diff(r_edges), np.diff(c_edges))
+    return np.asarray(sums / counts, dtype=np.float64)
+
+
+def _dct_matrix(n: int) -> np.ndarray:
+    """The orthonormal DCT-II basis of size ``n`` (rows = frequencies)."""
+    k = np.arange(n)[:, None]
+    x = np.arange(n)[None, :]
+    m = np.cos(math.pi * (2 * x + 1) * k / (2 * n)) * math.sqrt(2.0 / n)
+    m[0] /= math.sqrt(2.0)
+    return m
+
+
+def perceptual_hash(cube: np.ndarray) -> int:
+    """A 64-bit hash of a cube's band-averaged image that noise, small shifts and gain keep."""
+    arr = np.asarray(cube, dtype=np.float64)
+    image = arr.mean(axis=2) if arr.ndim == 3 else arr.reshape(arr.shape[0], -1)
+    image = np.where(np.isfinite(image), image, 0.0)
+    grid = _block_means(image, _GRID)
+    grid = grid - grid.mean()
+    scale = float(np.abs(grid).max())
+    if scale > 0:
+        grid = grid / scale  # gain-invariant (the bits are too; this keeps the sums exact-ish)
+    rows, cols = grid.shape
+    low = _dct_matrix(rows)[:_KEEP] @ grid @ _dct_matrix(cols)[:_KEEP].T
+    coeffs = np.zeros((_KEEP, _KEEP))
+    coeffs[:low.shape[0], :low.shape[1]] = low
+    flat = coeffs.ravel()
+    bits = flat > np.median(flat[1:])  # DC is ~0 after centring; compared as the rest
+    return int(sum(1 << i for i, b in enumerate(bits.tolist()) if b))
+
+
+def spectral_shape(cube: np.ndarray) -> tuple[float, ...]:
+    """The mean spectrum of a cube reduced to a few values and normalised, so gain cancels."""
+    arr = np.asarray(cube, dtype=np.float64)
+    spectrum = arr.reshape(-1, arr.shape[-1]) if arr.ndim == 3 else arr.reshape(-1, 1)
+    finite = np.isfinite(spectrum).all(axis=1)
+    mean = spectrum[finite].mean(axis=0) if finite.any() else np.zeros(spectrum.shape[1])
+    parts = [float(p.mean()) for p in np.array_split(mean, min(SHAPE_LENGTH, len(mean)))]
+    norm = math.sqrt(sum(v * v for v in parts))
+    return tuple(round(v / norm, 6) if norm > 0 else 0.0 for v in parts)
+
+
+def signature(cube: np.ndarray) -> Signature:
+    """The signature of one ``[H, W, C]`` cube (its data array, whatever file held it)."""
+    return Signature(content_digest(cube), perceptual_hash(cube), spectral_shape(cube))
+
+
+def to_record(sig: Signature) -> dict[str, Any]:
+    """A signature as plain JSON types, versioned (the summary entry's ``signature`` field)."""
+    return {"v": SIGNATURE_VERSION, "content": sig.content, "phash": f"{sig.phash:016x}",
+            "shape": list(sig.shape)}
+
+
+def from_record(rec: object, where: Path | str) -> Signature | None:
+    """The signature a record holds; None for another version (counts as no signature);
+    :class:`DamagedSignatureError` naming ``where`` for anything that is not a record."""
+    if not isinstance(rec, dict):
+        raise DamagedSignatureError(where, "not an object")
+    version = rec.get("v")
+    if isinstance(version, int) and not isinstance(version, bool) and version != SIGNATURE_VERSION:
+        return None
+    if version != SIGNATURE_VERSION:
+        raise DamagedSignatureError(where, "no version")
+    content, phash, shape = rec.get("content"), rec.get("phash"), rec.get("shape")
+    if not isinstance(content, str) or len(content) != 32 or not _HEX.match(content):
+        raise DamagedSignatureError(where, "'content' is not a 32-digit hex digest")
+    if not isinstance(phash, str) or len(phash) != 16 or not _HEX.match(phash):
+        raise DamagedSignatureError(where, "'phash' is not a 16-digit hex hash")
+    if (not isinstance(shape, list) or not 1 <= len(shape) <= SHAPE_LENGTH
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                       and math.isfinite(v) and abs(v) <= 1.0 for v in shape)):
+        raise DamagedSignatureError(where, "'shape' is not a list of unit-range numbers")
+    return Signature(content, int(phash, 16), tuple(float(v) for v in shape))

@@ -1,0 +1,107 @@
+"""Frame signatures and the duplicate audit: exact copies across containers, near copies under
+noise and gain, distinct scenes never paired, the index equal to all-pairs, damaged records."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dvc_cuvis.leakage.duplicates import audit
+from dvc_cuvis.leakage.index import candidate_pairs, popcount
+from dvc_cuvis.leakage.signatures import (
+    DamagedSignatureError,
+    from_record,
+    signature,
+    to_record,
+)
+
+
+def _scene(rng: np.random.Generator, h: int = 48, w: int = 48, c: int = 24) -> np.ndarray:
+    y, x = np.mgrid[0:h, 0:w]
+    img = np.zeros((h, w, c))
+    for _ in range(6):
+        cy, cx = rng.uniform(0, h), rng.uniform(0, w)
+        s = rng.uniform(4, 14)
+        img += np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * s * s))[..., None] \
+            * rng.uniform(0.2, 1, c)
+    return img.astype(np.float32)
+
+
+def test_npz_resaved_with_other_compression_is_an_exact_cross_stage_pair(tmp_path):
+    cube = _scene(np.random.default_rng(1))
+    np.savez(tmp_path / "a.npz", cube=cube, source=np.array("a"))
+    np.savez_compressed(tmp_path / "b.npz", cube=cube, source=np.array("b"))
+    md5 = [hashlib.md5((tmp_path / n).read_bytes()).hexdigest() for n in ("a.npz", "b.npz")]
+    assert md5[0] != md5[1]  # the containers differ...
+    sigs = {}
+    for n in ("a", "b"):
+        with np.load(tmp_path / f"{n}.npz") as z:
+            sigs[n] = signature(z["cube"])
+    assert sigs["a"].content == sigs["b"].content  # ...their frame does not
+    other = signature(_scene(np.random.default_rng(2)))
+    res = audit({"a": "train", "b": "test", "c": "test", "d": "train"},
+                {"a": sigs["a"], "b": sigs["b"], "c": other, "d": None})
+    assert [(p.kind, p.first, p.second) for p in res.exact] == [("exact", "a", "b")]
+    assert res.near == () and res.unsigned == ("d",) and res.within_stage == 0
+
+
+def test_exact_copies_inside_one_stage_are_counted_not_paired():
+    sig = signature(_scene(np.random.default_rng(3)))
+    res = audit({"a": "train", "b": "train"}, {"a": sig, "b": sig})
+    assert res.exact == () and res.within_stage == 1
+
+
+def test_content_digest_is_of_data_dtype_and_shape():
+    cube = _scene(np.random.default_rng(4))
+    assert signature(cube).content == signature(cube.astype(">f4")).content
+    assert signature(cube).content != signature(cube.astype(np.float64)).content
+    assert signature(cube).content != signature(cube.reshape(24, 96, 24)).content
+
+
+@pytest.mark.parametrize("gain", [0.95, 1.05])
+def test_noisy_gain_changed_copy_is_a_near_pair(gain):
+    rng = np.random.default_rng(5)
+    cube = _scene(rng)
+    copy = cube * gain + rng.normal(0, 0.02 * float(cube.max() - cube.min()), cube.shape)
+    res = audit({"a": "train", "b": "val"},
+                {"a": signature(cube), "b": signature(copy.astype(np.float32))})
+    assert [(p.kind, p.first, p.second) for p in res.near] == [("near", "a", "b")]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_distinct_scenes_do_not_pair(seed):
+    rng = np.random.default_rng(seed)
+    sigs = {f"s{i}": signature(_scene(rng)) for i in range(4)}
+    res = audit({"s0": "train", "s1": "test", "s2": "val", "s3": "test"}, sigs)
+    assert res.exact == () and res.near == ()
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 12))
+def test_index_finds_exactly_the_cross_group_pairs_all_pairs_would(seed, threshold):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**63, 40, dtype=np.uint64)
+    flips = np.array([sum(1 << int(b) for b in rng.choice(64, rng.integers(0, 16), False))
+                      for _ in range(40)], dtype=np.uint64)
+    hashes = np.concatenate([base, base ^ flips])
+    groups = rng.integers(0, 3, len(hashes))
+    got = {tuple(p) for p in candidate_pairs(hashes, groups, threshold).tolist()}
+    want = {(i, j) for i in range(len(hashes)) for j in range(i + 1, len(hashes))
+            if groups[i] != groups[j]
+            and popcount(np.array([hashes[i] ^ hashes[j]], dtype=np.uint64))[0] <= threshold}
+    assert got == want
+
+
+def test_signature_record_round_trips_and_damage_names_the_file():
+    sig = signature(_scene(np.random.default_rng(6)))
+    assert from_record(to_record(sig), "x") == sig
+    assert from_record({**to_record(sig), "v": 99}, "x") is None  # another version: unsigned
+    for bad in ([1], {"v": 1}, {**to_record(sig), "phash": "zz"},
+                {**to_record(sig), "shape": [float("nan")]}, {**to_record(sig), "v": "1"}):
+        with pytest.raises(DamagedSignatureError, match=r"summaries/%summary.json: damaged"):
+            from_record(bad, "summaries/%summary.json")
