@@ -191,3 +191,20 @@ def test_the_cli_check_carries_both_tests_in_json_and_exits_1_on_an_error(
     assert len(found["details"]["spectra"]["wavelength_grid"]["grids"]) == 2
     assert main([*argv, "--spectral-shift", "warn", "--wavelength-grid", "off"]) == 0
     assert "wavelength_grid" not in capsys.readouterr().out
+
+
+def test_the_guard_refuses_a_split_on_two_grids_before_setup(tmp_path: Path) -> None:
+    from dvc_cuvis.check.drift import DriftError
+    from dvc_cuvis.train.datamodule import guard
+
+    planted(tmp_path, drop_band=True)
+    calls: list[str | None] = []
+    module = type("DM", (), {"setup": lambda self, stage=None: calls.append(stage)})
+    kw = {"splits": tmp_path / "splits.json", "universe": tmp_path / "universe.csv",
+          "lock": None, "cache": None, "checks": ("selection", "constraints"),
+          "summaries": tmp_path / "mat"}
+    with pytest.raises(DriftError, match="wavelength_grid"):
+        guard(module(), verify_mode="strict", **kw).setup("fit")
+    assert calls == []  # refused before the module read a frame
+    guard(module(), verify_mode="strict", wavelength_grid="warn", **kw).setup("fit")
+    assert calls == ["fit"]
