@@ -208,3 +208,21 @@ def test_the_guard_refuses_a_split_on_two_grids_before_setup(tmp_path: Path) -> 
     assert calls == []  # refused before the module read a frame
     guard(module(), verify_mode="strict", wavelength_grid="warn", **kw).setup("fit")
     assert calls == ["fit"]
+
+
+def test_the_reports_balance_table_uses_the_shift_test(tmp_path: Path) -> None:
+    from dvc_cuvis.model.splits import load_splits, resolve
+    from dvc_cuvis.model.universe_io import read_universe
+    from dvc_cuvis.review.spectra import split_spectra
+    from dvc_cuvis.review.spectra_html import section
+
+    planted(tmp_path, bright=True)
+    res = resolve(load_splits(tmp_path / "splits.json"), read_universe(tmp_path / "universe.csv"))
+    (grid,) = split_spectra(res, tmp_path / "mat").grids
+    pairs = {(b.stage_a, b.stage_b): b for b in grid.balance}
+    shifted = pairs[("train", "test")]
+    assert shifted.max_shift < 2.0  # the SMD rule alone calls it alike
+    assert shifted.flagged and shifted.test is not None and shifted.test.flagged
+    assert not pairs[("train", "val")].flagged
+    page = section(split_spectra(res, tmp_path / "mat"), "", {})
+    assert f"p = {shifted.test.p_value:.3g} (9+7 recordings)" in page
