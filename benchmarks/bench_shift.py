@@ -1,6 +1,6 @@
 """Calibration and power of the ``spectral_shift`` test on synthetic recordings.
 
-Run ``python -m benchmarks.bench_shift`` (``--quick``: 40 trials).  Calibration: random
+Run ``python -m benchmarks.bench_shift`` (1000 trials; ``--quick``: 40).  Calibration: random
 re-splits of homogeneous recordings (one scene type, a light level per recording, frames of
 a recording near copies) are flagged at most 5 % of the time, and the same splits tested
 frame by frame are flagged far more often.  Power: a test stage with half of every test
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
-    n = 40 if args.quick else 400
+    n = 40 if args.quick else 1000
     out = {"trials": n,
            "calibration_14_recordings_9_5": calibration(n, 14, 9),
            "calibration_40_recordings_28_12": calibration(n, 40, 28),

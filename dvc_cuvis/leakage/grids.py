@@ -43,7 +43,8 @@ class Grid:
 
     def record(self) -> dict[str, object]:
         """Plain JSON types for ``check --json``."""
-        return {"bands": len(self.wavelengths), "wavelengths": list(self.wavelengths),
+        ends = [self.wavelengths[0], self.wavelengths[-1]] if self.wavelengths else []
+        return {"bands": len(self.wavelengths), "nm": ends,
                 "recordings": list(self.recordings), "stages": list(self.stages),
                 "frames": self.frames}
 
