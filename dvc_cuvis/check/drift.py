@@ -43,6 +43,7 @@ from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.not_pulled import explain_not_pulled, stage_outputs_not_pulled
 from dvc_cuvis.check.report import CHECKS, DriftReport, Finding
 from dvc_cuvis.check.selection import check_constraints, check_selection
+from dvc_cuvis.check.spectral import check_spectral_severity
 from dvc_cuvis.check.staged import Staged
 from dvc_cuvis.check.staleness import check_staleness, lock_path
 from dvc_cuvis.check.tokens import (
@@ -207,7 +208,9 @@ class _Run:
     def run_checks(self, cfg: DataSplitConfig, uni: Universe, now: Universe | None,
                    own_digests: bool, data_dir: str | None, name_to_id: dict[str, int] | None,
                    group_leakage: str, allow_partial: bool, allow_unpinned: bool,
-                   adjacent: tuple[str, int] = ("warn", 1)) -> list[Finding]:
+                   adjacent: tuple[str, int] = ("warn", 1),
+                   spectral: tuple[str, str, Path | None] = ("warn", "error", None)
+                   ) -> list[Finding]:
         """universe, content, selection, constraints, in that order (those wanted)."""
         cfg_resolved, data_dir = resolve_tokens(cfg, uni, data_dir)
         findings: list[Finding] = []
@@ -238,7 +241,7 @@ class _Run:
         if "selection" in self.wanted and sel_finding is not None:
             findings.append(sel_finding)
         if "constraints" in self.wanted:
-            findings.append(check_constraints(cfg, res, group_leakage, adjacent))
+            findings.append(check_constraints(cfg, res, group_leakage, adjacent, spectral))
         return findings
 
 
@@ -252,6 +255,9 @@ def verify(
     group_leakage: str = "auto",
     adjacent_frames: str = "warn",
     adjacent_k: int = 1,
+    spectral_shift: str = "warn",
+    wavelength_grid: str = "error",
+    summaries: Path | str | None = None,
     lock: Path | str | None = "auto",
     data_dir: str | None = None,
     cache: StatCache | None = None,
@@ -313,6 +319,15 @@ def verify(
         Severity of the neighbouring-frames check: frames of one recording within
         ``adjacent_k`` positions of each other in different stages
         (:mod:`dvc_cuvis.leakage.adjacent`).
+    spectral_shift : {"error", "warn", "off"}, default "warn"
+        Whether the stages' recording mean spectra differ (a permutation test over whole
+        recordings, :mod:`dvc_cuvis.leakage.shift`); needs ``summaries``.
+    wavelength_grid : {"error", "warn", "off"}, default "error"
+        Whether the split's frames lie on more than one wavelength grid
+        (:mod:`dvc_cuvis.leakage.grids`); needs ``summaries``.
+    summaries : path, optional
+        The materialized folder whose per-frame summaries the two checks read; without it
+        they are not run.
     adjacent_k : int, default 1
         How many positions apart two frames still count as neighbours.
     lock : path-like, "auto" or None, default "auto"
@@ -396,12 +411,15 @@ def verify(
                else cache, deep, [], staged=staged,
                stages=_stage_names(stages))
     adjacent = (check_severity(adjacent_frames), check_k(adjacent_k, "adjacent_k"))
+    spectral = (check_spectral_severity(spectral_shift, "spectral_shift"),
+                check_spectral_severity(wavelength_grid, "wavelength_grid"),
+                None if summaries is None else Path(summaries))
     run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, [*adjacent], data_dir,
                    allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
     if run.stages is not None:  # a one-stage verdict never stands for the whole split's
         run.options.append(list(run.stages))
     run.check_staleness(lock)
-    memo = run.memo(current)
+    memo = run.memo(current) if spectral[2] is None else None  # summaries: read afresh
     reused = run.reused(memo)
     if reused is not None:
         return reused
@@ -422,7 +440,7 @@ def verify(
     except NotPulledError:  # a clone that has not pulled: the content check says so
         now, own_digests = None, False
     findings = run.run_checks(cfg, uni, now, own_digests, data_dir, name_to_id, group_leakage,
-                              allow_partial, allow_unpinned, adjacent)
+                              allow_partial, allow_unpinned, adjacent, spectral)
     partial = any(isinstance(f.facts, OtherStagesAbsent) for f in findings)
     if memo is not None and not partial and not any(f.failed for f in findings):
         # a verdict with other stages not pulled rests on absent files: never reused

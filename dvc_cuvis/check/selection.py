@@ -10,12 +10,23 @@ from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
+from dvc_cuvis.check.spectral import spectral_results
 from dvc_cuvis.errors import SelectorError, and_more
 from dvc_cuvis.leakage.adjacent import ADJACENT_FRAMES, adjacent_pairs
 from dvc_cuvis.model.splits import ConstraintResult, evaluate_constraints, resolve
 from dvc_cuvis.model.universe import Universe
 
 __all__ = ["check_constraints", "check_selection"]
+
+#: What to do about a failed constraint that has its own remedy.
+HINTS = {
+    ADJACENT_FRAMES: "re-bake with a strategy that respects the constraint (neighbouring "
+                     "frames: --group-by auto or block:N, or --buffer K)",
+    "wavelength_grid": "re-materialize the recordings named on one wavelength grid, or leave "
+                       "them out of the split",
+    "spectral_shift": "re-bake stratified or grouped so every stage holds recordings of each "
+                      "condition",
+}
 
 
 def check_selection(
@@ -64,29 +75,42 @@ def _adjacent(res: Any, severity: str, k: int) -> tuple[ConstraintResult | None,
                     "more": more.strip()}
 
 
+def _hint(failed: list[ConstraintResult]) -> str:
+    """What to do about the first failed constraint that has its own remedy."""
+    for r in failed:
+        if r.kind in HINTS:
+            return HINTS[r.kind]
+    return ("re-bake with a strategy that respects the constraint (e.g. --group-by group, "
+            "--ad-aware)")
+
+
 def check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str,
-                      adjacent: tuple[str, int] = ("warn", 1)) -> Finding:
+                      adjacent: tuple[str, int] = ("warn", 1),
+                      spectral: tuple[str, str, Path | None] = ("warn", "error", None)
+                      ) -> Finding:
     """The constraints finding (``res``: the resolution; None when it failed); ``adjacent``:
-    the severity and K of the neighbouring-frames check."""
+    the severity and K of the neighbouring-frames check; ``spectral``: the severities of
+    the spectral shift and wavelength grid checks and the summaries folder they read."""
     if res is None:
         return Finding("constraints", "skipped", "the split does not resolve")
     results = evaluate_constraints(res, cfg.constraints, group_leakage=group_leakage)
     near, pairs = _adjacent(res, *adjacent)
     if near is not None:
         results.append(near)
+    spectra, spectra_details = spectral_results(res, spectral[2], spectral[0], spectral[1])
+    results.extend(spectra)
     failed = [r for r in results if r.failed]
     details: dict[str, Any] = {r.kind: f"{r.status} ({r.severity})"
                                + (f": {r.reason}" if r.reason else "") for r in results}
-    extra = {"adjacent_pairs": pairs} if pairs else {}
+    extra: dict[str, Any] = {"adjacent_pairs": pairs} if pairs else {}
+    if spectra_details:
+        extra["spectra"] = spectra_details
     if failed:
         return Finding("constraints", "violation",
                        ", ".join(f"{r.kind} {r.status}" for r in failed),
                        {"results": details, "offending": [o for r in failed for o in r.offending],
                         **extra},
-                       "re-bake with a strategy that respects the constraint (e.g. --group-by "
-                       "group, --ad-aware)" if near is None or not near.failed else
-                       "re-bake with a strategy that respects the constraint (neighbouring "
-                       "frames: --group-by auto or block:N, or --buffer K)")
+                       _hint(failed))
     if not results:
         return Finding("constraints", "ok", "no constraints declared")
     return Finding("constraints", "ok", ", ".join(

@@ -174,6 +174,13 @@ ADJACENT: tuple[str, ...] = ("error", "warn", "off")
 _ADJACENT = Option("adjacent_frames", "frames of one recording within --adjacent-k of each "
                    "other in different stages", "warn", choices=ADJACENT)
 _ADJACENT_K = Option("adjacent_k", "how many frames apart still count as neighbours", 1, int)
+_SHIFT = Option("spectral_shift", "stages whose recordings' mean spectra differ (permutation "
+                "test over whole recordings; needs --summaries)", "warn", choices=ADJACENT)
+_GRID = Option("wavelength_grid", "frames of the split on more than one wavelength grid "
+               "(needs --summaries)", "error", choices=ADJACENT)
+_CHECK_SUMMARIES = Option("summaries", "the materialized folder whose spectral summaries the "
+                          "spectral_shift and wavelength_grid checks read", metavar="DIR",
+                          path=True, shown="not checked")
 _MODULE = Option("module", "apply this cuvis-ai-dataloader module's universe rules before "
                  "anything trains (npz_multi: materialized_path on every row, no split column, "
                  "one file per row)", choices=MODULES,
@@ -204,7 +211,8 @@ CHECK = OptionSet(
            shown="re-scan, to see added, removed and renamed samples"),
     Option("data_dir", "folder that {DATA_DIR} stands for in GUI-authored splits",
            metavar="DIR", path=True, shown="inferred from the universe"),
-    _CATEGORIES, _LEAKAGE, _ADJACENT, _ADJACENT_K, _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
+    _CATEGORIES, _LEAKAGE, _ADJACENT, _ADJACENT_K, _SHIFT, _GRID, _CHECK_SUMMARIES,
+    _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
     Option("stage", "check only this stage's frames (others absent = not pulled); repeat "
            "for several", choices=("train", "val", "test", "predict"), metavar="STAGE",
            many=True, shown="all stages"),

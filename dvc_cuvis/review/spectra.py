@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.leakage.shift import Shift, recording_means, shift_test
 from dvc_cuvis.materialize.summary_store import load_summaries, shard_of
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, Resolution
 from dvc_cuvis.model.universe import Universe
@@ -54,6 +55,9 @@ class Balance:
     smd: np.ndarray  # per band; inf where s_p is 0 and the means differ
     ranges: list[tuple[float, float]]
     flagged: bool
+    #: the permutation test over recordings (:mod:`dvc_cuvis.leakage.shift`); when it has a
+    #: p-value, ``flagged`` is its verdict, else the SMD threshold's
+    test: Shift | None = None
 
     @property
     def max_shift(self) -> float:
@@ -181,9 +185,23 @@ def shifted_ranges(values: np.ndarray, wavelengths: Sequence[float],
     return ranges
 
 
-def _balance(stages: dict[str, StageSpectrum], wl: Sequence[float], threshold: float
+def _recording_spectra(entries: dict[str, list[dict[str, Any]]],
+                       recs: dict[str, list[int]]) -> dict[str, np.ndarray]:
+    """Per stage the mean spectrum of each recording (the unit of the shift test)."""
+    out = {}
+    for stage, rows in entries.items():
+        keep = [i for i, e in enumerate(rows) if all(v is not None for v in e["mean"])]
+        if keep:
+            means = np.asarray([rows[i]["mean"] for i in keep], dtype=np.float64)
+            out[stage] = recording_means(means, [recs[stage][i] for i in keep])[1]
+    return out
+
+
+def _balance(stages: dict[str, StageSpectrum], wl: Sequence[float], threshold: float,
+             per_recording: dict[str, np.ndarray] | None = None,
              ) -> tuple[list[Balance], list[tuple[str, str]]]:
-    """Every pair of exclusive stages present on a grid: its balance, or too few frames."""
+    """Every pair of exclusive stages present on a grid: its balance (with the shift test
+    over recordings when ``per_recording`` is given), or too few frames."""
     out: list[Balance] = []
     too_few: list[tuple[str, str]] = []
     names = [s for s in EXCLUSIVE_STAGES if s in stages]
@@ -194,7 +212,13 @@ def _balance(stages: dict[str, StageSpectrum], wl: Sequence[float], threshold: f
                 too_few.append((a, b))
                 continue
             ranges = shifted_ranges(values, wl, threshold)
-            out.append(Balance(a, b, values, ranges, bool(ranges)))
+            test = None
+            if per_recording and a in per_recording and b in per_recording:
+                test = shift_test(per_recording[a], per_recording[b], wl, stage_a=a,
+                                  stage_b=b)
+            flagged = test.flagged if test is not None and test.p_value is not None \
+                else bool(ranges)
+            out.append(Balance(a, b, values, ranges, flagged, test))
     return out, too_few
 
 
@@ -233,17 +257,21 @@ def split_spectra(res: Resolution, summaries_dir: Path, *, threshold: float = DE
         raise DvcCuvisError(f"spectral_shift_threshold {threshold!r}: give a number >= 0")
     found, missing = frame_summaries(res, summaries_dir)
     by_grid: dict[tuple[float, ...], dict[str, list[dict[str, Any]]]] = {}
+    recs: dict[tuple[float, ...], dict[str, list[int]]] = {}
+    _names, codes = res.universe.recordings()
     for stage in EXCLUSIVE_STAGES:
         for p in res.stages[stage].tolist():
             if p in found:
                 grid = tuple(found[p]["wavelengths"])
                 by_grid.setdefault(grid, {}).setdefault(stage, []).append(found[p])
+                recs.setdefault(grid, {}).setdefault(stage, []).append(int(codes[p]))
     grids: list[GridSpectra] = []
     for wl, entries in sorted(by_grid.items(), key=lambda kv: (-sum(map(len, kv[1].values())),
                                                                kv[0])):
         stages = {s: sp for s, rows in entries.items()
                   if (sp := stage_spectrum(rows)) is not None}
-        balance, too_few = _balance(stages, wl, threshold)
+        balance, too_few = _balance(stages, wl, threshold,
+                                    _recording_spectra(entries, recs[wl]))
         grids.append(GridSpectra(wl, stages, _category_means(entries), balance, too_few))
     return SplitSpectra(grids, missing, _thumbnails(res, found, thumbnails), threshold,
                         entries=by_grid)

@@ -71,6 +71,17 @@ def _category_chart(grid: GridSpectra, names: dict[int, str]) -> str:
     return svg.small_multiples(grid.wavelengths, panels, columns=min(len(cats), 4))
 
 
+def _test_text(b: Balance) -> str:
+    """The shift test's statistic and p-value, or why there is none."""
+    t = b.test
+    if t is None:
+        return "not run"
+    if t.p_value is None:
+        return "too few recordings to test"
+    return (f"max-T {t.statistic:.2f}σ in {t.nm[0]:g}–{t.nm[1]:g} nm, p = {t.p_value:.3g} "
+            f"({t.recordings[0]}+{t.recordings[1]} recordings)")
+
+
 def _balance_rows(balance: list[Balance], threshold: float, base: bool = False) -> str:
     rows = []
     for b in balance:
@@ -83,9 +94,11 @@ def _balance_rows(balance: list[Balance], threshold: float, base: bool = False) 
         cls = "bad" if b.flagged else "ok"
         rows.append(f'<tr class="balance" {attrs}><td>{html.escape(b.stage_a)}</td>'
                     f"<td>{html.escape(b.stage_b)}</td><td>{_shift_text(b.max_shift)}</td>"
+                    f"<td>{html.escape(_test_text(b))}</td>"
                     f'<td class="{cls}">{html.escape(words)}</td></tr>')
     head = ("<tr><th>stage</th><th>stage</th><th>max SMD</th>"
-            f"<th>above {threshold:g}</th></tr>")
+            "<th>shift test over recordings</th>"
+            f"<th>verdict (test, else SMD above {threshold:g})</th></tr>")
     return f'<table class="balance">{head}{"".join(rows)}</table>'
 
 

@@ -1,0 +1,125 @@
+"""The spectral constraints of check: ``wavelength_grid`` and ``spectral_shift``, both read
+from the per-frame summaries of a materialized folder (``--summaries DIR``), no cube read.
+
+The summaries give each frame's wavelengths and mean spectrum; the universe gives its
+recording.  The grid check runs first: the shift test compares only frames on the split's
+main grid (the one most frames are on).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.leakage.grids import WAVELENGTH_GRID, grids, same_grid
+from dvc_cuvis.leakage.shift import SPECTRAL_SHIFT, recording_means, shift_test
+from dvc_cuvis.model.frames import frame_name
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, ConstraintResult
+
+__all__ = ["SEVERITIES", "check_spectral_severity", "spectral_results"]
+
+#: Severities of the two checks.
+SEVERITIES: tuple[str, ...] = ("error", "warn", "off")
+
+
+def check_spectral_severity(severity: object, named: str) -> str:
+    """``severity`` if it is error, warn or off, else an error naming ``named``."""
+    if severity not in SEVERITIES:
+        raise DvcCuvisError(f"{named} must be one of {', '.join(SEVERITIES)}, got {severity!r}")
+    return str(severity)
+
+
+def _frames(res: Any, summaries: Path) -> tuple[list[tuple[int, str, dict[str, Any]]], int]:
+    """(row, stage, summary entry) of every frame of train/val/test that has a summary, in
+    row order, and the count of those without one."""
+    from dvc_cuvis.materialize.summary_store import load_summaries
+
+    uni = res.universe
+    stage_of: dict[int, str] = {}
+    for st in reversed(EXCLUSIVE_STAGES):  # train wins an overlap
+        for p in res.stages[st].tolist():
+            stage_of[int(p)] = st
+    names = {}
+    for p in sorted(stage_of):
+        whole = uni.indexless is not None and bool(uni.indexless[p])
+        names[p] = frame_name(uni.source(p), 0 if whole else int(uni.indices[p]))
+    stored = load_summaries(summaries, names.values())
+    found = [(p, stage_of[p], stored[names[p]]) for p in sorted(names) if names[p] in stored]
+    return found, len(names) - len(found)
+
+
+def _grid(frames: list[tuple[int, str, dict[str, Any]]], rec_names: list[str], codes: Any,
+          severity: str) -> tuple[ConstraintResult, dict[str, Any], tuple[float, ...] | None]:
+    """The ``wavelength_grid`` result, its details, and the main grid."""
+    found = grids([f[2]["wavelengths"] for f in frames],
+                  [rec_names[codes[f[0]]] for f in frames], [f[1] for f in frames])
+    main = found[0].wavelengths if found else None
+    details = {"grids": [g.record() for g in found]}
+    if len(found) <= 1:
+        return ConstraintResult(WAVELENGTH_GRID, severity, "satisfied"), details, main
+    lines = tuple(g.line() for g in found)
+    reason = (f"the split's frames lie on {len(found)} wavelength grids: " + "; ".join(lines)
+              + ": re-materialize the odd recordings on one grid, or leave them out of the "
+              "split")
+    return (ConstraintResult(WAVELENGTH_GRID, severity, "violated", len(found) - 1, lines,
+                             reason), details, main)
+
+
+def _shift(frames: list[tuple[int, str, dict[str, Any]]], codes: Any,
+           main: tuple[float, ...], severity: str) -> tuple[ConstraintResult, dict[str, Any]]:
+    """The ``spectral_shift`` result over every pair of stages, and its tests."""
+    on = [f for f in frames if same_grid(main, f[2]["wavelengths"])]
+    per_stage: dict[str, Any] = {}
+    for st in EXCLUSIVE_STAGES:
+        rows = [f for f in on if f[1] == st and len(f[2]["mean"]) == len(main)]
+        if rows:
+            m = np.array([[np.nan if v is None else v for v in f[2]["mean"]] for f in rows],
+                         dtype=np.float64)
+            per_stage[st] = recording_means(m, codes[[f[0] for f in rows]])[1]
+    tests = [shift_test(per_stage[a], per_stage[b], main, stage_a=a, stage_b=b)
+             for a, b in itertools.combinations(EXCLUSIVE_STAGES, 2)
+             if a in per_stage and b in per_stage]
+    details = {"tests": [t.record() for t in tests]}
+    flagged = [t for t in tests if t.flagged]
+    if not flagged:
+        untested = [t.describe() for t in tests if t.p_value is None]
+        return ConstraintResult(SPECTRAL_SHIFT, severity, "satisfied", 0, (),
+                                "; ".join(untested)), details
+    lines = tuple(t.describe() for t in flagged)
+    return ConstraintResult(SPECTRAL_SHIFT, severity, "violated", len(flagged), lines,
+                            "; ".join(lines) + ": re-bake the split stratified or grouped so "
+                            "every stage holds recordings of each condition"), details
+
+
+def spectral_results(res: Any, summaries: Path | None, shift_severity: str,
+                     grid_severity: str) -> tuple[list[ConstraintResult], dict[str, Any]]:
+    """The grid and shift results to list among the constraints (a satisfied one only when
+    asked for as an error), and their details for ``check --json``."""
+    if summaries is None or (shift_severity == "off" and grid_severity == "off"):
+        return [], {}
+    frames, missing = _frames(res, Path(summaries))
+    rec_names, codes = res.universe.recordings()
+    out: list[ConstraintResult] = []
+    details: dict[str, Any] = {"summaries": str(summaries), "without_summary": missing}
+    if not frames:
+        reason = (f"no spectral summaries in {summaries} for the split's frames: run "
+                  "dvc-cuvis materialize with summaries on")
+        for kind, sev in ((WAVELENGTH_GRID, grid_severity), (SPECTRAL_SHIFT, shift_severity)):
+            if sev != "off":
+                out.append(ConstraintResult(kind, sev, "unavailable", 0, (), reason))
+        return out, details
+    grid, grid_details, main = _grid(frames, rec_names, codes, grid_severity)
+    if grid_severity != "off":
+        details[WAVELENGTH_GRID] = grid_details
+        if grid.status == "violated" or grid_severity == "error":
+            out.append(grid)
+    if shift_severity != "off" and main is not None:
+        shift, shift_details = _shift(frames, codes, main, shift_severity)
+        details[SPECTRAL_SHIFT] = shift_details
+        if shift.status == "violated" or shift_severity == "error":
+            out.append(shift)
+    return out, details

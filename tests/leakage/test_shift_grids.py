@@ -1,0 +1,228 @@
+"""Spectral shift as a permutation test over recordings, and one wavelength grid per split:
+the test's calibration and power on synthetic recordings, and planted cases through a real
+``check`` (bake, universe.csv, splits.json and summary shards on disk, verify in-process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.check.drift import verify
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.leakage.grids import grid_changes, grids
+from dvc_cuvis.leakage.shift import recording_means, shift_test
+from dvc_cuvis.materialize.core import frame_name
+from dvc_cuvis.materialize.summaries import summarize, to_record
+from dvc_cuvis.materialize.summary_store import shard_of, write_shard
+from dvc_cuvis.model.splits import save_splits
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.model.universe_io import write_universe
+
+WL = np.arange(400.0, 1000.0, 20.0)  # 30 bands
+BRIGHT = (WL >= 700) & (WL < 800)  # the planted band range: 700-780 nm
+
+
+def homogeneous(rng: np.random.Generator, recordings: int, frames: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Frame mean spectra of recordings of one scene type: a level per recording (the light
+    of the day), frames of a recording near copies."""
+    level = 1.0 + 0.05 * rng.standard_normal((recordings, 1)) \
+        + 0.01 * rng.standard_normal((recordings, len(WL)))
+    per = np.repeat(level, frames, axis=0) + 0.003 * rng.standard_normal(
+        (recordings * frames, len(WL)))
+    return per, np.repeat(np.arange(recordings), frames)
+
+
+def test_random_resplits_of_homogeneous_recordings_are_rarely_flagged() -> None:
+    # calibration: 60 re-splits (docs/leakage.md has the 400-trial run): at most 5 % flagged
+    rng = np.random.default_rng(11)
+    flagged = frame_level = 0
+    for _ in range(60):
+        means, codes = homogeneous(rng, 14, 6)
+        _, rec = recording_means(means, codes)
+        order = rng.permutation(14)
+        flagged += shift_test(rec[order[:9]], rec[order[9:]], WL, permutations=199).flagged
+        # the same split tested frame by frame (frames as if independent): mostly "shifted"
+        rows = np.isin(codes, order[9:])
+        frame_level += shift_test(means[~rows], means[rows], WL, permutations=199).flagged
+    assert flagged <= 3, flagged
+    assert frame_level >= 15, frame_level  # 25 of 60
+
+
+def test_a_test_stage_with_half_its_frames_brighter_is_flagged_in_that_range() -> None:
+    rng = np.random.default_rng(5)
+    hits = 0
+    for _ in range(10):  # 12 train and 8 test recordings (power grows with recordings)
+        means, codes = homogeneous(rng, 20, 6)
+        test = codes >= 12
+        half = test & (np.arange(len(codes)) % 2 == 0)
+        means[np.ix_(half, BRIGHT)] *= 1.15
+        _, rec = recording_means(means, codes)
+        found = shift_test(rec[:12], rec[12:], WL, permutations=199)
+        in_range = WL[found.band[1] - 1] >= 700 and WL[found.band[0]] <= 780
+        hits += found.flagged and in_range and found.direction > 0
+    assert hits >= 6, hits  # 7 of 10 (the 400-trial power at 12+8 recordings: 74 %)
+
+
+def test_too_few_recordings_give_no_p_value() -> None:
+    rng = np.random.default_rng(0)
+    means, codes = homogeneous(rng, 4, 3)
+    _, rec = recording_means(means, codes)
+    found = shift_test(rec[:2], rec[2:] * 2, WL)  # a gross shift, but 6 ways to split 4
+    assert found.p_value is None and not found.flagged
+    assert "too few recordings to test" in found.note and "1/6" in found.note
+    exact = shift_test(rec[:2].repeat(4, 0), rec[2:].repeat(2, 0), WL)  # 12 rows: 495 ways
+    assert exact.exact and exact.permutations == 495
+
+
+def test_grids_name_the_recordings_of_each_and_a_change_between_versions() -> None:
+    wl = WL.tolist()
+    found = grids([wl, [w + 0.3 for w in wl], [w + 2 for w in wl], wl[:-1]],
+                  ["a/", "b/", "c/", "d/"], ["train", "train", "test", "val"])
+    assert [(g.recordings, g.stages) for g in found] == [
+        (("a/", "b/"), ("train",)), (("d/",), ("val",)), (("c/",), ("test",))]
+    assert found[2].line() == "30 bands 402–982 nm (test): c/"
+    assert grid_changes({"a/": wl, "c/": wl}, {"a/": wl, "c/": [w + 2 for w in wl]}) == [
+        "c/: wavelength grid changed from 30 bands 400–980 nm to 30 bands 402–982 nm"]
+
+
+RECS, PER = 24, 3
+
+
+def planted(root: Path, *, bright: bool = False, moved: float = 0.0, drop_band: bool = False
+            ) -> dict[str, list[str]]:
+    """A grouped bake of 24 recordings (cu3s sessions of 3 frames) and their summary shards;
+    ``bright``: half the test frames 15 % brighter in 700-780 nm; ``moved``: one train
+    recording's centres moved; ``drop_band``: one val recording with a band less."""
+    uni = Universe.from_records([{"source": f"day{r:02d}.cu3s", "index": i}
+                                 for r in range(RECS) for i in range(PER)])
+    (split,) = bake(uni, BakeOptions(seed=3))
+    save_splits(split.config, root / "splits.json")
+    write_universe(uni, root / "universe.csv")
+    stage = {uni.source(int(p)): s for s in ("train", "val", "test")
+             for p in split.stages[s].tolist()}
+    by_stage: dict[str, list[str]] = {}
+    for src, st in sorted(stage.items()):
+        by_stage.setdefault(st, []).append(src)
+    rng = np.random.default_rng(2)
+    shards: dict[str, dict[str, dict]] = {}
+    for r in range(RECS):
+        src = f"day{r:02d}.cu3s"
+        level = 1.0 + 0.05 * rng.standard_normal()
+        wl = WL.copy()
+        if moved and src == by_stage["train"][0]:
+            wl = wl + moved
+        cut = drop_band and src == by_stage["val"][0]
+        for i in range(PER):
+            cube = (level + 0.01 * rng.standard_normal((2, 2, len(WL)))).astype(np.float32)
+            if bright and stage[src] == "test" and i % 2 == 0:
+                cube[..., BRIGHT] *= 1.15
+            rec = to_record(summarize(cube[..., :-1] if cut else cube, wl[:-1] if cut else wl,
+                                      None, with_thumbnail=False))
+            name = frame_name(src, i)
+            shards.setdefault(shard_of(name), {})[name] = {"source": src, "index": i,
+                                                            "md5": f"m{r}.{i}", **rec}
+    for shard, entries in shards.items():
+        write_shard(root / "mat" / shard, entries)
+    return by_stage
+
+
+def constraints(root: Path, **kw: object) -> dict:
+    """``check``'s constraints finding for ``root``, reading the summaries under mat/."""
+    report = verify(root / "splits.json", root / "universe.csv", lock=None,
+                    checks=("selection", "constraints"), summaries=root / "mat", **kw)
+    return report.finding("constraints").record()
+
+
+def test_check_flags_a_half_shifted_test_stage_and_passes_the_plain_one(tmp_path: Path) -> None:
+    planted(tmp_path)
+    plain = constraints(tmp_path)
+    assert plain["status"] == "ok" and "spectral_shift" not in plain["details"]["results"]
+    tests = plain["details"]["spectra"]["spectral_shift"]["tests"]
+    assert {(t["a"], t["b"]) for t in tests} == {("train", "val"), ("train", "test"),
+                                                ("val", "test")}
+    planted(tmp_path, bright=True)
+    warned = constraints(tmp_path)
+    assert warned["status"] == "ok" and "spectral_shift violated (warn)" in warned["summary"]
+    refused = constraints(tmp_path, spectral_shift="error")
+    assert refused["status"] == "violation"
+    line = refused["details"]["results"]["spectral_shift"]
+    assert "test's mean spectrum differs from train's" in line, line
+    shift = {(t["a"], t["b"]): t for t in refused["details"]["spectra"]["spectral_shift"]["tests"]}
+    assert shift[("train", "test")]["flagged"] and not shift[("train", "val")]["flagged"]
+    assert 700 <= shift[("train", "test")]["nm"][0] <= shift[("train", "test")]["nm"][1] <= 780
+    assert "re-bake stratified or grouped" in refused["fix"]
+
+
+def test_check_refuses_a_recalibrated_recording_and_a_different_band_count(
+        tmp_path: Path) -> None:
+    by_stage = planted(tmp_path, moved=0.3)  # within the 0.5 nm tolerance: one grid
+    assert constraints(tmp_path)["status"] == "ok"
+    planted(tmp_path, moved=2.0, drop_band=True)
+    refused = constraints(tmp_path)  # wavelength_grid is an error by default
+    assert refused["status"] == "violation" and "wavelength_grid violated" in refused["summary"]
+    offending = refused["details"]["offending"]
+    assert any(o.startswith("30 bands 402–982 nm (train): " + by_stage["train"][0])
+               for o in offending), offending
+    assert any(o.startswith("29 bands 400–960 nm (val): " + by_stage["val"][0])
+               for o in offending), offending
+    assert constraints(tmp_path, wavelength_grid="warn")["status"] == "ok"
+    with pytest.raises(DvcCuvisError, match="wavelength_grid must be one of"):
+        constraints(tmp_path, wavelength_grid="loud")
+
+
+def test_the_cli_check_carries_both_tests_in_json_and_exits_1_on_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    from dvc_cuvis.cli import main
+
+    planted(tmp_path, bright=True, moved=2.0)
+    monkeypatch.chdir(tmp_path)
+    argv = ["check", "--universe", "universe.csv", "--splits", "splits.json", "--no-lock",
+            "--checks", "selection,constraints", "--summaries", "mat", "--json"]
+    assert main([*argv, "--spectral-shift", "error", "--wavelength-grid", "warn"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    found = doc["checks"]["constraints"]
+    assert "spectral_shift violated" in found["summary"]
+    assert len(found["details"]["spectra"]["wavelength_grid"]["grids"]) == 2
+    assert main([*argv, "--spectral-shift", "warn", "--wavelength-grid", "off"]) == 0
+    assert "wavelength_grid" not in capsys.readouterr().out
+
+
+def test_the_guard_refuses_a_split_on_two_grids_before_setup(tmp_path: Path) -> None:
+    from dvc_cuvis.check.drift import DriftError
+    from dvc_cuvis.train.datamodule import guard
+
+    planted(tmp_path, drop_band=True)
+    calls: list[str | None] = []
+    module = type("DM", (), {"setup": lambda self, stage=None: calls.append(stage)})
+    kw = {"splits": tmp_path / "splits.json", "universe": tmp_path / "universe.csv",
+          "lock": None, "cache": None, "checks": ("selection", "constraints"),
+          "summaries": tmp_path / "mat"}
+    with pytest.raises(DriftError, match="wavelength_grid"):
+        guard(module(), verify_mode="strict", **kw).setup("fit")
+    assert calls == []  # refused before the module read a frame
+    guard(module(), verify_mode="strict", wavelength_grid="warn", **kw).setup("fit")
+    assert calls == ["fit"]
+
+
+def test_the_reports_balance_table_uses_the_shift_test(tmp_path: Path) -> None:
+    from dvc_cuvis.model.splits import load_splits, resolve
+    from dvc_cuvis.model.universe_io import read_universe
+    from dvc_cuvis.review.spectra import split_spectra
+    from dvc_cuvis.review.spectra_html import section
+
+    planted(tmp_path, bright=True)
+    res = resolve(load_splits(tmp_path / "splits.json"), read_universe(tmp_path / "universe.csv"))
+    (grid,) = split_spectra(res, tmp_path / "mat").grids
+    pairs = {(b.stage_a, b.stage_b): b for b in grid.balance}
+    shifted = pairs[("train", "test")]
+    assert shifted.max_shift < 2.0  # the SMD rule alone calls it alike
+    assert shifted.flagged and shifted.test is not None and shifted.test.flagged
+    assert not pairs[("train", "val")].flagged
+    page = section(split_spectra(res, tmp_path / "mat"), "", {})
+    assert f"p = {shifted.test.p_value:.3g} (9+7 recordings)" in page
