@@ -141,6 +141,7 @@ class _Run:
     cache: StatCache
     deep: bool
     options: list[Any]
+    absolute: bool = False
     where: str = ""
     staged: Staged | None = None
     splits_path: Path | None = None
@@ -160,7 +161,8 @@ class _Run:
         self.uni_path = self.universe.path if isinstance(self.universe, Universe) \
             else Path(self.universe)
         anchor = self.uni_path or self.splits_path
-        self.ws = Workspace(anchor.parent if anchor is not None else None)
+        self.ws = Workspace(anchor.parent if anchor is not None else None,
+                            absolute=self.absolute)
 
     def check_staleness(self, lock: Path | str | None) -> None:
         """dvc.lock first: what it vouches for is neither re-scanned nor hashed."""
@@ -238,6 +240,7 @@ def verify(
     allow_partial: bool = False,
     allow_unpinned: bool = False,
     staged: Staged | None = None,
+    absolute_paths: bool = False,
 ) -> DriftReport:
     """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
 
@@ -300,6 +303,10 @@ def verify(
     staged : Staged, optional
         Check what a commit records (:func:`~dvc_cuvis.check.staged.staged_view`): the
         split, the universe and dvc.lock as git's index holds them.
+    absolute_paths : bool, default False
+        Name every path in the fixes absolutely (each command runs from any folder), for a
+        report read where this process's working folder means nothing: a DataModule run by
+        a training service, whose errors reach a GUI.
 
     Returns
     -------
@@ -360,7 +367,7 @@ def verify(
     """
 
     run = _Run(splits, universe, _wanted(checks), StatCache(None) if deep or cache is None
-               else cache, deep, [], staged=staged)
+               else cache, deep, [], absolute=absolute_paths, staged=staged)
     run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, data_dir,
                    allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
     run.check_staleness(lock)
