@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import venv
 from collections.abc import Iterator, Mapping
@@ -129,8 +130,6 @@ _PATHS = re.compile(r"(?<![\w./-])((?:\.{1,2}/|[\w.-]+/)[\w./-]*)")
 @pytest.mark.child_process
 def test_gui_trains_clean_and_gets_our_message_on_drift(project: Path,  # noqa: F811
                                                          tmp_path: Path, service: Any) -> None:
-    import shutil
-
     root = tmp_path / "p"
     shutil.copytree(project, root)
     sid = _gui_session(service, root)
