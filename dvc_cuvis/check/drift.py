@@ -153,6 +153,7 @@ class _Run:
     cache: StatCache
     deep: bool
     options: list[Any]
+    absolute: bool = False
     where: str = ""
     staged: Staged | None = None
     stages: tuple[str, ...] | None = None
@@ -173,7 +174,8 @@ class _Run:
         self.uni_path = (self.universe.path if isinstance(self.universe, Universe)
             else Path(self.universe))
         anchor = self.uni_path or self.splits_path
-        self.ws = Workspace(anchor.parent if anchor is not None else None)
+        self.ws = Workspace(anchor.parent if anchor is not None else None,
+                            absolute=self.absolute)
 
     def check_staleness(self, lock: Path | str | None) -> None:
         """dvc.lock first: what it vouches for is neither re-scanned nor hashed."""
@@ -266,6 +268,7 @@ def verify(
     allow_unpinned: bool = False,
     staged: Staged | None = None,
     stages: Sequence[str] | None = None,
+    absolute_paths: bool = False,
 ) -> DriftReport:
     """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
 
@@ -348,6 +351,10 @@ def verify(
         Check the content of these stages' frames only (what a one-stage fetch brought):
         another stage's missing frame is noted as not pulled, not drift; a present frame
         that changed still fails, whatever its stage.  None checks every frame.
+    absolute_paths : bool, default False
+        Name every path in the fixes absolutely (each command runs from any folder), for a
+        report read where this process's working folder means nothing: a DataModule run by
+        a training service, whose errors reach a GUI.
 
     Returns
     -------
@@ -408,7 +415,7 @@ def verify(
     """
 
     run = _Run(splits, universe, _wanted(checks), StatCache(None) if deep or cache is None
-               else cache, deep, [], staged=staged,
+               else cache, deep, [], absolute=absolute_paths, staged=staged,
                stages=_stage_names(stages))
     adjacent = (check_severity(adjacent_frames), check_k(adjacent_k, "adjacent_k"))
     spectral = (check_spectral_severity(spectral_shift, "spectral_shift"),

@@ -1,13 +1,14 @@
 """The ``fix:`` of a failed finding: commands that work when pasted, as a whole step.
 
 Every command a fix shows in backticks runs as printed, from the folder the check ran
-in, and fixes what its finding names: ``dvc repro`` where a pipeline produces the files,
-``dvc checkout --force PATH...`` only for files DVC can restore from its cache, naming each
-file it overwrites (never a checkout of everything) and saying, before the command, that
-it discards their edits, ``dvc pull`` only where a DVC remote is configured.  A step
-that needs values nobody knows here (the options universe.csv was enumerated with, a
-remote's URL) is said in words, never shown as a command.  What the repository holds is
-asked only when a finding failed.
+in (or, where the reader cannot know that folder — the cuvis-ai plugin under the GUI's gRPC
+server — from anywhere: every path absolute), and fixes what its finding names: ``dvc
+repro`` where a pipeline produces the files, ``dvc checkout --force PATH...`` only for files
+DVC can restore from its cache, naming each file it overwrites (never a checkout of
+everything) and saying, before the command, that it discards their edits, ``dvc pull`` only
+where a DVC remote is configured.  A step that needs values nobody knows here (the options
+universe.csv was enumerated with, a remote's URL) is said in words, never shown as a
+command.  What the repository holds is asked only when a finding failed.
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ __all__ = ["Workspace"]
 class Workspace:
     """Where the fix commands run: the user's folder, and the repository holding the files."""
 
-    def __init__(self, anchor: Path | None, cwd: Path | None = None) -> None:
-        """``anchor``: the folder of universe.csv (or of the split); None for in-memory inputs."""
+    def __init__(self, anchor: Path | None, cwd: Path | None = None,
+                 absolute: bool = False) -> None:
+        """``anchor``: the folder of universe.csv (or of the split); None for in-memory inputs.
+        ``absolute``: name every path absolutely (the reader is not in this process's folder)."""
         self.anchor = anchor.resolve() if anchor is not None else None
         self.cwd = (cwd or Path.cwd()).resolve()
+        self.absolute = absolute
 
     @cached_property
     def root(self) -> Path | None:
@@ -58,11 +62,13 @@ class Workspace:
 
     def rel(self, path: Path | str, start: Path | None = None) -> str:
         """``path`` as the shell in ``start`` (default: the user's folder) names it."""
+        if start is None and self.absolute:
+            return Path(path).resolve().as_posix()
         return Path(os.path.relpath(Path(path).resolve(), start or self.cwd)).as_posix()
 
     def at(self, folder: Path, command: str) -> str:
         """``command`` run in ``folder``, from the user's folder."""
-        if folder == self.cwd:
+        if folder == self.cwd and not self.absolute:
             return command
         return f"cd {shlex.quote(self.rel(folder))} && {command}"
 

@@ -109,7 +109,8 @@ class TrainingDriftError(DriftError):
     """A guarded DataModule refused to set up: the split no longer matches its data.
 
     The message names the split file, every failed check with its counts, and the command
-    that fixes each; ``err.report`` holds the full report.
+    that fixes each, every path absolute or relative to a folder it names (it may be read in
+    the cuvis-ai GUI, far from this process's folder); ``err.report`` holds the full report.
     """
 
     def __init__(self, report: DriftReport, module: str) -> None:
@@ -122,6 +123,12 @@ class TrainingDriftError(DriftError):
                 keep = line.startswith(("  [DRIFT]", "  [FAIL]"))
             if keep:
                 lines.append(line)
+        if any(f.failed and f.details.get(k) for f in report.findings
+               for k in ("missing", "modified")):
+            # file names are universe.csv's own (relative to its folder); the reader of this
+            # message may be a GUI user, who cannot know the server's working folder
+            folder = Path(report.universe).resolve().parent.as_posix()
+            lines.append(f"  (files are named relative to {folder}, the folder of universe.csv)")
         lines.append("  (no frame was read; to train on it anyway set data.params.verify: warn)")
         self.args = ("\n".join(lines),)
 
@@ -237,7 +244,8 @@ class _Guarded:
         self._checked = universe  # what the dataset record names
         report = verify(splits, universe, current=current, deep=self.guard_settings["deep"],
                         lock=self._lock(folder), cache=self._cache(folder / "universe.csv"),
-                        checks=getattr(self, "version_checks", CHECKS))
+                        checks=getattr(self, "version_checks", CHECKS),
+                        absolute_paths=True)  # read in a GUI, far from this process's folder
         self.drift_report = report
         if report.ok:
             return report
