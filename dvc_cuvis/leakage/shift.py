@@ -177,9 +177,20 @@ def shift_test(a: npt.ArrayLike, b: npt.ArrayLike, wavelengths: Sequence[float],
                      0, False, f"too few recordings to test ({n_a}+{n_b}: {space} ways "
                      f"to split them, the smallest p-value is 1/{space})")
     exact = space <= permutations
+    p, total = _p_value(x, n_a, n_b, t_obs, permutations if not exact else None, seed)
+    return Shift(stage_a, stage_b, (n_a, n_b), t_obs, p, band, nm, float(diff[0, r]),
+                 total, exact)
+
+
+def _p_value(x: npt.NDArray[np.float64], n_a: int, n_b: int, t_obs: float,
+             permutations: int | None, seed: int) -> tuple[float, int]:
+    """The permutation p-value of ``t_obs`` and the labellings drawn: every labelling when
+    ``permutations`` is None (exact), else that many seeded random ones."""
+    n = n_a + n_b
+    x2 = x**2
     tol = t_obs * (1 - 1e-9)
     hits = total = 0
-    if exact:
+    if permutations is None:
         combos = itertools.combinations(range(n), n_b)
         while True:
             chunk = list(itertools.islice(combos, _BLOCK))
@@ -190,22 +201,18 @@ def shift_test(a: npt.ArrayLike, b: npt.ArrayLike, wavelengths: Sequence[float],
             zs, _ = _stats(labels, x, x2, n_a)
             hits += int((np.abs(zs).max(axis=1) >= tol).sum())
             total += len(chunk)
-        p = hits / total
-    else:
-        # seeded by the data too: the same input always draws the same permutations, yet one
-        # fixed set is not reused for every split (its level would stray from ALPHA)
-        digest = hashlib.sha256(np.ascontiguousarray(x).tobytes() + bytes([n_a % 256]))
-        rng = np.random.default_rng([seed, int.from_bytes(digest.digest()[:8], "little")])
-        base = np.zeros(n)
-        base[n_a:] = 1.0
-        left = permutations
-        while left:
-            m = min(_BLOCK, left)
-            labels = rng.permuted(np.tile(base, (m, 1)), axis=1)
-            zs, _ = _stats(labels, x, x2, n_a)
-            hits += int((np.abs(zs).max(axis=1) >= tol).sum())
-            left -= m
-        total = permutations
-        p = (hits + 1) / (permutations + 1)
-    return Shift(stage_a, stage_b, (n_a, n_b), t_obs, p, band, nm, float(diff[0, r]),
-                 total, exact)
+        return hits / total, total
+    # seeded by the data too: the same input always draws the same permutations, yet one
+    # fixed set is not reused for every split (its level would stray from ALPHA)
+    digest = hashlib.sha256(np.ascontiguousarray(x).tobytes() + bytes([n_a % 256]))
+    rng = np.random.default_rng([seed, int.from_bytes(digest.digest()[:8], "little")])
+    base = np.zeros(n)
+    base[n_a:] = 1.0
+    left = permutations
+    while left:
+        m = min(_BLOCK, left)
+        labels = rng.permuted(np.tile(base, (m, 1)), axis=1)
+        zs, _ = _stats(labels, x, x2, n_a)
+        hits += int((np.abs(zs).max(axis=1) >= tol).sum())
+        left -= m
+    return (hits + 1) / (permutations + 1), permutations

@@ -216,8 +216,8 @@ def _balance(stages: dict[str, StageSpectrum], wl: Sequence[float], threshold: f
             if per_recording and a in per_recording and b in per_recording:
                 test = shift_test(per_recording[a], per_recording[b], wl, stage_a=a,
                                   stage_b=b)
-            flagged = test.flagged if test is not None and test.p_value is not None \
-                else bool(ranges)
+            flagged = (test.flagged if test is not None and test.p_value is not None
+                       else bool(ranges))
             out.append(Balance(a, b, values, ranges, flagged, test))
     return out, too_few
 

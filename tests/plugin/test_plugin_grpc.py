@@ -29,11 +29,11 @@ pytest.importorskip("pytorch_lightning")
 grpc = pytest.importorskip("grpc")
 pytest.importorskip("grpc_health")
 
-from tests.plugin.test_plugin_train import (  # noqa: E402
+from tests.helpers.plugin_project import (  # noqa: E402
     PIPELINE,
     REPO,
+    build_project,
     mat,
-    project,  # noqa: F401  (the module-scoped fixture, shared)
     swap_frame,
     tamper_pin,
 )
@@ -62,6 +62,12 @@ def _composed_env(root: Path) -> Any:
         return env
 
     return compose
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example, materialized, with its cuvis-ai data group and trainrun."""
+    return build_project(tmp_path_factory.mktemp("project"))
 
 
 @pytest.fixture
@@ -128,7 +134,7 @@ _PATHS = re.compile(r"(?<![\w./-])((?:\.{1,2}/|[\w.-]+/)[\w./-]*)")
 
 @pytest.mark.slow  # one child runtime process (torch + Lightning imports)
 @pytest.mark.child_process
-def test_gui_trains_clean_and_gets_our_message_on_drift(project: Path,  # noqa: F811
+def test_gui_trains_clean_and_gets_our_message_on_drift(project: Path,
                                                          tmp_path: Path, service: Any) -> None:
     root = tmp_path / "p"
     shutil.copytree(project, root)

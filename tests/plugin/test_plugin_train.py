@@ -10,7 +10,6 @@ stops before reading a frame on each kind of drift.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -29,49 +28,26 @@ from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule  # 
 
 from dvc_cuvis.baking.core import BakeOptions, bake  # noqa: E402
 from dvc_cuvis.check.drift import DriftError  # noqa: E402
-from dvc_cuvis.cli import main  # noqa: E402
-from dvc_cuvis.materialize.core import ReaderParams, materialize  # noqa: E402
 from dvc_cuvis.model.universe_io import read_universe, write_universe  # noqa: E402
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe  # noqa: E402
-from examples.generate import generate  # noqa: E402
 from tests.helpers import nodes  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
-PLUGINS = REPO / "dvc_cuvis" / "plugins"
-TRAINRUN = "dvc_rx_statistical.yaml"
-
-PIPELINE = """\
-metadata:
-  name: channel_mean
-nodes:
-- name: score
-  class_name: tests.helpers.nodes.ChannelMeanScore
-connections: []
-"""
+from tests.helpers.plugin_project import (  # noqa: E402
+    PLUGINS,
+    REPO,
+    TRAINRUN,
+    build_project,
+    flip_byte,
+    frame,
+    mat,
+    swap_frame,
+    tamper_pin,
+)
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example, materialized, with its cuvis-ai data group and trainrun."""
-    root = tmp_path_factory.mktemp("project")
-    ex = root / "example"
-    generate(ex / "data", sessions=6, frames=4, size=(8, 8), bands=4, seed=4)
-    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=ex / "data/npz",
-                                                 out_dir=ex))
-    write_universe(uni, ex / "universe.csv")
-    uni = read_universe(ex / "universe.csv")
-    (b,) = bake(uni, BakeOptions(strategy="random", seed=3, group_by="group"))
-    materialize(uni, b.config, ex / "materialized", ReaderParams())
-    (root / "examples/trainrun").mkdir(parents=True)
-    shutil.copy(REPO / "examples/trainrun" / TRAINRUN, root / "examples/trainrun")
-    (root / "examples/pipeline").mkdir()
-    (root / "examples/pipeline/rx_statistical.yaml").write_text(PIPELINE)
-    assert main(["export", "--no-params", "--to", "cuvis-ai",
-                 "--universe", str(ex / "materialized/universe.csv"),
-                 "--splits", str(ex / "materialized/splits.json"),
-                 "--out", str(root / "examples/data/dvc_example.yaml"),
-                 "--batch-size", "2"]) == 0
-    return root
+    return build_project(tmp_path_factory.mktemp("project"))
 
 
 @pytest.fixture
@@ -111,38 +87,6 @@ def set_param(root: Path, line: str) -> None:
     text = group.read_text()
     assert text.endswith("\nparams:\n" + text.split("\nparams:\n", 1)[1])
     group.write_text(text + f"  {line}\n")
-
-
-def mat(root: Path) -> Path:
-    return root / "example/materialized"
-
-
-def frame(root: Path, k: int) -> Path:
-    uni = read_universe(mat(root) / "universe.csv")
-    return mat(root) / uni.value("materialized_path", k)
-
-
-# -- the ways the data drifts ----------------------------------------------------------------
-
-
-def tamper_pin(root: Path) -> str:
-    doc = json.loads((mat(root) / "splits.json").read_text())
-    doc["universe_hash"] = "0" * 64
-    (mat(root) / "splits.json").write_text(json.dumps(doc, indent=2))
-    return "universe.csv changed since the split was baked"
-
-
-def swap_frame(root: Path) -> str:
-    shutil.copyfile(frame(root, 1), frame(root, 0))  # another valid frame in its place
-    return "content: 1 file(s) modified, 0 missing"
-
-
-def flip_byte(root: Path) -> str:
-    path = frame(root, 2)
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
-    return "content: 1 file(s) modified, 0 missing"
 
 
 def delete_frame(root: Path) -> str:
