@@ -25,6 +25,7 @@ PUBLIC_API: tuple[str, ...] = (
     "dvc_cuvis.model.splits.effective_splits",
     "dvc_cuvis.baking.core.bake",
     "dvc_cuvis.materialize.core.materialize",
+    "dvc_cuvis.materialize.core.materialize_universe",
     "dvc_cuvis.check.drift.verify",
     "dvc_cuvis.check.drift.ensure",
     "dvc_cuvis.train.datamodule.SplitDataModule",

@@ -183,7 +183,7 @@ class SplitDataModule:
     >>> import pathlib, tempfile
     >>> import numpy as np
     >>> from dvc_cuvis import bake, BakeOptions, SplitDataModule
-    >>> from dvc_cuvis.materialize import ReaderParams, materialize
+    >>> from dvc_cuvis.materialize import ReaderParams, materialize_universe
     >>> from dvc_cuvis import read_universe
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> for k in range(4):
@@ -193,7 +193,7 @@ class SplitDataModule:
     ...     "source,index,format\\n" + "".join(f"f{k}.npz,0,npz\\n" for k in range(4)))
     >>> uni = read_universe(d / "universe.csv")
     >>> (baked,) = bake(uni, BakeOptions(val_ratio=0.25, test_ratio=0.25))
-    >>> _ = materialize(uni, baked.config, d / "mat", ReaderParams())
+    >>> _ = materialize_universe(uni, baked.config, d / "mat", ReaderParams())
     >>> dm = SplitDataModule(d / "mat" / "universe.csv", d / "mat" / "splits.json",
     ...                      batch_size=2, lock=None, stat_cache=None)
     >>> dm.setup("fit")

@@ -17,19 +17,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.materialize import core as mat
-from dvc_cuvis.materialize.core import (
-    FORMAT_VERSION,
-    ReaderParams,
-    frame_name,
-    materialize,
-    parse_frame_name,
-)
+from dvc_cuvis.materialize import core, executors, v1_names
+from dvc_cuvis.materialize import plan as planning
+from dvc_cuvis.materialize import tasks as mtasks
+from dvc_cuvis.materialize.core import materialize_universe as materialize
+from dvc_cuvis.materialize.options import ReaderParams
+from dvc_cuvis.materialize.plan import FORMAT_VERSION
 from dvc_cuvis.model.frames import (
     Compression,
     apply_crop,
     frame_arrays,
+    frame_name,
     npz_bytes,
+    parse_frame_name,
     read_npz,
     write_frame,
 )
@@ -164,8 +164,9 @@ def _build_v1(monkeypatch: pytest.MonkeyPatch, uni: Universe, out: Path, cache: 
               ) -> None:
     """A folder as format version 1 wrote it: the same code with its names and version."""
     with monkeypatch.context() as m:
-        m.setattr(mat, "FORMAT_VERSION", 1)
-        m.setattr(mat, "frame_name", mat._v1_frame_name)
+        m.setattr(planning, "FORMAT_VERSION", 1)
+        m.setattr(core, "FORMAT_VERSION", 1)
+        m.setattr(planning, "frame_name", v1_names._v1_frame_name)
         materialize(uni, None, out, ReaderParams(), cache=cache)
     assert json.loads((out / "manifest.json").read_text())["version"] == 1
 
@@ -186,7 +187,7 @@ def test_a_version_1_folder_is_migrated_not_rewritten(
     res = materialize(uni, None, out, ReaderParams(), cache=warm)
     assert (res.written, res.migrated, res.kept, res.deleted) == (0, len(ROWS), 0, 0)
     assert _tree(out) == _tree(tmp_path / "clean")  # byte-identical to a clean run
-    v1_to_ref = {mat._v1_frame_name(*r): r for r in ROWS}
+    v1_to_ref = {v1_names._v1_frame_name(*r): r for r in ROWS}
     for name, ino in old.items():  # renamed, never rewritten
         assert (out / frame_name(*v1_to_ref[name])).stat().st_ino == ino
     dirs = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_dir()
@@ -237,7 +238,7 @@ def test_an_interrupted_migration_resumes_to_a_clean_folder(
         real_replace(src, dst)  # type: ignore[arg-type]
 
     with monkeypatch.context() as m:
-        m.setattr(mat.os, "replace", dying_replace)
+        m.setattr(core.os, "replace", dying_replace)
         with pytest.raises(KeyboardInterrupt):
             materialize(uni, None, out, ReaderParams())
     assert any(p.name.endswith(".tmp") for p in out.rglob("*"))  # a partial state, for real
@@ -446,11 +447,11 @@ def test_materialize_refuses_a_damaged_npz_input_cleanly(
     out = tmp_path / "out"
     results: dict[str, object] = {}
     for name in ("good", "bad"):
-        task = mat.Task("npz", str(tmp_path / f"{name}.npz"), None, f"{name}.npz",
+        task = mtasks.Task("npz", str(tmp_path / f"{name}.npz"), None, f"{name}.npz",
                         ((0, frame_name(f"{name}.npz", 0)),), str(out),
                         ReaderParams(crop=crop, processing_mode=None))
         try:
-            results[name] = mat.run_task(task)
+            results[name] = mtasks.run_task(task)
         except DvcCuvisError as exc:
             results[name] = str(exc)
     assert isinstance(results["good"], list)
@@ -583,14 +584,14 @@ def test_workers_map_their_inputs_and_write_the_same_bytes(
         seen.append(mapped)
         return real(path, mapped=mapped)
 
-    monkeypatch.setattr(mat, "open_npz_input", spy)
+    monkeypatch.setattr(mtasks, "open_npz_input", spy)
     materialize(uni, None, tmp_path / "again", ReaderParams(), select="all", jobs=1)
     assert seen == [False] * 6  # the caller's own process reads: nothing can fault it
     two = materialize(uni, None, tmp_path / "two", ReaderParams(), select="all", jobs=2)
     assert tree(one.out_dir) == tree(two.out_dir)
-    tasks = [mat.Task("npz", str(tmp_path / "in0.npz"), None, "in0.npz",
+    tasks = [mtasks.Task("npz", str(tmp_path / "in0.npz"), None, "in0.npz",
                       ((0, frame_name("in0.npz", 0)),), str(tmp_path / "m"), ReaderParams())]
-    submitted: list[list[mat.Task]] = []
+    submitted: list[list[mtasks.Task]] = []
 
     class Pool:  # what execute hands a worker process
         def __init__(self, max_workers: int) -> None:
@@ -602,7 +603,7 @@ def test_workers_map_their_inputs_and_write_the_same_bytes(
         def __exit__(self, *exc: object) -> None:
             pass
 
-        def submit(self, fn: Any, group: list[mat.Task]) -> Any:
+        def submit(self, fn: Any, group: list[mtasks.Task]) -> Any:
             from concurrent.futures import Future
 
             submitted.append(group)
@@ -613,7 +614,7 @@ def test_workers_map_their_inputs_and_write_the_same_bytes(
     import concurrent.futures
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
-    list(mat.execute(tasks * 2, jobs=2))
+    list(executors.execute(tasks * 2, jobs=2))
     assert [t.mapped for g in submitted for t in g] == [True, True]
 
 
@@ -625,7 +626,7 @@ def test_an_input_truncated_under_a_worker_fails_cleanly_and_the_rerun_completes
     clean = materialize(uni, None, tmp_path / "clean", ReaderParams(), select="all")
     victim = tmp_path / "in2.npz"
     whole = victim.read_bytes()
-    real = mat.frame_arrays
+    real = mtasks.frame_arrays
 
     def truncating(cube: Any, wl: Any, source: str, *args: Any) -> Any:
         if source == "in2.npz":  # the input is mapped by now: its pages vanish under it
@@ -635,7 +636,7 @@ def test_an_input_truncated_under_a_worker_fails_cleanly_and_the_rerun_completes
             os.truncate(victim, 100)
         return real(cube, wl, source, *args)
 
-    monkeypatch.setattr(mat, "frame_arrays", truncating)  # the forked workers inherit it
+    monkeypatch.setattr(mtasks, "frame_arrays", truncating)  # the forked workers inherit it
     out = tmp_path / "out"
     with pytest.raises(DvcCuvisError, match=r"worker process died \(killed, out of memory, "
                                             r"or an input file truncated"):
@@ -655,7 +656,7 @@ def test_one_writer_over_many_tasks_gives_each_task_its_own_md5s(tmp_path: Path)
     for i in range(5):  # frames big enough that an md5 overlaps the next frame's write
         shape = _CUBES["big"][0] if i % 2 == 0 else _CUBES["small"][0]
         _input_npz(tmp_path / f"in{i}.npz", rng.random(shape).astype(np.float32))
-        tasks.append(mat.Task("npz", str(tmp_path / f"in{i}.npz"), None, f"in{i}.npz",
+        tasks.append(mtasks.Task("npz", str(tmp_path / f"in{i}.npz"), None, f"in{i}.npz",
                               ((0, frame_name(f"in{i}.npz", 0)),), str(tmp_path / "out"),
                               ReaderParams(processing_mode=None), fsync=False))
     data = bytearray((tmp_path / "in3.npz").read_bytes())
@@ -663,7 +664,7 @@ def test_one_writer_over_many_tasks_gives_each_task_its_own_md5s(tmp_path: Path)
     (tmp_path / "in3.npz").write_bytes(bytes(data))
     got: list[list[tuple[str, str, int]]] = []
     with pytest.raises(DvcCuvisError, match=r"in3\.npz: cannot read npz frame"):
-        for results in mat.execute(tasks, jobs=1):
+        for results in executors.execute(tasks, jobs=1):
             got.append(results)
     assert len(got) == 3  # every task before the damaged one comes back, none after it
     for (name, md5, size, _summary), in got:
@@ -671,18 +672,18 @@ def test_one_writer_over_many_tasks_gives_each_task_its_own_md5s(tmp_path: Path)
         assert (md5, size) == (hashlib.md5(data).hexdigest(), len(data))
     assert sorted(p.name for p in (tmp_path / "out/frames").iterdir()) == [
         f"in{i}.npz.000000.npz" for i in range(3)]
-    assert mat.run_tasks(tasks[:3]) == got  # the same, whether or not frames overlap
+    assert mtasks.run_tasks(tasks[:3]) == got  # the same, whether or not frames overlap
 
 
 def test_worker_groups_keep_task_order_and_balance_two_workers() -> None:
-    def task(i: int, n: int) -> mat.Task:
-        return mat.Task("npz", f"f{i}", None, f"f{i}", tuple((k, f"x{k}") for k in range(n)),
+    def task(i: int, n: int) -> mtasks.Task:
+        return mtasks.Task("npz", f"f{i}", None, f"f{i}", tuple((k, f"x{k}") for k in range(n)),
                         "out", ReaderParams())
 
     small = [task(i, 1) for i in range(200)]
-    groups = mat._groups(small, 2)
+    groups = executors._groups(small, 2)
     assert [t for g in groups for t in g] == small and [len(g) for g in groups] == [25] * 8
     mixed = [task(0, 1), task(1, 32), task(2, 1), task(3, 1)]
-    assert [[t.path for t in g] for g in mat._groups(mixed, 2)] == [
+    assert [[t.path for t in g] for g in executors._groups(mixed, 2)] == [
         ["f0"], ["f1"], ["f2", "f3"]]  # 35 frames: groups of up to 5, a bigger task alone
-    assert [len(g) for g in mat._groups(small[:3], 1)] == [1, 1, 1]
+    assert [len(g) for g in executors._groups(small[:3], 1)] == [1, 1, 1]

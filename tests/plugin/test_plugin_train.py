@@ -30,7 +30,8 @@ from cuvis_ai_dataloader.data.datamodule_npz_multi import MultiNpzDataModule  # 
 from dvc_cuvis.baking.core import BakeOptions, bake  # noqa: E402
 from dvc_cuvis.check.drift import DriftError  # noqa: E402
 from dvc_cuvis.cli import main  # noqa: E402
-from dvc_cuvis.materialize.core import ReaderParams, materialize  # noqa: E402
+from dvc_cuvis.materialize import ReaderParams  # noqa: E402
+from dvc_cuvis.materialize import materialize_universe as materialize  # noqa: E402
 from dvc_cuvis.model.universe_io import read_universe, write_universe  # noqa: E402
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe  # noqa: E402
 from examples.generate import generate  # noqa: E402

@@ -310,7 +310,8 @@ def test_the_lineage_folder_gets_the_record_when_training_reads(tmp_path: Path,
     import numpy as np
 
     from dvc_cuvis.baking.core import BakeOptions, bake
-    from dvc_cuvis.materialize.core import ReaderParams, materialize
+    from dvc_cuvis.materialize import ReaderParams
+    from dvc_cuvis.materialize import materialize_universe as materialize
     from dvc_cuvis.model.universe_io import read_universe
 
     for k in range(4):
