@@ -4,7 +4,7 @@ incrementally, on a process pool or a Dask cluster.
 One module per concept: :mod:`~dvc_cuvis.materialize.options` (:class:`MaterializeOptions`,
 :class:`ReaderParams`), :mod:`~dvc_cuvis.materialize.v1_names` (the older layout),
 :mod:`~dvc_cuvis.materialize.tasks`, :mod:`~dvc_cuvis.materialize.executors`,
-:mod:`~dvc_cuvis.materialize.lock`, :mod:`~dvc_cuvis.materialize.plan` and
+:mod:`~dvc_cuvis.materialize.lock`, :mod:`~dvc_cuvis.materialize.planning` and
 :mod:`~dvc_cuvis.materialize.core` (the run: :func:`materialize`).
 """
 
@@ -16,7 +16,7 @@ from dvc_cuvis.materialize.core import (
     materialize_universe,
 )
 from dvc_cuvis.materialize.options import MaterializeOptions, OptionWarning, ReaderParams
-from dvc_cuvis.materialize.plan import Plan, plan
+from dvc_cuvis.materialize.planning import Plan, plan
 
 __all__ = [
     "MaterializeOptions",

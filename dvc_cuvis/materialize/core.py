@@ -63,7 +63,7 @@ from dvc_cuvis.interop.modules import MODULE_COLUMN
 from dvc_cuvis.materialize.executors import execute
 from dvc_cuvis.materialize.lock import output_lock
 from dvc_cuvis.materialize.options import MaterializeOptions, ReaderParams
-from dvc_cuvis.materialize.plan import FORMAT_VERSION, Plan, plan, selected_rows
+from dvc_cuvis.materialize.planning import FORMAT_VERSION, Plan, plan, selected_rows
 from dvc_cuvis.materialize.summary_store import THUMBNAIL_CAP, refresh, thumbnail_frames
 from dvc_cuvis.materialize.tasks import (
     Written,

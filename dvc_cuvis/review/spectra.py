@@ -25,7 +25,8 @@ import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.summary_store import load_summaries, shard_of
-from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, Resolution
+from dvc_cuvis.model.resolution import Resolution
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 
 #: The SMD above which a band counts as shifted: the stages' frame means two pooled standard

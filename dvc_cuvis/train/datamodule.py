@@ -26,7 +26,8 @@ from dvc_cuvis.check.drift import DriftReport, check_verify_mode, ensure, verify
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.frames import read_npz
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.paths import PathGuard

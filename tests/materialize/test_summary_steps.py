@@ -22,7 +22,7 @@ import dvc_cuvis.materialize.core as core
 import dvc_cuvis.materialize.summary_store as store
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.materialize.options import ReaderParams
-from dvc_cuvis.materialize.plan import plan
+from dvc_cuvis.materialize.planning import plan
 from dvc_cuvis.materialize.summaries import summarize, to_record
 from dvc_cuvis.materialize.tasks import Task, _summary
 from dvc_cuvis.model.universe_io import read_universe

@@ -17,12 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.materialize import core, executors, v1_names
-from dvc_cuvis.materialize import plan as planning
+from dvc_cuvis.materialize import core, executors, planning, v1_names
 from dvc_cuvis.materialize import tasks as mtasks
 from dvc_cuvis.materialize.core import materialize_universe as materialize
 from dvc_cuvis.materialize.options import ReaderParams
-from dvc_cuvis.materialize.plan import FORMAT_VERSION
+from dvc_cuvis.materialize.planning import FORMAT_VERSION
 from dvc_cuvis.model.frames import (
     Compression,
     apply_crop,

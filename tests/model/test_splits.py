@@ -11,22 +11,12 @@ from cuvis_ai_schemas.training.data import Constraint, DataSplitConfig, Selector
 
 from dvc_cuvis.errors import DvcCuvisError, SelectorError, SplitsFileError
 from dvc_cuvis.model.categories import load_category_map, parse_category_map
+from dvc_cuvis.model.constraints import ConstraintResult, evaluate_constraints, failed_constraints
+from dvc_cuvis.model.resolution import Resolution, resolve
 from dvc_cuvis.model.selectors import Resolver, expand_ids, required_attrs
-from dvc_cuvis.model.splits import (
-    ConstraintResult,
-    Resolution,
-    dumps_splits,
-    evaluate_constraints,
-    failed_constraints,
-    has_dir_indices,
-    is_baked,
-    live_kinds,
-    load_splits,
-    resolve,
-    save_splits,
-    stage_stats,
-    state,
-)
+from dvc_cuvis.model.split_state import has_dir_indices, is_baked, live_kinds, state
+from dvc_cuvis.model.splits import dumps_splits, load_splits, save_splits
+from dvc_cuvis.model.stats import stage_stats
 from dvc_cuvis.model.universe import Universe
 from tests.helpers.files import FIXTURES
 
@@ -73,7 +63,7 @@ def _case_refs(case: dict) -> tuple[Universe, dict[str, list[int]]]:
     ids=lambda c: c["name"],
 )
 def test_constraint_golden_cases(case: dict) -> None:
-    from dvc_cuvis.model.splits import Resolution
+    from dvc_cuvis.model.resolution import Resolution
 
     uni, stages = _case_refs(case)
     res = Resolution(uni, {**{k: np.asarray(v, dtype=np.int64) for k, v in stages.items()},
@@ -256,7 +246,8 @@ def test_one_stage_code_and_its_tie_rule() -> None:
     """A row in several of train/val/test takes the first of them (train, val, test);
     resolution, history and the report all read the same code."""
     from dvc_cuvis.model.compare import Version
-    from dvc_cuvis.model.splits import STAGE_CODE_NAMES, UNASSIGNED, Resolution, stage_codes
+    from dvc_cuvis.model.resolution import Resolution, stage_codes
+    from dvc_cuvis.model.splits import STAGE_CODE_NAMES, UNASSIGNED
     from dvc_cuvis.review.report import _sources_section
 
     uni = Universe.from_records({"source": f"s{k}.cu3s", "index": 0} for k in range(6))
@@ -276,7 +267,7 @@ def test_one_stage_code_and_its_tie_rule() -> None:
 
 def test_walk_visits_every_selector_once_in_file_order() -> None:
     from dvc_cuvis.model.selectors import walk
-    from dvc_cuvis.model.splits import selector_kinds
+    from dvc_cuvis.model.split_state import selector_kinds
 
     leaf = lambda src: Selector(kind="files", paths=[src])  # noqa: E731
     cfg = DataSplitConfig(
@@ -517,7 +508,7 @@ def test_a_baked_split_may_mix_both_concrete_kinds() -> None:
 
 
 def test_stage_codes_are_int8() -> None:
-    from dvc_cuvis.model.splits import stage_codes
+    from dvc_cuvis.model.resolution import stage_codes
 
     codes = stage_codes({s: np.asarray([], dtype=np.int64) for s in ("train", "val", "test")}, 3)
     assert codes.dtype == np.int8 and codes.tolist() == [3, 3, 3]
@@ -551,7 +542,7 @@ def test_stage_stats_count_each_category_once_per_sample() -> None:
 
 
 def test_a_constraint_result_as_json() -> None:
-    from dvc_cuvis.model.splits import ConstraintResult
+    from dvc_cuvis.model.constraints import ConstraintResult
 
     many = tuple(f"s{k:03d}" for k in range(101))
     r = ConstraintResult("no_source_overlap", "warn", "violated", 101, many, "101 source(s)")
@@ -588,7 +579,7 @@ def _rows(results: list[ConstraintResult]) -> list[tuple]:
 
 
 def test_every_constraint_kind_pinned_and_equal_to_upstream() -> None:
-    from dvc_cuvis.model.splits import Resolution
+    from dvc_cuvis.model.resolution import Resolution
 
     rows = [("a", 0, "1"), ("a", 1, "0"), ("b", 0, "0"), ("b", 1, ""), ("c", 0, "2"),
             ("c", 1, "0"), ("d", 0, "0"), ("e", 0, "3")]
@@ -623,7 +614,7 @@ def test_every_constraint_kind_pinned_and_equal_to_upstream() -> None:
 
 
 def test_anomalous_in_train_is_unavailable_without_labels_and_the_rest_still_runs() -> None:
-    from dvc_cuvis.model.splits import Resolution
+    from dvc_cuvis.model.resolution import Resolution
 
     uni = Universe.from_records({"source": s, "index": 0} for s in ("a", "b"))
     res = Resolution(uni, {"train": np.asarray([0, 1]), "val": np.asarray([1]),
@@ -647,7 +638,7 @@ def test_anomalous_in_train_is_unavailable_without_labels_and_the_rest_still_run
 
 
 def test_source_overlap_names_each_source_as_first_resolved() -> None:
-    from dvc_cuvis.model.splits import Resolution
+    from dvc_cuvis.model.resolution import Resolution
 
     # two spellings of one Windows file: compared case-folded, named as train first lists it
     uni = Universe.from_records({"source": s, "index": 0}
@@ -663,7 +654,7 @@ def test_source_overlap_names_each_source_as_first_resolved() -> None:
 
 
 def test_group_leakage_modes_and_offenders() -> None:
-    from dvc_cuvis.model.splits import Resolution
+    from dvc_cuvis.model.resolution import Resolution
 
     rows = [("a", "p1"), ("b", "p1"), ("c", "p2"), ("d", ""), ("e", "p3"), ("f", "p3")]
     uni = Universe.from_records({"source": s, "index": 0, "group": g} for s, g in rows)
@@ -690,7 +681,7 @@ def test_group_leakage_modes_and_offenders() -> None:
 
 
 def test_only_a_pinned_split_with_dir_indices_guards_its_universe() -> None:
-    from dvc_cuvis.model.splits import check_pinned_universe
+    from dvc_cuvis.model.resolution import check_pinned_universe
 
     uni = Universe.from_records({"source": "a", "index": i} for i in range(3))
     grown = Universe.from_records({"source": "a", "index": i} for i in range(4))

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks._sshd import Sshd, clone
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe
 from tests.helpers.remote import ssh_dataset
 from tests.helpers.shell import ENV, sh

@@ -23,7 +23,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pl = pytest.importorskip("pytorch_lightning")
 
-from dvc_cuvis.model.splits import parse_splits, resolve  # noqa: E402
+from dvc_cuvis.model.resolution import resolve  # noqa: E402
+from dvc_cuvis.model.splits import parse_splits  # noqa: E402
 from dvc_cuvis.model.universe_io import parse_universe_bytes  # noqa: E402
 from dvc_cuvis.train.datamodule import SplitDataModule, guard  # noqa: E402
 from dvc_cuvis.train.lineage import KEY, RECORD_FILE, LineageError  # noqa: E402

@@ -10,7 +10,8 @@ import pytest
 
 from benchmarks._sshd import Sshd, clone
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.train.versioned import stage_frames
 from tests.helpers.remote import ssh_dataset

@@ -27,8 +27,9 @@ from dvc_cuvis.model.frames import (
     frame_name,
     frame_name_problem,
 )
+from dvc_cuvis.model.resolution import check_pinned_universe
 from dvc_cuvis.model.selectors import Resolver
-from dvc_cuvis.model.splits import STAGES, check_pinned_universe
+from dvc_cuvis.model.splits import STAGES
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.paths import PathGuard, owned_files, owned_folder
 
