@@ -53,7 +53,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis._io import atomic_write_text, dumps_json, sync_file_system
 from dvc_cuvis.digests.hashing import list_tree
@@ -63,14 +62,22 @@ from dvc_cuvis.interop.modules import MODULE_COLUMN
 from dvc_cuvis.materialize.executors import execute
 from dvc_cuvis.materialize.lock import output_lock
 from dvc_cuvis.materialize.options import MaterializeOptions, ReaderParams
-from dvc_cuvis.materialize.planning import FORMAT_VERSION, Plan, plan, selected_rows
+from dvc_cuvis.materialize.planning import (
+    FORMAT_VERSION,
+    Manifest,
+    ManifestEntry,
+    Plan,
+    plan,
+    selected_rows,
+)
 from dvc_cuvis.materialize.summary_store import THUMBNAIL_CAP, refresh, thumbnail_frames
 from dvc_cuvis.materialize.tasks import (
+    Summary,
     Written,
     _read_frames,
     _summary,
 )
-from dvc_cuvis.model.splits import dumps_splits, load_splits
+from dvc_cuvis.model.splits import DataSplitConfig, dumps_splits, load_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import format_universe, read_universe
 from dvc_cuvis.paths import dvc_root_of
@@ -158,7 +165,7 @@ def materialize(opts: MaterializeOptions) -> MaterializeResult:
 
 def materialize_universe(
     uni: Universe,
-    splits_cfg: Any,
+    splits_cfg: DataSplitConfig | None,
     out_dir: Path,
     params: ReaderParams,
     *,
@@ -298,7 +305,7 @@ def materialize_universe(
                    for t in p.tasks]
         for path in p.delete:  # first, so that no stale file or folder is in a new frame's way
             path.unlink(missing_ok=True)
-        manifest: dict[str, dict[str, Any]] = dict(p.keep)
+        manifest: Manifest = dict(p.keep)
         if p.migrate:
             manifest.update(_migrate(out_dir, p.migrate, cache))
             _write_manifest(out_dir, manifest)
@@ -306,7 +313,7 @@ def materialize_universe(
             execute(p.tasks, jobs=jobs, executor=executor, scheduler=scheduler),
             total=len(p.tasks), desc="materialize", enabled=show_progress,
         )
-        fresh: dict[str, dict[str, Any]] = {}
+        fresh: dict[str, Summary] = {}
         written = _record_results(results, p.recipes, out_dir, manifest, cache, fresh)
         _prune_empty_dirs(out_dir / "frames")
         manifest = {k: manifest[k] for k in sorted(manifest) if k in p.recipes}
@@ -323,7 +330,7 @@ def materialize_universe(
 
 def _record_results(
     results: Iterable[list[Written]], recipes: dict[str, str], out_dir: Path,
-    manifest: dict[str, dict[str, Any]], cache: StatCache, fresh: dict[str, dict[str, Any]],
+    manifest: Manifest, cache: StatCache, fresh: dict[str, Summary],
 ) -> int:
     """Enter each written frame in ``manifest`` (checkpointed every ~5 s) and its summary in
     ``fresh``; returns the count.
@@ -358,12 +365,12 @@ def _thumbnails(uni: Universe, p: Plan) -> frozenset[str]:
 
 
 def _refresh_summaries(
-    out_dir: Path, p: Plan, manifest: dict[str, dict[str, Any]],
-    fresh: dict[str, dict[str, Any]], thumbs: frozenset[str], enabled: bool,
+    out_dir: Path, p: Plan, manifest: Manifest,
+    fresh: dict[str, Summary], thumbs: frozenset[str], enabled: bool,
 ) -> None:
     """Bring the summaries shards in step with the frames of ``manifest``."""
 
-    def again(name: str) -> dict[str, Any]:
+    def again(name: str) -> Summary:
         task = replace(p.inputs[name], thumbs=frozenset({name} & thumbs))
         for _index, frame, arrays, _origin, ceiling in _read_frames(task):
             summary = _summary(task, frame, arrays, ceiling)
@@ -378,7 +385,7 @@ def _refresh_summaries(
 
 
 def _write_universe_and_splits(
-    npz_uni: Universe, uni: Universe, splits_cfg: Any, out_dir: Path
+    npz_uni: Universe, uni: Universe, splits_cfg: DataSplitConfig | None, out_dir: Path
 ) -> None:
     """``OUT/universe.csv``, and ``OUT/splits.json`` re-pinned to it when its pin was ``uni``."""
     atomic_write_text(out_dir / "universe.csv", format_universe(npz_uni))
@@ -416,8 +423,8 @@ def _hand_over_outputs(out_dir: Path, cache: StatCache) -> None:
 
 
 def _migrate(
-    out_dir: Path, moves: dict[str, tuple[str, dict[str, Any]]], cache: StatCache
-) -> dict[str, dict[str, Any]]:
+    out_dir: Path, moves: dict[str, tuple[str, ManifestEntry]], cache: StatCache
+) -> Manifest:
     """Rename frames of an older layout into the current one; returns their manifest entries.
 
     Two passes (old names to temporary ones, emptied old folders pruned, temporary names to
@@ -441,7 +448,7 @@ def _migrate(
     return entries
 
 
-def _write_manifest(out_dir: Path, frames: dict[str, dict[str, Any]]) -> None:
+def _write_manifest(out_dir: Path, frames: Manifest) -> None:
     """Claim ``frames`` in the manifest, once every byte written so far is durable.
 
     Frames may have been written without a per-file ``fsync``: the file system is synced
@@ -465,14 +472,14 @@ def _npz_universe(
     uni: Universe,
     rows: list[int],
     names: dict[int, str],
-    manifest: dict[str, dict[str, Any]],
+    manifest: Manifest,
     out_dir: Path,
 ) -> Universe:
     carry = [c for c in ("group", "tags", "category_ids") if uni.has_column(c)]
     records = []
     for pos in rows:
         name = names[pos]
-        rec: dict[str, Any] = {
+        rec: dict[str, str | int] = {
             "source": uni.source(pos),
             # npz_multi needs an integer index: a whole-file TIFF cube's frame is its read
             # position 0 (its source, and so every files selector, is unchanged)

@@ -29,9 +29,9 @@ class ReaderParams:
     dark_ref: str | None = None
     compress: Compression = field(default_factory=Compression)
 
-    def key(self) -> dict[str, Any]:
+    def key(self) -> dict[str, object]:
         """JSON-ready form for the recipe key."""
-        d = asdict(self)
+        d: dict[str, object] = asdict(self)
         d["crop"] = list(self.crop) if self.crop else None
         return d
 

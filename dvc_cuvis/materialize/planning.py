@@ -9,7 +9,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 import numpy as np
 
@@ -29,11 +29,26 @@ from dvc_cuvis.model.frames import (
 )
 from dvc_cuvis.model.resolution import check_pinned_universe
 from dvc_cuvis.model.selectors import Resolver
-from dvc_cuvis.model.splits import STAGES
+from dvc_cuvis.model.splits import STAGES, DataSplitConfig
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.paths import PathGuard, owned_files, owned_folder
 
 FORMAT_VERSION = 2  # 2: frames/<source>.<index>.npz (1: frames/<source>/<index>.npz)
+
+
+class ManifestEntry(TypedDict):
+    """A frame as the manifest claims it: the recipe it was written by, its md5 and size
+    (a dict, so that ``manifest.json`` is written as it always was)."""
+
+    recipe: str
+    md5: str
+    size: int
+
+
+#: The manifest's frames: name -> entry.
+Manifest = dict[str, ManifestEntry]
+#: Everything a frame's bytes depend on, as JSON (hashed into its recipe).
+RecipeKey = dict[str, object]
 
 @dataclass
 class Plan:
@@ -43,9 +58,9 @@ class Plan:
     names: dict[int, str]
     recipes: dict[str, str]
     tasks: list[Task]
-    keep: dict[str, dict[str, Any]]
+    keep: Manifest
     delete: list[Path]
-    migrate: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # new: old, entry
+    migrate: dict[str, tuple[str, ManifestEntry]] = field(default_factory=dict)  # new: old, entry
     #: per frame, the one-frame task that reads it (a kept frame's summary is taken from it)
     inputs: dict[str, Task] = field(default_factory=dict)
     #: what the run repairs on its way, one line each (a damaged manifest, summaries shard)
@@ -60,7 +75,7 @@ def _format_of(uni: Universe, pos: int, path: str) -> str:
     return {".cu3s": "cu3s", ".tif": "tiff", ".tiff": "tiff", ".npz": "npz"}.get(suffix, "")
 
 
-def selected_rows(uni: Universe, splits_cfg: Any, select: str) -> list[int]:
+def selected_rows(uni: Universe, splits_cfg: DataSplitConfig | None, select: str) -> list[int]:
     """Canonical positions to materialize: the split's samples, or the whole universe.
 
     Selectors that match nothing are tolerated here, so a shard's universe (one day, one
@@ -82,7 +97,7 @@ def selected_rows(uni: Universe, splits_cfg: Any, select: str) -> list[int]:
     return np.unique(np.concatenate(parts)).tolist()
 
 
-def _load_manifest(out_dir: Path) -> tuple[int | None, dict[str, dict[str, Any]], str]:
+def _load_manifest(out_dir: Path) -> tuple[int | None, Manifest, str]:
     """The manifest's format version and frames, and why it was not read ('' when it was,
     or when there is none): a damaged manifest reads as none, so every frame is written."""
     path = out_dir / "manifest.json"
@@ -101,10 +116,10 @@ def _load_manifest(out_dir: Path) -> tuple[int | None, dict[str, dict[str, Any]]
     if not (isinstance(version, int) and isinstance(frames, dict)
             and all(_is_entry(e) for e in frames.values())):
         return None, {}, "not a manifest of frames"
-    return version, frames, ""
+    return version, cast(Manifest, frames), ""
 
 
-def _is_entry(entry: Any) -> bool:
+def _is_entry(entry: object) -> bool:
     """A manifest entry as materialize writes it: recipe, md5 and size."""
     return (isinstance(entry, dict) and isinstance(entry.get("recipe"), str)
             and isinstance(entry.get("md5"), str) and type(entry.get("size")) is int)
@@ -128,8 +143,8 @@ def plan(
     names: dict[int, str] = {}
     recipes: dict[str, str] = {}
     todo: dict[tuple[str, str, str | None, str], list[tuple[int, str]]] = {}
-    keep: dict[str, dict[str, Any]] = {}
-    migrate: dict[str, tuple[str, dict[str, Any]]] = {}
+    keep: Manifest = {}
+    migrate: dict[str, tuple[str, ManifestEntry]] = {}
     inputs: dict[str, Task] = {}
     for pos in rows:
         source, index = uni.source(pos), uni.index(pos)
@@ -196,7 +211,7 @@ def _row_inputs(uni: Universe, pos: int, guard: PathGuard) -> tuple[str, Path, P
 def _recipe_key(
     fmt: str, source: str, index: int, phys: Path, ann: Path | None,
     params: ReaderParams, ref_md5: dict[str, str], cache: StatCache,
-) -> dict[str, Any]:
+) -> RecipeKey:
     """Everything a frame's bytes depend on (cu3s alone reads the processing parameters)."""
     return {
         "version": FORMAT_VERSION,
@@ -242,7 +257,7 @@ def _unwanted_files(out_dir: Path, wanted: set[str]) -> list[Path]:
     return delete
 
 
-def _recipe(key: dict[str, Any]) -> str:
+def _recipe(key: RecipeKey) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
@@ -251,7 +266,7 @@ def _has_frame(spec: str) -> bool:
     return bool(sep) and tail.isdigit() and bool(head)
 
 
-def _intact(path: Path, entry: dict[str, Any], cache: StatCache) -> bool:
+def _intact(path: Path, entry: ManifestEntry, cache: StatCache) -> bool:
     try:
         st = path.stat()
     except OSError:

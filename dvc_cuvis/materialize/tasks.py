@@ -17,6 +17,7 @@ from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.options import ReaderParams
 from dvc_cuvis.materialize.summaries import ceiling_of, summarize, to_record
 from dvc_cuvis.model.frames import (
+    FrameHandle,
     FrameWriter,
     NpzInput,
     frame_arrays,
@@ -25,8 +26,12 @@ from dvc_cuvis.model.frames import (
 
 _CHUNK = 32  # frames per task: small enough to balance two workers, large enough to amortize
 
+#: A frame's spectral summary as its shard keeps it (:func:`summaries.to_record`: JSON types).
+Summary = dict[str, Any]
 #: One written frame: its name, md5, size, and its spectral summary (None: summaries off).
-Written = tuple[str, str, int, "dict[str, Any] | None"]
+Written = tuple[str, str, int, "Summary | None"]
+#: A frame being written: its name, the writer's handle to its md5, its summary.
+_Pending = tuple[str, FrameHandle, "Summary | None"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ def _run_tasks(tasks: list[Task]) -> Iterator[list[Written]]:
     """Each task's results as soon as its frames' md5s are known (those done before a
     failure first, then the failure)."""
     with FrameWriter() as writer:
-        pending: list[tuple[str, Any, dict[str, Any] | None]] | None = None
+        pending: list[_Pending] | None = None
         for task in tasks:
             try:
                 written = _write_task(task, writer)
@@ -98,9 +103,9 @@ def _run_tasks(tasks: list[Task]) -> Iterator[list[Written]]:
             yield [(name, *writer.result(h), summary) for name, h, summary in pending]
 
 
-def _write_task(task: Task, writer: FrameWriter) -> list[tuple[str, Any, dict[str, Any] | None]]:
+def _write_task(task: Task, writer: FrameWriter) -> list[_Pending]:
     """Write the task's frames; returns (name, md5 handle, summary) for each."""
-    written: list[tuple[str, Any, dict[str, Any] | None]] = []
+    written: list[_Pending] = []
     try:
         for _index, name, arrays, origin, ceiling in _read_frames(task):
             summary = _summary(task, name, arrays, ceiling)
@@ -125,7 +130,7 @@ def _write_task(task: Task, writer: FrameWriter) -> list[tuple[str, Any, dict[st
 
 
 def _summary(task: Task, name: str, arrays: dict[str, np.ndarray], ceiling: float | None
-             ) -> dict[str, Any] | None:
+             ) -> Summary | None:
     """The frame's spectral summary as stored (None when summaries are off)."""
     if not task.summaries:
         return None
