@@ -23,10 +23,7 @@ from dvc_cuvis.materialize.tasks import (
     Task,
 )
 from dvc_cuvis.materialize.v1_names import _v1_frame_name
-from dvc_cuvis.model.frames import (
-    frame_name,
-    frame_name_problem,
-)
+from dvc_cuvis.model.frame_names import frame_name, frame_name_problem
 from dvc_cuvis.model.resolution import check_pinned_universe
 from dvc_cuvis.model.selectors import Resolver
 from dvc_cuvis.model.splits import STAGES, DataSplitConfig

@@ -16,13 +16,7 @@ import numpy as np
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.options import ReaderParams
 from dvc_cuvis.materialize.summaries import ceiling_of, summarize, to_record
-from dvc_cuvis.model.frames import (
-    FrameHandle,
-    FrameWriter,
-    NpzInput,
-    frame_arrays,
-    open_npz_input,
-)
+from dvc_cuvis.model.frames import FrameHandle, FrameWriter, NpzInput, frame_arrays, open_npz_input
 
 _CHUNK = 32  # frames per task: small enough to balance two workers, large enough to amortize
 

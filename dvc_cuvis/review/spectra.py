@@ -98,7 +98,7 @@ def frame_summaries(
     refused when its frame md5 differs from the materialized universe.csv's (a shard out of
     step with its frames), naming the shard and the sample.
     """
-    from dvc_cuvis.model.frames import frame_name
+    from dvc_cuvis.model.frame_names import frame_name
     from dvc_cuvis.model.universe_io import read_universe
 
     uni = res.universe

@@ -11,7 +11,7 @@ import pytest
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.summaries import summarize, to_record
 from dvc_cuvis.materialize.summary_store import shard_of, write_shard
-from dvc_cuvis.model.frames import frame_name
+from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.review.spectra import (
