@@ -84,7 +84,8 @@ from benchmarks.bench_pipeline import SlowdownRow, brief, child_env, count, make
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import CHECKS, verify
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.materialize import ReaderParams
+from dvc_cuvis.materialize import materialize_universe as materialize
 from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe

@@ -19,7 +19,7 @@ target (results read ``n/a``); it only checks that everything runs and agrees.
 Targets (every baseline is measured in the same run):
 
 1. Baked split over 50k samples (500 sources x 100 frames, per-frame ~60/20/20 stage
-   draw, one ``file_indices`` selector per (source, stage)): ``dvc_cuvis.model.splits.resolve``
+   draw, one ``file_indices`` selector per (source, stage)): ``dvc_cuvis.model.resolution.resolve``
    >= 500x faster than ``cuvis_ai_core.data.selectors.resolve_selectors``.  Upstream is
    O(selectors x universe), so it is timed on the first ``--upstream-subset`` selectors of
    each stage and scaled linearly per stage to the full selector count (marked ``*``);
@@ -49,7 +49,7 @@ from cuvis_ai_schemas.training.data import DataSplitConfig, SampleRef, Selector
 
 from benchmarks import _common
 from benchmarks._common import Row, median, profile_top, timed
-from dvc_cuvis.model.splits import Resolution, resolve
+from dvc_cuvis.model.resolution import Resolution, resolve
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 

@@ -103,12 +103,9 @@ from benchmarks import _common
 from benchmarks._common import Row, median, profile_top, timed
 from dvc_cuvis._io import atomic_write_bytes
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.materialize.core import (
-    MaterializeResult,
-    ReaderParams,
-    frame_name,
-    materialize,
-)
+from dvc_cuvis.materialize import MaterializeResult, ReaderParams
+from dvc_cuvis.materialize import materialize_universe as materialize
+from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.frames import Compression, frame_arrays, npz_bytes
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe, write_universe
@@ -724,7 +721,7 @@ def _in_worker(tasks: list[Any]) -> tuple[float, float]:
     """CPU seconds of ``run_tasks(tasks)`` in this process (all threads), and the thread CPU
     its summaries took inside it: as a worker runs them, right after each frame is read
     (cold caches, mapped inputs' first touch), not on a cube already hot in cache."""
-    from dvc_cuvis.materialize import core
+    from dvc_cuvis.materialize import tasks as core
 
     spent = [0.0]
     real = core._summary
@@ -750,8 +747,8 @@ def summaries_cpu(ds: Dataset, work: Path, sample: list[str], rounds: int) -> tu
     summarizing the same cubes on their own (hot in cache, for context)."""
     from dataclasses import replace
 
-    from dvc_cuvis.materialize.core import Task, run_tasks
     from dvc_cuvis.materialize.summaries import summarize
+    from dvc_cuvis.materialize.tasks import Task, run_tasks
 
     out = work / "out_summaries_cpu"
     tasks = [Task("npz", str(ds.root / rel), None, rel, ((0, frame_name(rel, 0)),),

@@ -38,7 +38,8 @@ from benchmarks._common import Row, median, timed
 from benchmarks.bench_check import epoch_read_of, write_sources
 from benchmarks.bench_pipeline import SlowdownRow
 from dvc_cuvis.baking.core import BakeOptions, bake
-from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.materialize import ReaderParams
+from dvc_cuvis.materialize import materialize_universe as materialize
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 

@@ -2,7 +2,9 @@
 # Mutation testing of the drift check and the split model (mutmut 3, 2 workers); see
 # docs/mutation.md for the scores and the survivors.  Not part of .ci/run (it takes minutes).
 #
-#   scripts/mutation.sh [MODULE...]   MODULE: drift, selectors, splits, plugin, one of the
+#   scripts/mutation.sh [MODULE...]   MODULE: drift, selectors, splits (and the modules split
+#                                     out of it: split_state, resolution, constraints, stats),
+#                                     plugin, one of the
 #                                     drift check's other modules (report, tokens, universe,
 #                                     content, selection, staleness, facts, fixes), or the
 #                                     spectra's (summaries, summary_store, spectra,
@@ -10,7 +12,8 @@
 #                                     charts (svg), the report page (review_report), or
 #                                     materialize's summary steps (core_summaries: the
 #                                     functions of materialize/core.py that record the
-#                                     summaries); default: all
+#                                     summaries; tasks_summary: materialize/tasks.py's
+#                                     _summary, which takes one); default: all
 #
 # Environment: JOBS (workers, default 2), DVC_CUVIS_HYPOTHESIS_EXAMPLES (default 25), FRESH=1 (forget earlier results: rm -rf mutants/),
 # RECHECK=1 (run the earlier survivors and "no tests" mutants again first: mutmut keeps a verdict until the code of
@@ -20,11 +23,13 @@
 # in $DVC_CUVIS_TEST_REPOS (tests/helpers/repos.py), not once per mutant.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-KNOWN=(drift selectors splits plugin report tokens universe content selection staleness facts
-       fixes summaries summary_store spectra spectra_html spectra_base svg review_report
-       core_summaries)  # keep in step with only_mutate in pyproject.toml
+KNOWN=(drift selectors splits split_state resolution constraints stats plugin report tokens
+       universe content selection staleness facts fixes summaries summary_store spectra
+       spectra_html spectra_base svg review_report core_summaries tasks_summary)  # keep in step with only_mutate in pyproject.toml
 # each name -> its module under dvc_cuvis/ (the package map: docs/architecture.md)
 declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=model/splits
+                    [split_state]=model/split_state [resolution]=model/resolution
+                    [constraints]=model/constraints [stats]=model/stats
                     [plugin]=plugin/datamodules [report]=check/report [tokens]=check/tokens
                     [universe]=check/universe [content]=check/content
                     [selection]=check/selection [staleness]=check/staleness
@@ -33,9 +38,10 @@ declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=mod
                     [spectra]=review/spectra [spectra_html]=review/spectra_html
                     [spectra_base]=review/spectra_base
                     [svg]=review/svg [review_report]=review/report
-                    [core_summaries]=materialize/core)
+                    [core_summaries]=materialize/core [tasks_summary]=materialize/tasks)
 # a name that covers some functions of its module only (the rest of the module is not run)
-declare -A FUNCS_OF=([core_summaries]="_summary _thumbnails _refresh_summaries _record_results")
+declare -A FUNCS_OF=([core_summaries]="_thumbnails _refresh_summaries _record_results"
+                     [tasks_summary]="_summary")
 modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=("${KNOWN[@]}")
 for m in "${modules[@]}"; do

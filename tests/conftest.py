@@ -110,7 +110,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def materialized(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """6 sessions x 4 frames enumerated, baked (predict = test) and materialized in-process."""
     from dvc_cuvis.baking.core import BakeOptions, bake
-    from dvc_cuvis.materialize.core import ReaderParams, materialize
+    from dvc_cuvis.materialize import ReaderParams
+    from dvc_cuvis.materialize import materialize_universe as materialize
     from dvc_cuvis.model.universe_io import read_universe, write_universe
     from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
     from examples.generate import generate

@@ -24,10 +24,11 @@ import pytest
 PUBLIC_API: tuple[str, ...] = (
     "dvc_cuvis.model.universe_io.read_universe",
     "dvc_cuvis.model.splits.load_splits",
-    "dvc_cuvis.model.splits.resolve",
+    "dvc_cuvis.model.resolution.resolve",
     "dvc_cuvis.model.splits.effective_splits",
     "dvc_cuvis.baking.core.bake",
     "dvc_cuvis.materialize.core.materialize",
+    "dvc_cuvis.materialize.core.materialize_universe",
     "dvc_cuvis.check.drift.verify",
     "dvc_cuvis.check.drift.ensure",
     "dvc_cuvis.train.datamodule.SplitDataModule",

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from dvc_cuvis import limits
 from dvc_cuvis.baking import BakeOptions
 from dvc_cuvis.errors import DvcCuvisError, ParamsError, SelectorError, UniverseError
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import parse_universe_bytes, read_universe
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,8 @@ import pytest
 from dvc_cuvis import _io
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.limits import LimitError
-from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.materialize import ReaderParams
+from dvc_cuvis.materialize import materialize_universe as materialize
 from dvc_cuvis.materialize.summary_store import refresh
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe

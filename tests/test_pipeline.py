@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe
 from examples.generate import generate
 from tests.helpers.repos import copy, pristine

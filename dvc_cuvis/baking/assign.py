@@ -13,8 +13,9 @@ from dvc_cuvis.baking.groups import UNASSIGNED, Groups, StageCodes
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.baking.splitters import Folds, HashSplitter, Splitter, anomaly_rule, splitter
 from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.model.resolution import resolve
 from dvc_cuvis.model.selectors import Positions, Resolver
-from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, STAGES, resolve
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, STAGES
 from dvc_cuvis.model.universe import Universe, uid
 
 logger = logging.getLogger(__name__)

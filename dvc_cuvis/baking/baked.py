@@ -17,13 +17,10 @@ from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.baking.write import baked_resolution, to_config
 from dvc_cuvis.errors import EmptyStageError
 from dvc_cuvis.leakage.adjacent import buffer_rows
+from dvc_cuvis.model.constraints import ConstraintResult, evaluate_constraints
 from dvc_cuvis.model.selectors import Positions
-from dvc_cuvis.model.splits import (
-    EXCLUSIVE_STAGES,
-    ConstraintResult,
-    evaluate_constraints,
-    stage_stats,
-)
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
+from dvc_cuvis.model.stats import stage_stats
 from dvc_cuvis.model.universe import Universe
 
 

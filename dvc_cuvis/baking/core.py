@@ -91,7 +91,7 @@ def bake(
     See Also
     --------
     dvc_cuvis.model.splits.save_splits : write ``Baked.config`` as splits.json.
-    dvc_cuvis.model.splits.resolve : the samples of each stage, by uid.
+    dvc_cuvis.model.resolution.resolve : the samples of each stage, by uid.
     dvc_cuvis.check.drift.verify : check a baked split against the data later.
 
     Notes
@@ -115,7 +115,8 @@ def bake(
     --------
     >>> import pathlib, tempfile
     >>> from dvc_cuvis import BakeOptions, bake
-    >>> from dvc_cuvis.model.splits import resolve, state
+    >>> from dvc_cuvis.model.resolution import resolve
+    >>> from dvc_cuvis.model.split_state import state
     >>> from dvc_cuvis import read_universe
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> rows = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6))  # 6 recordings, 2 frames each

@@ -51,7 +51,8 @@ def committed(out: Path | str, universe: Path | str, metrics: Path | str | None
               ) -> Committed | None:
     """The committed split at ``out`` (with ``universe`` and ``metrics`` at ``HEAD``), or None
     when there is none to compare with (no git, no commit, no such file, unreadable)."""
-    from dvc_cuvis.model.splits import parse_splits, resolve
+    from dvc_cuvis.model.resolution import resolve
+    from dvc_cuvis.model.splits import parse_splits
     from dvc_cuvis.model.universe_io import parse_universe_bytes
     from dvc_cuvis.repo.git import Git
 

@@ -20,8 +20,9 @@ from cuvis_ai_schemas.training.data import (
 )
 
 from dvc_cuvis.baking.options import BakeOptions
+from dvc_cuvis.model.resolution import Resolution, resolve
 from dvc_cuvis.model.selectors import Positions, norm_sources
-from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, Resolution, resolve
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 
 
@@ -126,7 +127,7 @@ def baked_resolution(
 
     Each stage in the order its selectors list it (the whole files first, then each
     source's ids, sources canonical), an empty predict as the whole universe: what
-    :func:`~dvc_cuvis.model.splits.resolve` gives back, without resolving a selector.  Only when
+    :func:`~dvc_cuvis.model.resolution.resolve` gives back, without resolving a selector.  Only when
     two sources of the universe are one path once normalized (a ``files`` selector naming
     one then matches both) is ``cfg`` resolved, since the file means what resolving it
     gives.

@@ -13,7 +13,8 @@ from dvc_cuvis.check.report import Finding
 from dvc_cuvis.check.spectral import spectral_results
 from dvc_cuvis.errors import SelectorError, and_more
 from dvc_cuvis.leakage.adjacent import ADJACENT_FRAMES, adjacent_pairs
-from dvc_cuvis.model.splits import ConstraintResult, evaluate_constraints, resolve
+from dvc_cuvis.model.constraints import ConstraintResult, evaluate_constraints
+from dvc_cuvis.model.resolution import resolve
 from dvc_cuvis.model.universe import Universe
 
 __all__ = ["check_constraints", "check_selection"]

@@ -17,8 +17,9 @@ import numpy as np
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.grids import WAVELENGTH_GRID, grids, same_grid
 from dvc_cuvis.leakage.shift import SPECTRAL_SHIFT, recording_means, shift_test
-from dvc_cuvis.model.frames import frame_name
-from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, ConstraintResult
+from dvc_cuvis.model.constraints import ConstraintResult
+from dvc_cuvis.model.frame_names import frame_name
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 
 __all__ = ["SEVERITIES", "check_spectral_severity", "spectral_results"]
 

@@ -26,7 +26,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write a baked split (or its folds) in GloViTa, soma or index-array form."""
     from dvc_cuvis.interop import export, from_resolutions
-    from dvc_cuvis.model.splits import fold_files, load_splits, resolve
+    from dvc_cuvis.model.resolution import resolve
+    from dvc_cuvis.model.splits import fold_files, load_splits
     from dvc_cuvis.model.universe_io import read_universe
 
     s = Settings(args)

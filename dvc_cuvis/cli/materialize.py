@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file
@@ -22,55 +21,20 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write one deterministic npz per selected frame, incrementally."""
-    from dvc_cuvis.digests.stat_cache import hashing_line, open_stat_cache
-    from dvc_cuvis.materialize.core import materialize, reader_params
-    from dvc_cuvis.model.splits import load_splits
-    from dvc_cuvis.model.universe_io import read_universe
+    """Write one deterministic npz per selected frame, incrementally: the options from the
+    flags and params, one library call, and what it did printed."""
+    from dvc_cuvis.materialize import MaterializeOptions, materialize
 
     s = Settings(args)
-    v = MATERIALIZE.values(s.get)
-    universe_path = Path(v["universe"])
-    splits_path = v["splits"]
-    out_dir = s.required("out_dir", "--out-dir DIR")
-    params = reader_params(v)
-    cache = open_stat_cache(v["stat_cache"] or "auto")
-    require_file(universe_path, "universe", s)
-    uni = read_universe(universe_path)
-    if splits_path:
-        require_file(Path(splits_path), "splits", s)
-    cfg = load_splits(splits_path) if splits_path else None
-    progress = v["progress"]
-    jobs = max(1, v["jobs"])
-    _note_jobs(s, jobs, v["executor"])
-    result = materialize(
-        uni, cfg, Path(out_dir), params,
-        select=v["select"],
-        jobs=jobs,
-        executor=v["executor"],
-        scheduler=v["scheduler"],
-        cache=cache,
-        lock_wait=float(v["lock_wait"]),
-        show_progress=progress if progress is not None else sys.stderr.isatty(),
-        summaries=not v["no_summaries"],
-    )
+    opts = MaterializeOptions.from_settings(s)
+    require_file(opts.universe, "universe", s)
+    if opts.splits is not None:
+        require_file(opts.splits, "splits", s)
+    for warning in opts.warnings():  # before the run: the user learns it while it runs
+        print(f"dvc-cuvis: warning: {s.origin(warning.param)} {warning.text}", file=sys.stderr)
+    result = materialize(opts)
     for note in result.notes:
         print(terminal(f"dvc-cuvis: {note}"), file=sys.stderr)
-    migrated = result.migrated
-    moved = f", {migrated} migrated to the current layout" if migrated else ""
-    print(f"materialized {len(result.universe)} frames into {out_dir}: {result.written} written, "
-          f"{result.kept} unchanged, {result.deleted} deleted{moved}")
-    print(f"dvc-cuvis: {hashing_line(cache)}", file=sys.stderr)
+    print(result.summary(s.get("out_dir")))
+    print(f"dvc-cuvis: {result.hashing}", file=sys.stderr)
     return EXIT_OK
-
-
-def _note_jobs(s: Settings, jobs: int, executor: str) -> None:
-    """One line when ``jobs`` asks for more worker processes than there are CPUs: the pool
-    is capped (``limits.pool_size``), so the user learns why fewer run than asked."""
-    from dvc_cuvis import limits
-
-    cpus = limits.cpus()
-    if executor == "local" and jobs > cpus:
-        print(f"dvc-cuvis: warning: {s.origin('jobs')} {jobs:,} is more than the {cpus} "
-              f"CPUs this process may use: at most {cpus} worker processes run "
-              "(never more than the frames to write)", file=sys.stderr)

@@ -22,7 +22,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write a self-contained HTML report of a split (and of a change to it with --base)."""
     from dvc_cuvis.check.drift import verify
-    from dvc_cuvis.model.splits import evaluate_constraints, resolve
+    from dvc_cuvis.model.constraints import evaluate_constraints
+    from dvc_cuvis.model.resolution import resolve
     from dvc_cuvis.review.report import ReportInput, render, write
 
     s = Settings(args)

@@ -38,13 +38,10 @@ def partial_failed(res: Any, where: object, allow: bool) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Resolve every stage of a splits.json against a universe.csv."""
-    from dvc_cuvis.model.splits import (
-        evaluate_constraints,
-        failed_constraints,
-        resolve,
-        stage_stats,
-        state,
-    )
+    from dvc_cuvis.model.constraints import evaluate_constraints, failed_constraints
+    from dvc_cuvis.model.resolution import resolve
+    from dvc_cuvis.model.split_state import state
+    from dvc_cuvis.model.stats import stage_stats
 
     s = Settings(args)
     inp = load_inputs(s)

@@ -76,7 +76,7 @@ def data_group(universe_csv: Path, splits: Path, out: Path, *, batch_size: int =
     >>> import numpy as np
     >>> from dvc_cuvis import BakeOptions, bake
     >>> from dvc_cuvis.interop.cuvis_ai import data_group
-    >>> from dvc_cuvis.materialize import ReaderParams, materialize
+    >>> from dvc_cuvis.materialize import ReaderParams, materialize_universe
     >>> from dvc_cuvis import read_universe
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> for k in range(4):
@@ -86,7 +86,7 @@ def data_group(universe_csv: Path, splits: Path, out: Path, *, batch_size: int =
     ...     "source,index,format\\n" + "".join(f"f{k}.npz,0,npz\\n" for k in range(4)))
     >>> uni = read_universe(d / "universe.csv")
     >>> (baked,) = bake(uni, BakeOptions(val_ratio=0.25, test_ratio=0.25))
-    >>> _ = materialize(uni, baked.config, d / "mat", ReaderParams())
+    >>> _ = materialize_universe(uni, baked.config, d / "mat", ReaderParams())
     >>> out = data_group(d / "mat/universe.csv", d / "mat/splits.json",
     ...                  d / "configs/data/mine.yaml", batch_size=2)
     >>> print(out.read_text().split("\\n", 4)[-1], end="")

@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dvc_cuvis.errors import DvcCuvisError, and_more
-from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, Resolution
+from dvc_cuvis.model.resolution import Resolution
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 
 Positions = npt.NDArray[np.int64]

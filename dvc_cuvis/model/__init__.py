@@ -13,15 +13,13 @@ from dvc_cuvis.model.compare import (
     Version,
     diff_versions,
 )
-from dvc_cuvis.model.frames import (
-    FrameWriter,
-    read_npz,
-    write_frame,
-)
+from dvc_cuvis.model.constraints import evaluate_constraints
+from dvc_cuvis.model.frames import FrameWriter, read_npz, write_frame
 from dvc_cuvis.model.ids import (
     MAX_RANGE_IDS,
     parse_id_range,
 )
+from dvc_cuvis.model.resolution import Resolution, resolve, stage_codes
 from dvc_cuvis.model.selectors import (
     Resolver,
     describe,
@@ -30,20 +28,16 @@ from dvc_cuvis.model.selectors import (
     split_ids,
     walk,
 )
+from dvc_cuvis.model.split_state import is_baked
 from dvc_cuvis.model.splits import (
     STAGES,
     DataSplitConfig,
-    Resolution,
     dumps_splits,
-    evaluate_constraints,
-    is_baked,
     load_splits,
     parse_splits,
-    resolve,
     save_splits,
-    stage_codes,
-    stage_stats,
 )
+from dvc_cuvis.model.stats import stage_stats
 from dvc_cuvis.model.universe import (
     DIGEST_COLUMNS,
     Sample,

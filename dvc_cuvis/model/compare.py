@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis.errors import UniverseError
-from dvc_cuvis.model.splits import STAGE_CODE_NAMES, STAGES, stage_codes
+from dvc_cuvis.model.resolution import stage_codes
+from dvc_cuvis.model.splits import STAGE_CODE_NAMES, STAGES
 from dvc_cuvis.model.universe import Universe
 
-#: A sample's state: its stage code (:func:`~dvc_cuvis.model.splits.stage_codes`).
+#: A sample's state: its stage code (:func:`~dvc_cuvis.model.resolution.stage_codes`).
 STATE_NAMES: tuple[str, ...] = STAGE_CODE_NAMES
 #: params.yaml sections whose changes a comparison lists.
 TRACKED_PARAMS: tuple[str, ...] = ("enumerate", "bake", "materialize")
@@ -59,7 +60,7 @@ class Version:
         return out
 
     def state(self) -> np.ndarray:
-        """Per row: the stage code of :func:`~dvc_cuvis.model.splits.stage_codes` (its tie rule)."""
+        """Per row: the stage code of :func:`~dvc_cuvis.model.resolution.stage_codes` (tie rule)."""
         return stage_codes(self.stages, len(self.universe))
 
     def counts(self) -> dict[str, int]:

@@ -96,7 +96,7 @@ def read_universe(path: Path | str, *, unique_materialized_path: bool | None = N
     --------
     write_universe : write a universe back (canonical order, ``\\n`` line endings).
     universe_hash : the fingerprint a baked split pins.
-    dvc_cuvis.model.splits.resolve : the samples each stage of a split selects.
+    dvc_cuvis.model.resolution.resolve : the samples each stage of a split selects.
 
     Notes
     -----

@@ -1,7 +1,7 @@
 """Fetch only what a stage needs: the split's stages mapped to files DVC can pull granularly.
 
 A trainer needs the frames of one stage, not the whole dataset.  :func:`plan_fetch`
-resolves the split's stages (the selector rules of :func:`dvc_cuvis.model.splits.resolve`) and
+resolves the split's stages (the selector rules of :func:`dvc_cuvis.model.resolution.resolve`) and
 lists the files those samples need — the frame (``materialized_path``, else the source)
 and its annotation, each with the md5 universe.csv records (the columns the drift check
 reads, :data:`dvc_cuvis.model.universe.DIGEST_COLUMNS`).  :func:`fetch` hands exactly those paths
@@ -214,7 +214,8 @@ def plan_fetch(
     them by uid.  Every path must lie inside the repository ``root`` (default: the DVC
     repository holding ``universe``).
     """
-    from dvc_cuvis.model.splits import STAGES, load_splits, resolve
+    from dvc_cuvis.model.resolution import resolve
+    from dvc_cuvis.model.splits import STAGES, load_splits
     from dvc_cuvis.model.universe_io import read_universe
 
     bad = [s for s in stages if s not in STAGES]

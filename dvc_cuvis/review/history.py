@@ -24,11 +24,9 @@ from typing import Any
 from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.limits import LimitError
 from dvc_cuvis.model.compare import Version
-from dvc_cuvis.model.splits import (
-    evaluate_constraints,
-    parse_splits,
-    resolve,
-)
+from dvc_cuvis.model.constraints import evaluate_constraints
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import parse_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import parse_universe_bytes
 from dvc_cuvis.repo.git import Git, mirror

@@ -17,13 +17,9 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis.check.drift import DriftReport
-from dvc_cuvis.model.splits import (
-    EXCLUSIVE_STAGES,
-    STAGE_CODE_NAMES,
-    STAGES,
-    Resolution,
-    stage_stats,
-)
+from dvc_cuvis.model.resolution import Resolution
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, STAGE_CODE_NAMES, STAGES
+from dvc_cuvis.model.stats import stage_stats
 from dvc_cuvis.model.universe import anomaly_notions_differ, anomaly_notions_note
 from dvc_cuvis.review import svg
 

@@ -26,7 +26,8 @@ import numpy as np
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.shift import Shift, recording_means, shift_test
 from dvc_cuvis.materialize.summary_store import load_summaries, shard_of
-from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, Resolution
+from dvc_cuvis.model.resolution import Resolution
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 
 #: The SMD above which a band counts as shifted: the stages' frame means two pooled standard
@@ -101,7 +102,7 @@ def frame_summaries(
     refused when its frame md5 differs from the materialized universe.csv's (a shard out of
     step with its frames), naming the shard and the sample.
     """
-    from dvc_cuvis.materialize.core import frame_name
+    from dvc_cuvis.model.frame_names import frame_name
     from dvc_cuvis.model.universe_io import read_universe
 
     uni = res.universe

@@ -87,7 +87,7 @@ def train_shift(base: Version, entries: dict[str, dict[str, Any]],
                 now: dict[tuple[float, ...], list[dict[str, Any]]], threshold: float
                 ) -> tuple[list[Balance], str]:
     """The balance of train at the base against train now, per shared wavelength grid."""
-    from dvc_cuvis.materialize.core import frame_name
+    from dvc_cuvis.model.frame_names import frame_name
 
     uni = base.universe
     by_grid: dict[tuple[float, ...], list[dict[str, Any]]] = {}

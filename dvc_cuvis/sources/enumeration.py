@@ -100,7 +100,7 @@ def _refuse_long_names(result: Scan, opts: EnumerateOptions) -> None:
     """Refuse files whose frame names materialize could not create (too many bytes once
     encoded, the temp file's included), naming each, before any stage builds on them."""
     from dvc_cuvis.limits import LimitError, current
-    from dvc_cuvis.model.frames import frame_name, frame_name_problem
+    from dvc_cuvis.model.frame_names import frame_name, frame_name_problem
 
     pairs: Iterable[tuple[Any, Any]] = (
         zip(result.columns["source"], result.columns["index"], strict=True)

@@ -26,7 +26,8 @@ from dvc_cuvis.check.drift import DriftReport, check_verify_mode, ensure, verify
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
 from dvc_cuvis.model.frames import read_npz
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.paths import PathGuard
@@ -183,7 +184,7 @@ class SplitDataModule:
     >>> import pathlib, tempfile
     >>> import numpy as np
     >>> from dvc_cuvis import bake, BakeOptions, SplitDataModule
-    >>> from dvc_cuvis.materialize import ReaderParams, materialize
+    >>> from dvc_cuvis.materialize import ReaderParams, materialize_universe
     >>> from dvc_cuvis import read_universe
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> for k in range(4):
@@ -193,7 +194,7 @@ class SplitDataModule:
     ...     "source,index,format\\n" + "".join(f"f{k}.npz,0,npz\\n" for k in range(4)))
     >>> uni = read_universe(d / "universe.csv")
     >>> (baked,) = bake(uni, BakeOptions(val_ratio=0.25, test_ratio=0.25))
-    >>> _ = materialize(uni, baked.config, d / "mat", ReaderParams())
+    >>> _ = materialize_universe(uni, baked.config, d / "mat", ReaderParams())
     >>> dm = SplitDataModule(d / "mat" / "universe.csv", d / "mat" / "splits.json",
     ...                      batch_size=2, lock=None, stat_cache=None)
     >>> dm.setup("fit")

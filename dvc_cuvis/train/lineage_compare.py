@@ -22,7 +22,8 @@ from typing import Any
 from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.limits import LimitError, loads_json
 from dvc_cuvis.model.compare import SplitDiff, Version, diff_versions
-from dvc_cuvis.model.splits import parse_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import parse_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import parse_universe_bytes
 from dvc_cuvis.repo.lockfile import LockFile, LockReadError

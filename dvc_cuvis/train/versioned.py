@@ -196,7 +196,7 @@ def _stage_files(dvc_repo: Any, cfg: Any, stage: str, where: str, rev: str, spli
                  ) -> tuple[Any, list[int], list[str], list[FetchFile]]:
     """The universe at the revision, the stage's rows in it, each row's frame file (a
     repository path) and the files with the md5 the universe records (each once, sorted)."""
-    from dvc_cuvis.model.splits import resolve
+    from dvc_cuvis.model.resolution import resolve
     from dvc_cuvis.model.universe_io import parse_universe_bytes
     from dvc_cuvis.repo.pull import FetchFile
 

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from dvc_cuvis.baking import BakeOptions, bake, compact_ids, iterative_stratify
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.model.splits import is_baked, load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.split_state import is_baked
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe import Universe
 from tests.helpers.files import write_universe_csv
 
@@ -366,7 +368,8 @@ def test_each_strategy_is_a_splitter_and_folds_wrap_any_of_them(strategy: str) -
 def test_metrics_come_from_the_positions_not_from_resolving_the_config(monkeypatch) -> None:
     import dvc_cuvis.baking.assign as assign_mod
     import dvc_cuvis.baking.write as write_mod
-    from dvc_cuvis.model.splits import evaluate_constraints, stage_stats
+    from dvc_cuvis.model.constraints import evaluate_constraints
+    from dvc_cuvis.model.stats import stage_stats
 
     uni = make_universe(3)
     want = [json.dumps(b.metrics) for b in bake(uni, BakeOptions(seed=2, predict="test"))]

@@ -225,7 +225,7 @@ def test_symlinks_out_of_the_dataset_are_refused(tmp_path: Path, cli) -> None:
 
 
 def test_nul_and_separators_are_never_written(tmp_path: Path) -> None:
-    from dvc_cuvis.materialize.core import frame_name
+    from dvc_cuvis.model.frame_names import frame_name
 
     for source in ["../../x", "/abs/x", "C:\\\\x", "a\x00b", "a/./b"]:
         name = frame_name(source, 0)

@@ -9,7 +9,8 @@ from typing import Any
 from dvc_cuvis._io import write_json
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.model.compare import diff_versions
-from dvc_cuvis.model.splits import load_splits, resolve, save_splits
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits, save_splits
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.train.lineage import take_record
 from dvc_cuvis.train.lineage_compare import record_version

@@ -154,7 +154,8 @@ def test_check_and_materialize_on_a_fresh_clone_hash_no_input_byte(
 ) -> None:
     from dvc_cuvis.baking.core import BakeOptions, bake
     from dvc_cuvis.check.drift import verify
-    from dvc_cuvis.materialize.core import ReaderParams, materialize
+    from dvc_cuvis.materialize import ReaderParams
+    from dvc_cuvis.materialize import materialize_universe as materialize
 
     clone = fresh_clone(origin, tmp_path, env)
     uni, _ = enumerate_npz(clone, StatCache(None, dvc=DvcKnownHashes()))

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.cli import main
-from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.materialize import ReaderParams
+from dvc_cuvis.materialize import materialize_universe as materialize
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from examples.generate import generate

@@ -14,7 +14,8 @@ from dvc_cuvis.interop import Folds
 from dvc_cuvis.interop.glovita import export_glovita, import_glovita, labels_json
 from dvc_cuvis.interop.indices import indices_bytes, read_indices
 from dvc_cuvis.interop.soma import export_soma, original_id, read_soma, sample_id
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 

@@ -15,9 +15,9 @@ from dvc_cuvis.check.drift import verify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.grids import grid_changes, grids
 from dvc_cuvis.leakage.shift import recording_means, shift_test
-from dvc_cuvis.materialize.core import frame_name
 from dvc_cuvis.materialize.summaries import summarize, to_record
 from dvc_cuvis.materialize.summary_store import shard_of, write_shard
+from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.splits import save_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import write_universe
@@ -211,7 +211,8 @@ def test_the_guard_refuses_a_split_on_two_grids_before_setup(tmp_path: Path) -> 
 
 
 def test_the_reports_balance_table_uses_the_shift_test(tmp_path: Path) -> None:
-    from dvc_cuvis.model.splits import load_splits, resolve
+    from dvc_cuvis.model.resolution import resolve
+    from dvc_cuvis.model.splits import load_splits
     from dvc_cuvis.model.universe_io import read_universe
     from dvc_cuvis.review.spectra import split_spectra
     from dvc_cuvis.review.spectra_html import section

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 
-from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.materialize import ReaderParams
+from dvc_cuvis.materialize import materialize_universe as materialize
 from dvc_cuvis.materialize.summary_store import DamagedShardError, load_summaries
 from dvc_cuvis.model.universe_io import read_universe
 

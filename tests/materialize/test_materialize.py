@@ -18,14 +18,13 @@ import pytest
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.materialize.core import (
-    ReaderParams,
-    frame_name,
-    materialize,
-    output_lock,
-)
+from dvc_cuvis.materialize.core import materialize_universe as materialize
+from dvc_cuvis.materialize.lock import output_lock
+from dvc_cuvis.materialize.options import ReaderParams
+from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.frames import Compression, npz_bytes
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from examples.generate import generate
@@ -318,7 +317,7 @@ def test_first_rerun_does_not_rehash_outputs(project: Path, monkeypatch) -> None
 
 def _raise_for(bad: str, how: str):
     """A ``frame_arrays`` that fails for source ``bad`` (inherited by forked workers)."""
-    from dvc_cuvis.materialize import core as mat
+    from dvc_cuvis.materialize import tasks as mat
 
     real = mat.frame_arrays
 
@@ -339,7 +338,8 @@ def test_a_failing_task_keeps_what_its_group_and_the_running_groups_finished(
     write them again."""
     import multiprocessing
 
-    from dvc_cuvis.materialize import core as mat
+    from dvc_cuvis.materialize import executors
+    from dvc_cuvis.materialize import tasks as mat
 
     if multiprocessing.get_start_method() != "fork":
         pytest.skip("injecting a failure into workers needs forked workers")
@@ -349,13 +349,13 @@ def test_a_failing_task_keeps_what_its_group_and_the_running_groups_finished(
     from types import SimpleNamespace
 
     one_frame = [SimpleNamespace(frames=[0], i=i) for i in range(len(uni))]
-    groups = [[t.i for t in g] for g in mat._groups(one_frame, 2)]  # one task per frame file
+    groups = [[t.i for t in g] for g in executors._groups(one_frame, 2)]  # one task per frame file
     assert all(len(g) >= 2 for g in groups)
     bad = uni.source(groups[1][-1])  # the last task of a group: its group-mates finish first
     monkeypatch.setattr(mat, "frame_arrays", _raise_for(bad, "bug"))
-    real_groups = mat._groups
+    real_groups = executors._groups
     seen: list[list[str]] = []
-    monkeypatch.setattr(mat, "_groups", lambda tasks, jobs: [
+    monkeypatch.setattr(executors, "_groups", lambda tasks, jobs: [
         seen.append([t.source for t in g]) or g for g in real_groups(tasks, jobs)])
     out = tmp_path / "out"
     with pytest.raises(DvcCuvisError, match="RuntimeError: boom"):
@@ -376,7 +376,7 @@ def test_a_failing_worker_is_one_clean_error_and_leaves_no_partial_frame(
         tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
     import multiprocessing
 
-    from dvc_cuvis.materialize import core as mat
+    from dvc_cuvis.materialize import tasks as mat
 
     if how != "truncated" and multiprocessing.get_start_method() != "fork":
         pytest.skip("injecting a failure into workers needs forked workers")

@@ -173,9 +173,10 @@ def _inputs(root: Path, n: int = 4) -> None:
 
 def _run(root: Path, monkeypatch: pytest.MonkeyPatch, **kw: object) -> list[str]:
     """materialize ``root`` (every sample); returns the sources summarized in this run."""
-    import dvc_cuvis.materialize.core as core
+    import dvc_cuvis.materialize.tasks as core
     from dvc_cuvis import read_universe
-    from dvc_cuvis.materialize import ReaderParams, materialize
+    from dvc_cuvis.materialize import ReaderParams
+    from dvc_cuvis.materialize import materialize_universe as materialize
 
     seen: list[str] = []
     real = core.summarize

@@ -21,8 +21,10 @@ import pytest
 import dvc_cuvis.materialize.core as core
 import dvc_cuvis.materialize.summary_store as store
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.materialize.core import ReaderParams, Task, plan
+from dvc_cuvis.materialize.options import ReaderParams
+from dvc_cuvis.materialize.planning import plan
 from dvc_cuvis.materialize.summaries import summarize, to_record
+from dvc_cuvis.materialize.tasks import Task, _summary
 from dvc_cuvis.model.universe_io import read_universe
 
 WL = np.array([450, 550, 650, 750])
@@ -79,8 +81,8 @@ def _task(**kw: Any) -> Task:
 
 def test_a_frames_summary_is_none_when_summaries_are_off() -> None:
     arrays = {"cube": _cube(0), "wavelengths": WL}
-    assert core._summary(_task(summaries=False), "frames/x.npz.000000.npz", arrays, None) is None
-    assert core._summary(_task(), "frames/x.npz.000000.npz", arrays, None) is not None
+    assert _summary(_task(summaries=False), "frames/x.npz.000000.npz", arrays, None) is None
+    assert _summary(_task(), "frames/x.npz.000000.npz", arrays, None) is not None
 
 
 def test_a_frames_summary_is_the_stored_record_of_its_cube_mask_and_ceiling() -> None:
@@ -90,16 +92,16 @@ def test_a_frames_summary_is_the_stored_record_of_its_cube_mask_and_ceiling() ->
     mask[:2] = 4
     name = "frames/x.npz.000000.npz"
     arrays = {"cube": cube, "wavelengths": WL, "class_mask": mask}
-    rec = core._summary(_task(), name, arrays, 65535.0)
+    rec = _summary(_task(), name, arrays, 65535.0)
     assert rec == to_record(summarize(cube, WL, mask, ceiling=65535.0))
     assert rec is not None and rec["saturated"] == 2 and "thumbnail" not in rec
     assert {k: c["pixels"] for k, c in rec["categories"].items()} == {"0": 20, "4": 10}
-    plain = core._summary(_task(), name, {"cube": cube, "wavelengths": WL}, None)
+    plain = _summary(_task(), name, {"cube": cube, "wavelengths": WL}, None)
     assert plain is not None and plain["saturated"] is None and plain["categories"] == {}
-    thumbed = core._summary(_task(thumbs=frozenset({name})), name, arrays, 65535.0)
+    thumbed = _summary(_task(thumbs=frozenset({name})), name, arrays, 65535.0)
     assert thumbed is not None and thumbed["thumbnail"] == to_record(
         summarize(cube, WL, mask, ceiling=65535.0, with_thumbnail=True))["thumbnail"]
-    other = core._summary(_task(thumbs=frozenset({"frames/y.npz.000000.npz"})), name, arrays,
+    other = _summary(_task(thumbs=frozenset({"frames/y.npz.000000.npz"})), name, arrays,
                           65535.0)
     assert other is not None and "thumbnail" not in other
 

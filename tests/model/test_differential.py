@@ -50,14 +50,10 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from dvc_cuvis.errors import SelectorError, UniverseError
+from dvc_cuvis.model.constraints import evaluate_constraints
+from dvc_cuvis.model.resolution import Resolution, check_pinned_universe, resolve
 from dvc_cuvis.model.selectors import PartialMatch, Resolver
-from dvc_cuvis.model.splits import (
-    STAGES,
-    Resolution,
-    check_pinned_universe,
-    evaluate_constraints,
-    resolve,
-)
+from dvc_cuvis.model.splits import STAGES
 from dvc_cuvis.model.universe import Universe, universe_hash
 from dvc_cuvis.model.universe_io import parse_universe_bytes
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import time
 import zipfile
@@ -13,18 +12,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.materialize import core as mat
-from dvc_cuvis.materialize.core import (
-    FORMAT_VERSION,
-    ReaderParams,
-    frame_name,
-    materialize,
-    parse_frame_name,
-)
+from dvc_cuvis.materialize import executors
+from dvc_cuvis.materialize import tasks as mtasks
+from dvc_cuvis.materialize.core import materialize_universe as materialize
+from dvc_cuvis.materialize.options import ReaderParams
+from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.frames import (
     Compression,
     apply_crop,
@@ -33,9 +26,8 @@ from dvc_cuvis.model.frames import (
     read_npz,
     write_frame,
 )
-from dvc_cuvis.model.universe import Universe
-from dvc_cuvis.model.universe_io import read_universe, write_universe
-from tests.helpers.files import tree, write_session
+from dvc_cuvis.model.universe_io import read_universe
+from tests.helpers.files import tree
 
 # -- the frame bytes -----------------------------------------------------------------------
 
@@ -56,194 +48,6 @@ def test_write_frame_is_deterministic_and_reads_back(tmp_path: Path) -> None:
     assert got["cube"].dtype == np.float32 and got["cube"].shape == (3, 4, 3)
     assert got["class_mask"].dtype == np.uint8 and got["mask"].dtype == np.int32
     assert got["wavelengths"].tolist() == [500, 600, 700] and str(got["source"]) == "day1/a.cu3s"
-
-
-# -- names ---------------------------------------------------------------------------------
-
-# path components chosen to meet every rule of the encoding: extensions that differ only by
-# a suffix or case, names that look like frame files or escapes, dots, empty components,
-# odd and non-ASCII characters, a NUL and an unpaired surrogate
-_PART = st.one_of(
-    st.sampled_from(["x", "X", "x.npz", "X.NPZ", "x.tif", "x.tiff", "x.cu3s", "x.000000.npz",
-                     "x.000003", ".", "..", "", "%", "%2F", "%2E", "%00", "a b", "C:", "#1",
-                     "Würfel", "e\u0301", "\u00e9", "\x00", "\udcff", "frames", ".npz"]),
-    st.text(min_size=0, max_size=12),
-)
-_SOURCE = st.lists(_PART, min_size=1, max_size=4).map("/".join)
-_REF = st.tuples(_SOURCE, st.integers(min_value=0, max_value=2_000_000))
-
-
-def _check_layout(refs: set[tuple[str, int]]) -> dict[str, tuple[str, int]]:
-    names = {frame_name(s, i): (s, i) for s, i in refs}
-    assert len(names) == len(refs)  # injective on this set
-    folders = set()
-    for name, ref in names.items():
-        assert parse_frame_name(name) == ref
-        parts = name.split("/")
-        assert parts[0] == "frames" and parts[-1].endswith(".npz")
-        assert all(p not in ("", ".", "..") and "\x00" not in p for p in parts)
-        for k in range(2, len(parts)):
-            folder = "/".join(parts[:k])
-            assert not folder.lower().endswith(".npz")  # no folder looks like a frame file
-            folders.add(folder)
-    assert not folders & set(names)  # a frame file is never another frame's folder
-    return names
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.sets(_REF, max_size=12))
-def test_names_are_injective_and_parse_back(refs: set[tuple[str, int]]) -> None:
-    _check_layout(refs)
-
-
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.sets(_REF, min_size=1, max_size=8))
-def test_names_coexist_on_disk(tmp_path: Path, refs: set[tuple[str, int]]) -> None:
-    root = tmp_path / hashlib.sha256(repr(sorted(refs)).encode("utf-8", "surrogatepass")
-                                     ).hexdigest()[:12]
-    names = _check_layout({(s, i) for s, i in refs if len(s.encode("utf-8", "surrogatepass"))
-                           < 60})
-    for name in names:
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "xb") as fh:  # exclusive: a second writer of one name would fail
-            fh.write(b"")
-    assert len([p for p in root.rglob("*") if p.is_file()]) == len(names)
-
-
-def test_the_layout_a_person_expects() -> None:
-    assert frame_name("day1/frame_0000.npz", 0) == "frames/day1/frame_0000.npz.000000.npz"
-    assert frame_name("day1/a.cu3s", 3) == "frames/day1/a.cu3s.000003.npz"
-    assert frame_name("a.npz/s.cu3s", 1) == "frames/a%2Enpz/s.cu3s.000001.npz"  # folder
-    assert frame_name("Würfel/Messung 1.cu3s", 0) == "frames/Würfel/Messung 1.cu3s.000000.npz"
-    assert frame_name("d/x", 0) == "frames/d/x.000000.npz"
-    assert frame_name("d/x", 1_234_567) == "frames/d/x.1234567.npz"
-    _check_layout({("x.npz", 0), ("x.npz/s", 0), ("x.tif", 0), ("x.tiff", 0), ("X.tif", 0),
-                   ("d/x", 0), ("d/x.000000.npz", 0), ("d/x.000000", 0)})
-    with pytest.raises(Exception, match="not a frame name"):
-        parse_frame_name("frames/day1/a.cu3s/000003")
-
-
-# -- migration of a version-1 folder -------------------------------------------------------
-
-
-
-def _dataset(root: Path, rows: list[tuple[str, int]], seed: int = 0) -> Universe:
-    """``.cu3s`` sessions (SDK double) and single-frame npz files under ``root/data``."""
-    rng = np.random.default_rng(seed)
-    for k, source in enumerate(sorted({s for s, _ in rows})):
-        path = root / "data" / source
-        if source.endswith(".cu3s"):
-            write_session(path, 1 + max(i for s, i in rows if s == source), seed=k)
-            continue
-        cube = rng.random((3, 4, 2), dtype=np.float32)
-        classes = rng.integers(0, 3, size=(3, 4))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(npz_bytes({"cube": cube, "wavelengths": np.array([450, 550]),
-                                    "class_mask": classes.astype(np.uint8)}, Compression()))
-    uni = Universe.from_records(
-        [{"source": s, "index": i, "materialized_path": f"data/{s}",
-          "format": "cu3s" if s.endswith(".cu3s") else "npz"} for s, i in rows],
-        path=root / "universe.csv")
-    write_universe(uni, root / "universe.csv")
-    return read_universe(root / "universe.csv")
-
-
-ROWS = [("day1/frame_0000.npz", 0), ("day1/frame_0001.npz", 0), ("day1/a.cu3s", 0),
-        ("day1/a.cu3s", 1), ("day1/a.cu3s", 2), ("day2/x.npz", 0), ("day2/X.npz", 0),
-        ("day2/x", 0), ("day2/x.000000.npz", 0)]  # the last two: a new file, an old folder
-
-
-def _tree(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".materialize.lock"}
-
-
-def _build_v1(monkeypatch: pytest.MonkeyPatch, uni: Universe, out: Path, cache: StatCache
-              ) -> None:
-    """A folder as format version 1 wrote it: the same code with its names and version."""
-    with monkeypatch.context() as m:
-        m.setattr(mat, "FORMAT_VERSION", 1)
-        m.setattr(mat, "frame_name", mat._v1_frame_name)
-        materialize(uni, None, out, ReaderParams(), cache=cache)
-    assert json.loads((out / "manifest.json").read_text())["version"] == 1
-
-
-def test_a_version_1_folder_is_migrated_not_rewritten(
-        sdk: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    uni = _dataset(tmp_path, ROWS)
-    clean = materialize(uni, None, tmp_path / "clean", ReaderParams())
-    assert clean.written == len(ROWS) and clean.migrated == 0
-    out = tmp_path / "out"
-    cache = StatCache(tmp_path / "stat-cache")
-    _build_v1(monkeypatch, uni, out, cache)
-    assert (out / "frames/day1/frame_0000.npz/000000.npz").is_file()  # the old layout
-    old = {name: (out / name).stat().st_ino for name in
-           json.loads((out / "manifest.json").read_text())["frames"]}
-    assert len(old) == len(ROWS)
-    warm = StatCache(tmp_path / "stat-cache")
-    res = materialize(uni, None, out, ReaderParams(), cache=warm)
-    assert (res.written, res.migrated, res.kept, res.deleted) == (0, len(ROWS), 0, 0)
-    assert _tree(out) == _tree(tmp_path / "clean")  # byte-identical to a clean run
-    v1_to_ref = {mat._v1_frame_name(*r): r for r in ROWS}
-    for name, ino in old.items():  # renamed, never rewritten
-        assert (out / frame_name(*v1_to_ref[name])).stat().st_ino == ino
-    dirs = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_dir()
-            and not p.relative_to(out).as_posix().startswith("summaries")]
-    assert sorted(dirs) == ["frames", "frames/day1", "frames/day2"]  # old folders pruned
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["version"] == FORMAT_VERSION == 2
-    assert sorted(manifest["frames"]) == sorted(frame_name(*r) for r in ROWS)
-    assert read_universe(out / "universe.csv").column("materialized_path") == sorted(
-        frame_name(*r) for r in ROWS)
-    assert warm.stats()["md5_hashed"] == 0  # the stat cache vouched for every old frame
-    warm = StatCache(tmp_path / "stat-cache")
-    again = materialize(uni, None, out, ReaderParams(), cache=warm)
-    assert (again.written, again.migrated, again.kept) == (0, 0, len(ROWS))
-    assert warm.stats()["md5_hashed"] == 0  # the moved frames were recorded under new names
-
-
-def test_migration_rewrites_only_what_changed(
-        sdk: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    uni = _dataset(tmp_path, ROWS)
-    out = tmp_path / "out"
-    _build_v1(monkeypatch, uni, out, StatCache(None))
-    (tmp_path / "data/day1/frame_0001.npz").write_bytes(
-        (tmp_path / "data/day1/frame_0000.npz").read_bytes())  # changed content
-    (out / "frames/day2/x.npz/000000.npz").write_bytes(b"damaged")  # not what the manifest says
-    smaller = uni.take([p for p, u in enumerate(uni.uids()) if u != "day1/a.cu3s#2"])
-    res = materialize(smaller, None, out, ReaderParams())
-    # the two rewritten frames leave their old-layout files behind, deleted with a.cu3s#2
-    assert (res.written, res.migrated, res.deleted) == (2, len(ROWS) - 3, 3)
-    write_universe(smaller, tmp_path / "u2.csv")
-    materialize(read_universe(tmp_path / "u2.csv"), None, tmp_path / "clean", ReaderParams())
-    assert _tree(out) == _tree(tmp_path / "clean")
-
-
-def test_an_interrupted_migration_resumes_to_a_clean_folder(
-        sdk: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    uni = _dataset(tmp_path, ROWS)
-    materialize(uni, None, tmp_path / "clean", ReaderParams())
-    out = tmp_path / "out"
-    _build_v1(monkeypatch, uni, out, StatCache(None))
-    calls = []
-    real_replace = os.replace
-
-    def dying_replace(src: object, dst: object) -> None:
-        calls.append(src)
-        if len(calls) == len(ROWS) + 2:  # in the second pass, after one frame landed
-            raise KeyboardInterrupt
-        real_replace(src, dst)  # type: ignore[arg-type]
-
-    with monkeypatch.context() as m:
-        m.setattr(mat.os, "replace", dying_replace)
-        with pytest.raises(KeyboardInterrupt):
-            materialize(uni, None, out, ReaderParams())
-    assert any(p.name.endswith(".tmp") for p in out.rglob("*"))  # a partial state, for real
-    res = materialize(uni, None, out, ReaderParams())
-    assert res.written == len(ROWS)  # staged and landed frames are rewritten, none lost
-    assert _tree(out) == _tree(tmp_path / "clean")
 
 
 # -- the atomic write under a failure ------------------------------------------------------
@@ -446,11 +250,11 @@ def test_materialize_refuses_a_damaged_npz_input_cleanly(
     out = tmp_path / "out"
     results: dict[str, object] = {}
     for name in ("good", "bad"):
-        task = mat.Task("npz", str(tmp_path / f"{name}.npz"), None, f"{name}.npz",
+        task = mtasks.Task("npz", str(tmp_path / f"{name}.npz"), None, f"{name}.npz",
                         ((0, frame_name(f"{name}.npz", 0)),), str(out),
                         ReaderParams(crop=crop, processing_mode=None))
         try:
-            results[name] = mat.run_task(task)
+            results[name] = mtasks.run_task(task)
         except DvcCuvisError as exc:
             results[name] = str(exc)
     assert isinstance(results["good"], list)
@@ -583,14 +387,14 @@ def test_workers_map_their_inputs_and_write_the_same_bytes(
         seen.append(mapped)
         return real(path, mapped=mapped)
 
-    monkeypatch.setattr(mat, "open_npz_input", spy)
+    monkeypatch.setattr(mtasks, "open_npz_input", spy)
     materialize(uni, None, tmp_path / "again", ReaderParams(), select="all", jobs=1)
     assert seen == [False] * 6  # the caller's own process reads: nothing can fault it
     two = materialize(uni, None, tmp_path / "two", ReaderParams(), select="all", jobs=2)
     assert tree(one.out_dir) == tree(two.out_dir)
-    tasks = [mat.Task("npz", str(tmp_path / "in0.npz"), None, "in0.npz",
+    tasks = [mtasks.Task("npz", str(tmp_path / "in0.npz"), None, "in0.npz",
                       ((0, frame_name("in0.npz", 0)),), str(tmp_path / "m"), ReaderParams())]
-    submitted: list[list[mat.Task]] = []
+    submitted: list[list[mtasks.Task]] = []
 
     class Pool:  # what execute hands a worker process
         def __init__(self, max_workers: int) -> None:
@@ -602,7 +406,7 @@ def test_workers_map_their_inputs_and_write_the_same_bytes(
         def __exit__(self, *exc: object) -> None:
             pass
 
-        def submit(self, fn: Any, group: list[mat.Task]) -> Any:
+        def submit(self, fn: Any, group: list[mtasks.Task]) -> Any:
             from concurrent.futures import Future
 
             submitted.append(group)
@@ -613,7 +417,7 @@ def test_workers_map_their_inputs_and_write_the_same_bytes(
     import concurrent.futures
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
-    list(mat.execute(tasks * 2, jobs=2))
+    list(executors.execute(tasks * 2, jobs=2))
     assert [t.mapped for g in submitted for t in g] == [True, True]
 
 
@@ -625,7 +429,7 @@ def test_an_input_truncated_under_a_worker_fails_cleanly_and_the_rerun_completes
     clean = materialize(uni, None, tmp_path / "clean", ReaderParams(), select="all")
     victim = tmp_path / "in2.npz"
     whole = victim.read_bytes()
-    real = mat.frame_arrays
+    real = mtasks.frame_arrays
 
     def truncating(cube: Any, wl: Any, source: str, *args: Any) -> Any:
         if source == "in2.npz":  # the input is mapped by now: its pages vanish under it
@@ -635,7 +439,7 @@ def test_an_input_truncated_under_a_worker_fails_cleanly_and_the_rerun_completes
             os.truncate(victim, 100)
         return real(cube, wl, source, *args)
 
-    monkeypatch.setattr(mat, "frame_arrays", truncating)  # the forked workers inherit it
+    monkeypatch.setattr(mtasks, "frame_arrays", truncating)  # the forked workers inherit it
     out = tmp_path / "out"
     with pytest.raises(DvcCuvisError, match=r"worker process died \(killed, out of memory, "
                                             r"or an input file truncated"):
@@ -655,7 +459,7 @@ def test_one_writer_over_many_tasks_gives_each_task_its_own_md5s(tmp_path: Path)
     for i in range(5):  # frames big enough that an md5 overlaps the next frame's write
         shape = _CUBES["big"][0] if i % 2 == 0 else _CUBES["small"][0]
         _input_npz(tmp_path / f"in{i}.npz", rng.random(shape).astype(np.float32))
-        tasks.append(mat.Task("npz", str(tmp_path / f"in{i}.npz"), None, f"in{i}.npz",
+        tasks.append(mtasks.Task("npz", str(tmp_path / f"in{i}.npz"), None, f"in{i}.npz",
                               ((0, frame_name(f"in{i}.npz", 0)),), str(tmp_path / "out"),
                               ReaderParams(processing_mode=None), fsync=False))
     data = bytearray((tmp_path / "in3.npz").read_bytes())
@@ -663,7 +467,7 @@ def test_one_writer_over_many_tasks_gives_each_task_its_own_md5s(tmp_path: Path)
     (tmp_path / "in3.npz").write_bytes(bytes(data))
     got: list[list[tuple[str, str, int]]] = []
     with pytest.raises(DvcCuvisError, match=r"in3\.npz: cannot read npz frame"):
-        for results in mat.execute(tasks, jobs=1):
+        for results in executors.execute(tasks, jobs=1):
             got.append(results)
     assert len(got) == 3  # every task before the damaged one comes back, none after it
     for (name, md5, size, _summary), in got:
@@ -671,18 +475,18 @@ def test_one_writer_over_many_tasks_gives_each_task_its_own_md5s(tmp_path: Path)
         assert (md5, size) == (hashlib.md5(data).hexdigest(), len(data))
     assert sorted(p.name for p in (tmp_path / "out/frames").iterdir()) == [
         f"in{i}.npz.000000.npz" for i in range(3)]
-    assert mat.run_tasks(tasks[:3]) == got  # the same, whether or not frames overlap
+    assert mtasks.run_tasks(tasks[:3]) == got  # the same, whether or not frames overlap
 
 
 def test_worker_groups_keep_task_order_and_balance_two_workers() -> None:
-    def task(i: int, n: int) -> mat.Task:
-        return mat.Task("npz", f"f{i}", None, f"f{i}", tuple((k, f"x{k}") for k in range(n)),
+    def task(i: int, n: int) -> mtasks.Task:
+        return mtasks.Task("npz", f"f{i}", None, f"f{i}", tuple((k, f"x{k}") for k in range(n)),
                         "out", ReaderParams())
 
     small = [task(i, 1) for i in range(200)]
-    groups = mat._groups(small, 2)
+    groups = executors._groups(small, 2)
     assert [t for g in groups for t in g] == small and [len(g) for g in groups] == [25] * 8
     mixed = [task(0, 1), task(1, 32), task(2, 1), task(3, 1)]
-    assert [[t.path for t in g] for g in mat._groups(mixed, 2)] == [
+    assert [[t.path for t in g] for g in executors._groups(mixed, 2)] == [
         ["f0"], ["f1"], ["f2", "f3"]]  # 35 frames: groups of up to 5, a bigger task alone
-    assert [len(g) for g in mat._groups(small[:3], 1)] == [1, 1, 1]
+    assert [len(g) for g in executors._groups(small[:3], 1)] == [1, 1, 1]

@@ -5,28 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from cuvis_ai_schemas.training.data import Constraint, DataSplitConfig, Selector
 
 from dvc_cuvis.errors import DvcCuvisError, SelectorError, SplitsFileError
 from dvc_cuvis.model.categories import load_category_map, parse_category_map
+from dvc_cuvis.model.constraints import evaluate_constraints, failed_constraints
+from dvc_cuvis.model.resolution import resolve
 from dvc_cuvis.model.selectors import Resolver, expand_ids, required_attrs
-from dvc_cuvis.model.splits import (
-    ConstraintResult,
-    Resolution,
-    dumps_splits,
-    evaluate_constraints,
-    failed_constraints,
-    has_dir_indices,
-    is_baked,
-    live_kinds,
-    load_splits,
-    resolve,
-    save_splits,
-    stage_stats,
-    state,
-)
+from dvc_cuvis.model.split_state import is_baked, state
+from dvc_cuvis.model.splits import dumps_splits, load_splits, save_splits
+from dvc_cuvis.model.stats import stage_stats
 from dvc_cuvis.model.universe import Universe
 from tests.helpers.files import FIXTURES
 
@@ -56,34 +45,6 @@ def test_gui_authored_fixture_resolves_to_expected_membership(tmp_path: Path) ->
     # the pin is over the tokenized universe, not the substituted one
     assert gui_universe("{DATA_DIR}").hash == cfg.universe_hash != uni.hash
     assert is_baked(cfg) and state(cfg) == "baked"
-
-
-def _case_refs(case: dict) -> tuple[Universe, dict[str, list[int]]]:
-    uni = Universe.from_records(
-        {"source": r["source"], "index": r["index"],
-         "category_ids": ";".join(map(str, r["category_ids"]))} for r in case["universe"]
-    )
-    lookup = {(uni.source(p), uni.index(p)): p for p in range(len(uni))}
-    stages = {s: [lookup[(src, i)] for src, i in case[s]] for s in ("train", "val", "test")}
-    return uni, stages
-
-
-@pytest.mark.parametrize(
-    "case", json.loads((FIXTURES / "constraint_cases.json").read_text())["cases"],
-    ids=lambda c: c["name"],
-)
-def test_constraint_golden_cases(case: dict) -> None:
-    from dvc_cuvis.model.splits import Resolution
-
-    uni, stages = _case_refs(case)
-    res = Resolution(uni, {**{k: np.asarray(v, dtype=np.int64) for k, v in stages.items()},
-                           "predict": np.arange(len(uni))})
-    constraints = [Constraint(**c) for c in case["constraints"]]
-    got = evaluate_constraints(res, constraints,
-                               available_attrs=frozenset(case["available_attrs"]))
-    assert [(r.kind, r.status, r.count, list(r.offending)) for r in got] == [
-        (e["kind"], e["status"], e["count"], e["offending"]) for e in case["expected"]
-    ]
 
 
 def test_load_splits_errors_name_file_and_field(tmp_path: Path) -> None:
@@ -118,52 +79,6 @@ def test_save_is_schema_dump_and_roundtrips(tmp_path: Path) -> None:
     text = p.read_text()
     assert text == json.dumps(cfg.to_dict(), indent=2) + "\n"
     assert load_splits(p) == cfg and dumps_splits(load_splits(p)) == text
-
-
-def test_rule_vs_baked() -> None:
-    rule = DataSplitConfig(
-        universe_hash="x",
-        train=[Selector(kind="union", of=[Selector(kind="dir_indices", ids=[0]),
-                                          Selector(kind="glob", pattern="*")])],
-    )
-    assert has_dir_indices(rule) and live_kinds(rule) == {"dir_indices", "glob"}
-    assert state(rule) == "rule"
-    unpinned = DataSplitConfig(train=[Selector(kind="files", paths=["a"])])
-    assert not is_baked(unpinned) and live_kinds(unpinned) == set()
-    assert required_attrs(DataSplitConfig(
-        train=[Selector(kind="tag", any_of=["x"])],
-        test=[Selector(kind="except", of=[Selector(kind="all"),
-                                          Selector(kind="categories", any_of=["c"])])],
-    )) == {"tags", "category_ids"}
-
-
-def test_dir_indices_split_refuses_a_changed_universe() -> None:
-    uni = Universe.from_records({"source": "a", "index": i} for i in range(3))
-    cfg = DataSplitConfig(universe_hash=uni.hash, train=[Selector(kind="dir_indices", ids=[2])])
-    assert resolve(cfg, uni).uids("train") == ["a#2"]
-    grown = Universe.from_records({"source": "a", "index": i} for i in range(4))
-    with pytest.raises(SelectorError, match="universe changed since the split was written"):
-        resolve(cfg, grown)
-
-
-def test_zero_match_error_names_stage_selector_and_suggests() -> None:
-    uni = Universe.from_records({"source": "day1/session.cu3s", "index": i} for i in range(3))
-    cfg = DataSplitConfig(val=[Selector(kind="file_indices", source="day1/sesion.cu3s", ids=[0])])
-    with pytest.raises(SelectorError) as info:
-        resolve(cfg, uni, where="splits.json")
-    msg = str(info.value)
-    assert msg.startswith("splits.json: val[0]: selector file_indices(source='day1/sesion.cu3s')")
-    assert "did you mean 'day1/session.cu3s'?" in msg
-
-
-def test_partial_match_is_reported_not_fatal() -> None:
-    uni = Universe.from_records({"source": "a", "index": i} for i in range(7))
-    r = Resolver(uni)
-    got = r.resolve([Selector(kind="file_indices", source="a", ids=[0, 999, "5-6"])], stage="train")
-    assert uni.uids(got) == ["a#0", "a#5", "a#6"]
-    (w,) = r.warnings
-    assert w.missing == (999,) and w.requested == 4
-    assert "matched 3 of 4 requested indices; missing: 999" in w.message()
 
 
 def test_windows_spelled_selectors_match_posix_sources_case_insensitively() -> None:
@@ -252,31 +167,9 @@ def test_group_leakage_and_stats() -> None:
     assert stats["predict"]["samples"] == 3 and stats["predict"]["groups"] == 2
 
 
-def test_one_stage_code_and_its_tie_rule() -> None:
-    """A row in several of train/val/test takes the first of them (train, val, test);
-    resolution, history and the report all read the same code."""
-    from dvc_cuvis.model.compare import Version
-    from dvc_cuvis.model.splits import STAGE_CODE_NAMES, UNASSIGNED, Resolution, stage_codes
-    from dvc_cuvis.review.report import _sources_section
-
-    uni = Universe.from_records({"source": f"s{k}.cu3s", "index": 0} for k in range(6))
-    pos = lambda *p: np.asarray(p, dtype=np.int64)  # noqa: E731
-    stages = {"train": pos(0, 1), "val": pos(1, 2, 4), "test": pos(4, 0, 3),
-              "predict": pos(0, 1, 2, 3, 4, 5)}
-    codes = stage_codes(stages, len(uni))
-    assert codes.tolist() == [0, 0, 1, 2, 1, UNASSIGNED]  # 0: train+test, 1: train+val, 4: val+test
-    assert STAGE_CODE_NAMES[UNASSIGNED] == "unassigned"
-    res = Resolution(uni, stages)
-    assert res.assignment().tolist() == codes.tolist()
-    assert Version("x", uni, stages, None, []).state().tolist() == codes.tolist()
-    html = _sources_section(res)  # sources per stage, counted by the same code
-    for name, n in (("train", 2), ("val", 2), ("test", 1), ("unassigned", 1)):
-        assert f'data-stage="{name}" data-metric="sources">{n}<' in html, name
-
-
 def test_walk_visits_every_selector_once_in_file_order() -> None:
     from dvc_cuvis.model.selectors import walk
-    from dvc_cuvis.model.splits import selector_kinds
+    from dvc_cuvis.model.split_state import selector_kinds
 
     leaf = lambda src: Selector(kind="files", paths=[src])  # noqa: E731
     cfg = DataSplitConfig(
@@ -505,237 +398,3 @@ def test_bake_refuses_a_constraint_listed_twice_in_params(tmp_path: Path, cli) -
     assert not (tmp_path / "splits.json").exists()
 
 
-def test_a_baked_split_may_mix_both_concrete_kinds() -> None:
-    both = DataSplitConfig(universe_hash="ab" * 32,
-                           train=[Selector(kind="files", paths=["a"])],
-                           test=[Selector(kind="file_indices", source="b", ids=[0])])
-    assert is_baked(both) and state(both) == "baked"
-    assert not has_dir_indices(both) and live_kinds(both) == set()
-    one_live = both.model_copy(update={"val": [Selector(kind="all")]})
-    assert not is_baked(one_live) and state(one_live) == "rule"
-    assert live_kinds(one_live) == {"all"}
-
-
-def test_stage_codes_are_int8() -> None:
-    from dvc_cuvis.model.splits import stage_codes
-
-    codes = stage_codes({s: np.asarray([], dtype=np.int64) for s in ("train", "val", "test")}, 3)
-    assert codes.dtype == np.int8 and codes.tolist() == [3, 3, 3]
-
-
-def test_stage_stats_count_each_category_once_per_sample() -> None:
-    uni = Universe.from_records(
-        {"source": s, "index": i, "group": g, "category_ids": c}
-        for s, i, g, c in [("a", 0, "p1", "1"), ("a", 1, "p1", "1;2"), ("a", 2, "", "2;2;1"),
-                           ("b", 0, "p2", "0"), ("b", 1, "p2", ""), ("c", 0, "", "0;3")]
-    )
-    cfg = DataSplitConfig(train=[Selector(kind="files", paths=["a", "b"])],
-                          val=[Selector(kind="files", paths=["c"])],
-                          predict=[Selector(kind="file_indices", source="b", ids=[1])])
-    stats = stage_stats(resolve(cfg, uni))
-    assert stats == {
-        # a#0..2 carry category 1 in three different cells, 2 in two; "2;2;1" counts 2 once
-        "train": {"samples": 5, "sources": 2, "groups": 3,
-                  "categories": {"0": 1, "1": 3, "2": 2}, "anomalous": 3},
-        "val": {"samples": 1, "sources": 1, "groups": 1,
-                "categories": {"0": 1, "3": 1}, "anomalous": 1},
-        # a category no sample of the stage carries is left out, not listed as 0
-        "test": {"samples": 0, "sources": 0, "groups": 0, "categories": {}, "anomalous": 0},
-        "predict": {"samples": 1, "sources": 1, "groups": 1, "categories": {},
-                    "anomalous": 0},
-    }
-    plain = Universe.from_records({"source": "a", "index": i} for i in range(2))
-    no_cats = stage_stats(resolve(DataSplitConfig(train=[Selector(kind="all")]), plain))
-    assert no_cats["train"] == {"samples": 2, "sources": 1, "groups": 1}
-    assert no_cats["predict"] == {"samples": 2, "sources": 1, "groups": 1}
-
-
-def test_a_constraint_result_as_json() -> None:
-    from dvc_cuvis.model.splits import ConstraintResult
-
-    many = tuple(f"s{k:03d}" for k in range(101))
-    r = ConstraintResult("no_source_overlap", "warn", "violated", 101, many, "101 source(s)")
-    assert r.to_dict() == {"kind": "no_source_overlap", "severity": "warn",
-                           "status": "violated", "count": 101, "offending": list(many[:100]),
-                           "reason": "101 source(s)"}
-    assert not r.failed and ConstraintResult("k", "error", "unavailable").failed
-    assert ConstraintResult("k", "error", "satisfied").to_dict() == {
-        "kind": "k", "severity": "error", "status": "satisfied", "count": 0, "offending": [],
-        "reason": ""}
-
-
-def _upstream_constraints(
-    res: Resolution, constraints: list[Constraint], attrs: frozenset[str]
-) -> list[tuple]:
-    """Upstream's ``evaluate_constraints`` on the same stages, as :func:`_rows`."""
-    from cuvis_ai_core.data import selectors as upstream
-    from cuvis_ai_schemas.training.data import SampleRef
-
-    def refs(stage: str) -> list[SampleRef]:
-        uni = res.universe
-        cats = uni.column("category_ids") if uni.has_column("category_ids") else None
-        return [SampleRef(source=uni.source(p), index=uni.index(p),
-                          category_ids=[int(c) for c in cats[p].split(";") if c] if cats else [])
-                for p in res.stages[stage].tolist()]
-
-    got = upstream.evaluate_constraints(refs("train"), refs("val"), refs("test"),
-                                        constraints=constraints, available_attrs=attrs)
-    return [(r.kind, r.severity, r.status, r.count, list(r.offending), r.reason) for r in got]
-
-
-def _rows(results: list[ConstraintResult]) -> list[tuple]:
-    return [(r.kind, r.severity, r.status, r.count, list(r.offending), r.reason) for r in results]
-
-
-def test_every_constraint_kind_pinned_and_equal_to_upstream() -> None:
-    from dvc_cuvis.model.splits import Resolution
-
-    rows = [("a", 0, "1"), ("a", 1, "0"), ("b", 0, "0"), ("b", 1, ""), ("c", 0, "2"),
-            ("c", 1, "0"), ("d", 0, "0"), ("e", 0, "3")]
-    uni = Universe.from_records({"source": s, "index": i, "category_ids": c} for s, i, c in rows)
-    at = {uni.uids()[p]: p for p in range(len(uni))}
-    pos = lambda *u: np.asarray([at[x] for x in u], dtype=np.int64)  # noqa: E731
-    res = Resolution(uni, {"train": pos("a#0", "a#1", "b#0", "b#1"),
-                           "val": pos("a#1", "b#0", "c#0", "c#1"),
-                           "test": pos("b#1", "c#0", "c#1", "e#0"),
-                           "predict": pos()})
-    constraints = [Constraint(kind="no_train_anomalous", severity="warn"),
-                   Constraint(kind="no_split_overlap"),
-                   Constraint(kind="no_source_overlap", severity="warn")]
-    expected = [
-        ("no_train_anomalous", "warn", "violated", 1, ["a"],
-         "1 source(s) with an anomalous frame in train"),
-        ("no_split_overlap", "error", "violated", 5, ["a#1", "b#0", "b#1", "c#0", "c#1"],
-         "2 shared between train and val; 1 shared between train and test; "
-         "2 shared between val and test"),
-        ("no_source_overlap", "warn", "violated", 3, ["a", "b", "c"],
-         "3 source(s) span >1 of train/val/test"),
-    ]
-    got = evaluate_constraints(res, constraints)  # attrs default: the universe has category_ids
-    assert _rows(got) == expected
-    assert _upstream_constraints(res, constraints, frozenset({"category_ids"})) == expected
-    assert [r.kind for r in failed_constraints(got)] == ["no_split_overlap"]
-
-    clean = Resolution(uni, {"train": pos("b#0", "d#0"), "val": pos("a#0"), "test": pos("c#1"),
-                             "predict": pos()})
-    assert _rows(evaluate_constraints(clean, constraints)) == [
-        (c.kind.value, c.severity.value, "satisfied", 0, [], "") for c in constraints]
-
-
-def test_anomalous_in_train_is_unavailable_without_labels_and_the_rest_still_runs() -> None:
-    from dvc_cuvis.model.splits import Resolution
-
-    uni = Universe.from_records({"source": s, "index": 0} for s in ("a", "b"))
-    res = Resolution(uni, {"train": np.asarray([0, 1]), "val": np.asarray([1]),
-                           "test": np.asarray([], dtype=np.int64), "predict": np.asarray([0])})
-    constraints = [Constraint(kind="no_train_anomalous"), Constraint(kind="no_split_overlap")]
-    got = evaluate_constraints(res, constraints)  # no category_ids column: no labels
-    assert _rows(got) == [
-        ("no_train_anomalous", "error", "unavailable", 0, [],
-         "the universe has no category_ids column"),
-        ("no_split_overlap", "error", "violated", 1, ["b#0"], "1 shared between train and val"),
-    ]
-    assert [r.kind for r in failed_constraints(got)] == ["no_train_anomalous", "no_split_overlap"]
-    # labels said to be available: evaluated (no category id on any row: nothing anomalous)
-    told = evaluate_constraints(res, constraints[:1], available_attrs=frozenset({"category_ids"}))
-    assert _rows(told) == [("no_train_anomalous", "error", "satisfied", 0, [], "")]
-    labelled = Universe.from_records({"source": s, "index": 0, "category_ids": "1"}
-                                     for s in ("a", "b"))
-    hidden = evaluate_constraints(Resolution(labelled, res.stages), constraints[:1],
-                                  available_attrs=frozenset())
-    assert hidden[0].status == "unavailable"
-
-
-def test_source_overlap_names_each_source_as_first_resolved() -> None:
-    from dvc_cuvis.model.splits import Resolution
-
-    # two spellings of one Windows file: compared case-folded, named as train first lists it
-    uni = Universe.from_records({"source": s, "index": 0}
-                                for s in ("C:/Data/x.cu3s", "c:/data/X.cu3s", "y.cu3s"))
-    assert uni.uids() == ["C:/Data/x.cu3s#0", "c:/data/X.cu3s#0", "y.cu3s#0"]
-    res = Resolution(uni, {"train": np.asarray([2, 1]), "val": np.asarray([0]),
-                           "test": np.asarray([], dtype=np.int64), "predict": np.asarray([0])})
-    c = [Constraint(kind="no_source_overlap")]
-    expected = [("no_source_overlap", "error", "violated", 1, ["c:/data/X.cu3s"],
-                 "1 source(s) span >1 of train/val/test")]
-    assert _rows(evaluate_constraints(res, c)) == expected
-    assert _upstream_constraints(res, c, frozenset()) == expected
-
-
-def test_group_leakage_modes_and_offenders() -> None:
-    from dvc_cuvis.model.splits import Resolution
-
-    rows = [("a", "p1"), ("b", "p1"), ("c", "p2"), ("d", ""), ("e", "p3"), ("f", "p3")]
-    uni = Universe.from_records({"source": s, "index": 0, "group": g} for s, g in rows)
-    stages = {"train": np.asarray([0, 2, 4, 5]), "val": np.asarray([1, 3]),
-              "test": np.asarray([2]), "predict": np.asarray([], dtype=np.int64)}
-    res = Resolution(uni, stages)
-    leak = ("group_leakage", "error", "violated", 2, ["p1", "p2"],
-            "2 group(s) span >1 of train/val/test")
-    assert _rows(evaluate_constraints(res, [])) == [leak]  # auto: the universe has groups
-    assert _rows(evaluate_constraints(res, [], group_leakage="error")) == [leak]
-    assert _rows(evaluate_constraints(res, [], group_leakage="warn")) == [
-        ("group_leakage", "warn", *leak[2:])]
-    assert evaluate_constraints(res, [], group_leakage="off") == []
-    ungrouped = Universe.from_records({"source": s, "index": 0} for s, _ in rows)
-    plain = Resolution(ungrouped, stages)
-    assert evaluate_constraints(plain, []) == []  # auto without a group column: off
-    # asked for anyway: every source is its own group, c spans train and test
-    assert _rows(evaluate_constraints(plain, [], group_leakage="warn")) == [
-        ("group_leakage", "warn", "violated", 1, ["c"], "1 group(s) span >1 of train/val/test")]
-    disjoint = Resolution(uni, {**stages, "test": np.asarray([], dtype=np.int64),
-                                "val": np.asarray([3])})
-    assert _rows(evaluate_constraints(disjoint, [])) == [
-        ("group_leakage", "error", "satisfied", 0, [], "")]
-
-
-def test_only_a_pinned_split_with_dir_indices_guards_its_universe() -> None:
-    from dvc_cuvis.model.splits import check_pinned_universe
-
-    uni = Universe.from_records({"source": "a", "index": i} for i in range(3))
-    grown = Universe.from_records({"source": "a", "index": i} for i in range(4))
-    positional = DataSplitConfig(universe_hash=uni.hash,
-                                 train=[Selector(kind="dir_indices", ids=[2])])
-    check_pinned_universe(positional, uni)  # its own universe: fine
-    message = (f"universe changed since the split was written (pinned {uni.hash[:12]}..., "
-               f"now {grown.hash[:12]}...) and it still uses positional dir_indices; re-bake it "
-               "(`dvc-cuvis bake --rule ...`)")
-    assert _error(check_pinned_universe, positional, grown) == f"splits.json: {message}"
-    assert _error(check_pinned_universe, positional, grown, where="s.json") == f"s.json: {message}"
-    assert _error(resolve, positional, grown, where="s.json") == f"s.json: {message}"
-    assert _error(resolve, positional, grown) == f"splits.json: {message}"
-    # unpinned positional, or pinned without positions: upstream's guard does not apply
-    unpinned = positional.model_copy(update={"universe_hash": None})
-    assert resolve(unpinned, grown).uids("train") == ["a#2"]
-    by_name = DataSplitConfig(universe_hash=uni.hash,
-                              train=[Selector(kind="file_indices", source="a", ids=[3])])
-    assert resolve(by_name, grown).uids("train") == ["a#3"]
-
-
-def test_resolve_prefixes_errors_with_where_only_when_given() -> None:
-    uni = Universe.from_records({"source": "a", "index": i} for i in range(2))
-    cfg = DataSplitConfig(train=[Selector(kind="all")],
-                          test=[Selector(kind="files", paths=["a"]),
-                                Selector(kind="files", paths=["z"])])
-    bare = _error(resolve, cfg, uni)
-    assert bare == ("test[1]: selector files('z') matched 0 samples — source 'z' is not in the "
-                    "universe (a selector must match at least one sample; fix or remove it)")
-    assert _error(resolve, cfg, uni, where="s.json") == f"s.json: {bare}"
-
-
-def test_resolve_uses_the_name_map_and_keeps_an_explicit_predict() -> None:
-    uni = Universe.from_records(
-        {"source": "a", "index": i, "category_ids": c} for i, c in enumerate(["0", "2", "2;5"]))
-    cfg = DataSplitConfig(train=[Selector(kind="categories", any_of=["scratch"])],
-                          val=[Selector(kind="file_indices", source="a", ids=[0, 7])],
-                          predict=[Selector(kind="file_indices", source="a", ids=[2]),
-                                   Selector(kind="file_indices", source="a", ids=[0])])
-    res = resolve(cfg, uni, name_to_id={"scratch": 5})
-    assert res.as_uid_lists() == {"train": ["a#2"], "val": ["a#0"], "test": [],
-                                  "predict": ["a#2", "a#0"]}
-    assert res.predict_is_all is False
-    assert [w.message() for w in res.warnings] == [
-        "val[0]: selector 'file_indices' of 'a' matched 1 of 2 requested indices; missing: 7"]
-    whole = resolve(cfg.model_copy(update={"predict": []}), uni, name_to_id={"scratch": 5})
-    assert whole.predict_is_all is True and whole.uids("predict") == ["a#0", "a#1", "a#2"]
-    assert whole.stages["predict"].dtype == np.int64

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from dvc_cuvis.baking.core import BakeOptions, bake
-from dvc_cuvis.model.splits import dumps_splits, load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import dumps_splits, load_splits
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 from tests.helpers.history import universe_of, write_version
 from tests.helpers.shell import ENV, sh

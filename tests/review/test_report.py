@@ -125,7 +125,7 @@ def test_report_in_a_real_browser(project: Path, tmp_path: Path, cli, monkeypatc
 
 
 def test_report_names_samples_on_which_the_anomaly_notions_differ() -> None:
-    from dvc_cuvis.model.splits import resolve
+    from dvc_cuvis.model.resolution import resolve
     from dvc_cuvis.review.report import ReportInput, render
 
     rows = [{"source": f"s{k}.cu3s", "index": 0, "category_ids": c}

@@ -31,7 +31,7 @@ import numpy as np
 
 from dvc_cuvis.check.report import DriftReport, Finding
 from dvc_cuvis.model.compare import Version, diff_versions
-from dvc_cuvis.model.splits import Resolution
+from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.review import svg
 from dvc_cuvis.review.report import ReportInput, render, write

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.materialize.core import frame_name
 from dvc_cuvis.materialize.summaries import summarize, to_record
 from dvc_cuvis.materialize.summary_store import shard_of, write_shard
-from dvc_cuvis.model.splits import Resolution
+from dvc_cuvis.model.frame_names import frame_name
+from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.review.spectra import (
     StageSpectrum,

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvc_cuvis.materialize.core import frame_name
 from dvc_cuvis.materialize.summaries import RECIPE, summarize, to_record
 from dvc_cuvis.model.compare import Version
+from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.review.spectra_base import base_entries, train_shift
 

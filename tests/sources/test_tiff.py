@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from cuvis_ai_schemas.training.data import DataSplitConfig, SampleRef, Selector
 
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import format_universe, parse_universe_bytes, read_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe

@@ -14,7 +14,8 @@ def tiny_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import numpy as np
 
     from dvc_cuvis.baking.core import BakeOptions, bake
-    from dvc_cuvis.materialize.core import ReaderParams, materialize
+    from dvc_cuvis.materialize import ReaderParams
+    from dvc_cuvis.materialize import materialize_universe as materialize
     from dvc_cuvis.model.universe_io import read_universe
 
     root = tmp_path_factory.mktemp("tiny-split")

@@ -11,7 +11,8 @@ import pytest
 
 from dvc_cuvis.check.drift import DriftError
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe
 
 torch = pytest.importorskip("torch")

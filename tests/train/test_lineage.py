@@ -23,7 +23,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pl = pytest.importorskip("pytorch_lightning")
 
-from dvc_cuvis.model.splits import parse_splits, resolve  # noqa: E402
+from dvc_cuvis.model.resolution import resolve  # noqa: E402
+from dvc_cuvis.model.splits import parse_splits  # noqa: E402
 from dvc_cuvis.model.universe_io import parse_universe_bytes  # noqa: E402
 from dvc_cuvis.train.datamodule import SplitDataModule, guard  # noqa: E402
 from dvc_cuvis.train.lineage import KEY, RECORD_FILE, LineageError  # noqa: E402
@@ -310,7 +311,8 @@ def test_the_lineage_folder_gets_the_record_when_training_reads(tmp_path: Path,
     import numpy as np
 
     from dvc_cuvis.baking.core import BakeOptions, bake
-    from dvc_cuvis.materialize.core import ReaderParams, materialize
+    from dvc_cuvis.materialize import ReaderParams
+    from dvc_cuvis.materialize import materialize_universe as materialize
     from dvc_cuvis.model.universe_io import read_universe
 
     for k in range(4):

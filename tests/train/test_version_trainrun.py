@@ -22,7 +22,8 @@ pytest.importorskip("pytorch_lightning")
 pytest.importorskip("hydra")
 
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe
 from tests.helpers import nodes
 from tests.helpers.repos import copy, pristine

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.model.splits import load_splits, resolve
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.train.versioned import stage_frames
 from testbeds.sshd import Sshd, clone
