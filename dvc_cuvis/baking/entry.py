@@ -57,8 +57,37 @@ class BakeResult:
 
 
 def bake_run(opts: BakeOptions) -> BakeResult:
-    """Bake ``opts.universe`` as ``opts`` says (a strategy, folds, the ``split`` column, a rule,
-    a base split or imported folds), so one call does what ``dvc-cuvis bake`` does.
+    """One bake run as ``dvc-cuvis bake`` makes it, from the options alone.
+
+    A notebook gets the same split, metrics, plot rows, moves and warnings as the command.
+
+    Parameters
+    ----------
+    opts : BakeOptions
+        The knobs of :func:`~dvc_cuvis.baking.core.bake` and the files of the run: the
+        universe read; a strategy, ``folds``, ``from_csv``, ``rule``, ``base`` or imported
+        folds (``from_glovita``/``from_soma``/``from_indices``); ``out``/``out_dir``,
+        ``metrics`` and ``plots`` for :func:`write_bake`; ``by_sample`` for the moves.
+
+    Returns
+    -------
+    BakeResult
+        The baked split(s), the universe hash, the moves since the split committed at
+        ``HEAD`` and every warning in reading order; nothing is written yet.
+
+    Raises
+    ------
+    OptionError
+        A value or combination the options refuse (it names the parameter, ``out_dir``).
+    DvcCuvisError
+        A bad universe, rule, base split or imported file (the file and row named).
+    EmptyStageError
+        A stage with a non-zero ratio received no sample, unless ``allow_empty``.
+
+    See Also
+    --------
+    write_bake : write what this returns where ``opts`` names it.
+    dvc_cuvis.baking.core.bake : the split(s) alone, from a universe in memory.
 
     Examples
     --------
@@ -72,6 +101,13 @@ def bake_run(opts: BakeOptions) -> BakeResult:
     >>> write_bake(result, opts)
     >>> result.baked[0].counts, (d / "splits.json").is_file()
     ({'train': 6, 'val': 2, 'test': 4}, True)
+
+    Folds need a folder, and the error names the parameter a Python caller typed:
+
+    >>> bake_run(BakeOptions(universe=d / "universe.csv", folds=3))
+    Traceback (most recent call last):
+    ...
+    dvc_cuvis.errors.OptionError: folds writes one splits file per fold: give out_dir
     """
     from dvc_cuvis.model.categories import load_category_map
     from dvc_cuvis.model.universe_io import read_universe

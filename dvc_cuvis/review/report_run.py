@@ -121,8 +121,53 @@ class ReportResult:
 
 
 def report(opts: ReportOptions) -> ReportResult:
-    """The report of ``opts.splits``: its stages, constraints, drift verdict, change since
-    ``opts.base`` and spectra, so one call does what ``dvc-cuvis report`` does."""
+    """The report of a split as ``dvc-cuvis report`` makes it, from the options alone.
+
+    Its stages, constraints, drift verdict, change since ``opts.base`` and spectra, in one
+    call, so a notebook gets the page the command writes.
+
+    Parameters
+    ----------
+    opts : ReportOptions
+        The split and universe, the page's file and title, whether to run the drift check,
+        the base revision (and repository) to compare with, and the spectral summaries.
+
+    Returns
+    -------
+    ReportResult
+        The page (``html``), what it shows (``shown``, a :class:`ReportInput`) and the
+        spectra plot rows; nothing is written yet.
+
+    Raises
+    ------
+    OptionError
+        ``repo`` without ``base`` (named by parameter).
+    DvcCuvisError
+        A missing or bad split or universe, a selector that does not resolve, an unknown
+        revision.
+
+    See Also
+    --------
+    write_report : write the page and the plot rows.
+    dvc_cuvis.check.drift.verify : the drift check the page shows.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from dvc_cuvis import BakeOptions, bake, read_universe, save_splits
+    >>> from dvc_cuvis.review import ReportOptions, report, write_report
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> rows = "".join(f"day{k}.cu3s,0-1\\n" for k in range(6))
+    >>> _ = (d / "universe.csv").write_text("source,index\\n" + rows)
+    >>> (baked,) = bake(read_universe(d / "universe.csv"), BakeOptions())
+    >>> save_splits(baked.config, d / "splits.json")
+    >>> opts = ReportOptions(universe=d / "universe.csv", splits=d / "splits.json",
+    ...                      out=d / "report.html", check=False)
+    >>> result = report(opts)
+    >>> write_report(result, opts)
+    >>> result.shown.title.startswith("Split report:"), (d / "report.html").is_file()
+    (True, True)
+    """
     from dvc_cuvis.model.categories import load_category_map
     from dvc_cuvis.model.splits import evaluate_constraints, load_splits, resolve
     from dvc_cuvis.model.universe_io import read_universe
