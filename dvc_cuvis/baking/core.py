@@ -9,8 +9,6 @@ universe's ``split`` column, a rule-form split or a previous baked split
 
 from __future__ import annotations
 
-from typing import Any
-
 from cuvis_ai_schemas.training.data import Constraint, DataSplitConfig
 
 from dvc_cuvis.baking.assign import (
@@ -160,7 +158,7 @@ def _strategy_bake(uni: Universe, opts: BakeOptions) -> list[Baked]:
         folds = fold_splits(uni, opts, lent)
         out = []
         for j, stages in enumerate(folds):
-            fold_info: dict[str, Any] = {"fold": j, "folds": opts.folds}
+            fold_info: dict[str, object] = {"fold": j, "folds": opts.folds}
             if lent:
                 fold_info["lent_groups"] = lent
             out.append(baked_split(uni, stages, opts, source=opts.strategy, extra=fold_info,
@@ -175,25 +173,26 @@ def _sourced(uni: Universe, opts: BakeOptions, from_csv: bool, rule: DataSplitCo
              base: DataSplitConfig | None, name_to_id: dict[str, int] | None,
              where: str) -> Baked:
     """One split whose stages come from the ``split`` column, a rule or a base split."""
-    extra: dict[str, Any] = {}
     constraints: list[Constraint] | None = None
     removed = 0
     if from_csv:
         stages = stages_from_csv(uni)
-        extra["source"] = "csv"
+        source = "csv"
     elif rule is not None:
         try:
             stages = stages_from_rule(uni, rule, name_to_id, where)
         except SelectorError as exc:
             raise DvcCuvisError(str(exc)) from None
         constraints = list(rule.constraints) if opts.constraints is None else None
-        extra["source"] = "rule"
+        source = "rule"
     else:
         assert base is not None
         stages, info = stages_from_base(uni, base, opts, where=where)
         constraints = list(base.constraints) if opts.constraints is None else None
-        extra["source"] = "base"
+        source = "base"
+        removed = int(info["removed"])
+    extra: dict[str, object] = {"source": source}
+    if source == "base":
         extra["base"] = info
-        removed = info["removed"]
-    return baked_split(uni, stages, opts, source=extra["source"], constraints=constraints,
+    return baked_split(uni, stages, opts, source=source, constraints=constraints,
                        extra=extra, removed=removed)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis.baking.baked import Baked, bake_imported, plot_data
 from dvc_cuvis.baking.core import bake
@@ -18,7 +17,10 @@ from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.errors import OptionError
 from dvc_cuvis.model.universe import Universe
 
-__all__ = ["BakeResult", "bake_run", "write_bake"]
+__all__ = ["BakeResult", "PlotFiles", "bake_run", "write_bake"]
+
+#: DVC plot rows per file name (``stages.json``: one row per stage, ...), in write order.
+PlotFiles = tuple[tuple[str, tuple[dict[str, object], ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -37,10 +39,10 @@ class BakeResult:
     strategy: str
     moves: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-    plots: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
+    plots: PlotFiles = ()
 
     @property
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> dict[str, object]:
         """The split metrics JSON (``{"folds": [...]}`` for folds)."""
         if self.folded:
             return {"folds": [b.metrics for b in self.baked]}
@@ -122,7 +124,7 @@ def bake_run(opts: BakeOptions) -> BakeResult:
     folded = len(baked) > 1 if opts.imported else bool(opts.folds)
     warnings = [w for w in (b.empty_warning() for b in baked) if w]
     moves: list[str] = []
-    plots: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
+    plots: PlotFiles = ()
     if not folded:
         from dvc_cuvis.baking.moves import moves_of
         from dvc_cuvis.model.splits import dumps_splits

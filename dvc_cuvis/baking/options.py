@@ -27,7 +27,7 @@ _OUT: str = BAKE.default("out")
 IMPORTS: tuple[str, ...] = ("from_glovita", "from_soma", "from_indices")
 
 
-def check_folds(folds: Any) -> None:
+def check_folds(folds: object) -> None:
     """Refuse a fold count that is no whole number, 1, negative, or over the ceiling
     (``limits.max_folds``), before a single fold is built: K folds cost K arrays of the
     universe's size, so the count must be checked while it is still a number."""
@@ -61,9 +61,9 @@ def _choose_one(names: tuple[str, ...], chosen: list[str]) -> str:
     return f"choose one of {flags}: {' and '.join(f'{{{n}}}' for n in chosen)} are both set"
 
 
-def _path(value: Any) -> Path | str | None:
+def _path(value: object) -> Path | str | None:
     """A path option's value as given (None when unset): messages show it as the user wrote it."""
-    return value if value else None
+    return value if isinstance(value, Path | str) and value else None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file
 from dvc_cuvis.cli._settings import EXIT_OK, named_by, register_options, verb_parser
@@ -14,7 +13,7 @@ from dvc_cuvis.config.specs import BAKE
 from dvc_cuvis.errors import terminal
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: object) -> None:
     """The ``bake`` verb's flags (from the one spec, ``specs.BAKE``)."""
     p = verb_parser(sub, "bake", "generate a baked splits.json from a universe")
     register_options(p, BAKE)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file, split_paths
 from dvc_cuvis.cli._settings import EXIT_OK, named_by, register_options, verb_parser
@@ -11,7 +10,7 @@ from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import REPORT
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: object) -> None:
     """The ``report`` verb's flags (from the one spec, ``specs.REPORT``)."""
     p = verb_parser(sub, "report", "write a self-contained HTML report of a split")
     register_options(p, REPORT)

@@ -42,7 +42,7 @@ class ReportInput:
 
     title: str
     resolution: Resolution
-    constraints: list[dict[str, Any]]  # ConstraintResult.to_dict() rows, as the metrics hold
+    constraints: list[dict[str, object]]  # ConstraintResult.to_dict() rows, as in the metrics
     drift: DriftReport | None = None
     categories: dict[str, int] | None = None
     diff: SplitDiff | None = None
@@ -87,7 +87,7 @@ def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _td(value: Any, **data: str) -> str:
+def _td(value: object, **data: str) -> str:
     attrs = "".join(f' data-{k}="{html.escape(str(v))}"' for k, v in data.items())
     return f"<td{attrs}>{html.escape(str(value))}</td>"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
@@ -113,7 +113,7 @@ class ReportResult:
 
     html: str
     shown: ReportInput
-    plot_rows: tuple[dict[str, Any], ...] = ()
+    plot_rows: tuple[dict[str, object], ...] = ()
 
     def summary(self, opts: ReportOptions) -> str:
         """The one line that says where the page went and its size."""
@@ -184,7 +184,7 @@ def report(opts: ReportOptions) -> ReportResult:
     spectra, note = _spectra(opts, res, base_version)
     shown = ReportInput(opts.page_title, res, constraints, drift, names, diff,
                         cfg.universe_hash, spectra, note)
-    rows: tuple[dict[str, Any], ...] = ()
+    rows: tuple[dict[str, object], ...] = ()
     if opts.spectra_plot and spectra is not None:
         from dvc_cuvis.review.spectra import plot_rows
 
