@@ -10,6 +10,7 @@ upstream's loaders (``load_splits``) raise that and callers catch it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 #: C0 controls (tab and newline included: one field is one line), DEL and C1 controls,
@@ -85,6 +86,30 @@ class SplitsFileError(DvcCuvisError):
 
 class ParamsError(DvcCuvisError):
     """A params.yaml section is missing, malformed or has an invalid value."""
+
+
+class OptionError(ParamsError):
+    """An option value, or a combination of options, that a verb's options value refuses.
+
+    The message names each parameter as ``{name}`` (where its value came from) or ``{name!f}`` /
+    ``{name!g}`` (how to give it: the flag alone / with its placeholder), so a Python caller
+    reads the parameter names it typed and the CLI the flags or params keys its user gave
+    (:meth:`named`).  ``params`` lists the parameters the message names.
+    """
+
+    def __init__(self, template: str, *params: str) -> None:
+        """The error of ``template`` naming ``params``, shown by their parameter names."""
+        self.template, self.params = template, params
+        super().__init__(self.named(lambda name, how: name))
+
+    def named(self, name_of: Callable[[str, str], str]) -> str:
+        """The message with each parameter named by ``name_of(name, how)``; ``how`` is ``""``
+        (where the value came from), ``"f"`` (the flag) or ``"g"`` (flag and placeholder)."""
+        if not self.params:
+            return self.template
+        names = "|".join(re.escape(p) for p in self.params)
+        return re.sub(r"\{(" + names + r")(?:!([fg]))?\}",
+                      lambda m: name_of(m.group(1), m.group(2) or ""), self.template)
 
 
 class EmptyStageError(DvcCuvisError):

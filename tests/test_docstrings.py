@@ -27,6 +27,8 @@ PUBLIC_API: tuple[str, ...] = (
     "dvc_cuvis.model.resolution.resolve",
     "dvc_cuvis.model.splits.effective_splits",
     "dvc_cuvis.baking.core.bake",
+    "dvc_cuvis.baking.entry.bake_run",
+    "dvc_cuvis.review.report_run.report",
     "dvc_cuvis.materialize.core.materialize",
     "dvc_cuvis.materialize.core.materialize_universe",
     "dvc_cuvis.check.drift.verify",

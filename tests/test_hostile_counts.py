@@ -144,7 +144,7 @@ def test_more_folds_than_groups_is_refused_before_any_fold_is_built(
 
 @pytest.mark.parametrize("folds", [1e18, 2.0, "3", True, -2])
 def test_folds_that_are_no_whole_number_are_refused_by_the_library(folds: Any) -> None:
-    with pytest.raises(ParamsError, match=r"folds \(--folds / bake.folds\)"):
+    with pytest.raises(ParamsError, match=r"^folds\b"):
         BakeOptions(folds=folds).check()
 
 

@@ -12,7 +12,7 @@ from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 from dvc_cuvis.baking.groups import UNASSIGNED, Groups, StageCodes
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.baking.splitters import Folds, HashSplitter, Splitter, anomaly_rule, splitter
-from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.errors import DvcCuvisError, OptionError, and_more
 from dvc_cuvis.model.resolution import resolve
 from dvc_cuvis.model.selectors import Positions, Resolver
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, STAGES
@@ -74,10 +74,9 @@ def fold_splits(
 def stages_from_csv(uni: Universe) -> dict[str, Positions]:
     """Stages from the universe's ``split`` column (train/val/test/predict; empty = none)."""
     if not uni.has_column("split"):
-        raise DvcCuvisError(
+        raise OptionError(
             f"{uni.path or 'universe'}: no 'split' column to import; add one "
-            "(train/val/test) or choose a --strategy"
-        )
+            "(train/val/test) or choose a {strategy!f}", "strategy")
     col = uni.column("split")
     allowed = {"train", "val", "test", "predict"}
     for pos, value in enumerate(col):
@@ -105,10 +104,9 @@ def stages_from_base(
     for code, stage in enumerate(EXCLUSIVE_STAGES):
         for i, sel in enumerate(getattr(base, stage)):
             if sel.kind.value not in ("file_indices", "files"):
-                raise DvcCuvisError(
-                    f"{where}: {stage}[{i}] is a live '{sel.kind.value}' selector; --base needs "
-                    "a baked split (file_indices/files only)"
-                )
+                raise OptionError(
+                    f"{where}: {stage}[{i}] is a live '{sel.kind.value}' selector; {{base!f}} "
+                    "needs a baked split (file_indices/files only)", "base")
             before = len(resolver.warnings)
             got = resolver.select(sel, f"{stage}[{i}]")
             if len(got) == 0:
@@ -119,10 +117,10 @@ def stages_from_base(
     if removed and not opts.allow_removed:
         more = and_more(len(removed), 5)
         shown = ", ".join(removed[:5]) + more
-        raise DvcCuvisError(
+        raise OptionError(
             f"{where}: {len(removed)} sample(s) of the base split left the universe: {shown}; "
-            "re-enumerate if this is unexpected, or pass --allow-removed to drop them"
-        )
+            "re-enumerate if this is unexpected, or pass {allow_removed!f} to drop them",
+            "allow_removed")
     groups = Groups.of(uni, opts.group_by)
     per_group = np.full(len(groups), UNASSIGNED, dtype=np.int8)
     known = row_stage != UNASSIGNED

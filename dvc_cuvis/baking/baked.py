@@ -68,7 +68,7 @@ class Baked:
 
 def baked_split(
     uni: Universe, stages: dict[str, Positions], opts: BakeOptions, *, source: str,
-    constraints: list[Constraint] | None = None, extra: dict[str, Any] | None = None,
+    constraints: list[Constraint] | None = None, extra: dict[str, object] | None = None,
     fold: int | None = None, strategy: bool = False, removed: int = 0,
 ) -> Baked:
     """Config, metrics and verdicts of one split, all from its positions.
@@ -135,10 +135,10 @@ def _buffer(uni: Universe, stages: dict[str, Positions], opts: BakeOptions) -> P
 
 def plot_data(
     baked: Baked, uni: Universe, categories: dict[str, int] | None = None, top_groups: int = 50,
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[dict[str, object]]]:
     """Rows for DVC plots: per-stage sizes, per-category-and-stage counts, largest groups."""
     st = baked.stats
-    out: dict[str, list[dict[str, Any]]] = {
+    out: dict[str, list[dict[str, object]]] = {
         "stages.json": [{"stage": s, "samples": st[s]["samples"], "sources": st[s]["sources"],
                          "groups": st[s]["groups"]} for s in EXCLUSIVE_STAGES],
     }
@@ -165,7 +165,7 @@ def bake_imported(
     """Baked splits (one per fold) from stage positions produced elsewhere (an import)."""
     out = []
     for j, stages in enumerate(splits):
-        extra: dict[str, Any] = {"source": source}
+        extra: dict[str, object] = {"source": source}
         several = len(splits) > 1
         if several:
             extra.update({"fold": j, "folds": len(splits)})

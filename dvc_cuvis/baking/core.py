@@ -9,8 +9,6 @@ universe's ``split`` column, a rule-form split or a previous baked split
 
 from __future__ import annotations
 
-from typing import Any
-
 from cuvis_ai_schemas.training.data import Constraint, DataSplitConfig
 
 from dvc_cuvis.baking.assign import (
@@ -21,7 +19,7 @@ from dvc_cuvis.baking.assign import (
     stages_from_rule,
 )
 from dvc_cuvis.baking.baked import Baked, baked_split
-from dvc_cuvis.baking.options import BakeOptions
+from dvc_cuvis.baking.options import BakeOptions, check_sources
 from dvc_cuvis.errors import DvcCuvisError, SelectorError
 from dvc_cuvis.leakage.recordings import BLOCK, flat_note
 from dvc_cuvis.model.universe import Universe
@@ -141,35 +139,10 @@ def bake(
     True
     """
     opts.check()
-    extra: dict[str, Any] = {}
-    constraints: list[Constraint] | None = None
-    if sum(x is not None and x is not False for x in (from_csv or None, rule, base)) > 1:
-        raise DvcCuvisError("choose at most one of --from-csv, --rule and --base")
-    if from_csv or rule is not None or base is not None:
-        if opts.folds:
-            raise DvcCuvisError(
-                "--folds combines with a strategy, not with --from-csv/--rule/--base"
-            )
-        removed = 0
-        if from_csv:
-            stages = stages_from_csv(uni)
-            extra["source"] = "csv"
-        elif rule is not None:
-            try:
-                stages = stages_from_rule(uni, rule, name_to_id, where)
-            except SelectorError as exc:
-                raise DvcCuvisError(str(exc)) from None
-            constraints = list(rule.constraints) if opts.constraints is None else None
-            extra["source"] = "rule"
-        else:
-            assert base is not None
-            stages, info = stages_from_base(uni, base, opts, where=where)
-            constraints = list(base.constraints) if opts.constraints is None else None
-            extra["source"] = "base"
-            extra["base"] = info
-            removed = info["removed"]
-        return [baked_split(uni, stages, opts, source=extra["source"],
-                            constraints=constraints, extra=extra, removed=removed)]
+    given = {"from_csv": from_csv, "rule": rule is not None, "base": base is not None}
+    check_sources(opts.folds, [n for n, on in given.items() if on])
+    if any(given.values()):
+        return [_sourced(uni, opts, from_csv, rule, base, name_to_id, where)]
     out = _strategy_bake(uni, opts)
     by_recording = opts.group_by in ("auto", "group", "recording") or opts.group_by.startswith(
         BLOCK)
@@ -186,7 +159,7 @@ def _strategy_bake(uni: Universe, opts: BakeOptions) -> list[Baked]:
         folds = fold_splits(uni, opts, lent)
         out = []
         for j, stages in enumerate(folds):
-            fold_info: dict[str, Any] = {"fold": j, "folds": opts.folds}
+            fold_info: dict[str, object] = {"fold": j, "folds": opts.folds}
             if lent:
                 fold_info["lent_groups"] = lent
             out.append(baked_split(uni, stages, opts, source=opts.strategy, extra=fold_info,
@@ -195,3 +168,32 @@ def _strategy_bake(uni: Universe, opts: BakeOptions) -> list[Baked]:
     stages = split_universe(uni, opts, lent)
     return [baked_split(uni, stages, opts, source=opts.strategy,
                         extra={"lent_groups": lent} if lent else None, strategy=True)]
+
+
+def _sourced(uni: Universe, opts: BakeOptions, from_csv: bool, rule: DataSplitConfig | None,
+             base: DataSplitConfig | None, name_to_id: dict[str, int] | None,
+             where: str) -> Baked:
+    """One split whose stages come from the ``split`` column, a rule or a base split."""
+    constraints: list[Constraint] | None = None
+    removed = 0
+    if from_csv:
+        stages = stages_from_csv(uni)
+        source = "csv"
+    elif rule is not None:
+        try:
+            stages = stages_from_rule(uni, rule, name_to_id, where)
+        except SelectorError as exc:
+            raise DvcCuvisError(str(exc)) from None
+        constraints = list(rule.constraints) if opts.constraints is None else None
+        source = "rule"
+    else:
+        assert base is not None
+        stages, info = stages_from_base(uni, base, opts, where=where)
+        constraints = list(base.constraints) if opts.constraints is None else None
+        source = "base"
+        removed = int(info["removed"])
+    extra: dict[str, object] = {"source": source}
+    if source == "base":
+        extra["base"] = info
+    return baked_split(uni, stages, opts, source=source, constraints=constraints,
+                       extra=extra, removed=removed)

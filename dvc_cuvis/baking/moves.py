@@ -166,18 +166,10 @@ def _why(group: str, frm: str, to: str, lent: tuple[frozenset[str], frozenset[st
             "grouping differ from the committed split's)")
 
 
-def moves_of(baked: Baked, uni: Universe, opts: BakeOptions, out: Path | str,
-             universe: Path | str, metrics: Path | str | None,
-             by_sample: bool = False) -> list[str]:
-    """:func:`moved` against the committed split at ``out`` (none when there is none, or
-    when the bake wrote the same bytes)."""
-    old = committed(out, universe, metrics)
-    if old is None:
-        return []
-    try:
-        if Path(out).read_bytes() == old.splits:
-            return []  # the same split: nothing moved (and nothing to resolve)
-    except OSError:
-        pass
-    return moved(old, uni, baked, opts, by_sample)
-
+def moves_of(baked: Baked, uni: Universe, opts: BakeOptions, text: bytes) -> list[str]:
+    """:func:`moved` against the split committed at ``opts.out`` (none when there is none, or
+    when ``text``, the splits.json this bake writes, has the same bytes)."""
+    old = committed(opts.out, opts.universe, opts.metrics)
+    if old is None or text == old.splits:
+        return []  # nothing committed, or the same split: nothing moved
+    return moved(old, uni, baked, opts, opts.by_sample)

@@ -33,9 +33,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dvc_cuvis.baking.groups import TEST, TRAIN, VAL, AnomalyRule, Groups, StageCodes
-from dvc_cuvis.baking.options import FOLDS, BakeOptions
+from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.config.specs import STRATEGIES
-from dvc_cuvis.errors import ParamsError
+from dvc_cuvis.errors import OptionError
 from dvc_cuvis.model.universe import ANOMALOUS, ANOMALOUS_FOR_PARITY
 
 
@@ -185,10 +185,11 @@ class Folds:
         per_group = self.holdout.assign(groups)
         rest = np.flatnonzero(per_group != TEST)
         if self.k > len(rest):  # before any fold is built: each validates on a group at least
-            raise ParamsError(
-                f"{FOLDS}: {self.k:,} folds, but only {len(rest):,} of {len(groups):,} groups "
+            raise OptionError(
+                f"{{folds}}: {self.k:,} folds, but only {len(rest):,} of {len(groups):,} groups "
                 "remain outside the test holdout and each fold validates on one at least; "
-                "give fewer folds, a smaller test ratio, or a finer --group-by")
+                "give fewer folds, a smaller test ratio, or a finer {group_by!f}",
+                "folds", "group_by")
         fold_of = np.full(len(groups), -1, dtype=np.int64)
         fold_of[rest] = self.holdout.deal(groups.take(rest), self.k)
         return [np.where(per_group == TEST, TEST, np.where(fold_of == j, VAL, TRAIN))

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dvc_cuvis.config.options import OptionSet, closest, did_you_mean
+from dvc_cuvis.errors import OptionError, ParamsError
+
+if TYPE_CHECKING:
+    from dvc_cuvis.config.settings import Settings
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -66,3 +72,31 @@ def register_options(p: argparse.ArgumentParser, options: OptionSet) -> None:
     """Add the flags of ``options`` to ``p`` (its params keys are the same static spec)."""
     options.add_to(p)
 
+
+
+@contextmanager
+def named_by(s: Settings) -> Iterator[None]:
+    """Turn a library's :class:`~dvc_cuvis.errors.OptionError` (which names parameters, as a
+    Python caller typed them) into one line naming what this user gave: the flag typed, else
+    the params key and how to set it aside, so no error blames a flag that was never typed."""
+    try:
+        yield
+    except OptionError as exc:
+        raise ParamsError(option_named(exc, s)) from None
+
+
+def option_named(exc: OptionError, s: Settings) -> str:
+    """The message of ``exc`` with each parameter named by where ``s`` took it from."""
+    from dvc_cuvis.config.settings import option
+
+    def name_of(name: str, how: str) -> str:
+        if not how:
+            return s.origin(name)
+        opt = option(s.verb, name)
+        flag = opt.flags[-1] if opt is not None else "--" + name.replace("_", "-")
+        metavar = opt.metavar if opt is not None else None
+        return f"{flag} {metavar}" if how == "g" and metavar else flag
+
+    origins = [n for n in exc.params if "{" + n + "}" in exc.template]
+    asides = "".join(dict.fromkeys(s.aside(n) for n in origins))
+    return exc.named(name_of) + asides

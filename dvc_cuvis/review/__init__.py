@@ -21,15 +21,25 @@ from dvc_cuvis.review.render import (
 from dvc_cuvis.review.report import (
     ReportInput,
 )
+from dvc_cuvis.review.report_run import (
+    ReportOptions,
+    ReportResult,
+    report,
+    write_report,
+)
 
 __all__ = [
     "GitTree",
     "LogEntry",
     "ReportInput",
+    "ReportOptions",
+    "ReportResult",
     "load_pair",
     "load_version",
     "open_tree",
     "render_markdown",
     "render_text",
+    "report",
     "split_log",
+    "write_report",
 ]

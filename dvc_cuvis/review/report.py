@@ -12,7 +12,7 @@ import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,22 +23,27 @@ from dvc_cuvis.model.stats import stage_stats
 from dvc_cuvis.model.universe import anomaly_notions_differ, anomaly_notions_note
 from dvc_cuvis.review import svg
 
+if TYPE_CHECKING:
+    from dvc_cuvis.model.compare import SplitDiff
+    from dvc_cuvis.review.spectra import SplitSpectra
+
 STAGE_COLORS = {"train": "#4C72B0", "val": "#DD8452", "test": "#55A868", "predict": "#8172B3",
                 "unassigned": "#999999"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReportInput:
-    """Everything a report shows (built by the CLI or by code)."""
+    """Everything a report shows (built by :func:`~dvc_cuvis.review.report_run.report` or by
+    code): typed, so a caller sees what each part must be."""
 
     title: str
     resolution: Resolution
-    constraints: list[dict[str, Any]]
+    constraints: list[dict[str, object]]  # ConstraintResult.to_dict() rows, as in the metrics
     drift: DriftReport | None = None
     categories: dict[str, int] | None = None
-    diff: Any = None  # dvc_cuvis.model.compare.SplitDiff
+    diff: SplitDiff | None = None
     pinned_hash: str | None = None
-    spectra: Any = None  # dvc_cuvis.review.spectra.SplitSpectra
+    spectra: SplitSpectra | None = None
     spectra_note: str = ""  # why there are no spectra, and how to get them
 
 
@@ -56,7 +61,7 @@ def _category_chart(rows: list[tuple[str, dict[str, int]]]) -> str:
                                   for stage in EXCLUSIVE_STAGES], "samples with category")
 
 
-def _transition_chart(diff: Any) -> str:
+def _transition_chart(diff: SplitDiff) -> str:
     rows = [*STAGE_CODE_NAMES, "new"]
     cols = [*STAGE_CODE_NAMES, "removed"]
     a_state = diff.a.state()
@@ -78,7 +83,7 @@ def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _td(value: Any, **data: str) -> str:
+def _td(value: object, **data: str) -> str:
     attrs = "".join(f' data-{k}="{html.escape(str(v))}"' for k, v in data.items())
     return f"<td{attrs}>{html.escape(str(value))}</td>"
 
@@ -227,7 +232,7 @@ def _checks_section(inp: ReportInput) -> str:
             + "</section>")
 
 
-def _diff_section(diff: Any) -> str:
+def _diff_section(diff: SplitDiff) -> str:
     rows = [[_td(k), _td(v, transition=k), _td(diff.source_transitions.get(k, 0))]
             for k, v in diff.transitions.items()]
     groups, total = diff.by_source(25)

@@ -231,7 +231,7 @@ def test_compact_ids() -> None:
     [
         (BakeOptions(strategy="nope"), "unknown strategy 'nope'"),
         (BakeOptions(val_ratio=0.5, test_ratio=0.5), "must be below 1"),
-        (BakeOptions(val_ratio=-0.1), "val-ratio must be a number in"),
+        (BakeOptions(val_ratio=-0.1), "^val_ratio must be a number in"),
         (BakeOptions(folds=1), "folds must be 0"),
         (BakeOptions(strategy="multilabel", group_by="source"), "needs a category_ids column"),
     ],
