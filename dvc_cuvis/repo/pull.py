@@ -29,7 +29,7 @@ from dvc_cuvis.model.universe import DIGEST_COLUMNS
 from dvc_cuvis.paths import require_dvc_root
 
 __all__ = ["FetchFile", "FetchPlan", "FetchResult", "dvc_error", "fetch", "not_pulled",
-           "plan_fetch", "pull_command", "remote_sizes", "restorable", "rows_files",
+           "plan_fetch", "pull_command", "pull_paths", "remote_sizes", "restorable", "rows_files",
            "verify_files"]
 
 
@@ -246,6 +246,17 @@ def plan_fetch(
     files = rows_files(source, wanted, base.resolve(), root)
     return FetchPlan(root, tuple(dict.fromkeys(stages)), samples, files,
                      materialized or universe)
+
+
+def pull_paths(root: Path, paths: Sequence[str], remote: str | None = None) -> None:
+    """``dvc pull`` of ``paths`` (repository-relative) in the DVC repository ``root``, with
+    DVC's own messages kept back and its failure turned into one line."""
+    with quiet_dvc() as log:
+        try:
+            with _open_repo(root) as repo:
+                repo.pull(targets=list(paths), remote=remote)
+        except Exception as exc:
+            raise dvc_error(exc, f"dvc pull {' '.join(paths)}", log) from None
 
 
 def _open_repo(root: Path) -> Any:
