@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
@@ -13,7 +12,7 @@ from dvc_cuvis.config.specs import ENUMERATE
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``enumerate`` verb's flags (from the one spec, ``specs.ENUMERATE``)."""
     p = verb_parser(sub, "enumerate", "scan a dataset into a canonical universe.csv")
     register_options(p, ENUMERATE)

@@ -4,7 +4,6 @@ materialized split as a cuvis-ai data group (the ``data:`` section of a trainrun
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from dvc_cuvis.cli._inputs import named_by
 from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
@@ -12,7 +11,7 @@ from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import EXPORT
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``export`` verb's flags (from the one spec, ``specs.EXPORT``)."""
     p = verb_parser(sub, "export", "write a split as GloViTa, soma, index arrays or a cuvis-ai "
                     "data group")

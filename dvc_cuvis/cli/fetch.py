@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from dvc_cuvis.cli._inputs import named_by
 from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
@@ -13,7 +12,7 @@ from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import FETCH
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``fetch`` verb's flags (from the one spec, ``specs.FETCH``)."""
     p = verb_parser(sub, "fetch", "pull only the files some stages of the split need")
     register_options(p, FETCH)

@@ -7,10 +7,13 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
 from dvc_cuvis.errors import DvcCuvisError
+
+if TYPE_CHECKING:
+    from dvc_cuvis.repo.git import Git
 
 HOOK_MARK = "# installed by dvc-cuvis install-hook"
 #: The staged paths that trigger the check (also ``.pre-commit-hooks.yaml``'s ``files``):
@@ -32,7 +35,7 @@ _GONE = (" is gone and dvc-cuvis is not on PATH), so the split check cannot run:
          f"refused; install dvc-cuvis and run 'dvc-cuvis install-hook' again, {_BYPASS}")
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``install-hook`` verb's flags."""
     p = verb_parser(sub, "install-hook",
                     "install a git pre-commit hook running `dvc-cuvis check --staged`",
@@ -88,7 +91,7 @@ exit 2
 """
 
 
-def _hooks_dir(git: Any, force: bool) -> Path:
+def _hooks_dir(git: Git, force: bool) -> Path:
     """Where git runs this repository's hooks; refused (without ``force``) when
     ``core.hooksPath`` hands them to a folder that is not the repository's own."""
     hooks: Path = git.hooks_dir()

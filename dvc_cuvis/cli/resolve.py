@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from dvc_cuvis.cli._inputs import named_by
 from dvc_cuvis.cli._settings import (
@@ -18,7 +17,7 @@ from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import RESOLVE
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``resolve`` verb's flags (from the one spec, ``specs.RESOLVE``)."""
     p = verb_parser(sub, "resolve", "resolve every stage of a splits.json against a universe")
     register_options(p, RESOLVE)

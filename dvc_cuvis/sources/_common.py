@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dvc_cuvis.sources.door import BadFrame
 
 
-def _wavelengths(value: Any) -> tuple[float, ...] | None:
+def _wavelengths(value: object) -> tuple[float, ...] | None:
     """The ``wavelengths`` setting parsed (:func:`dvc_cuvis.sources.tiff.parse_wavelengths`)."""
     if value is None:
         return None
