@@ -81,3 +81,10 @@ def test_no_cli_module_opens_dvc_itself() -> None:
     opened = sorted(f"{p.name}: {m}" for p in sorted(CLI.glob("*.py"))
                     for m in _imported_modules(p) if m == "dvc" or m.startswith("dvc."))
     assert opened == []  # all DVC API goes through dvc_cuvis.repo
+
+
+def test_the_hook_verb_names_the_kept_hook_as_the_library_keeps_it() -> None:
+    from dvc_cuvis.cli import hook as cli_hook
+    from dvc_cuvis.repo import hooks
+
+    assert cli_hook.KEPT == hooks.KEPT  # the parser spells it without importing the library
