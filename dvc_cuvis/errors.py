@@ -112,6 +112,50 @@ class OptionError(ParamsError):
                       lambda m: name_of(m.group(1), m.group(2) or ""), self.template)
 
 
+class OptionRuleError(ParamsError):
+    """An option value breaks a rule of its verb (a conflict, a range).
+
+    The rule lives once, in the verb's options value, which names each parameter it speaks
+    of by a ``{field}`` of ``template`` (``field -> parameter``): a Python caller reads the
+    parameter's name (``out_dir``), and the CLI re-words the same error with the flag or
+    params key the user set (:meth:`named`). A field's format spec picks the form:
+    ``{out}`` the name, ``{to:shown}`` the name with its value, ``{out:aside}`` how to set
+    a params value aside, ``{out:typo=out_dir}`` a "did you mean" for a typed flag.
+    """
+
+    def __init__(self, template: str, values: dict[str, object] | None = None,
+                 **fields: str) -> None:
+        self.template = template
+        self.fields = fields
+        self.values = dict(values or {})
+        super().__init__(self.named(self._bare))
+
+    @property
+    def param(self) -> str:
+        """The parameter the error is first about (``out_dir``)."""
+        return next(iter(self.fields.values()), "")
+
+    def _bare(self, param: str, form: str) -> str:
+        """How a Python caller reads a parameter: its name (and value)."""
+        if form == "shown":
+            return f"{param}={self.values.get(param)!r}"
+        return "" if form == "aside" or form.startswith("typo=") else param
+
+    def named(self, name: Callable[[str, str], str]) -> str:
+        """The message with each parameter worded by ``name(parameter, form)``."""
+        return self.template.format_map({k: _Named(name, p) for k, p in self.fields.items()})
+
+
+class _Named:
+    """A parameter in an :class:`OptionError` template, worded on formatting."""
+
+    def __init__(self, name: Callable[[str, str], str], param: str) -> None:
+        self.name, self.param = name, param
+
+    def __format__(self, form: str) -> str:
+        return self.name(self.param, form)
+
+
 class EmptyStageError(DvcCuvisError):
     """A bake left a stage with a non-zero ratio without any sample (exit 1: a check failed)."""
 

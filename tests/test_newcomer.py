@@ -217,7 +217,7 @@ def test_the_pre_commit_framework_hook_is_declared(tmp_path: Path) -> None:
     for other in ("README.md", "universe.csv.bak", "splits.json/x", "notes.dvc.txt"):
         assert not files.search(other), other
     # the plain git hook triggers on the same pattern (as sh's case patterns, grep-free)
-    from dvc_cuvis.cli.hook import PATTERNS, STAGED, hook_script
+    from dvc_cuvis.repo.hooks import PATTERNS, STAGED, hook_script
 
     assert hook["files"] == STAGED and hook["entry"] == "dvc-cuvis check --staged"
     assert f"    {'|'.join(PATTERNS)}) " in hook_script(None, "py")

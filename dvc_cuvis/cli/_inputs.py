@@ -3,80 +3,45 @@ the module rules and the re-scan options that several verbs apply (no verb impor
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from dvc_cuvis.config.inputs import require_file, split_paths
 from dvc_cuvis.config.settings import Settings
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import OptionRuleError, ParamsError
+
+if TYPE_CHECKING:
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.digests.stat_cache import StatCache
+    from dvc_cuvis.model.universe import Universe
+    from dvc_cuvis.sources import EnumerateOptions
+
+__all__ = [
+    "Inputs",
+    "category_map",
+    "load_inputs",
+    "module_rules",
+    "require_file",
+    "rescan_options",
+    "rules_named_by",
+    "split_paths",
+]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Inputs:
     """A split and the universe it is resolved against, as named by the settings."""
 
     universe_path: Path
     splits_path: Path
-    cfg: Any  # DataSplitConfig
-    uni: Any  # Universe
+    cfg: DataSplitConfig
+    uni: Universe
     name_to_id: dict[str, int] | None
-
-
-def split_paths(s: Settings) -> tuple[Path, Path]:
-    """universe.csv and splits.json: flag > the verb's section > resolve > bake > default.
-
-    diff, log, report and check name the same files as the pipeline's bake stage unless told
-    otherwise, so a repository's params.yaml is enough for every verb.
-    """
-    resolve_s, bake_s = s.of("resolve"), s.of("bake")
-
-    def pick(name: str, bake_key: str, default: str) -> Path:
-        own = s.given(name)
-        if own is not None:
-            return Path(own)
-        for verb, sect, key in (("resolve", resolve_s, name), ("bake", bake_s, bake_key)):
-            value = sect.get(key)
-            if isinstance(value, str) and value:
-                return Path(s.from_file(key, value, verb))
-        return Path(default)
-
-    return pick("universe", "universe", "universe.csv"), pick("splits", "out", "splits.json")
-
-
-def _params_origin(path: Path, what: str, s: Settings) -> str | None:
-    """The params key that named ``path`` (``params.yaml: bake.universe``), else None: an
-    error about a file names where its path came from, never a flag the user did not type."""
-    if s.typed(what):
-        return None
-    own = s.given(what)
-    if own is not None:
-        return s.origin(what) if Path(own) == path else None
-    for verb, key in (("resolve", what), ("bake", "out" if what == "splits" else what)):
-        value = s.of(verb).get(key)
-        if isinstance(value, str) and value and Path(s.from_file(key, value, verb)) == path:
-            return f"{s.where}: {verb}.{key}"
-    return None
-
-
-def require_file(path: Path, what: str, s: Settings) -> None:
-    """One line for a missing input; inside a DVC pipeline it suggests ``dvc repro``."""
-    if path.exists():
-        return
-    from dvc_cuvis.paths import repo_root
-
-    pipeline = (s.base / "dvc.yaml").is_file() or Path("dvc.yaml").is_file()
-    if pipeline:
-        hint = "; run `dvc repro` to create it (or `dvc pull` to fetch it)"
-    elif s.file is None and not s.typed(what) and repo_root(Path.cwd()) is None:
-        hint = (f"; {Path.cwd()} is not inside a dataset repository (no git or DVC folder "
-                f"here or above, no params.yaml): run it in your dataset repository, or give "
-                f"--{what} PATH")
-    else:
-        hint = f"; give --{what} PATH"
-    origin = _params_origin(path, what, s)
-    named = f" ({path} is named by {origin})" if origin else ""
-    raise DvcCuvisError(f"{path}: {what} file not found{hint}{named}")
 
 
 def category_map(s: Settings) -> dict[str, int] | None:
@@ -100,25 +65,17 @@ def load_inputs(s: Settings) -> Inputs:
     return Inputs(universe_path, splits_path, cfg, uni, category_map(s))
 
 
-def module_rules(s: Settings, universe_path: Path, uni: Any = None) -> None:
+def module_rules(s: Settings, universe_path: Path, uni: Universe | None = None) -> None:
     """Apply the module's rules to the universe (flag > params > what the file states);
     print the module's notes; a refused row raises (exit 2)."""
-    from dvc_cuvis.interop.modules import check_module_rules, module_for
+    from dvc_cuvis.interop.modules import module_notes
 
-    given = s.get("module")
-    if uni is None:
-        module, uni = module_for(universe_path, given)
-    else:
-        from dvc_cuvis.interop.modules import stated_module
-
-        module = given or stated_module(uni)
-    if module is None:
-        return
-    for note in check_module_rules(uni, module):
+    for note in module_notes(universe_path, s.get("module"), uni):
         print(f"dvc-cuvis: note: {universe_path}: {note}", file=sys.stderr)
 
 
-def rescan_options(s: Settings, universe_path: Path, cache: Any) -> tuple[Any, str]:
+def rescan_options(s: Settings, universe_path: Path, cache: StatCache,
+                   ) -> tuple[EnumerateOptions | None, str]:
     """How to re-enumerate the data (EnumerateOptions), or None and why not.
 
     Known when the params file says how universe.csv was made; the check enumerates only if
@@ -129,3 +86,31 @@ def rescan_options(s: Settings, universe_path: Path, cache: Any) -> tuple[Any, s
     if s.flag("no_enumerate"):
         return None, "--no-enumerate"
     return EnumerateOptions.for_rescan(s.of("enumerate"), s.base, universe_path, cache, s.where)
+
+
+def _namer(s: Settings) -> Callable[[str, str], str]:
+    """How the CLI words a parameter in an :class:`OptionRuleError`: as the user set it."""
+    from dvc_cuvis.config.options import did_you_mean
+    from dvc_cuvis.config.settings import option
+
+    def name(param: str, form: str) -> str:
+        if form == "shown":
+            return s.shown(param)
+        if form == "aside":
+            return s.aside(param)
+        if form.startswith("typo="):
+            other = option(s.verb, form[len("typo="):])
+            return did_you_mean(other.flags[-1] if other is not None and s.typed(param)
+                                else None)
+        return s.origin(param)
+
+    return name
+
+
+@contextlib.contextmanager
+def rules_named_by(s: Settings) -> Iterator[None]:
+    """Re-word an options value's error with the flags and params keys of ``s``."""
+    try:
+        yield
+    except OptionRuleError as err:
+        raise ParamsError(err.named(_namer(s))) from None

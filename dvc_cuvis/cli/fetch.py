@@ -5,16 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-from typing import Any
 
-from dvc_cuvis.cli._inputs import category_map, require_file, split_paths
+from dvc_cuvis.cli._inputs import rules_named_by
 from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import FETCH
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``fetch`` verb's flags (from the one spec, ``specs.FETCH``)."""
     p = verb_parser(sub, "fetch", "pull only the files some stages of the split need")
     register_options(p, FETCH)
@@ -22,85 +20,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> Path:
-    """materialized/universe.csv, pulled on its own first when the folder is not pulled."""
-    from dvc_cuvis.repo.pull import FetchFile, dvc_error, quiet_dvc
-
-    folder = s.get("materialized_dir")
-    if folder is None:
-        value = s.of("materialize").get("out_dir")
-        folder = s.from_file("out_dir", value, "materialize") if value else "materialized"
-    path = Path(folder) / "universe.csv"
-    if not path.is_file():
-        from dvc.repo import Repo
-
-        rel = FetchFile(Path(path).resolve().relative_to(plan_root).as_posix(), "", 0)
-        with quiet_dvc() as log:
-            try:
-                with Repo(str(plan_root)) as repo:
-                    repo.pull(targets=[rel.path], remote=remote)
-            except Exception as exc:
-                raise dvc_error(exc, f"dvc pull {rel.path}", log) from None
-    return path
-
-
-def _companions(mat: Path, root: Path) -> list[Any]:
-    """materialized/splits.json and manifest.json beside the materialized universe.csv (a
-    DataModule reads the split there), unless git tracks them and they are here already."""
-    from dvc_cuvis.repo.pull import FetchFile
-
-    folder = mat.resolve().parent
-    return [FetchFile((folder / name).relative_to(root).as_posix(), "", 0)
-            for name in ("splits.json", "manifest.json") if not (folder / name).is_file()]
-
-
 def run(args: argparse.Namespace) -> int:
     """Pull exactly the files the named stages need, then verify their md5."""
-    from dvc_cuvis.paths import require_dvc_root
-    from dvc_cuvis.repo.pull import fetch, plan_fetch, remote_sizes
+    from dvc_cuvis.repo.fetching import FetchOptions, fetch_stages
 
     s = Settings(args)
-    stages = s.get("stage")
-    if not stages:
-        s.required("stage", "--stage STAGE")
-    stages = [stages] if isinstance(stages, str) else list(stages)
-    universe_path, splits_path = split_paths(s)
-    require_file(splits_path, "splits", s)
-    require_file(universe_path, "universe", s)
-    remote = s.get("remote")
-    root = require_dvc_root(universe_path.resolve().parent).resolve()
-    mat = _materialized_universe(s, root, remote) if s.flag("materialized") else None
-    plan = plan_fetch(splits_path, universe_path, stages, materialized=mat,
-                      name_to_id=category_map(s), root=root)
-    extra = _companions(mat, root) if mat is not None else []
-    plan.files = [*extra, *plan.files]  # what a module over the folder reads besides frames
-    progress = s.get("progress")
-    show = progress if progress is not None else sys.stderr.isatty()
-    what = "materialized frames" if mat is not None else "files"
-    counts = ", ".join(f"{k}={v}" for k, v in plan.samples.items())
-    if args.dry_run:
-        plan.sizes = remote_sizes(root, plan.files, remote)
-        if args.json:
-            doc = {"stages": plan.samples, "files": [
-                {"path": f.path, "md5": f.md5, "bytes": plan.sizes.get(f.path)}
-                for f in plan.files], "bytes": plan.total_bytes}
-            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-            return EXIT_OK
-        for f in plan.files:
-            size = plan.sizes.get(f.path)
-            print(f"{size if size is not None else '?':>12}  {f.path}")
-        total = plan.total_bytes
-        print(f"would fetch {len(plan.files)} {what} ({total if total is not None else '?'} "
-              f"bytes) for {counts}")
-        return EXIT_OK
-    result = fetch(plan, jobs=s.get("jobs"), remote=remote, progress=show)
+    with rules_named_by(s):
+        done = fetch_stages(FetchOptions.from_settings(s))
     if args.json:
-        sys.stdout.write(json.dumps({"stages": plan.samples, "files": len(plan.files),
-                                     "downloaded": result.downloaded,
-                                     "bytes": result.bytes, "verified": result.verified},
-                                    indent=2) + "\n")
+        sys.stdout.write(json.dumps(done.as_json(), indent=2) + "\n")
     else:
-        print(f"fetched {len(plan.files) - len(extra)} {what} for {counts}: {result.downloaded} "
-              f"downloaded, {result.verified} verified against {plan.universe} "
-              f"({result.bytes} bytes)")
+        print("\n".join(done.lines()))
     return EXIT_OK

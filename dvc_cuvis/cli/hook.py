@@ -1,38 +1,21 @@
 """``dvc-cuvis install-hook``: a git pre-commit hook that runs the drift check on what a
-commit records (``check --staged``), and fails closed."""
+commit records (``check --staged``), and fails closed (:mod:`dvc_cuvis.repo.hooks`)."""
 
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
-from pathlib import Path
-from typing import Any
 
 from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
-from dvc_cuvis.errors import DvcCuvisError
 
-HOOK_MARK = "# installed by dvc-cuvis install-hook"
-#: The staged paths that trigger the check (also ``.pre-commit-hooks.yaml``'s ``files``):
-#: the split files, the .dvc files and dvc.lock that vouch for their data, and the pipeline.
-STAGED = r"(^|/)(splits[^/]*\.json|universe\.csv|dvc\.lock|dvc\.yaml|params\.yaml|[^/]*\.dvc)$"
-#: ``STAGED`` as ``case`` patterns of POSIX sh (there ``*`` matches ``/`` too: a few more
-#: commits run the check, none fewer), and any name git quotes (odd characters: checked).
-PATTERNS = ("splits*.json", "*/splits*.json", "universe.csv", "*/universe.csv", "*.dvc",
-            "dvc.lock", "*/dvc.lock", "dvc.yaml", "*/dvc.yaml", "params.yaml", "*/params.yaml",
-            '\\"*')
-_BYPASS = "or skip the check once with 'git commit --no-verify'"
-_KEPT = "pre-commit.before-dvc-cuvis"
-#: The hook's refusals: one line each, no ``$``, backquote or double quote (sh's "..." text).
-_NO_GIT = ("dvc-cuvis: git is not on PATH, so the split check cannot run: commit refused; "
-           f"install git, {_BYPASS}")
-_GIT_FAILED = ("dvc-cuvis: git cannot list the staged files (see above), so the split check "
-               f"cannot run: commit refused; repair the repository, {_BYPASS}")
-_GONE = (" is gone and dvc-cuvis is not on PATH), so the split check cannot run: commit "
-         f"refused; install dvc-cuvis and run 'dvc-cuvis install-hook' again, {_BYPASS}")
+__all__ = ["add_parser", "run"]
+
+#: Where ``--force`` keeps a hook that is not ours (``dvc_cuvis.repo.hooks.KEPT``; spelled
+#: here so that building the parser imports no library module).
+KEPT = "pre-commit.before-dvc-cuvis"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``install-hook`` verb's flags."""
     p = verb_parser(sub, "install-hook",
                     "install a git pre-commit hook running `dvc-cuvis check --staged`",
@@ -40,98 +23,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--params", metavar="FILE",
                    help="params file the hook passes to check (default: the check's own rule)")
     p.add_argument("--force", action="store_true",
-                   help=f"replace a pre-commit hook that is not ours (kept as {_KEPT}), and "
+                   help=f"replace a pre-commit hook that is not ours (kept as {KEPT}), and "
                         "install into a folder core.hooksPath names (default: refuse both)")
     p.set_defaults(func=run)
 
 
-def hook_script(params: str | None, python: str) -> str:
-    """The hook: check what a commit records, with the interpreter that installed it.
-
-    Git clients and IDEs start hooks with odd PATHs, so the hook needs nothing but sh's
-    builtins, git and the installing interpreter (by its absolute path); whatever of these
-    is missing stops the commit with one line saying what to do, never lets it through.
-    """
-    flags = f" --params {shlex.quote(params)}" if params else ""
-    py = shlex.quote(python)
-    return f"""#!/bin/sh
-{HOOK_MARK}
-# Runs `dvc-cuvis check --staged` when a commit stages a split file, a universe.csv, a .dvc
-# file, dvc.lock, dvc.yaml or params.yaml. Needs git and the Python below, nothing else:
-# what is missing stops the commit.
-if ! command -v git >/dev/null 2>&1; then
-  echo "{_NO_GIT}" >&2
-  exit 2
-fi
-if ! names=$(git -c core.quotePath=false diff --cached --name-only --no-renames); then
-  echo "{_GIT_FAILED}" >&2
-  exit 2
-fi
-staged=
-while IFS= read -r name; do
-  case $name in
-    {"|".join(PATTERNS)}) staged="$staged $name" ;;
-  esac
-done <<DVC_CUVIS_NAMES
-$names
-DVC_CUVIS_NAMES
-[ -z "$staged" ] && exit 0
-printf '%s\n' "dvc-cuvis: checking staged split files:$staged" >&2
-if [ -x {py} ]; then
-  exec {py} -m dvc_cuvis check --staged{flags}
-fi
-if command -v dvc-cuvis >/dev/null 2>&1; then
-  exec dvc-cuvis check --staged{flags}
-fi
-printf '%s%s%s\n' "dvc-cuvis: not found (" {py} "{_GONE}" >&2
-exit 2
-"""
-
-
-def _hooks_dir(git: Any, force: bool) -> Path:
-    """Where git runs this repository's hooks; refused (without ``force``) when
-    ``core.hooksPath`` hands them to a folder that is not the repository's own."""
-    hooks: Path = git.hooks_dir()
-    shared = git.config("core.hooksPath")
-    if shared and not force:
-        raise DvcCuvisError(
-            f"core.hooksPath is set ({shared}): git runs the hooks in {hooks}, a folder that "
-            "another tool (husky, a shared or global hooks folder) manages and other "
-            "repositories may use; add `dvc-cuvis check --staged` to its pre-commit by hand, "
-            f"or use --force to write {hooks / 'pre-commit'}")
-    return hooks
-
-
-def _set_aside(hook: Path, force: bool) -> None:
-    """A pre-commit hook that is not ours is refused, or with ``force`` kept under
-    another name: never overwritten."""
-    if not (hook.is_symlink() or hook.exists()):
-        return
-    if (hook.is_file() and not hook.is_symlink()
-            and HOOK_MARK in hook.read_text(errors="replace")):
-        return  # ours: updated in place
-    if not force:
-        raise DvcCuvisError(f"{hook} exists and is not ours; add `dvc-cuvis check --staged` "
-                            f"to it by hand, or use --force to replace it (it is kept as {_KEPT})")
-    kept = hook.with_name(_KEPT)
-    if kept.is_symlink() or kept.exists():
-        raise DvcCuvisError(f"{kept} exists already (kept by an earlier --force); move it "
-                            "away, then install again")
-    hook.rename(kept)
-    print(f"dvc-cuvis: kept the previous hook as {kept}", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     """Install a pre-commit hook that runs `dvc-cuvis check --staged`, where git looks for it."""
-    from dvc_cuvis._io import atomic_write_text
-    from dvc_cuvis.repo.git import Git
+    from dvc_cuvis.repo.hooks import install_hook
 
-    with Git(".", purpose="install-hook installs into a git repository") as git:
-        hooks = _hooks_dir(git, args.force)
-    hook = hooks / "pre-commit"
-    _set_aside(hook, args.force)
-    hooks.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(hook, hook_script(args.params, sys.executable))
-    hook.chmod(0o755)
-    print(f"installed {hook}")
+    done = install_hook(".", params=args.params, force=args.force, python=sys.executable)
+    if done.kept is not None:
+        print(f"dvc-cuvis: kept the previous hook as {done.kept}", file=sys.stderr)
+    print(f"installed {done.hook}")
     return EXIT_OK

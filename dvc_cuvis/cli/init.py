@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
 from dvc_cuvis.config.specs import FORMATS
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``init`` verb's flags."""
     p = verb_parser(sub, "init", "write the split pipeline (dvc.yaml, params.yaml) into a repo",
                     section=False)

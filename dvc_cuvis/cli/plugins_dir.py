@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
 from dvc_cuvis.errors import DvcCuvisError
@@ -13,7 +12,7 @@ from dvc_cuvis.errors import DvcCuvisError
 PLUGINS_DIR = Path(__file__).resolve().parent.parent / "plugins"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``plugins-dir`` verb (no flags)."""
     p = verb_parser(sub, "plugins-dir", "print the folder of the cuvis-ai plugin manifest "
                     "(for restore-trainrun --plugins-dir)", section=False)

@@ -13,6 +13,11 @@ from dvc_cuvis.interop.cuvis_ai import (
     data_group,
     format_data_group,
 )
+from dvc_cuvis.interop.exporting import (
+    Exported,
+    ExportOptions,
+    export_split,
+)
 from dvc_cuvis.interop.folds import (
     Folds,
     from_resolutions,
@@ -26,10 +31,13 @@ from dvc_cuvis.interop.modules import (
 __all__ = [
     "FORMATS",
     "MODULES",
+    "ExportOptions",
+    "Exported",
     "Folds",
     "check_module_rules",
     "data_group",
     "export",
+    "export_split",
     "format_data_group",
     "from_resolutions",
     "module_for",

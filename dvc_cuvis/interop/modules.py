@@ -32,7 +32,8 @@ from dvc_cuvis.errors import UniverseError
 if TYPE_CHECKING:  # the CLI imports MODULES when it builds its parser: keep this light
     from dvc_cuvis.model.universe import Universe
 
-__all__ = ["MODULES", "MODULE_COLUMN", "check_module_rules", "module_for", "stated_module"]
+__all__ = ["MODULES", "MODULE_COLUMN", "check_module_rules", "module_for", "module_notes",
+           "stated_module"]
 
 #: The upstream DataModules whose universe rules are known here.
 #: The universe.csv column stating the module a universe is for (one value on every row).
@@ -179,3 +180,16 @@ def check_module_rules(uni: Universe, module: str) -> list[str]:
         notes.append("tiff_paired has no universe file: it lists images_dir, which must "
                      "equal this universe (dvc_tiff_paired checks that at setup)")
     return notes
+
+
+def module_notes(path: Path | str, given: str | None, uni: Universe | None = None,
+                 ) -> tuple[str, ...]:
+    """Apply the rules of the module that reads ``path`` (``given``, else the one the file
+    states) and return its notes; a refused row raises. ``uni``: the universe, if read."""
+    if uni is None:
+        module, uni = module_for(path, given)
+    else:
+        module = given or stated_module(uni)
+    if module is None or uni is None:
+        return ()
+    return tuple(check_module_rules(uni, module))

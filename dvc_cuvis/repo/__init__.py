@@ -4,6 +4,11 @@ tracks a path, pulling a split's files, and setting a repository up (``init``).
 
 from __future__ import annotations
 
+from dvc_cuvis.repo.fetching import (
+    Fetched,
+    FetchOptions,
+    fetch_stages,
+)
 from dvc_cuvis.repo.git import (
     Git,
     tracked_by,
@@ -37,8 +42,10 @@ __all__ = [
     "Change",
     "Comparison",
     "FetchFile",
+    "FetchOptions",
     "FetchPlan",
     "FetchResult",
+    "Fetched",
     "Git",
     "Init",
     "LockFile",
@@ -46,6 +53,7 @@ __all__ = [
     "Stage",
     "compare",
     "fetch",
+    "fetch_stages",
     "find_lock",
     "init_project",
     "lookup",

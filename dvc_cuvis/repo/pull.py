@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError, first_line
-from dvc_cuvis.model.universe import DIGEST_COLUMNS
+from dvc_cuvis.model.universe import DIGEST_COLUMNS, Universe
 from dvc_cuvis.paths import require_dvc_root
 
 __all__ = ["FetchFile", "FetchPlan", "FetchResult", "dvc_error", "fetch", "not_pulled",
-           "plan_fetch", "pull_command", "remote_sizes", "restorable", "rows_files",
+           "plan_fetch", "pull_command", "pull_paths", "remote_sizes", "restorable", "rows_files",
            "verify_files"]
 
 
@@ -178,12 +178,13 @@ def dvc_error(exc: Exception, what: str, log: _DvcLog | None = None) -> DvcCuvis
     return DvcCuvisError(f"{what}: {text}{hint}")
 
 
-def rows_files(uni: Any, positions: Iterable[int], base: Path, root: Path) -> list[FetchFile]:
+def rows_files(uni: Universe, positions: Iterable[int], base: Path, root: Path) -> list[FetchFile]:
     """The files universe rows need (frame and annotation, with their recorded md5), as
     repository-relative posix paths; rows naming the same file share one entry."""
     from dvc_cuvis.paths import resolve_inside
 
-    found: dict[str, list[Any]] = {}
+    found: dict[str, str] = {}  # path -> its md5 (the first row's)
+    readers: dict[str, int] = {}  # path -> how many rows read it
     pos = list(positions)
     for column, digest_col in DIGEST_COLUMNS:
         digests = uni.column(digest_col) if uni.has_column(digest_col) else None
@@ -197,9 +198,9 @@ def rows_files(uni: Any, positions: Iterable[int], base: Path, root: Path) -> li
             if key.startswith("../"):
                 raise DvcCuvisError(f"{rel}: {column} lies outside the repository {root}")
             digest = digests[p] if digests is not None else ""
-            entry = found.setdefault(key, [digest, 0])
-            entry[1] += 1
-    return [FetchFile(k, v[0], v[1]) for k, v in sorted(found.items())]
+            found.setdefault(key, digest)
+            readers[key] = readers.get(key, 0) + 1
+    return [FetchFile(k, v, readers[k]) for k, v in sorted(found.items())]
 
 
 def plan_fetch(
@@ -247,6 +248,17 @@ def plan_fetch(
     files = rows_files(source, wanted, base.resolve(), root)
     return FetchPlan(root, tuple(dict.fromkeys(stages)), samples, files,
                      materialized or universe)
+
+
+def pull_paths(root: Path, paths: Sequence[str], remote: str | None = None) -> None:
+    """``dvc pull`` of ``paths`` (repository-relative) in the DVC repository ``root``, with
+    DVC's own messages kept back and its failure turned into one line."""
+    with quiet_dvc() as log:
+        try:
+            with _open_repo(root) as repo:
+                repo.pull(targets=list(paths), remote=remote)
+        except Exception as exc:
+            raise dvc_error(exc, f"dvc pull {' '.join(paths)}", log) from None
 
 
 def _open_repo(root: Path) -> Any:
@@ -400,7 +412,7 @@ def _not_pulled(root: Path, paths: list[str]) -> list[str]:
         repo.close()
 
 
-def pending_files(uni: Any, rels: Iterable[str]) -> tuple[Path | None, set[str]]:
+def pending_files(uni: Universe, rels: Iterable[str]) -> tuple[Path | None, set[str]]:
     """The repository of ``uni`` and which of ``rels`` (relative to universe.csv) DVC tracks."""
     base = (uni.path.parent if uni.path is not None else Path(".")).resolve()
     try:
@@ -412,7 +424,7 @@ def pending_files(uni: Any, rels: Iterable[str]) -> tuple[Path | None, set[str]]
     return root, {m for m, r in by_repo.items() if r in tracked}
 
 
-def data_not_pulled(uni: Any) -> bool:
+def data_not_pulled(uni: Universe) -> bool:
     """True when files universe.csv names are missing and DVC tracks them (not pulled)."""
     if uni.path is None:
         return False

@@ -16,6 +16,8 @@ from dvc_cuvis.sources._common import (
     source_id,
 )
 from dvc_cuvis.sources.enumeration import (
+    Enumerated,
+    enumerate_dataset,
     enumerate_universe,
     scan,
     universe_metrics,
@@ -23,8 +25,10 @@ from dvc_cuvis.sources.enumeration import (
 
 __all__ = [
     "EnumerateOptions",
+    "Enumerated",
     "Located",
     "Scan",
+    "enumerate_dataset",
     "enumerate_universe",
     "list_files",
     "locate",

@@ -7,6 +7,7 @@ re-exports the public names.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import stat
@@ -24,10 +25,11 @@ from dvc_cuvis.paths import PathGuard, is_within, walk_glob
 from dvc_cuvis.progress import progress
 
 if TYPE_CHECKING:
+    from dvc_cuvis.config.settings import Settings
     from dvc_cuvis.sources.door import BadFrame
 
 
-def _wavelengths(value: Any) -> tuple[float, ...] | None:
+def _wavelengths(value: object) -> tuple[float, ...] | None:
     """The ``wavelengths`` setting parsed (:func:`dvc_cuvis.sources.tiff.parse_wavelengths`)."""
     if value is None:
         return None
@@ -36,9 +38,14 @@ def _wavelengths(value: Any) -> tuple[float, ...] | None:
     return parse_wavelengths(value, "--wavelengths / enumerate.wavelengths")
 
 
-@dataclass
+@dataclass(frozen=True)
 class EnumerateOptions:
-    """What to scan and how; every path is explicit (nothing is parsed out of file names)."""
+    """What to scan and how; every path is explicit (nothing is parsed out of file names).
+
+    Frozen: the stat cache ("auto") is opened once, when the value is built, and every later
+    step reads the same choices. ``out`` and ``metrics`` are the files a full enumerate run
+    (:func:`~dvc_cuvis.sources.enumeration.enumerate_dataset`) writes.
+    """
 
     format: str
     root: Path
@@ -58,6 +65,27 @@ class EnumerateOptions:
     cache: StatCache = field(default_factory=lambda: StatCache(None))
     verify: bool = True  # the door (sources.door): refuse files materialize would trip on
     wavelengths: tuple[float, ...] | None = None  # tiff: --wavelengths, over each GDAL tag
+    out: Path | None = None  # the universe.csv to write (None: out_dir / universe.csv)
+    metrics: Path | None = None  # the universe metrics to write (None: none)
+
+    @property
+    def universe_csv(self) -> Path:
+        """The universe.csv a run writes: ``out``, else ``universe.csv`` in ``out_dir``."""
+        return self.out if self.out is not None else self.out_dir / "universe.csv"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EnumerateOptions:
+        """The options of ``dvc-cuvis enumerate`` (flag > params section > default).
+
+        A dataset root that is missing is named by where it was set: a params value the
+        user did not type is blamed on its file and key, never on a flag.
+        """
+        opts = cls.from_values(ENUMERATE.values(settings.get))[0]
+        if (opts.format != "universe" and not opts.root.is_dir()
+                and not settings.typed("root")):
+            raise DvcCuvisError(f"{opts.root}: dataset root not found or not a directory "
+                                f"(named by {settings.origin('root')})")
+        return opts
 
     @classmethod
     def from_values(cls, values: dict[str, Any], cache: StatCache | None = None,
@@ -76,6 +104,7 @@ class EnumerateOptions:
                                 "section with format and root in params.yaml)")
         out = Path(values["out"])
         categories, progress = values.get("categories"), values.get("progress")
+        metrics = values.get("metrics")
         opts = cls(
             format=str(values["format"]),
             root=Path(values["root"]),
@@ -95,8 +124,10 @@ class EnumerateOptions:
             wavelengths=_wavelengths(values.get("wavelengths")),
             cache=cache if cache is not None else open_stat_cache(
                 values.get("stat_cache") or "auto"),
+            out=out,
+            metrics=Path(metrics) if metrics else None,
         )
-        return opts, out, values.get("metrics")
+        return opts, out, metrics
 
     @classmethod
     def for_rescan(cls, section: dict[str, Any], base: Path | str, universe: Path | str,
@@ -113,10 +144,8 @@ class EnumerateOptions:
         opts, out, _ = cls.from_values(ENUMERATE.from_section(section, base, where), cache)
         if Path(os.path.abspath(out)) != Path(os.path.abspath(universe)):
             return None, f"{universe} is not what the enumerate section writes ({out})"
-        opts.progress = False
-        opts.executor = "local"
-        opts.verify = False  # a check compares md5s; the door is enumerate's, not the check's
-        return opts, ""
+        # a check compares md5s; the door (verify) is enumerate's, not the check's
+        return dataclasses.replace(opts, progress=False, executor="local", verify=False), ""
 
 
 @dataclass

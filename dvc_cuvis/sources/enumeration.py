@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,46 @@ from dvc_cuvis.sources._common import (
     Scan,
 )
 
-__all__ = ["enumerate_universe", "scan", "universe_metrics"]
+__all__ = ["Enumerated", "enumerate_dataset", "enumerate_universe", "scan", "universe_metrics"]
+
+
+@dataclass(frozen=True)
+class Enumerated:
+    """What an enumerate run made: the universe, its metrics document, the files written,
+    and the run's notes (statistics that must not go into the tracked metrics)."""
+
+    universe: Universe
+    metrics: dict[str, Any]
+    out: Path
+    metrics_path: Path | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        """The one line a run reports: samples, sources, format, file and hash."""
+        m = self.metrics
+        return (f"enumerated {m['samples']} samples from {m['sources']} sources "
+                f"({m['format']}) -> {self.out}; universe_hash {m['universe_hash'][:12]}")
+
+
+def enumerate_dataset(opts: EnumerateOptions) -> Enumerated:
+    """Scan a dataset and write its universe.csv (and metrics): ``dvc-cuvis enumerate`` as
+    one call, so a notebook makes the same bytes as the pipeline's stage."""
+    from dvc_cuvis._io import atomic_write_text, write_json
+    from dvc_cuvis.digests.stat_cache import hashing_line
+    from dvc_cuvis.model.universe_io import format_universe
+    from dvc_cuvis.sources.seed import attach
+
+    out = opts.universe_csv
+    attach(opts.cache, opts.format, out, opts.metrics)  # HEAD's run, if DVC vouches for it
+    uni, info = enumerate_universe(opts)
+    atomic_write_text(out, format_universe(uni))
+    if opts.metrics is not None:
+        write_json(opts.metrics, info)
+    # run statistics are notes: the tracked metrics stay the same cold or warm
+    notes = ((hashing_line(opts.cache),)
+             if opts.cache is not None and opts.hash_content else ())
+    return Enumerated(uni, info, out, opts.metrics, notes)
 
 
 def scan(opts: EnumerateOptions) -> Scan:

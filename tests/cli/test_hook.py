@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from dvc_cuvis import BakeOptions, bake, read_universe, save_splits
-from dvc_cuvis.cli.hook import HOOK_MARK, hook_script
+from dvc_cuvis.repo.hooks import HOOK_MARK, hook_script
 from tests.helpers.shell import BIN, ENV, run, sh
 
 ROWS = "source,index\n" + "".join(f"day{k}.cu3s,0-1\n" for k in range(6))
