@@ -67,6 +67,11 @@ def require_file(path: Path, what: str, s: Settings) -> None:
 
     pipeline = (s.base / "dvc.yaml").is_file() or Path("dvc.yaml").is_file()
     if pipeline:
+        from dvc_cuvis.check.failed_run import explain_missing
+
+        removed = explain_missing(path)  # a failed `dvc repro` removed it: repro fails again
+        if removed is not None:
+            raise DvcCuvisError(removed)
         hint = "; run `dvc repro` to create it (or `dvc pull` to fetch it)"
     elif s.file is None and not s.typed(what) and repo_root(Path.cwd()) is None:
         hint = (f"; {Path.cwd()} is not inside a dataset repository (no git or DVC folder "
