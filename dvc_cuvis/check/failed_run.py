@@ -9,16 +9,19 @@ brings back the version dvc.lock records (:mod:`dvc_cuvis.repo.removed` finds wh
 
 from __future__ import annotations
 
+import contextlib
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 from dvc_cuvis.check.facts import Staleness
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
+from dvc_cuvis.errors import MissingFileError
 from dvc_cuvis.repo.lockfile import LockFile, LockReadError, find_lock
 from dvc_cuvis.repo.removed import CACHE, GIT, REMOTE, FailedRun, failed_runs
 
-__all__ = ["explain_missing", "explain_stale_outputs", "failed_run_line"]
+__all__ = ["explain_missing", "explain_stale_outputs", "failed_run_line", "missing_input"]
 
 #: The command that restores outputs from each source.
 _COMMANDS = {CACHE: "dvc checkout", GIT: "git checkout --", REMOTE: "dvc pull"}
@@ -70,6 +73,22 @@ def explain_missing(path: Path, ws: Workspace | None = None) -> str | None:
             return failed_run_line(run, ws, lock.root.resolve(),
                                    named=ws.rel(path.absolute()))
     return None
+
+
+@contextlib.contextmanager
+def missing_input(*paths: Path | str | None) -> Iterator[None]:
+    """Reading ``paths``: a :class:`MissingFileError` for one that a failed run removed says
+    so (same error class, so a caller's handling and the exit code stay)."""
+    try:
+        yield
+    except MissingFileError as exc:
+        for path in paths:
+            said = (explain_missing(Path(path)) if path is not None and not Path(path).exists()
+                    else None)
+            if said is not None:
+                exc.args = (said,)
+                break
+        raise
 
 
 def explain_stale_outputs(finding: Finding, lock: LockFile, ws: Workspace) -> None:

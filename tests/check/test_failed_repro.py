@@ -173,3 +173,23 @@ def test_outputs_removed_as_dvc_repro_removes_them_and_by_hand(tracked_pipeline:
             "or was stopped; nothing here holds the version dvc.lock records of "
             "splits.json: fix the stage's error and rerun `dvc repro`") in said, said
     assert "checkout" not in said
+
+
+def test_the_library_check_and_the_guard_say_it_too(tracked_pipeline: Path,
+                                                     tmp_path: Path) -> None:
+    """``verify()`` (what a DataModule's guard runs) on the split a failed bake removed: the
+    same missing-file error class, with the sentence and the restore command."""
+    from dvc_cuvis import verify
+    from dvc_cuvis.errors import MissingSplitsFileError
+
+    repo = copy(tracked_pipeline, tmp_path / "repo")
+    for p in BAKE_OUTS:
+        (repo / p).unlink()
+    with contextlib.chdir(repo), pytest.raises(MissingSplitsFileError) as err:
+        verify("splits.json", "universe.csv")
+    said = str(err.value)
+    assert "the last run of stage bake (command: " + BAKE_CMD + ") failed" in said, said
+    assert "`git checkout -- " + " ".join(BAKE_OUTS) + "` brings back" in said, said
+    paste(repo, "git checkout -- " + " ".join(BAKE_OUTS))
+    with contextlib.chdir(repo):
+        assert verify("splits.json", "universe.csv").ok
