@@ -39,6 +39,7 @@ from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.content import check_content
 from dvc_cuvis.check.facts import OtherStagesAbsent
+from dvc_cuvis.check.failed_run import missing_input
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.not_pulled import explain_not_pulled, stage_outputs_not_pulled
 from dvc_cuvis.check.report import CHECKS, DriftReport, Finding
@@ -431,17 +432,18 @@ def verify(
     if reused is not None:
         return reused
     split_stamp = None
-    if isinstance(run.splits, DataSplitConfig):
-        cfg = run.splits
-    elif staged is not None and staged.holds(run.splits):
-        cfg = staged.splits(run.splits)
-    else:
-        cfg, split_stamp = load_splits_stamped(run.splits)
-    if isinstance(universe, Universe):
-        uni = universe
-    else:
-        uni = (staged.universe(universe) if staged is not None and staged.holds(universe)
-            else read_universe(universe))
+    with missing_input(run.splits_path, run.uni_path):  # removed by a failed `dvc repro`?
+        if isinstance(run.splits, DataSplitConfig):
+            cfg = run.splits
+        elif staged is not None and staged.holds(run.splits):
+            cfg = staged.splits(run.splits)
+        else:
+            cfg, split_stamp = load_splits_stamped(run.splits)
+        if isinstance(universe, Universe):
+            uni = universe
+        else:
+            uni = (staged.universe(universe) if staged is not None and staged.holds(universe)
+                else read_universe(universe))
     try:
         now, own_digests = _rescan(current, run.cache, run.vouched, uni)
     except NotPulledError:  # a clone that has not pulled: the content check says so

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dvc_cuvis.check.facts import Staleness
+from dvc_cuvis.check.failed_run import explain_stale_outputs
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
 from dvc_cuvis.check.staged import Staged
@@ -43,10 +44,13 @@ def check_staleness(
     facts = Staleness(tuple(cmp.relevant), tuple(cmp.changed), tuple(cmp.params_changed),
                       tuple(cmp.stale))
     if cmp.changed or cmp.params_changed:
-        return Finding("staleness", "drift",
-                       f"the workspace differs from dvc.lock: {len(cmp.changed)} file(s), "
-                       f"{len(cmp.params_changed)} param(s)", facts.details(), ws.rerun(),
-                       facts=facts), cmp.vouched
+        finding = Finding("staleness", "drift",
+                          f"the workspace differs from dvc.lock: {len(cmp.changed)} file(s), "
+                          f"{len(cmp.params_changed)} param(s)", facts.details(), ws.rerun(),
+                          facts=facts)
+        if staged is None:  # outputs a failed `dvc repro` removed: say so, and how to restore
+            explain_stale_outputs(finding, parsed, ws)
+        return finding, cmp.vouched
     if not cmp.relevant:
         return Finding("staleness", "skipped",
                        f"{lock.name} has no stage for these files"), cmp.vouched

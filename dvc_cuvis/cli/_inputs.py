@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dvc_cuvis.config.inputs import require_file, split_paths
+from dvc_cuvis.config.inputs import require_file as config_require_file
+from dvc_cuvis.config.inputs import split_paths
 from dvc_cuvis.config.settings import Settings
-from dvc_cuvis.errors import OptionRuleError, ParamsError
+from dvc_cuvis.errors import DvcCuvisError, OptionRuleError, ParamsError
 
 if TYPE_CHECKING:
     from cuvis_ai_schemas.training.data import DataSplitConfig
@@ -42,6 +43,19 @@ class Inputs:
     cfg: DataSplitConfig
     uni: Universe
     name_to_id: dict[str, int] | None
+
+
+def require_file(path: Path, what: str, s: Settings) -> None:
+    """One line for a missing input (:func:`dvc_cuvis.config.inputs.require_file`); an
+    output a failed `dvc repro` removed is said to be that, with the command that brings it
+    back (`dvc repro` would fail again)."""
+    if not path.exists() and ((s.base / "dvc.yaml").is_file() or Path("dvc.yaml").is_file()):
+        from dvc_cuvis.check.failed_run import explain_missing
+
+        removed = explain_missing(path)
+        if removed is not None:
+            raise DvcCuvisError(removed)
+    config_require_file(path, what, s)
 
 
 def category_map(s: Settings) -> dict[str, int] | None:
