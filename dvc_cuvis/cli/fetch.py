@@ -24,7 +24,8 @@ def add_parser(sub: Any) -> None:
 
 def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> Path:
     """materialized/universe.csv, pulled on its own first when the folder is not pulled."""
-    from dvc_cuvis.repo.pull import FetchFile, dvc_error, quiet_dvc
+    from dvc_cuvis.repo.dvc_client import pull_paths
+    from dvc_cuvis.repo.pull import FetchFile
 
     folder = s.get("materialized_dir")
     if folder is None:
@@ -32,15 +33,8 @@ def _materialized_universe(s: Settings, plan_root: Path, remote: str | None) -> 
         folder = s.from_file("out_dir", value, "materialize") if value else "materialized"
     path = Path(folder) / "universe.csv"
     if not path.is_file():
-        from dvc.repo import Repo
-
         rel = FetchFile(Path(path).resolve().relative_to(plan_root).as_posix(), "", 0)
-        with quiet_dvc() as log:
-            try:
-                with Repo(str(plan_root)) as repo:
-                    repo.pull(targets=[rel.path], remote=remote)
-            except Exception as exc:
-                raise dvc_error(exc, f"dvc pull {rel.path}", log) from None
+        pull_paths(plan_root, [rel.path], remote, f"dvc pull {rel.path}")
     return path
 
 
