@@ -18,11 +18,15 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from dvc_cuvis.errors import RepoError
+from dvc_cuvis.errors import RepoError, first_line
 from dvc_cuvis.paths import ancestors, repo_root
 from dvc_cuvis.repo.lockfile import LockReadError, declared_outs, stage_definitions
+
+if TYPE_CHECKING:
+    from git.objects.commit import Commit
 
 
 class Git:
@@ -47,7 +51,7 @@ class Git:
         """True for a shallow clone (its history stops at some commit)."""
         return (Path(self._repo.git_dir) / "shallow").exists()
 
-    def _revision(self, rev: str) -> Any:
+    def _revision(self, rev: str) -> Commit:
         """GitPython's commit object for ``rev``, kept inside this class (:class:`RepoError`
         naming an unknown revision, with a hint in a shallow clone)."""
         try:
@@ -118,8 +122,13 @@ class Git:
 
     def last_commits(self, paths: Sequence[str], depth: int) -> list[str]:
         """The ids of the last ``depth`` commits (from HEAD) that changed any of ``paths``,
-        newest first."""
-        out = self._repo.git.log(f"-{depth}", "--format=%H", "--", *paths)
+        newest first; :class:`RepoError` when git cannot list them (no commit yet)."""
+        try:
+            out = self._repo.git.log(f"-{depth}", "--format=%H", "--", *paths)
+        except _gitpython().GitCommandError as exc:
+            raise RepoError(f"{self.top}: git log cannot list the commits of "
+                            f"{', '.join(paths)} ({first_line(exc.stderr, 'git failed')})"
+                            ) from None
         return [str(sha) for sha in str(out).split()]
 
     def close(self) -> None:
@@ -148,7 +157,7 @@ def unknown_revision(rev: str, *, shallow: bool = False, empty: bool = False) ->
     return f"unknown revision {rev!r}{hint}"
 
 
-def _gitpython() -> Any:
+def _gitpython() -> ModuleType:
     """The ``git`` package (GitPython), imported on first use."""
     try:
         import git
@@ -265,7 +274,7 @@ class CommitInfo:
         return dict(self.blobs).get(path)
 
 
-def _commit_info(commit: Any, paths: Sequence[str]) -> CommitInfo:
+def _commit_info(commit: Commit, paths: Sequence[str]) -> CommitInfo:
     """GitPython's ``commit`` as a :class:`CommitInfo` with the blobs of ``paths``."""
     blobs: list[tuple[str, str | None]] = []
     for path in paths:

@@ -19,14 +19,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.errors import DvcCuvisError, first_line
-from dvc_cuvis.model.universe import DIGEST_COLUMNS
+from dvc_cuvis.model.universe import DIGEST_COLUMNS, Universe
 from dvc_cuvis.paths import require_dvc_root
+
+if TYPE_CHECKING:
+    from dvc.repo import Repo
 
 __all__ = ["FetchFile", "FetchPlan", "FetchResult", "dvc_error", "fetch", "not_pulled",
            "plan_fetch", "pull_command", "remote_sizes", "restorable", "rows_files",
@@ -101,7 +105,7 @@ def quiet_dvc() -> Iterator[_DvcLog]:
 
 
 @contextlib.contextmanager
-def granular_targets(repo: Any) -> Iterator[None]:
+def granular_targets(repo: Repo) -> Iterator[None]:
     """Resolve each target inside a tracked folder once, from DVC's own output index.
 
     DVC resolves every granular target separately (``collect_granular``: it re-parses
@@ -178,12 +182,13 @@ def dvc_error(exc: Exception, what: str, log: _DvcLog | None = None) -> DvcCuvis
     return DvcCuvisError(f"{what}: {text}{hint}")
 
 
-def rows_files(uni: Any, positions: Iterable[int], base: Path, root: Path) -> list[FetchFile]:
+def rows_files(uni: Universe, positions: Iterable[int], base: Path, root: Path) -> list[FetchFile]:
     """The files universe rows need (frame and annotation, with their recorded md5), as
     repository-relative posix paths; rows naming the same file share one entry."""
     from dvc_cuvis.paths import resolve_inside
 
-    found: dict[str, list[Any]] = {}
+    found: dict[str, str] = {}  # file -> the digest its first row records
+    samples: Counter[str] = Counter()
     pos = list(positions)
     for column, digest_col in DIGEST_COLUMNS:
         digests = uni.column(digest_col) if uni.has_column(digest_col) else None
@@ -197,9 +202,9 @@ def rows_files(uni: Any, positions: Iterable[int], base: Path, root: Path) -> li
             if key.startswith("../"):
                 raise DvcCuvisError(f"{rel}: {column} lies outside the repository {root}")
             digest = digests[p] if digests is not None else ""
-            entry = found.setdefault(key, [digest, 0])
-            entry[1] += 1
-    return [FetchFile(k, v[0], v[1]) for k, v in sorted(found.items())]
+            found.setdefault(key, digest)
+            samples[key] += 1
+    return [FetchFile(k, found[k], samples[k]) for k in sorted(found)]
 
 
 def plan_fetch(
@@ -248,14 +253,14 @@ def plan_fetch(
                      materialized or universe)
 
 
-def _open_repo(root: Path) -> Any:
+def _open_repo(root: Path) -> Repo:
     from dvc.repo import Repo
 
     return Repo(str(root))
 
 
 def remote_sizes(root: Path, files: Sequence[FetchFile], remote: str | None = None,
-                 repo: Any = None) -> dict[str, int | None]:
+                 repo: Repo | None = None) -> dict[str, int | None]:
     """Each file's size: from the workspace or the local cache, else asked of the remote
     (one stat per object, nothing downloaded); None where nobody knows it."""
     repo = repo or _open_repo(root)
@@ -399,7 +404,7 @@ def _not_pulled(root: Path, paths: list[str]) -> list[str]:
         repo.close()
 
 
-def pending_files(uni: Any, rels: Iterable[str]) -> tuple[Path | None, set[str]]:
+def pending_files(uni: Universe, rels: Iterable[str]) -> tuple[Path | None, set[str]]:
     """The repository of ``uni`` and which of ``rels`` (relative to universe.csv) DVC tracks."""
     base = (uni.path.parent if uni.path is not None else Path(".")).resolve()
     try:
@@ -411,7 +416,7 @@ def pending_files(uni: Any, rels: Iterable[str]) -> tuple[Path | None, set[str]]
     return root, {m for m, r in by_repo.items() if r in tracked}
 
 
-def data_not_pulled(uni: Any) -> bool:
+def data_not_pulled(uni: Universe) -> bool:
     """True when files universe.csv names are missing and DVC tracks them (not pulled)."""
     if uni.path is None:
         return False

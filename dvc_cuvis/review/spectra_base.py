@@ -19,6 +19,7 @@ from dvc_cuvis.materialize.summaries import RECIPE
 from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard
 from dvc_cuvis.model.compare import Version
 from dvc_cuvis.repo.dvc_client import cache_path
+from dvc_cuvis.review.history import GitTree
 from dvc_cuvis.review.spectra import Balance, read_index, shifted_ranges, smd, stage_spectrum
 
 
@@ -34,7 +35,7 @@ def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
     return None
 
 
-def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, Any]], str]:
+def base_entries(tree: GitTree, rev: str, folder: str) -> tuple[dict[str, dict[str, Any]], str]:
     """The summaries entries of ``folder`` (repository-relative) at ``rev`` from the local
     cache, or why they are not at hand."""
     try:

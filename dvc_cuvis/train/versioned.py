@@ -107,7 +107,8 @@ def stage_frames(
     rev: str, stage: str, *, repo: str | os.PathLike[str] = ".",
     splits_path: str = "splits.json", universe_csv: str = "universe.csv",
     cache_dir: str | os.PathLike[str] | None = None, remote: str | None = None,
-    name_to_id: dict[str, int] | None = None, jobs: int | None = None, splits: Any = None,
+    name_to_id: dict[str, int] | None = None, jobs: int | None = None,
+    splits: DataSplitConfig | None = None,
 ) -> StageFrames:
     """Fetch and verify the frames of ``stage`` of the dataset at ``rev``.
 
@@ -253,7 +254,7 @@ class Version:
         """The version's splits file in the local view (None for an inline split)."""
         return self.folder / self.splits_path if self.splits_path else None
 
-    def fetch(self, stage: str, *, splits: Any = None) -> StageFrames:
+    def fetch(self, stage: str, *, splits: DataSplitConfig | None = None) -> StageFrames:
         """Fetch, verify and link the frames of ``stage`` (once per stage)."""
         if stage in self.fetched:
             return self.fetched[stage]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.repo.git import CommitInfo, Git
 from dvc_cuvis.review.history import GitTree
 from dvc_cuvis.review.log import split_log
@@ -106,5 +107,5 @@ def test_commits_touching_gives_plain_commits(history: Path) -> None:
 def test_history_readers_hold_no_gitpython_handle(history: Path) -> None:
     tree = GitTree(history)
     assert _foreign({k: v for k, v in vars(tree).items() if k != "git"}, "GitTree") == []
-    with pytest.raises(Exception, match="no commit in HEAD touches nothing.json"):
+    with pytest.raises(DvcCuvisError, match=r"no commit in HEAD touches nothing\.json"):
         list(split_log(tree, "nothing.json", "nothing.csv"))
