@@ -1,4 +1,5 @@
-"""The package map holds: layers (import-linter), no import circle, faces, short functions.
+"""The package map holds: layers (import-linter), no import circle, faces, short functions,
+one client per outside system, no module-level mutable state.
 
 import-linter's layers contract sees imports between packages; a circle inside one package
 or one layer is found here, counting imports inside functions and under TYPE_CHECKING.
@@ -8,9 +9,11 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import subprocess
 import sys
 import tokenize
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -111,7 +114,7 @@ def test_the_layers_contract_holds() -> None:
         pytest.skip("import-linter is not installed (the test extra installs it)")
     r = subprocess.run([str(exe), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 kept, 0 broken" in r.stdout
+    assert "3 kept, 0 broken" in r.stdout
 
 
 def test_every_package_is_a_layer() -> None:
@@ -256,3 +259,231 @@ def test_nothing_in_tests_imports_benchmarks() -> None:
             bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {name}" for name in names
                     if name == "benchmarks" or name.startswith("benchmarks.")]
     assert not bad, f"tests import benchmarks (move the helper to tests/helpers): {bad}"
+
+
+# -- one client per outside system ----------------------------------------------------------
+
+#: The external packages each client alone may import, and the packages that are that client.
+CLIENTS = {
+    "Only repo/ talks to git (GitPython and every other git library)": (
+        {"git", "scmrepo", "dulwich", "pygit2"}, {"repo"}),
+    "Only repo/ and digests/ (the state database) talk to DVC": (
+        {"dvc", "dvc_data", "dvc_objects"}, {"repo", "digests"}),
+}
+#: Attributes only a GitPython object has: reading one outside repo/ means a GitPython
+#: object left the client (import-linter cannot see that: it imports nothing).
+GITPYTHON_ATTRS = {"iter_commits", "hexsha", "committed_date", "authored_date",
+                   "get_object_data", "stream_object_data", "working_tree_dir", "git_dir",
+                   "cat_file_all"}
+
+
+_MAY_BREACH = re.compile(
+    r"^\s*(?:from|import)\s+(?:git|scmrepo|dulwich|pygit2|dvc|dvc_data|dvc_objects)\b|\.(?:"
+    + "|".join(sorted(GITPYTHON_ATTRS)) + r")\b", re.MULTILINE)
+
+
+def _top_names() -> set[str]:
+    """Every package and module directly below dvc_cuvis, but the face itself."""
+    return ({p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+            | {p.stem for p in PKG.glob("*.py") if p.name != "__init__.py"})
+
+
+def test_every_package_but_the_client_is_bound_by_the_client_contracts() -> None:
+    """A new package is a source of both forbidden contracts the day it is added."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = {c["name"]: c for c in config["tool"]["importlinter"]["contracts"]}
+    assert config["tool"]["importlinter"]["include_external_packages"] is True
+    for name, (forbidden, clients) in CLIENTS.items():
+        c = contracts[name]
+        assert (c["type"], set(c["forbidden_modules"])) == ("forbidden", forbidden), name
+        sources = {m.removeprefix("dvc_cuvis.") for m in c["source_modules"]}
+        assert sources == _top_names() - clients, name
+
+
+def _client_breaches(path: Path, rel: str) -> list[str]:
+    """Imports of git or DVC libraries, and GitPython attributes read, in one module."""
+    allowed = {lib for libs, owners in CLIENTS.values() if rel.split("/")[1] in owners
+               for lib in libs}
+    libs = {lib for libs, _ in CLIENTS.values() for lib in libs} - allowed
+    text = path.read_text(encoding="utf-8")
+    if not _MAY_BREACH.search(text):  # parse only a file that can hold a hit
+        return []
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                 else [])
+        out += [f"{rel}:{node.lineno}: imports {n}" for n in names if n.split(".")[0] in libs]
+        if (isinstance(node, ast.Attribute) and node.attr in GITPYTHON_ATTRS
+                and rel.split("/")[1] != "repo"):
+            out.append(f"{rel}:{node.lineno}: reads GitPython's .{node.attr}")
+    return out
+
+
+def test_nothing_outside_the_clients_touches_git_or_dvc() -> None:
+    """The face and every module, imports anywhere in them, and GitPython objects used
+    through attributes (which the import-linter contracts cannot see)."""
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        bad += _client_breaches(path, rel if rel.count("/") > 1 else "dvc_cuvis/_top/x.py")
+    assert bad == []
+
+
+def test_the_client_checker_sees_a_gitpython_object_used_outside_repo(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("def f(t):\n    import dvc.api\n    return t.repo.iter_commits('HEAD')\n")
+    assert _client_breaches(f, "dvc_cuvis/review/m.py") == [
+        "dvc_cuvis/review/m.py:2: imports dvc.api",
+        "dvc_cuvis/review/m.py:3: reads GitPython's .iter_commits"]
+    assert _client_breaches(f, "dvc_cuvis/repo/m.py") == []
+    assert _client_breaches(f, "dvc_cuvis/digests/m.py") == [
+        "dvc_cuvis/digests/m.py:3: reads GitPython's .iter_commits"]
+
+
+# -- no module-level mutable state ------------------------------------------------------
+
+#: Constructors of mutable containers (a module-level one is state once something mutates it).
+_MUTABLE_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque",
+                  "WeakValueDictionary", "WeakKeyDictionary", "WeakSet"}
+_MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear",
+             "add", "discard", "remove", "appendleft", "sort", "reverse"}
+_CACHES = {"cache", "lru_cache"}
+#: What may stay, each with why it is no hidden state (docs/architecture.md, "No
+#: module-level state").  A memo owned by an object lives as long as its owner; these are
+#: facts of the running process or pure functions of small immutable input.
+STATE_ALLOWED = {
+    "dvc_cuvis/_io.py: cache _syncfs":
+        "libc's syncfs function or None: a fact of the process, not of any input",
+    "dvc_cuvis/model/frames.py: cache _libdeflate_crc32":
+        "the libdeflate function or None, checked against zlib: a fact of the process",
+    "dvc_cuvis/check/verdicts.py: cache _installed_code_id":
+        "the digest of the code this process runs: it cannot change under the process",
+    "dvc_cuvis/model/selectors.py: cache _cached_id_runs":
+        "a pure function of an immutable str returning a tuple of ranges, bounded (2**16)",
+    "dvc_cuvis/train/datamodule.py: mutates _HOSTED":
+        "a registry of generated classes: one class per (class, Lightning package) pair is "
+        "what isinstance, pickling and Lightning's checks need; bounded by the classes",
+    **{f"dvc_cuvis/digests/stat_cache.py: mutates {n}":
+       "the registry of stat-cache key names (content_key/stamp_key): names only, each "
+       "registered by the module that owns the key, never a value from data"
+       for n in ("CONTENT_KEYS", "STAMP_KEYS", "CHECK_KEYS")},
+    "dvc_cuvis/digests/cluster.py: global _WORKER_DVC":
+        "a Dask worker process's DVC state reader: the worker process is its owner",
+}
+#: The lineage memos another change removes; their entries go with them.
+STATE_PENDING = {f"dvc_cuvis/train/lineage.py: mutates {n}"
+                 for n in ("_MEMO", "_TOPS", "_LOCKS", "_ENTRIES", "_FACTS")}
+
+
+def _top_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The module-level statements, those under a top-level if/try included."""
+    out: list[ast.stmt] = []
+    for node in body:
+        out.append(node)
+        if isinstance(node, (ast.If, ast.Try)):
+            for part in (node.body, node.orelse, getattr(node, "finalbody", []),
+                         *[h.body for h in getattr(node, "handlers", [])]):
+                out += _top_statements(part)
+    return out
+
+
+def _is_cache(node: ast.expr) -> bool:
+    """``functools.cache``, ``lru_cache(...)`` and the like."""
+    target = node.func if isinstance(node, ast.Call) else node
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name in _CACHES
+
+
+def _containers(tree: ast.Module) -> set[str]:
+    """The names a module binds at module level to a mutable container."""
+    names: set[str] = set()
+    for node in _top_statements(tree.body):
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        mutable = isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp,
+                                     ast.SetComp)) or (
+            isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1]
+            in _MUTABLE_CALLS)
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        names |= {t.id for t in targets if mutable and isinstance(t, ast.Name)}
+    return names - {"__all__"}
+
+
+def _walk_facts(tree: ast.Module) -> tuple[set[str], set[str], list[ast.ImportFrom]]:
+    """In one walk of a module: the names it declares ``global``, the plain names it mutates
+    in place (item assignment or deletion, a mutating method, an augmented assignment to an
+    item), and its ``from`` imports."""
+    globals_: set[str] = set()
+    mutated: set[str] = set()
+    imports: list[ast.ImportFrom] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            globals_.update(node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.append(node)
+        elif isinstance(node, (ast.Assign, ast.Delete, ast.AugAssign)):
+            targets = [node.target] if isinstance(node, ast.AugAssign) else node.targets
+            mutated |= {t.value.id for t in targets
+                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name)):
+            mutated.add(node.func.value.id)
+    return globals_, mutated, imports
+
+
+def _module_state(rel: str, tree: ast.Module, imported: dict[str, set[str]],
+                  facts: tuple[set[str], set[str], list[ast.ImportFrom]] | None = None,
+                  ) -> set[str]:
+    """What holds state across calls in one module: ``global`` rebinding, caches on module
+    functions, module containers (its own or imported ones, ``imported``) mutated."""
+    globals_, mutated, _ = facts or _walk_facts(tree)
+    found = {f"{rel}: global {n}" for n in globals_}
+    found |= {f"{rel}: mutates {n}"
+              for n in mutated & (_containers(tree) | imported.get(rel, set()))}
+    for node in _top_statements(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found |= {f"{rel}: cache {node.name}" for d in node.decorator_list if _is_cache(d)}
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and (
+                _is_cache(node.value.func) or _is_cache(node.value)):
+            found |= {f"{rel}: cache {t.id}" for t in node.targets if isinstance(t, ast.Name)}
+    return found
+
+
+def _package_state() -> set[str]:
+    """:func:`_module_state` of every module, a container imported by name included."""
+    trees = {p.relative_to(ROOT).as_posix(): ast.parse(p.read_text(encoding="utf-8"))
+             for p in sorted(PKG.rglob("*.py"))}
+    containers = {rel.removesuffix(".py").replace("/", "."): _containers(t)
+                  for rel, t in trees.items()}
+    facts = {rel: _walk_facts(t) for rel, t in trees.items()}
+    imported: dict[str, set[str]] = {}
+    for rel, (_, _, imports) in facts.items():
+        for node in imports:
+            if node.module in containers:
+                imported.setdefault(rel, set()).update(
+                    a.asname or a.name for a in node.names
+                    if a.name in containers[node.module])
+    return set().union(*(_module_state(rel, t, imported, facts[rel])
+                         for rel, t in trees.items()))
+
+
+def test_no_module_level_mutable_state() -> None:
+    """State lives in objects that own it (a cache in its class, a memo in its run), never
+    in a module, where a long-lived process (a notebook, the gRPC training service) keeps
+    it across runs and repositories."""
+    found = _package_state()
+    assert sorted(found - set(STATE_ALLOWED) - STATE_PENDING) == []
+    assert sorted(set(STATE_ALLOWED) - found) == [], "a listed entry is gone: drop it"
+
+
+def test_the_state_finder_sees_each_kind() -> None:
+    src = ("import functools\nA = {}\nB = []\nC = (1,)\n__all__ = []\n"
+           "@functools.lru_cache(maxsize=4)\ndef f(x):\n    return x\n"
+           "g = functools.cache(len)\n"
+           "def h(k):\n    global C\n    A[k] = 1\n    B.append(k)\n    return A.get(k)\n")
+    assert _module_state("m.py", ast.parse(src), {}) == {
+        "m.py: global C", "m.py: cache f", "m.py: cache g", "m.py: mutates A",
+        "m.py: mutates B"}
+    assert _module_state("n.py", ast.parse("def h():\n    A.clear()\n"), {"n.py": {"A"}}) == {
+        "n.py: mutates A"}

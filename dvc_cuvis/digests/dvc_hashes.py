@@ -15,7 +15,6 @@ it reads a file for its md5; hashing itself (:mod:`dvc_cuvis.digests.hashing`) k
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
 from typing import Any
@@ -59,6 +58,16 @@ class DvcKnownHashes:
         self._root_of_dir: dict[str, str | None] = {}  # folder -> root (repo.dvc_root_of)
         self._repos: dict[str, Any] = {}  # root -> dvc Repo, or None when it cannot be opened
         self._dbs: dict[str, Any] = {}  # root -> dvc_state.StateDb, or None: use the Repo
+        #: root -> its realpath, resolved once for this object's lifetime (as its Repo and
+        #: state database are): a later object sees a link retargeted since.
+        self._reals: dict[str, str] = {}
+
+    def _real_root(self, root: str) -> str:
+        """``os.path.realpath`` of a repository root, once for this object."""
+        real = self._reals.get(root)
+        if real is None:
+            real = self._reals[root] = os.path.realpath(root)
+        return real
 
     def _repo(self, root: str) -> Any:
         """DVC's ``Repo`` at ``root``, opened once; None when it cannot be opened."""
@@ -69,7 +78,7 @@ class DvcKnownHashes:
                 try:
                     from dvc.repo import Repo
 
-                    self._repos[root] = Repo(_real_root(root))
+                    self._repos[root] = Repo(self._real_root(root))
                 except Exception:  # any failure only means "hash the file"
                     self._repos[root] = None
         return self._repos[root]
@@ -84,7 +93,7 @@ class DvcKnownHashes:
                 from dvc_cuvis.digests import dvc_state  # (sqlite3: only when DVC is asked)
 
                 db = None
-                path = dvc_state.state_db(_real_root(root))
+                path = dvc_state.state_db(self._real_root(root))
                 if path is not None:
                     with contextlib.suppress(Exception):
                         db = dvc_state.StateDb(path)
@@ -97,7 +106,8 @@ class DvcKnownHashes:
             root = dvc_root_of(os.path.dirname(abs_path), self._root_of_dir)
         if root is None:
             return None
-        key = _physical(root, abs_path)
+        real = self._real_root(root)
+        key = abs_path if real == root else real + abs_path[len(root):]
         db = self._db(root)
         if db is not None:
             found = db.md5s([(key, stamp)])
@@ -127,7 +137,7 @@ class DvcKnownHashes:
         for root, group in sorted(by_root.items()):
             # DVC keys its entries by the path under its root as the OS names it (the
             # physical cwd of a ``dvc`` command): a root reached through a link is mapped
-            real = _real_root(root)
+            real = self._real_root(root)
             if real != root:
                 logical = {real + p[len(root):]: p for p, _ in group}
                 group = [(real + p[len(root):], s) for p, s in group]
@@ -168,18 +178,6 @@ class DvcKnownHashes:
             if repo is not None:
                 with contextlib.suppress(Exception):
                     repo.close()
-
-
-def _physical(root: str, abs_path: str) -> str:
-    """``abs_path`` (below ``root``) with ``root`` resolved, as DVC's state keys it."""
-    real = _real_root(root)
-    return abs_path if real == root else real + abs_path[len(root):]
-
-
-@functools.lru_cache(maxsize=64)
-def _real_root(root: str) -> str:
-    """``os.path.realpath`` of a repository root, once per process."""
-    return os.path.realpath(root)
 
 
 def _plain_md5(hash_info: Any) -> str | None:

@@ -164,11 +164,12 @@ def fetch_stages(options: FetchOptions) -> Fetched:
 
 def _materialized_universe(folder: Path, root: Path, remote: str | None) -> Path:
     """materialized/universe.csv, pulled on its own first when the folder is not pulled."""
-    from dvc_cuvis.repo.pull import pull_paths
+    from dvc_cuvis.repo.dvc_client import pull_paths
 
     path = folder / "universe.csv"
     if not path.is_file():
-        pull_paths(root, [path.resolve().relative_to(root).as_posix()], remote)
+        pull_paths(root, [path.resolve().relative_to(root).as_posix()], remote,
+                   f"dvc pull {path.resolve().relative_to(root).as_posix()}")
     return path
 
 

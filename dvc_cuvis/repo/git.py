@@ -7,18 +7,26 @@ asked through the same client (:func:`remote_commit`, :func:`mirror`).  A path i
 git, by a ``.dvc`` file, or as the output of a dvc.yaml stage as DVC resolves the file
 (:func:`~dvc_cuvis.repo.lockfile.stage_definitions`: ``foreach`` and ``matrix`` stages too).
 
-GitPython is imported on first use only.
+GitPython is imported on first use only, and no GitPython object leaves this module: every
+method returns plain values (bytes, commit ids, :class:`CommitInfo`), so the rest of the
+package cannot come to depend on GitPython's types (an import-linter contract keeps it so).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from dvc_cuvis.errors import RepoError
+from dvc_cuvis.errors import RepoError, first_line
 from dvc_cuvis.paths import ancestors, repo_root
 from dvc_cuvis.repo.lockfile import LockReadError, declared_outs, stage_definitions
+
+if TYPE_CHECKING:
+    from git.objects.commit import Commit
 
 
 class Git:
@@ -32,31 +40,31 @@ class Git:
         ``purpose`` says why one is needed)."""
         git = _gitpython()
         try:
-            self.repo = git.Repo(path, search_parent_directories=True)
+            self._repo = git.Repo(path, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise RepoError(f"{Path(path).resolve()}: not a git repository ({purpose})"
                             ) from None
-        self.top = Path(self.repo.working_tree_dir or path)
+        self.top = Path(self._repo.working_tree_dir or path)
 
     @property
     def shallow(self) -> bool:
         """True for a shallow clone (its history stops at some commit)."""
-        return (Path(self.repo.git_dir) / "shallow").exists()
+        return (Path(self._repo.git_dir) / "shallow").exists()
 
-    def revision(self, rev: str) -> Any:
-        """GitPython's commit object for ``rev`` (:class:`RepoError` naming an unknown
-        revision, with a hint in a shallow clone)."""
+    def _revision(self, rev: str) -> Commit:
+        """GitPython's commit object for ``rev``, kept inside this class (:class:`RepoError`
+        naming an unknown revision, with a hint in a shallow clone)."""
         try:
-            commit = self.repo.commit(rev)
+            commit = self._repo.commit(rev)
             _ = commit.tree.hexsha  # force the lookup: a shallow clone fails only here
             return commit
         except Exception:  # BadName, ValueError, GitCommandError, ...: all "not here"
-            empty = not self.repo.head.is_valid()  # no commit at all yet
+            empty = not self._repo.head.is_valid()  # no commit at all yet
             raise RepoError(unknown_revision(rev, shallow=self.shallow, empty=empty)) from None
 
     def commit(self, rev: str) -> str:
         """The full commit id ``rev`` names (the error of :meth:`revision`)."""
-        return str(self.revision(rev).hexsha)
+        return str(self._revision(rev).hexsha)
 
     def read(self, rev: str, rel: str) -> bytes | None:
         """The bytes of the file ``rel`` (posix, relative to the top) at ``rev``; None if it is
@@ -64,7 +72,7 @@ class Git:
         if "\n" in rel or "\n" in rev:
             return None  # one request per line: such a name cannot be asked for
         try:
-            _, kind, _, data = self.repo.git.get_object_data(f"{rev}:{rel}")
+            _, kind, _, data = self._repo.git.get_object_data(f"{rev}:{rel}")
         except ValueError:  # "<rev>:<path> missing" (or ambiguous)
             return None
         return bytes(data) if kind in (b"blob", "blob") else None  # (bytes in GitPython 3)
@@ -81,29 +89,51 @@ class Git:
     def unstaged(self) -> list[str]:
         """The tracked files whose working-tree copy differs from the index (posix, relative
         to the top; deleted ones too): where the working tree is not what a commit records."""
-        out = self.repo.git.diff("--name-only", "-z", "--no-renames", "--no-ext-diff")
+        out = self._repo.git.diff("--name-only", "-z", "--no-renames", "--no-ext-diff")
         return sorted(name for name in str(out).split("\0") if name)
 
     def hooks_dir(self) -> Path:
         """The folder git runs hooks from (``git rev-parse --git-path hooks``: it follows
         ``core.hooksPath`` and, in a linked worktree, the main repository's hooks)."""
-        out = str(self.repo.git.rev_parse("--git-path", "hooks"))
-        return Path(os.path.abspath(Path(self.repo.working_dir) / out))
+        out = str(self._repo.git.rev_parse("--git-path", "hooks"))
+        return Path(os.path.abspath(Path(self._repo.working_dir) / out))
 
     def config(self, key: str) -> str | None:
         """The value of git's setting ``key`` (None when it is unset)."""
         try:
-            return str(self.repo.git.config("--get", key)) or None
+            return str(self._repo.git.config("--get", key)) or None
         except _gitpython().GitCommandError:  # git config exits 1 for an unset key
             return None
 
     def tracks(self, rel: str) -> bool:
         """True if git tracks the file ``rel`` (relative to the top) in the index."""
-        return bool(self.repo.git.ls_files("--", rel).strip())
+        return bool(self._repo.git.ls_files("--", rel).strip())
+
+    # -- history as plain values (h-clients: no GitPython object leaves repo/) ------------
+
+    def commits_touching(self, rev: str, paths: Sequence[str], limit: int | None = None
+                         ) -> list[CommitInfo]:
+        """The commits reachable from ``rev`` that changed any of ``paths`` (newest first, at
+        most ``limit``), each with its author, subject and the blob of every path in it;
+        an unknown ``rev`` is the one error of :meth:`commit`."""
+        self.commit(rev)
+        found = self._repo.iter_commits(rev, paths=list(paths), max_count=limit)
+        return [_commit_info(c, paths) for c in found]
+
+    def last_commits(self, paths: Sequence[str], depth: int) -> list[str]:
+        """The ids of the last ``depth`` commits (from HEAD) that changed any of ``paths``,
+        newest first; :class:`RepoError` when git cannot list them (no commit yet)."""
+        try:
+            out = self._repo.git.log(f"-{depth}", "--format=%H", "--", *paths)
+        except _gitpython().GitCommandError as exc:
+            raise RepoError(f"{self.top}: git log cannot list the commits of "
+                            f"{', '.join(paths)} ({first_line(exc.stderr, 'git failed')})"
+                            ) from None
+        return [str(sha) for sha in str(out).split()]
 
     def close(self) -> None:
         """Stop the git processes kept for reading (GitPython's persistent ``cat-file``)."""
-        self.repo.close()
+        self._repo.close()
 
     def __enter__(self) -> Git:
         """This repository, closed at the end of the ``with`` block."""
@@ -127,7 +157,7 @@ def unknown_revision(rev: str, *, shallow: bool = False, empty: bool = False) ->
     return f"unknown revision {rev!r}{hint}"
 
 
-def _gitpython() -> Any:
+def _gitpython() -> ModuleType:
     """The ``git`` package (GitPython), imported on first use."""
     try:
         import git
@@ -221,3 +251,37 @@ def _stage_writing(folder: Path, target: Path) -> str | None:
             if out == target or out in target.parents:
                 return str(name)
     return None
+
+
+# -- commits as plain values (h-clients) ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One commit as the rest of the package sees it: plain values, never GitPython's
+    object, so history readers need no git library of their own."""
+
+    sha: str
+    #: Seconds since the epoch at which the commit was made (git's committer date).
+    committed: int
+    author: str
+    subject: str
+    #: ``(path, blob id)`` for each path asked about; None where the commit has no such path.
+    blobs: tuple[tuple[str, str | None], ...]
+
+    def blob(self, path: str) -> str | None:
+        """The object id of ``path`` in this commit (None: absent there)."""
+        return dict(self.blobs).get(path)
+
+
+def _commit_info(commit: Commit, paths: Sequence[str]) -> CommitInfo:
+    """GitPython's ``commit`` as a :class:`CommitInfo` with the blobs of ``paths``."""
+    blobs: list[tuple[str, str | None]] = []
+    for path in paths:
+        try:
+            blobs.append((path, str((commit.tree / path).hexsha)))
+        except KeyError:  # not in this commit (deleted, or not yet added)
+            blobs.append((path, None))
+    summary = commit.summary
+    return CommitInfo(str(commit.hexsha), int(commit.committed_date), str(commit.author.name),
+                      summary if isinstance(summary, str) else str(summary), tuple(blobs))

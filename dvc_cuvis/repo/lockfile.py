@@ -13,7 +13,7 @@ through the stat cache so an unchanged folder costs its ``stat`` calls.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ class LockReadError(DvcCuvisError):
     """dvc.lock exists but cannot be read or parsed."""
 
 
-def _norm(path: Any) -> str:
+def _norm(path: object) -> str:
     return os.path.normpath(str(path))
 
 
@@ -291,7 +291,7 @@ def _resolve(root: Path, path: Path, data: dict[str, Any]) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _paths(entries: Any) -> set[str]:
+def _paths(entries: Iterable[object] | None) -> set[str]:
     """The paths of a dvc.yaml ``deps``/``outs`` list (plain or ``{path: options}``)."""
     out: set[str] = set()
     for e in entries or []:

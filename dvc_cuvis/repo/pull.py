@@ -19,17 +19,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.model.universe import DIGEST_COLUMNS, Universe
 from dvc_cuvis.paths import require_dvc_root
 
+if TYPE_CHECKING:
+    from dvc.repo import Repo
+
 __all__ = ["FetchFile", "FetchPlan", "FetchResult", "dvc_error", "fetch", "not_pulled",
-           "plan_fetch", "pull_command", "pull_paths", "remote_sizes", "restorable", "rows_files",
+           "plan_fetch", "pull_command", "remote_sizes", "restorable", "rows_files",
            "verify_files"]
 
 
@@ -101,7 +105,7 @@ def quiet_dvc() -> Iterator[_DvcLog]:
 
 
 @contextlib.contextmanager
-def granular_targets(repo: Any) -> Iterator[None]:
+def granular_targets(repo: Repo) -> Iterator[None]:
     """Resolve each target inside a tracked folder once, from DVC's own output index.
 
     DVC resolves every granular target separately (``collect_granular``: it re-parses
@@ -183,8 +187,8 @@ def rows_files(uni: Universe, positions: Iterable[int], base: Path, root: Path) 
     repository-relative posix paths; rows naming the same file share one entry."""
     from dvc_cuvis.paths import resolve_inside
 
-    found: dict[str, str] = {}  # path -> its md5 (the first row's)
-    readers: dict[str, int] = {}  # path -> how many rows read it
+    found: dict[str, str] = {}  # file -> the digest its first row records
+    samples: Counter[str] = Counter()
     pos = list(positions)
     for column, digest_col in DIGEST_COLUMNS:
         digests = uni.column(digest_col) if uni.has_column(digest_col) else None
@@ -199,8 +203,8 @@ def rows_files(uni: Universe, positions: Iterable[int], base: Path, root: Path) 
                 raise DvcCuvisError(f"{rel}: {column} lies outside the repository {root}")
             digest = digests[p] if digests is not None else ""
             found.setdefault(key, digest)
-            readers[key] = readers.get(key, 0) + 1
-    return [FetchFile(k, v, readers[k]) for k, v in sorted(found.items())]
+            samples[key] += 1
+    return [FetchFile(k, found[k], samples[k]) for k in sorted(found)]
 
 
 def plan_fetch(
@@ -250,25 +254,14 @@ def plan_fetch(
                      materialized or universe)
 
 
-def pull_paths(root: Path, paths: Sequence[str], remote: str | None = None) -> None:
-    """``dvc pull`` of ``paths`` (repository-relative) in the DVC repository ``root``, with
-    DVC's own messages kept back and its failure turned into one line."""
-    with quiet_dvc() as log:
-        try:
-            with _open_repo(root) as repo:
-                repo.pull(targets=list(paths), remote=remote)
-        except Exception as exc:
-            raise dvc_error(exc, f"dvc pull {' '.join(paths)}", log) from None
-
-
-def _open_repo(root: Path) -> Any:
+def _open_repo(root: Path) -> Repo:
     from dvc.repo import Repo
 
     return Repo(str(root))
 
 
 def remote_sizes(root: Path, files: Sequence[FetchFile], remote: str | None = None,
-                 repo: Any = None) -> dict[str, int | None]:
+                 repo: Repo | None = None) -> dict[str, int | None]:
     """Each file's size: from the workspace or the local cache, else asked of the remote
     (one stat per object, nothing downloaded); None where nobody knows it."""
     repo = repo or _open_repo(root)

@@ -36,7 +36,7 @@ from dvc_cuvis.paths import dvc_root
 MEMO_VERSION = 1
 
 
-def _vars_files(node: Any, wdir: str = "") -> Iterator[tuple[str, str]]:
+def _vars_files(node: object, wdir: str = "") -> Iterator[tuple[str, str]]:
     """(wdir, file) for every file a ``vars`` entry names under ``node``."""
     if isinstance(node, dict):
         here = str(node["wdir"]) if isinstance(node.get("wdir"), str) else wdir

@@ -125,7 +125,7 @@ def dvc_intact(root: Path, dvc_file: str, files: Sequence[str], vouched: Vouched
         with Git(root) as git:
             rel = Path(os.path.relpath(root / dvc_file, git.top)).as_posix()
             head = git.read("HEAD", rel)
-            log = git.repo.git.log(f"-{depth}", "--format=%H", "--", rel).split()
+            log = git.last_commits([rel], depth)
             versions += [(_label(git, c, rel, head), git.read(c, rel)) for c in log]
     except Exception:  # no git, no commit yet: the work tree's record alone
         pass
@@ -163,7 +163,7 @@ def git_intact(top: Path, files: Sequence[str], vouched: Vouched, depth: int = D
     versions: list[tuple[str, dict[str, tuple[str, Path]]]] = []
     with tempfile.TemporaryDirectory(prefix="dvc-cuvis-restore-") as tmp, Git(top) as git:
         head = git.commit("HEAD")
-        log = git.repo.git.log(f"-{depth}", "--format=%H", "--", *files).split()
+        log = git.last_commits(files, depth)
         for n, commit in enumerate(dict.fromkeys([head, *log])):
             recorded: dict[str, tuple[str, Path]] = {}
             for k, rel in enumerate(files):

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.errors import DvcCuvisError, first_line
+from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.limits import LimitError
 from dvc_cuvis.model.compare import Version
 from dvc_cuvis.model.constraints import evaluate_constraints
@@ -40,12 +40,12 @@ WORKSPACE = "workspace"
 
 class GitTree:
     """Read files of one repository at any revision (or the workspace): git's through the
-    one git client (:class:`~dvc_cuvis.repo.git.Git`), DVC-tracked ones through ``dvc.api``."""
+    one git client (:class:`~dvc_cuvis.repo.git.Git`), DVC-tracked ones through the one DVC
+    client (:func:`~dvc_cuvis.repo.dvc_client.read_at`)."""
 
     def __init__(self, path: Path | str = ".") -> None:
         """Open the git repository containing ``path``."""
         self.git = Git(path, "diff and log read split versions from git history")
-        self.repo = self.git.repo
         self.root = self.git.top
         #: Read git alone: a DVC-tracked path is an error instead of a data read (``--repo``).
         self.git_only = False
@@ -93,23 +93,17 @@ class GitTree:
             raise DvcCuvisError(f"{self.name}: {path} is tracked by DVC at revision {where}, "
                                 "not by git; --repo reads git alone (no data is pulled): "
                                 "name a git-tracked file")
+        from dvc_cuvis.repo.dvc_client import DvcReadError, read_at
+
         try:
-            import dvc.api
-            from dvc.exceptions import PathMissingError
-        except ImportError:  # pragma: no cover - a runtime dependency
-            raise DvcCuvisError(f"{path} is tracked by DVC: reading it needs dvc") from None
-        try:
-            data: bytes = dvc.api.read(path, repo=str(self.root), rev=rev, mode="rb")
-            return data
-        except Exception as exc:  # dvc raises many kinds; each becomes one clear line
-            if isinstance(exc, PathMissingError):  # dvc's wording for "no data" misleads
-                reason = "its data is neither in the DVC cache nor on a remote"
-            else:
-                first = first_line(exc)
-                reason = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+            return read_at(self.root, path, rev)
+        except DvcReadError as exc:
+            if exc.missing_dvc:  # pragma: no cover - a runtime dependency
+                raise DvcCuvisError(f"{path} is tracked by DVC: reading it needs dvc") from None
             raise DvcCuvisError(
-                f"{path} is tracked by DVC at revision {where} but cannot be read ({reason}); "
-                f"fetch its data (`dvc fetch --rev {rev}` or `dvc pull`) or check the DVC remote"
+                f"{path} is tracked by DVC at revision {where} but cannot be read "
+                f"({exc.reason}); fetch its data (`dvc fetch --rev {rev}` or `dvc pull`) or "
+                "check the DVC remote"
             ) from None
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.compare import Version, diff_versions
 from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.repo.git import CommitInfo
 from dvc_cuvis.review.history import GitTree, load_version
 
 
@@ -34,27 +34,25 @@ def split_log(
     max_count: int | None = None,
 ) -> Iterator[LogEntry]:
     """Commits (newest first) that changed ``splits_path``, each compared with its predecessor."""
-    tree.commit(rev)
     # a re-processed frame changes universe.csv's md5 column but not the split: list both
-    commits = list(tree.repo.iter_commits(rev, paths=[splits_path, universe_path]))
+    commits = tree.git.commits_touching(rev, [splits_path, universe_path],
+                                        None if max_count is None else max_count + 1)
     if not commits:
         raise DvcCuvisError(f"no commit in {rev} touches {splits_path}")
     cache: dict[tuple[str, str], Version] = {}
     parsed: dict[str, Universe] = {}
 
-    def version(commit: Any) -> Version | None:
-        try:
-            split_sha = (commit.tree / splits_path).hexsha
-            uni_sha = (commit.tree / universe_path).hexsha
-        except KeyError:
+    def version(commit: CommitInfo) -> Version | None:
+        split_sha, uni_sha = commit.blob(splits_path), commit.blob(universe_path)
+        if split_sha is None or uni_sha is None:
             return None  # the split was deleted in this commit, or has no universe yet
         key = (split_sha, uni_sha)
         if key not in cache:
-            cache[key] = load_version(tree, commit.hexsha, splits_path, universe_path, None,
+            cache[key] = load_version(tree, commit.sha, splits_path, universe_path, None,
                                       parsed)
         return cache[key]
 
-    chosen = commits if max_count is None else commits[: max_count + 1]
+    chosen = commits
     versions = [version(c) for c in chosen]
     for k, commit in enumerate(chosen[: max_count or len(chosen)]):
         v = versions[k]
@@ -67,7 +65,6 @@ def split_log(
             moved, added, removed = (d.moved, d.transitions_total("new"),
                                      d.transitions_total("removed"))
             content = len(d.content)
-        when = datetime.fromtimestamp(commit.committed_date, tz=UTC).strftime("%Y-%m-%d")
-        yield LogEntry(commit.hexsha[:8], when, str(commit.author.name),
-                       commit.summary if isinstance(commit.summary, str) else str(commit.summary),
+        when = datetime.fromtimestamp(commit.committed, tz=UTC).strftime("%Y-%m-%d")
+        yield LogEntry(commit.sha[:8], when, commit.author, commit.subject,
                        v.counts(), v.universe.hash[:12], moved, added, removed, content)

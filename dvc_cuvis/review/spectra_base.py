@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-from pathlib import Path
 from typing import Any
 
 from dvc_cuvis._io import parse_yaml
@@ -19,18 +18,9 @@ from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.summaries import RECIPE
 from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard
 from dvc_cuvis.model.compare import Version
+from dvc_cuvis.repo.dvc_client import cache_path
+from dvc_cuvis.review.history import GitTree
 from dvc_cuvis.review.spectra import Balance, read_index, shifted_ranges, smd, stage_spectrum
-
-
-def _cache_file(root: Path, md5: str) -> Path:
-    """Where the local DVC cache keeps the object ``md5`` (DVC 3 layout, its cache.dir)."""
-    try:
-        from dvc.repo import Repo
-
-        with Repo(str(root)) as repo:
-            return Path(repo.cache.local.oid_to_path(md5))
-    except Exception:  # no DVC repository or an unreadable config: DVC's default place
-        return root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
 
 
 def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
@@ -45,7 +35,7 @@ def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
     return None
 
 
-def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, Any]], str]:
+def base_entries(tree: GitTree, rev: str, folder: str) -> tuple[dict[str, dict[str, Any]], str]:
     """The summaries entries of ``folder`` (repository-relative) at ``rev`` from the local
     cache, or why they are not at hand."""
     try:
@@ -54,7 +44,7 @@ def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, 
         return {}, f"dvc.lock at {rev} cannot be read ({exc})"
     if dir_md5 is None:
         return {}, f"dvc.lock at {rev} records no output {folder}"
-    listing = _cache_file(tree.root, dir_md5)  # DVC keeps a folder's listing as <md5>.dir
+    listing = cache_path(tree.root, dir_md5)  # DVC keeps a folder's listing as <md5>.dir
     if not listing.is_file():
         return {}, (f"{folder} at {rev} is not in the local DVC cache (`dvc fetch` at that "
                     "revision brings it)")
@@ -71,7 +61,7 @@ def base_entries(tree: Any, rev: str, folder: str) -> tuple[dict[str, dict[str, 
             None, None)
         if not (isinstance(rel, str) and rel.startswith(SUMMARIES_DIR + "/")):
             continue
-        shard = _cache_file(tree.root, str(md5))
+        shard = cache_path(tree.root, str(md5))
         if not shard.is_file():
             return {}, f"{folder}/{rel} at {rev} is not in the local DVC cache"
         try:  # a shard of another recipe holds nothing comparable: it reads as empty

@@ -262,7 +262,8 @@ def _git_hint(root: Path, files: list[str], fmt: str, fix: str) -> str:
             top = git.top.resolve()
         rels = [Path(os.path.relpath(os.path.abspath(f), top)).as_posix() for f in files]
         intact = git_intact(top, rels, _vouched(root, fmt))
-    except Exception:  # git unreadable (RepoError, GitPython's own): nothing to name
+    except (DvcCuvisError, OSError):  # the git client's one error (RepoError), a verdict
+        # the door cannot take, a file that cannot be read: nothing to name
         return f"to go on: {fix.removeprefix('or ')}"
     back = {rel: Path(os.path.relpath(top / rel)).as_posix() for rel in rels}
     commands = [f"git restore --source={rev} -- "

@@ -25,11 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dvc_cuvis.errors import DvcCuvisError, RepoError, first_line
+from dvc_cuvis.errors import DvcCuvisError, RepoError
 from dvc_cuvis.paths import owned_folder
 from dvc_cuvis.train.stages import setup_stages
 
 if TYPE_CHECKING:
+    from cuvis_ai_schemas.training.data import DataSplitConfig
+
+    from dvc_cuvis.model.universe import Universe
+    from dvc_cuvis.repo.dvc_client import DvcRevision
     from dvc_cuvis.repo.pull import FetchFile
 
 __all__ = ["StageFrames", "Version", "open_version", "resolve_commit", "stage_frames"]
@@ -50,7 +54,7 @@ class StageFrames:
     uids: list[str]
     files: list[str]
     paths: list[Path]
-    universe: Any  # the stage's rows of that revision's universe (Universe)
+    universe: Universe  # the stage's rows of that revision's universe
     fetched: int = 0
 
     def describe(self) -> str:
@@ -82,30 +86,11 @@ def resolve_commit(repo: str, rev: str) -> str:
     raise RepoError(f"{repo}: {unknown_revision(rev)}")
 
 
-def _open(repo: str, commit: str, cache_dir: str | os.PathLike[str] | None) -> Any:
-    """The DVC repository at ``commit`` (DVC's own opener: local in place, URL cloned)."""
-    from dvc.repo.open_repo import open_repo
+def _open(repo: str, commit: str, cache_dir: str | os.PathLike[str] | None) -> DvcRevision:
+    """The DVC repository at ``commit`` (the one DVC client: local in place, URL cloned)."""
+    from dvc_cuvis.repo.dvc_client import DvcRevision
 
-    config = {"cache": {"dir": os.fspath(Path(cache_dir).resolve())}} if cache_dir else None
-    try:
-        return open_repo(os.path.abspath(repo) if _is_local(repo) else repo, rev=commit,
-                         config=config)
-    except Exception as exc:
-        first = first_line(exc, type(exc).__name__)
-        raise DvcCuvisError(f"{repo}@{commit[:12]}: cannot open it as a DVC repository "
-                            f"({first})") from None
-
-
-def _read(dvc_repo: Any, path: str, where: str) -> bytes:
-    try:
-        with dvc_repo.dvcfs.open(path, "rb") as fh:
-            data: bytes = fh.read()
-            return data
-    except FileNotFoundError:
-        raise DvcCuvisError(f"{where}: {path} does not exist at that revision") from None
-    except Exception as exc:
-        first = first_line(exc, type(exc).__name__)
-        raise DvcCuvisError(f"{where}: {path}: cannot read it ({first})") from None
+    return DvcRevision(repo, commit, cache_dir, local=_is_local(repo))
 
 
 def _inside(folder: str, rel: str, where: str) -> str:
@@ -122,7 +107,8 @@ def stage_frames(
     rev: str, stage: str, *, repo: str | os.PathLike[str] = ".",
     splits_path: str = "splits.json", universe_csv: str = "universe.csv",
     cache_dir: str | os.PathLike[str] | None = None, remote: str | None = None,
-    name_to_id: dict[str, int] | None = None, jobs: int | None = None, splits: Any = None,
+    name_to_id: dict[str, int] | None = None, jobs: int | None = None,
+    splits: DataSplitConfig | None = None,
 ) -> StageFrames:
     """Fetch and verify the frames of ``stage`` of the dataset at ``rev``.
 
@@ -173,8 +159,8 @@ def stage_frames(
         cfg = splits if splits is not None else _read_splits(dvc_repo, splits_path, where)
         uni, positions, files, wanted = _stage_files(dvc_repo, cfg, stage, where, rev,
                                                      splits_path, universe_csv, name_to_id)
-        fetched = _fetch(dvc_repo, [f.path for f in wanted], where, remote, jobs)
-        local, oids, more = _cache_objects(dvc_repo, [f.path for f in wanted], where, remote)
+        fetched = dvc_repo.fetch([f.path for f in wanted], where, remote, jobs)
+        local, oids, more = dvc_repo.cache_objects([f.path for f in wanted], where, remote)
         verify_files(Path("."), wanted, path_of=lambda f: local[f.path],
                      refuse=_refusal(where, f"{universe_csv} at {rev}", oids))
     finally:
@@ -183,24 +169,25 @@ def stage_frames(
                        [local[f] for f in files], uni.take(positions), fetched + more)
 
 
-def _read_splits(dvc_repo: Any, splits_path: str, where: str) -> Any:
+def _read_splits(dvc_repo: DvcRevision, splits_path: str, where: str) -> DataSplitConfig:
     """The split file at the revision, parsed (its errors name ``where:splits_path``)."""
     from dvc_cuvis.model.splits import parse_splits
 
-    text = _read(dvc_repo, splits_path, where)
+    text = dvc_repo.read(splits_path, where)
     return parse_splits(text.decode("utf-8-sig"), path=f"{where}:{splits_path}")
 
 
-def _stage_files(dvc_repo: Any, cfg: Any, stage: str, where: str, rev: str, splits_path: str,
-                 universe_csv: str, name_to_id: dict[str, int] | None,
-                 ) -> tuple[Any, list[int], list[str], list[FetchFile]]:
+def _stage_files(dvc_repo: DvcRevision, cfg: DataSplitConfig, stage: str, where: str,
+                 rev: str, splits_path: str, universe_csv: str,
+                 name_to_id: dict[str, int] | None,
+                 ) -> tuple[Universe, list[int], list[str], list[FetchFile]]:
     """The universe at the revision, the stage's rows in it, each row's frame file (a
     repository path) and the files with the md5 the universe records (each once, sorted)."""
     from dvc_cuvis.model.resolution import resolve
     from dvc_cuvis.model.universe_io import parse_universe_bytes
     from dvc_cuvis.repo.pull import FetchFile
 
-    uni = parse_universe_bytes(_read(dvc_repo, universe_csv, where),
+    uni = parse_universe_bytes(dvc_repo.read(universe_csv, where),
                                path=Path(f"{rev}:{universe_csv}"))
     res = resolve(cfg, uni, name_to_id=name_to_id, where=f"{where}:{splits_path}")
     positions = [int(p) for p in res.stages[stage]]
@@ -217,55 +204,6 @@ def _stage_files(dvc_repo: Any, cfg: Any, stage: str, where: str, rev: str, spli
         recorded[path] = md5s[p]
     counts = Counter(files)
     return uni, positions, files, [FetchFile(f, recorded[f], counts[f]) for f in sorted(recorded)]
-
-
-def _fetch(dvc_repo: Any, paths: list[str], where: str, remote: str | None,
-           jobs: int | None) -> int:
-    """DVC's granular fetch of ``paths`` into the cache; how many objects it downloaded."""
-    from dvc_cuvis.repo.pull import dvc_error, granular_targets, quiet_dvc
-
-    with quiet_dvc() as log, granular_targets(dvc_repo):
-        try:
-            return int(dvc_repo.fetch(targets=paths, remote=remote, jobs=jobs) or 0)
-        except Exception as exc:
-            raise dvc_error(exc, f"{where}: fetch", log) from None
-
-
-def _cache_objects(dvc_repo: Any, paths: list[str], where: str, remote: str | None,
-                   ) -> tuple[dict[str, Path], dict[str, str], int]:
-    """Each path's object in the local DVC cache and its DVC md5, and how many objects were
-    brought in besides the fetch: a granular fetch can skip entries of a ``.dir`` it has
-    seen before, so an object still missing is copied from the remote by its md5."""
-    odb = dvc_repo.cache.local
-    local: dict[str, Path] = {}
-    oids: dict[str, str] = {}
-    for path in paths:
-        try:
-            info = dvc_repo.dvcfs.info(path)
-        except FileNotFoundError:
-            raise DvcCuvisError(f"{where}: {path} is not tracked at that revision "
-                                "(neither in git nor by DVC)") from None
-        oid = (info.get("dvc_info") or {}).get("md5") or info.get("md5")
-        if not oid:
-            raise DvcCuvisError(f"{where}: {path} is not DVC-tracked at that revision")
-        local[path], oids[path] = Path(odb.oid_to_path(oid)), oid
-    missing = sorted({oids[p] for p in paths if not local[p].is_file()})
-    return local, oids, _copy_objects(dvc_repo, missing, remote) if missing else 0
-
-
-def _copy_objects(dvc_repo: Any, oids: list[str], remote: str | None) -> int:
-    """Copy the objects ``oids`` from the remote into the local DVC cache; how many came
-    (a remote that cannot give them leaves them missing: the md5 check then says so)."""
-    from dvc_data.hashfile.hash_info import HashInfo
-    from dvc_data.hashfile.transfer import transfer
-
-    from dvc_cuvis.repo.pull import quiet_dvc
-
-    with quiet_dvc(), contextlib.suppress(Exception):
-        rodb = dvc_repo.cloud.get_remote_odb(remote, hash_name="md5")
-        done = transfer(rodb, dvc_repo.cache.local, {HashInfo("md5", o) for o in oids})
-        return len(done.transferred)
-    return 0
 
 
 def _refusal(where: str, record: str, oids: dict[str, str],
@@ -316,7 +254,7 @@ class Version:
         """The version's splits file in the local view (None for an inline split)."""
         return self.folder / self.splits_path if self.splits_path else None
 
-    def fetch(self, stage: str, *, splits: Any = None) -> StageFrames:
+    def fetch(self, stage: str, *, splits: DataSplitConfig | None = None) -> StageFrames:
         """Fetch, verify and link the frames of ``stage`` (once per stage)."""
         if stage in self.fetched:
             return self.fetched[stage]
@@ -392,14 +330,14 @@ def open_version(
                  if name}
         for name in names.values():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(folder / name, _read(dvc_repo, name, where))
+            atomic_write_bytes(folder / name, dvc_repo.read(name, where))
     finally:
         dvc_repo.close()
     return Version(repo_s, rev, commit, folder, names.get("splits_path"),
                    names["universe_csv"], cache, {})
 
 
-def repository_path(dvc_repo: Any, repo: str, name: str, where: str, key: str) -> str:
+def repository_path(dvc_repo: DvcRevision, repo: str, name: str, where: str, key: str) -> str:
     """The repository path ``name`` (a setting ``key``) stands for at the open revision.
 
     A relative path is one already.  An absolute one is what cuvis-ai's ``restore_trainrun``
@@ -421,11 +359,10 @@ def repository_path(dvc_repo: Any, repo: str, name: str, where: str, key: str) -
                             "spells it (materialized/splits.json)")
     for k in range(1, len(path.parts)):
         rel = "/".join(path.parts[k:])
-        with contextlib.suppress(Exception):
-            if dvc_repo.dvcfs.isfile(rel):
-                logging.getLogger(__name__).info(
-                    "%s: %s %s is read as %s of the dataset repository", where, key, name, rel)
-                return rel
+        if dvc_repo.isfile(rel):
+            logging.getLogger(__name__).info(
+                "%s: %s %s is read as %s of the dataset repository", where, key, name, rel)
+            return rel
     raise DvcCuvisError(f"{where}: {key} {name} names no file of the dataset repository at "
                         f"that revision; with rev, {key} names a file inside it, as the "
                         "repository spells it (materialized/splits.json)")

@@ -159,8 +159,8 @@ def test_closing_stops_git_when_a_read_is_cut_short(tmp_path: Path) -> None:
     git(top, "add", "-A")
     git(top, "commit", "-qm", "c")
     g = repo.Git(top)
-    stream = g.repo.git.stream_object_data("HEAD:big.bin")[3]  # asked for, never read
-    popen = g.repo.git.cat_file_all.proc  # git cat-file --batch
+    stream = g._repo.git.stream_object_data("HEAD:big.bin")[3]  # asked for, never read
+    popen = g._repo.git.cat_file_all.proc  # git cat-file --batch
     stop = threading.Thread(target=g.__exit__, args=(RuntimeError, RuntimeError("cut"), None))
     stop.start()
     stop.join(20)
