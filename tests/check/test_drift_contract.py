@@ -600,9 +600,10 @@ def test_the_mutation_setup_names_real_modules_and_fast_tests() -> None:
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 2
     assert bad.stderr == ("mutation.sh: unknown module 'bogus'; choose from: drift selectors "
-                          "splits plugin report tokens universe content selection staleness "
-                          "facts fixes summaries summary_store spectra spectra_html "
-                          "spectra_base svg review_report core_summaries\n")
+                          "splits split_state resolution constraints stats plugin report "
+                          "tokens universe content selection staleness facts fixes summaries "
+                          "summary_store spectra spectra_html spectra_base svg review_report "
+                          "core_summaries tasks_summary\n")
 
 
 def test_every_failed_constraint_is_named(tmp_path: Path) -> None:

@@ -6,16 +6,7 @@ import json
 from pathlib import Path
 
 from tests.helpers.cli import run_subprocess
-from tests.helpers.files import FIXTURES, write_universe_csv
-
-
-def gui_setup(tmp_path: Path) -> tuple[Path, Path, str]:
-    data_dir = tmp_path.resolve().as_posix()
-    splits = tmp_path / "splits.json"
-    splits.write_text((FIXTURES / "gui_authored_splits.json").read_text()
-                      .replace("{DATA_DIR}", data_dir))
-    rows = [(f"{data_dir}/{d}", i) for d in ("day3/b.cu3s", "day2/a.cu3s") for i in range(7)]
-    return write_universe_csv(tmp_path / "universe.csv", rows), splits, data_dir
+from tests.helpers.files import gui_setup, write_universe_csv
 
 
 def test_resolve_json_is_exact_membership(tmp_path: Path, cli) -> None:

@@ -35,3 +35,9 @@ def test_the_import_finder_sees_both_forms(tmp_path: Path) -> None:
     f.write_text("from dvc_cuvis.cli import check\n"
                  "def run():\n    import dvc_cuvis.cli.resolve\n")
     assert {"dvc_cuvis.cli.check", "dvc_cuvis.cli.resolve"} <= _imported_modules(f)
+
+
+def test_no_cli_module_opens_dvc_itself() -> None:
+    opened = sorted(f"{p.name}: {m}" for p in sorted(CLI.glob("*.py"))
+                    for m in _imported_modules(p) if m == "dvc" or m.startswith("dvc."))
+    assert opened == []  # all DVC API goes through dvc_cuvis.repo

@@ -13,7 +13,7 @@ from dvc_cuvis.errors import OptionRuleError
 from dvc_cuvis.interop.exporting import ExportOptions, export_split
 from dvc_cuvis.repo.fetching import FetchOptions
 from dvc_cuvis.sources import EnumerateOptions
-from tests.cli.test_cli import gui_setup
+from tests.helpers.files import gui_setup
 
 
 def test_the_cli_prints_what_the_library_call_returns(tmp_path: Path, cli) -> None:
@@ -73,14 +73,6 @@ def test_options_are_frozen_and_auto_is_resolved_once(tmp_path: Path) -> None:
     fetch = FetchOptions(stages=("val",), universe=tmp_path / "universe.csv").resolved()
     assert fetch.root == tmp_path.resolve()
     assert fetch.resolved() is fetch  # nothing is looked up again
-
-
-def test_no_cli_module_opens_dvc_itself() -> None:
-    from tests.cli.test_verb_modules import CLI, _imported_modules
-
-    opened = sorted(f"{p.name}: {m}" for p in sorted(CLI.glob("*.py"))
-                    for m in _imported_modules(p) if m == "dvc" or m.startswith("dvc."))
-    assert opened == []  # all DVC API goes through dvc_cuvis.repo
 
 
 def test_the_hook_verb_names_the_kept_hook_as_the_library_keeps_it() -> None:

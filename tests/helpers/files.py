@@ -90,3 +90,13 @@ def sneaky_edit(path: Path, *, valid: bool = False) -> None:
     after = path.stat()
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (st.st_ino, st.st_size,
                                                                  st.st_mtime_ns)
+
+
+def gui_setup(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A GUI-authored split ({DATA_DIR} tokens) over two cu3s files, and its universe.csv."""
+    data_dir = tmp_path.resolve().as_posix()
+    splits = tmp_path / "splits.json"
+    splits.write_text((FIXTURES / "gui_authored_splits.json").read_text()
+                      .replace("{DATA_DIR}", data_dir))
+    rows = [(f"{data_dir}/{d}", i) for d in ("day3/b.cu3s", "day2/a.cu3s") for i in range(7)]
+    return write_universe_csv(tmp_path / "universe.csv", rows), splits, data_dir
