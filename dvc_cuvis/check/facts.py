@@ -16,8 +16,10 @@ from typing import Any
 
 from dvc_cuvis.repo.lockfile import Change
 
-__all__ = ["ContentDrift", "DiskDiff", "Facts", "NotPulled", "OtherStagesAbsent", "Staleness",
-           "UniverseFacts", "UniverseProblem"]
+__all__ = ["ContentDrift", "DiskDiff", "Facts", "NotPulled", "OtherStagesAbsent", "Plain",
+           "Staleness",
+           "UniverseFacts", "UniverseProblem",
+           "rescan_note"]
 
 @dataclass(frozen=True)
 class ContentDrift:
@@ -30,6 +32,8 @@ class ContentDrift:
     affected_stages: Mapping[str, int] | None = None
     #: how many of ``missing`` DVC tracks but are not pulled (0: none, or not asked)
     not_pulled: int = 0
+    #: universe.csv rows whose md5 was edited by hand (their file's bytes are enumerate's)
+    edited_rows: tuple[int, ...] = ()
 
     def details(self) -> dict[str, Any]:
         """The finding's ``details``."""
@@ -39,6 +43,8 @@ class ContentDrift:
             out["affected_stages"] = dict(self.affected_stages)
         if self.not_pulled:
             out["not_pulled"] = self.not_pulled
+        if self.edited_rows:
+            out["edited_rows"] = list(self.edited_rows)
         return out
 
 
@@ -125,11 +131,32 @@ class UniverseFacts:
     notes: Mapping[str, str] = field(default_factory=dict)
     problems: tuple[UniverseProblem, ...] = ()
     disk: DiskDiff = field(default_factory=DiskDiff)
+    #: dvc.lock vouches that the data is what universe.csv was enumerated from (no re-scan)
+    vouched: bool = False
+    #: why the data on disk was not re-scanned ("" when it was, or when nothing says why)
+    not_rescanned: str = ""
 
     def details(self) -> dict[str, Any]:
         """The finding's ``details``."""
-        return {**self.notes, **self.disk.details()}
+        out: dict[str, Any] = {**self.notes, **self.disk.details()}
+        return {**out, **rescan_note(self.not_rescanned)}
+
+
+def rescan_note(why: str) -> dict[str, str]:
+    """The universe details' note on a re-scan not made (empty when ``why`` is)."""
+    return {"data_on_disk": f"not re-scanned: {why}"} if why else {}
+
+
+@dataclass(frozen=True)
+class Plain:
+    """The details of a finding that no other check revises, as the check wrote them."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def details(self) -> dict[str, Any]:
+        """The finding's ``details``."""
+        return dict(self.values)
 
 
 #: The facts a finding may carry.
-Facts = ContentDrift | NotPulled | OtherStagesAbsent | Staleness | UniverseFacts
+Facts = ContentDrift | NotPulled | OtherStagesAbsent | Plain | Staleness | UniverseFacts

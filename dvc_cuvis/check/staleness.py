@@ -45,13 +45,13 @@ def check_staleness(
     if cmp.changed or cmp.params_changed:
         return Finding("staleness", "drift",
                        f"the workspace differs from dvc.lock: {len(cmp.changed)} file(s), "
-                       f"{len(cmp.params_changed)} param(s)", facts.details(), ws.rerun(),
+                       f"{len(cmp.params_changed)} param(s)", fix=ws.rerun(),
                        facts=facts), cmp.vouched
     if not cmp.relevant:
         return Finding("staleness", "skipped",
                        f"{lock.name} has no stage for these files"), cmp.vouched
     return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(cmp.relevant)})",
-                   facts.details(), facts=facts), cmp.vouched
+                   facts=facts), cmp.vouched
 
 
 def lock_path(lock: Path | str | None, splits: Path | None, universe: Path | None) -> Path | None:

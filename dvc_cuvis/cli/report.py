@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write a self-contained HTML report of a split (and of a change to it with --base)."""
-    from dvc_cuvis.check.drift import verify
+    from dvc_cuvis.check.drift import CheckOptions, verify
     from dvc_cuvis.model.splits import evaluate_constraints, resolve
     from dvc_cuvis.review.report import ReportInput, render, write
 
@@ -36,9 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
         cache = open_stat_cache("auto")
         current, _ = rescan_options(s, inp.universe_path, cache)
-        drift = verify(inp.cfg, inp.uni, name_to_id=inp.name_to_id, lock="auto", cache=cache,
-                       current=current, allow_partial=s.flag("allow_partial"),
-                       allow_unpinned=s.flag("allow_unpinned"))
+        drift = verify(inp.cfg, inp.uni, CheckOptions(
+            name_to_id=inp.name_to_id, current=current, allow_partial=s.flag("allow_partial"),
+            allow_unpinned=s.flag("allow_unpinned")), cache)
     diff = None
     base_version: tuple[Any, Any] | None = None
     base = s.get("base")
