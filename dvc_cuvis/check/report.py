@@ -13,10 +13,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis._io import write_json
-from dvc_cuvis.check.facts import Facts, Plain
+from dvc_cuvis.check.facts import Details, Facts, Json, Plain
 from dvc_cuvis.errors import and_more, terminal
 
 __all__ = ["CHECKS", "DriftReport", "Finding"]
@@ -36,7 +35,7 @@ class Finding:
     check: str
     status: str
     summary: str
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Json] = field(default_factory=dict)
     fix: str = ""
     facts: Facts | None = field(default=None, compare=False, repr=False)
 
@@ -51,7 +50,7 @@ class Finding:
         """True for drift or a violation."""
         return self.status in ("drift", "violation", "not-pulled")
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Json]:
         """The finding as a plain record (what the verdict memo keeps)."""
         return {"check": self.check, "status": self.status, "summary": self.summary,
                 "details": self.details, "fix": self.fix}
@@ -88,7 +87,7 @@ class DriftReport:
         """The finding of ``check``."""
         return next(f for f in self.findings if f.check == check)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Details:
         """JSON-ready form (``--json``)."""
         return {
             "ok": self.ok,
@@ -140,7 +139,7 @@ class DriftReport:
         return "\n".join(terminal(line) for line in lines) + "\n"
 
 
-def _detail_lines(details: Mapping[str, Any], limit: int = 8) -> list[str]:
+def _detail_lines(details: Mapping[str, Json], limit: int = 8) -> list[str]:
     out = []
     for key, value in details.items():
         if isinstance(value, list):
