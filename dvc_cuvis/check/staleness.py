@@ -14,9 +14,9 @@ from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
 from dvc_cuvis.check.staged import Staged
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.repo.lockfile import LockFile, LockReadError, compare, find_lock
+from dvc_cuvis.repo.lockfile import LockFile, LockReadError, compare
 
-__all__ = ["check_staleness", "lock_path"]
+__all__ = ["check_staleness"]
 
 
 def check_staleness(
@@ -53,10 +53,3 @@ def check_staleness(
     return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(cmp.relevant)})",
                    facts=facts), cmp.vouched
 
-
-def lock_path(lock: Path | str | None, splits: Path | None, universe: Path | None) -> Path | None:
-    """``lock="auto"``: the dvc.lock of the repository holding the split (or universe)."""
-    if lock == "auto":
-        anchor = splits or universe
-        return find_lock(anchor.parent if anchor is not None else Path.cwd())
-    return Path(lock) if lock else None
