@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dvc_cuvis.check.drift import (
     CHECKS,
+    CheckOptionError,
+    CheckOptions,
     DriftError,
     DriftReport,
     Finding,
@@ -18,6 +20,8 @@ from dvc_cuvis.check.verdicts import (
 
 __all__ = [
     "CHECKS",
+    "CheckOptionError",
+    "CheckOptions",
     "DriftError",
     "DriftReport",
     "Finding",

@@ -98,16 +98,15 @@ def check_content(
             return Finding("content", "ok",
                            f"{len(files) - len(elsewhere) + len(skipped)} files match their "
                            f"recorded md5{via}; {len(elsewhere)} file(s) of other stages not "
-                           "pulled here, not checked", absent.details(), facts=absent)
+                           "pulled here, not checked", facts=absent)
         return Finding("content", "ok",
                        f"{len(files) + len(skipped)} files match their recorded md5{via}")
     edited = _hand_edited(uni, files, actuals)
     modified = [m for m in modified if m not in edited]
     facts = ContentDrift(tuple(missing), tuple(modified), len(bad_rows),
                          _affected_stages(assignment, bad_rows) if assignment is not None
-                         else None)
+                         else None, edited_rows=tuple(sorted(edited.values())))
     ws = ws or Workspace(uni.path.parent if uni.path is not None else None)
-    details = facts.details()
     said = []
     if missing or modified:
         said.append(f"{len(modified)} file(s) modified, {len(missing)} missing since enumerate")
@@ -120,10 +119,8 @@ def check_content(
                  else f"rows {numbers}' md5s differ")
         said.append(f"universe.csv {whose} from the file's bytes and from what enumerate "
                     "wrote; universe.csv was edited by hand")
-        details["edited_rows"] = lines
         fixes.append(ws.regenerate())
-    return Finding("content", "drift", "; ".join(said), details, "; ".join(fixes),
-                   facts=facts)
+    return Finding("content", "drift", "; ".join(said), fix="; ".join(fixes), facts=facts)
 
 
 def _compare_files(

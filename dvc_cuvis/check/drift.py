@@ -24,29 +24,32 @@ re-tokenizing the data-dir prefix before hashing (:mod:`~dvc_cuvis.check.tokens`
 
 Reading dvc.lock lives in :mod:`dvc_cuvis.repo.lockfile`; remembering a clean verdict in
 :mod:`dvc_cuvis.check.verdicts`; the report in :mod:`dvc_cuvis.check.report`; the fix lines
-in :mod:`dvc_cuvis.check.fixes`.  This module runs the checks in order, as named steps.
+in :mod:`dvc_cuvis.check.fixes`.  This module runs the checks in order, as named steps
+that share one signature (``step(ctx: CheckContext) -> Finding``, :data:`STEPS`) over one
+frozen context built once per call; :class:`~dvc_cuvis.check.options.CheckOptions` holds
+every option.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.content import check_content
-from dvc_cuvis.check.facts import OtherStagesAbsent
+from dvc_cuvis.check.facts import OtherStagesAbsent, Plain, UniverseFacts, rescan_note
 from dvc_cuvis.check.failed_run import missing_input
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.not_pulled import explain_not_pulled, stage_outputs_not_pulled
+from dvc_cuvis.check.options import CheckOptionError, CheckOptions, Current
 from dvc_cuvis.check.report import CHECKS, DriftReport, Finding
 from dvc_cuvis.check.selection import check_constraints, check_selection
-from dvc_cuvis.check.spectral import check_spectral_severity
 from dvc_cuvis.check.staged import Staged
-from dvc_cuvis.check.staleness import check_staleness, lock_path
+from dvc_cuvis.check.staleness import check_staleness
 from dvc_cuvis.check.tokens import (
     TOKEN,
     detokenize,
@@ -59,20 +62,21 @@ from dvc_cuvis.check.universe import check_universe
 from dvc_cuvis.check.verdicts import VerdictMemo
 from dvc_cuvis.config.specs import VERIFY_MODES
 from dvc_cuvis.digests.hashing import Stamp
-from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.errors import DvcCuvisError, NotPulledError, terminal
-from dvc_cuvis.leakage.adjacent import check_k, check_severity
+from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.splits import effective_splits, load_splits_stamped
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.repo.lockfile import find_lock
 
-if TYPE_CHECKING:
-    from dvc_cuvis.sources import EnumerateOptions
-
-__all__ = ["CHECKS", "TOKEN", "VERIFY_MODES", "DriftError", "DriftReport", "Finding",
+__all__ = ["CHECKS", "STEPS", "TOKEN", "VERIFY_MODES", "CheckContext", "CheckOptionError",
+           "CheckOptions", "DriftError", "DriftReport", "Finding", "Target",
            "check_verify_mode", "detokenize", "ensure", "find_lock", "infer_data_dir",
            "is_tokenized", "tokenized_hash", "verify"]
+
+#: What the universe finding's summary adds when dvc.lock vouches for the data.
+VOUCHED = "; dvc.lock vouches that the data is what it was enumerated from"
 
 
 class DriftError(DvcCuvisError):
@@ -93,11 +97,6 @@ class DriftError(DvcCuvisError):
             terminal(f"fix: {f.fix}") for f in report.findings if f.failed and f.fix)
         super().__init__("\n".join([self.summary, *(f"  {fix}" for fix in self.fixes)]))
         self.report = report
-
-
-#: What ``verify(current=...)`` accepts: the universe on disk now, the options to enumerate
-#: it (preferred: enumerated through the check's own cache), or a function producing it.
-Current = Union[Universe, "EnumerateOptions", Callable[[], Universe], None]
 
 
 def _current_universe(
@@ -135,143 +134,206 @@ def _rescan(
         raise
 
 
-def _wanted(checks: Iterable[str]) -> set[str]:
-    """The checks to run; a :class:`DvcCuvisError` for an unknown name."""
-    wanted = set(checks)
-    unknown = wanted - set(CHECKS)
-    if unknown:
-        raise DvcCuvisError(f"unknown check(s) {sorted(unknown)}; choose from {list(CHECKS)}")
-    return wanted
-
-
-@dataclass
-class _Run:
-    """One call of :func:`verify`: its inputs, and what each step hands the next."""
+@dataclass(frozen=True)
+class Target:
+    """What one call checks: the split and universe as given, their paths, the name a
+    report gives the split, and the workspace its fix lines name."""
 
     splits: Path | str | DataSplitConfig
     universe: Path | str | Universe
-    wanted: set[str]
-    cache: StatCache
-    deep: bool
-    options: list[Any]
-    absolute: bool = False
-    where: str = ""
-    staged: Staged | None = None
-    stages: tuple[str, ...] | None = None
-    splits_path: Path | None = None
-    uni_path: Path | None = None
-    staleness: Finding | None = None
-    vouched: dict[str, list[str]] = field(default_factory=dict)
-    witness: list[tuple[str, Stamp | None]] = field(default_factory=list)
-    ws: Workspace = field(init=False)
+    splits_path: Path | None
+    uni_path: Path | None
+    where: str
+    ws: Workspace
 
-    def __post_init__(self) -> None:
+    @classmethod
+    def of(cls, splits: Path | str | DataSplitConfig, universe: Path | str | Universe,
+           absolute: bool = False) -> Target:
+        """The target; a config's ``splits_path`` is followed as cuvis-ai follows it."""
         named = None
-        if isinstance(self.splits, DataSplitConfig):  # cuvis-ai's splits_path idiom
-            self.splits, named = effective_splits(self.splits)
-        self.splits_path = (None if isinstance(self.splits, DataSplitConfig)
-            else Path(self.splits))
-        self.where = str(self.splits_path or named or "splits")
-        self.uni_path = (self.universe.path if isinstance(self.universe, Universe)
-            else Path(self.universe))
-        anchor = self.uni_path or self.splits_path
-        self.ws = Workspace(anchor.parent if anchor is not None else None,
-                            absolute=self.absolute)
+        if isinstance(splits, DataSplitConfig):
+            splits, named = effective_splits(splits)
+        splits_path = None if isinstance(splits, DataSplitConfig) else Path(splits)
+        uni_path = universe.path if isinstance(universe, Universe) else Path(universe)
+        anchor = uni_path or splits_path
+        return cls(splits, universe, splits_path, uni_path, str(splits_path or named or "splits"),
+                   Workspace(anchor.parent if anchor is not None else None, absolute=absolute))
 
-    def check_staleness(self, lock: Path | str | None) -> None:
-        """dvc.lock first: what it vouches for is neither re-scanned nor hashed."""
-        if "staleness" not in self.wanted:
-            return
-        targets = [p for p in (self.splits_path, self.uni_path) if p is not None]
-        self.staleness, self.vouched = check_staleness(
-            lock_path(lock, self.splits_path, self.uni_path), targets, self.cache,
-            self.uni_path, self.ws, self.staged)
-        if self.deep:
-            self.vouched = {}
+    @property
+    def folder(self) -> Path | None:
+        """The split's folder (else the universe's): where ``lock="auto"`` looks."""
+        anchor = self.splits_path or self.uni_path
+        return anchor.parent if anchor is not None else None
 
-    def memo(self, current: Current) -> VerdictMemo | None:
-        """The verdict memo slot, where a remembered verdict may stand for this check."""
-        if (self.deep or current is not None or self.vouched or self.uni_path is None
-                or not self.wanted - {"staleness"} or (self.staged and self.staged.paths)):
-            return None
-        return VerdictMemo.before_reading(self.cache, self.splits, self.universe, self.options)
 
-    def reused(self, memo: VerdictMemo | None) -> DriftReport | None:
-        """The remembered clean verdict (with this call's staleness), if it stands."""
-        records = memo.records() if memo is not None else None
-        if records is None:
-            return None
-        findings = [Finding(**r) for r in records]
-        if self.staleness is not None:
-            findings.append(self.staleness)
-        self.cache.save()
-        return DriftReport(self.where, str(self.uni_path), findings, reused_verdict=True,
-                           hashing=self.cache.stats())
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything the steps read, built once per call: options, inputs, what dvc.lock
+    vouches for, the data on disk now and the split's resolution.  ``witness`` collects
+    the stamps of the bytes the content step read (what a remembered verdict rests on)."""
 
-    def run_checks(self, cfg: DataSplitConfig, uni: Universe, now: Universe | None,
-                   own_digests: bool, data_dir: str | None, name_to_id: dict[str, int] | None,
-                   group_leakage: str, allow_partial: bool, allow_unpinned: bool,
-                   adjacent: tuple[str, int] = ("warn", 1),
-                   spectral: tuple[str, str, Path | None] = ("warn", "error", None)
-                   ) -> list[Finding]:
-        """universe, content, selection, constraints, in that order (those wanted)."""
-        cfg_resolved, data_dir = resolve_tokens(cfg, uni, data_dir)
-        findings: list[Finding] = []
-        res = sel_finding = None
-        if self.wanted & {"selection", "constraints", "content"}:
-            sel_finding, res = check_selection(cfg_resolved, uni, name_to_id, self.where,
-                                               allow_partial, self.ws, self.splits_path)
-        if "universe" in self.wanted:
-            finding = check_universe(cfg, uni, now, data_dir, allow_unpinned, self.ws,
-                                     self.splits_path)
-            if self.vouched and finding.status == "ok":
-                finding.summary += "; dvc.lock vouches that the data is what it was enumerated from"
-            findings.append(finding)
-        if "content" in self.wanted:  # under deep, only digests computed in this call are reused
-            rows = None
-            if self.stages is not None and res is not None:
-                rows = {int(p) for s in self.stages for p in res.stages[s]}
-            findings.append(check_content(uni, self.cache, res.assignment() if res else None,
-                                          now if own_digests or not self.deep else None,
-                                          self.vouched, self.witness, self.ws, rows))
-            elsewhere = findings[-1].facts
-            if isinstance(elsewhere, OtherStagesAbsent) and self.staleness is not None:
-                stage_outputs_not_pulled(self.staleness, uni, list(elsewhere.missing),
-                                         self.stages or (), self.ws)
-            if findings[-1].status == "drift":
-                explain_not_pulled([*findings, *([self.staleness] if self.staleness else [])],
-                                   uni, self.ws)
-        if "selection" in self.wanted and sel_finding is not None:
-            findings.append(sel_finding)
-        if "constraints" in self.wanted:
-            findings.append(check_constraints(cfg, res, group_leakage, adjacent, spectral))
-        return findings
+    opts: CheckOptions
+    target: Target
+    cache: StatCache
+    cfg: DataSplitConfig
+    split_stamp: Stamp | None
+    uni: Universe
+    data_dir: str | None
+    now: Universe | None
+    own_digests: bool
+    staleness: Finding | None
+    vouched: Mapping[str, Sequence[str]]
+    selection: Finding | None
+    resolution: Resolution | None
+    witness: list[tuple[str, Stamp | None]] = dataclasses.field(default_factory=list)
+
+
+#: One check: what it found in the context (None: nothing to report).
+Step = Callable[[CheckContext], "Finding | None"]
+
+
+def _universe_step(ctx: CheckContext) -> Finding:
+    """The pin against universe.csv, and universe.csv against the data on disk."""
+    found = check_universe(ctx.cfg, ctx.uni, ctx.now, ctx.data_dir, ctx.opts.allow_unpinned,
+                           ctx.target.ws, ctx.target.splits_path)
+    facts = found.facts
+    if ctx.vouched and found.status == "ok" and isinstance(facts, UniverseFacts):
+        return dataclasses.replace(found, summary=found.summary + VOUCHED,
+                                   facts=dataclasses.replace(facts, vouched=True))
+    return found
+
+
+def _content_step(ctx: CheckContext) -> Finding:
+    """Every file's bytes against its recorded md5 (under ``deep``, only digests computed
+    in this call are reused)."""
+    res, rows = ctx.resolution, None
+    if ctx.opts.stages is not None and res is not None:
+        rows = {int(p) for s in ctx.opts.stages for p in res.stages[s]}
+    return check_content(ctx.uni, ctx.cache, res.assignment() if res else None,
+                         ctx.now if ctx.own_digests or not ctx.opts.deep else None,
+                         ctx.vouched, ctx.witness, ctx.target.ws, rows)
+
+
+def _selection_step(ctx: CheckContext) -> Finding | None:
+    """Every selector resolves, fully (resolved once, in the context)."""
+    return ctx.selection
+
+
+def _constraints_step(ctx: CheckContext) -> Finding:
+    """The split's constraints, group leakage, neighbouring frames and spectra."""
+    o = ctx.opts
+    return check_constraints(ctx.cfg, ctx.resolution, o.group_leakage,
+                             (o.adjacent_frames, o.adjacent_k),
+                             (o.spectral_shift, o.wavelength_grid, o.summaries))
+
+
+#: The checks :func:`verify` runs, in order (staleness runs first, outside: see verify).
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("universe", _universe_step), ("content", _content_step),
+    ("selection", _selection_step), ("constraints", _constraints_step))
+
+
+def _load(t: Target, staged: Staged | None) -> tuple[DataSplitConfig, Stamp | None, Universe]:
+    """The split (and its file's stamp) and the universe, as given, staged or on disk."""
+    split_stamp = None
+    if isinstance(t.splits, DataSplitConfig):
+        cfg = t.splits
+    elif staged is not None and staged.holds(t.splits):
+        cfg = staged.splits(t.splits)
+    else:
+        cfg, split_stamp = load_splits_stamped(t.splits)
+    if isinstance(t.universe, Universe):
+        return cfg, split_stamp, t.universe
+    if staged is not None and staged.holds(t.universe):
+        return cfg, split_stamp, staged.universe(t.universe)
+    return cfg, split_stamp, read_universe(t.universe)
+
+
+def _context(t: Target, opts: CheckOptions, cache: StatCache, staleness: Finding | None,
+             vouched: Mapping[str, Sequence[str]]) -> CheckContext:
+    """Read the inputs, re-scan the data if asked, resolve the split: the steps' context."""
+    with missing_input(t.splits_path, t.uni_path):  # removed by a failed `dvc repro`?
+        cfg, split_stamp, uni = _load(t, opts.staged)
+    try:
+        now, own_digests = _rescan(opts.current, cache, vouched, uni)
+    except NotPulledError:  # a clone that has not pulled: the content check says so
+        now, own_digests = None, False
+    resolved_cfg, data_dir = resolve_tokens(cfg, uni, opts.data_dir)
+    selection, res = None, None
+    if set(opts.checks) & {"selection", "constraints", "content"}:
+        selection, res = check_selection(
+            resolved_cfg, uni, dict(opts.name_to_id) if opts.name_to_id else None, t.where,
+            opts.allow_partial, t.ws, t.splits_path)
+    return CheckContext(opts, t, cache, cfg, split_stamp, uni, data_dir, now, own_digests,
+                        staleness, vouched, selection, res)
+
+
+def _revised(ctx: CheckContext, found: dict[str, Finding]) -> dict[str, Finding]:
+    """The steps' findings and staleness, with "not pulled" told from drift (new findings,
+    none edited)."""
+    content = found.get("content")
+    if ctx.staleness is None:
+        pass
+    elif content is not None and isinstance(content.facts, OtherStagesAbsent):
+        found["staleness"] = stage_outputs_not_pulled(
+            ctx.staleness, ctx.uni, list(content.facts.missing), ctx.opts.stages or (),
+            ctx.target.ws)
+    else:
+        found["staleness"] = ctx.staleness
+    if content is not None and content.status == "drift":
+        return explain_not_pulled(found, ctx.uni, ctx.target.ws)
+    return found
+
+
+def _noted(found: Mapping[str, Finding], opts: CheckOptions) -> list[Finding]:
+    """The findings, the universe finding saying why the data was not re-scanned (unless
+    dvc.lock vouches for it)."""
+    universe = found.get("universe")
+    why = opts.not_rescanned if opts.current is None else ""
+    if universe is None or not why:
+        return list(found.values())
+    facts = universe.facts
+    noted: UniverseFacts | Plain
+    if isinstance(facts, UniverseFacts):
+        noted = facts if facts.vouched else dataclasses.replace(facts, not_rescanned=why)
+    else:  # a remembered verdict's plain details
+        noted = Plain({**universe.details, **rescan_note(why)})
+    return [dataclasses.replace(f, facts=noted) if f is universe else f for f in found.values()]
+
+
+def _staleness(t: Target, opts: CheckOptions, cache: StatCache
+               ) -> tuple[Finding | None, Mapping[str, Sequence[str]]]:
+    """dvc.lock first: what it vouches for is neither re-scanned nor hashed."""
+    if "staleness" not in opts.checks:
+        return None, {}
+    targets = [p for p in (t.splits_path, t.uni_path) if p is not None]
+    lock = Path(opts.lock) if opts.lock else None
+    finding, vouched = check_staleness(lock, targets, cache, t.uni_path, t.ws, opts.staged)
+    return finding, ({} if opts.deep else vouched)
+
+
+def _memo(t: Target, opts: CheckOptions, cache: StatCache,
+          vouched: Mapping[str, Sequence[str]]) -> VerdictMemo | None:
+    """The verdict memo slot, where a remembered verdict may stand for this check."""
+    if (opts.deep or opts.current is not None or vouched or t.uni_path is None
+            or opts.summaries is not None  # the summaries are read afresh
+            or not set(opts.checks) - {"staleness"} or (opts.staged and opts.staged.paths)):
+        return None
+    return VerdictMemo.before_reading(cache, t.splits, t.universe, opts.memo_key())
 
 
 def verify(
     splits: Path | str | DataSplitConfig,
     universe: Path | str | Universe,
-    *,
-    current: Current = None,
-    deep: bool = False,
-    name_to_id: dict[str, int] | None = None,
-    group_leakage: str = "auto",
-    adjacent_frames: str = "warn",
-    adjacent_k: int = 1,
-    spectral_shift: str = "warn",
-    wavelength_grid: str = "error",
-    summaries: Path | str | None = None,
-    lock: Path | str | None = "auto",
-    data_dir: str | None = None,
+    opts: CheckOptions | None = None,
     cache: StatCache | None = None,
-    checks: Iterable[str] = CHECKS,
-    allow_partial: bool = False,
-    allow_unpinned: bool = False,
-    staged: Staged | None = None,
-    stages: Sequence[str] | None = None,
-    absolute_paths: bool = False,
+    **keywords: Any,
 ) -> DriftReport:
     """Run the drift checks and return the report (never raises on drift; see :func:`ensure`).
+
+    ``opts`` holds every option (:class:`~dvc_cuvis.check.options.CheckOptions`); the
+    keyword form ``verify(splits, universe, lock=None)`` is shorthand for
+    ``verify(splits, universe, CheckOptions(lock=None))`` (keywords override ``opts``).
 
     ``current`` is the universe enumerated from the data now — or, preferably, the
     :class:`~dvc_cuvis.sources.EnumerateOptions` to enumerate it with, so that it is
@@ -307,6 +369,12 @@ def verify(
         followed as cuvis-ai follows it).
     universe : path-like or Universe
         The universe.csv the split was baked against (or its parsed form).
+    opts : CheckOptions, optional
+        The options below, as one value (default: ``CheckOptions()``).
+    cache : StatCache, optional
+        The stat cache (e.g. :func:`~dvc_cuvis.digests.stat_cache.open_stat_cache`); None
+        opens ``opts.stat_cache`` (None there: a fresh in-memory one, so nothing is
+        remembered between calls).
     current : Universe, EnumerateOptions or callable, optional
         The data on disk now, to compare universe.csv with (see above); None compares
         nothing on disk beyond the recorded digests.
@@ -338,9 +406,6 @@ def verify(
         The dvc.lock for the staleness check; None skips it.
     data_dir : str, optional
         What ``{DATA_DIR}`` stands for (default: inferred from the universe's sources).
-    cache : StatCache, optional
-        The stat cache (e.g. :func:`~dvc_cuvis.digests.stat_cache.open_stat_cache`); None uses a
-        fresh in-memory one, so nothing is remembered between calls.
     checks : iterable of str, default CHECKS
         Which of ``universe, content, selection, constraints, staleness`` to run.
     allow_partial, allow_unpinned : bool, default False
@@ -369,8 +434,8 @@ def verify(
 
     Raises
     ------
-    DvcCuvisError
-        An unknown name in ``checks``.
+    CheckOptionError
+        An impossible option (an unknown name in ``checks``, a bad severity), naming it.
     MissingSplitsFileError, MissingUniverseError
         The split or universe file does not exist (both are ``FileNotFoundError``).
     SplitsFileError, UniverseError
@@ -415,64 +480,38 @@ def verify(
     (False, 1, 'universe.csv changed since the split was baked (pinned ..., now ...)')
     """
 
-    run = _Run(splits, universe, _wanted(checks), StatCache(None) if deep or cache is None
-               else cache, deep, [], absolute=absolute_paths, staged=staged,
-               stages=_stage_names(stages))
-    adjacent = (check_severity(adjacent_frames), check_k(adjacent_k, "adjacent_k"))
-    spectral = (check_spectral_severity(spectral_shift, "spectral_shift"),
-                check_spectral_severity(wavelength_grid, "wavelength_grid"),
-                None if summaries is None else Path(summaries))
-    run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, [*adjacent], data_dir,
-                   allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
-    if run.stages is not None:  # a one-stage verdict never stands for the whole split's
-        run.options.append(list(run.stages))
-    run.check_staleness(lock)
-    memo = run.memo(current) if spectral[2] is None else None  # summaries: read afresh
-    reused = run.reused(memo)
-    if reused is not None:
-        return reused
-    split_stamp = None
-    with missing_input(run.splits_path, run.uni_path):  # removed by a failed `dvc repro`?
-        if isinstance(run.splits, DataSplitConfig):
-            cfg = run.splits
-        elif staged is not None and staged.holds(run.splits):
-            cfg = staged.splits(run.splits)
-        else:
-            cfg, split_stamp = load_splits_stamped(run.splits)
-        if isinstance(universe, Universe):
-            uni = universe
-        else:
-            uni = (staged.universe(universe) if staged is not None and staged.holds(universe)
-                else read_universe(universe))
-    try:
-        now, own_digests = _rescan(current, run.cache, run.vouched, uni)
-    except NotPulledError:  # a clone that has not pulled: the content check says so
-        now, own_digests = None, False
-    findings = run.run_checks(cfg, uni, now, own_digests, data_dir, name_to_id, group_leakage,
-                              allow_partial, allow_unpinned, adjacent, spectral)
-    partial = any(isinstance(f.facts, OtherStagesAbsent) for f in findings)
-    if memo is not None and not partial and not any(f.failed for f in findings):
+    opts = dataclasses.replace(opts or CheckOptions(), **keywords)
+    t = Target.of(splits, universe, opts.absolute_paths)
+    opts = opts.resolved(t.folder)
+    if opts.deep or (cache is None and opts.stat_cache is None):
+        cache = StatCache(None)
+    elif cache is None:
+        cache = open_stat_cache(opts.stat_cache)
+    staleness, vouched = _staleness(t, opts, cache)
+    memo = _memo(t, opts, cache, vouched)
+    records = memo.records() if memo is not None else None
+    if records is not None:  # the remembered clean verdict, with this call's staleness
+        kept = {r["check"]: Finding(**r) for r in records}
+        return _report(t, {**kept, **({"staleness": staleness} if staleness else {})}, opts,
+                       cache, str(t.uni_path), reused=True)
+    ctx = _context(t, opts, cache, staleness, vouched)
+    ran = {name: step(ctx) for name, step in STEPS if name in opts.checks}
+    found = _revised(ctx, {name: f for name, f in ran.items() if f is not None})
+    checked = [f for name, f in found.items() if name != "staleness"]
+    if memo is not None and not any(isinstance(f.facts, OtherStagesAbsent) or f.failed
+                                    for f in checked):
         # a verdict with other stages not pulled rests on absent files: never reused
-        memo.store([f.record() for f in findings], run.witness, uni, run.splits, split_stamp,
-                   run.options)
-    if run.staleness is not None:
-        findings.append(run.staleness)
-    run.cache.save()
-    return DriftReport(run.where, str(uni.path or "universe"), findings,
-                       hashing=run.cache.stats())
+        memo.store([f.record() for f in checked], ctx.witness, ctx.uni, t.splits,
+                   ctx.split_stamp, opts.memo_key())
+    return _report(t, found, opts, cache, str(ctx.uni.path or "universe"))
 
 
-def _stage_names(stages: Sequence[str] | None) -> tuple[str, ...] | None:
-    """``stages`` checked against the split's stage names (None stays None)."""
-    if stages is None:
-        return None
-    from dvc_cuvis.model.splits import STAGES
-
-    bad = [s for s in stages if s not in STAGES]
-    if bad or not stages:
-        raise DvcCuvisError(f"stage {', '.join(bad) or '(none)'}: choose from "
-                            f"{', '.join(STAGES)}")
-    return tuple(dict.fromkeys(stages))
+def _report(t: Target, found: Mapping[str, Finding], opts: CheckOptions, cache: StatCache,
+            universe: str, reused: bool = False) -> DriftReport:
+    """The report of ``found``, with the cache saved and its statistics."""
+    cache.save()
+    return DriftReport(t.where, universe, _noted(found, opts), reused_verdict=reused,
+                       hashing=cache.stats())
 
 
 def check_verify_mode(mode: str) -> str:

@@ -10,14 +10,21 @@ rather than a string.  Each ``details()`` builds the dict in the order ``--json`
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 from dvc_cuvis.repo.lockfile import Change
 
-__all__ = ["ContentDrift", "DiskDiff", "Facts", "NotPulled", "OtherStagesAbsent", "Staleness",
-           "UniverseFacts", "UniverseProblem"]
+__all__ = ["ContentDrift", "Details", "DiskDiff", "Facts", "Json", "NotPulled",
+           "OtherStagesAbsent", "Plain", "Staleness", "UniverseFacts", "UniverseProblem",
+           "rescan_note"]
+
+#: A JSON value, as ``--json`` prints it and the verdict memo keeps it.
+Json: TypeAlias = str | int | float | bool | Sequence["Json"] | Mapping[str, "Json"] | None
+#: A finding's ``details``: JSON values by name, in the order ``--json`` shows them.
+Details: TypeAlias = dict[str, Json]
+
 
 @dataclass(frozen=True)
 class ContentDrift:
@@ -30,15 +37,19 @@ class ContentDrift:
     affected_stages: Mapping[str, int] | None = None
     #: how many of ``missing`` DVC tracks but are not pulled (0: none, or not asked)
     not_pulled: int = 0
+    #: universe.csv rows whose md5 was edited by hand (their file's bytes are enumerate's)
+    edited_rows: tuple[int, ...] = ()
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> Details:
         """The finding's ``details``."""
-        out: dict[str, Any] = {"missing": list(self.missing), "modified": list(self.modified),
+        out: Details = {"missing": list(self.missing), "modified": list(self.modified),
                                "affected_samples": self.affected_samples}
         if self.affected_stages is not None:
             out["affected_stages"] = dict(self.affected_stages)
         if self.not_pulled:
             out["not_pulled"] = self.not_pulled
+        if self.edited_rows:
+            out["edited_rows"] = list(self.edited_rows)
         return out
 
 
@@ -48,7 +59,7 @@ class NotPulled:
 
     files: tuple[str, ...]
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> Details:
         """The finding's ``details``."""
         return {"not_pulled": sorted(self.files)}
 
@@ -59,7 +70,7 @@ class OtherStagesAbsent:
 
     missing: tuple[str, ...]
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> Details:
         """The finding's ``details``."""
         return {"other_stages_not_pulled": len(self.missing)}
 
@@ -74,7 +85,7 @@ class Staleness:
     #: the compared stages that differ: a drift names these, not every stage compared
     stale: tuple[str, ...] = ()
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> Details:
         """The finding's ``details``: the stale stages when something differs, else the
         stages compared."""
         drifted = bool(self.changed or self.params_changed)
@@ -95,9 +106,9 @@ class DiskDiff:
     redigested_sources: tuple[str, ...] = ()
     redigested_samples: int = 0
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> Details:
         """Its part of the universe finding's ``details``."""
-        out: dict[str, Any] = {}
+        out: Details = {}
         if self.added_samples or self.removed_samples:
             out.update(added_sources=list(self.added_sources),
                        removed_sources=list(self.removed_sources), renamed=list(self.renamed),
@@ -125,11 +136,32 @@ class UniverseFacts:
     notes: Mapping[str, str] = field(default_factory=dict)
     problems: tuple[UniverseProblem, ...] = ()
     disk: DiskDiff = field(default_factory=DiskDiff)
+    #: dvc.lock vouches that the data is what universe.csv was enumerated from (no re-scan)
+    vouched: bool = False
+    #: why the data on disk was not re-scanned ("" when it was, or when nothing says why)
+    not_rescanned: str = ""
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> Details:
         """The finding's ``details``."""
-        return {**self.notes, **self.disk.details()}
+        out: Details = {**self.notes, **self.disk.details()}
+        return {**out, **rescan_note(self.not_rescanned)}
+
+
+def rescan_note(why: str) -> dict[str, str]:
+    """The universe details' note on a re-scan not made (empty when ``why`` is)."""
+    return {"data_on_disk": f"not re-scanned: {why}"} if why else {}
+
+
+@dataclass(frozen=True)
+class Plain:
+    """The details of a finding that no other check revises, as the check wrote them."""
+
+    values: Mapping[str, Json] = field(default_factory=dict)
+
+    def details(self) -> Details:
+        """The finding's ``details``."""
+        return dict(self.values)
 
 
 #: The facts a finding may carry.
-Facts = ContentDrift | NotPulled | OtherStagesAbsent | Staleness | UniverseFacts
+Facts = ContentDrift | NotPulled | OtherStagesAbsent | Plain | Staleness | UniverseFacts

@@ -10,6 +10,7 @@ brings back the version dvc.lock records (:mod:`dvc_cuvis.repo.removed` finds wh
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,20 +92,20 @@ def missing_input(*paths: Path | str | None) -> Iterator[None]:
         raise
 
 
-def explain_stale_outputs(finding: Finding, lock: LockFile, ws: Workspace) -> None:
-    """A staleness drift whose missing outputs a failed run removed: the fix says so, with
-    the command that brings them back (the finding stays a drift: exit 1)."""
+def explain_stale_outputs(finding: Finding, lock: LockFile, ws: Workspace) -> Finding:
+    """A staleness drift whose missing outputs a failed run removed: a new finding whose fix
+    says so, with the command that brings them back (it stays a drift: exit 1)."""
     facts = finding.facts
     if finding.status != "drift" or not isinstance(facts, Staleness):
-        return
+        return finding
     missing = {c.path for c in facts.changed if c.path is not None and c.problem == "missing"}
     if not missing:
-        return
+        return finding
     runs = [r for r in failed_runs(lock, list(facts.stale)) if missing & set(r.paths())]
     if not runs:
-        return
+        return finding
     explained = {p for r in runs for p in r.paths()}
     lines = [failed_run_line(r, ws, lock.root.resolve()) for r in runs]
     if any(c.path not in explained for c in facts.changed):  # other stages' changes
         lines.append(f"then {ws.rerun()}")
-    finding.fix = "; ".join(lines)
+    return dataclasses.replace(finding, fix="; ".join(lines))

@@ -1,17 +1,21 @@
 """The drift check's report: one finding per check, the verdict, and how to fix it.
 
-A :class:`Finding` is what one check found, shown as ``details`` (a plain dict: what
-``--json`` prints and the verdict memo keeps); where another check revises it, its typed
-``facts`` (:mod:`dvc_cuvis.check.facts`) travel with it.  :class:`DriftReport` renders the
-findings for people and for JSON.
+A :class:`Finding` is what one check found, as typed ``facts``
+(:mod:`dvc_cuvis.check.facts`), the one source of its ``details`` (the plain dict that
+``--json`` prints and the verdict memo keeps).  Findings are values: a check that revises
+another's finding returns a new one.  :class:`DriftReport` renders the findings for
+people and for JSON.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
-from dvc_cuvis.check.facts import Facts
+from dvc_cuvis._io import write_json
+from dvc_cuvis.check.facts import Details, Facts, Json, Plain
 from dvc_cuvis.errors import and_more, terminal
 
 __all__ = ["CHECKS", "DriftReport", "Finding"]
@@ -19,42 +23,55 @@ __all__ = ["CHECKS", "DriftReport", "Finding"]
 CHECKS: tuple[str, ...] = ("universe", "content", "selection", "constraints", "staleness")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
-    """The outcome of one check: ``ok``, ``drift``, ``violation`` or ``skipped``."""
+    """The outcome of one check: ``ok``, ``drift``, ``violation`` or ``skipped``.
+
+    ``facts`` is what the check found, typed; ``details`` is always ``facts.details()``
+    (a ``details`` mapping given without facts becomes :class:`~dvc_cuvis.check.facts.Plain`
+    facts), so the two cannot disagree and ``dataclasses.replace(f, facts=...)`` revises both.
+    """
 
     check: str
     status: str
     summary: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Json] = field(default_factory=dict)
     fix: str = ""
-    #: what the check found, typed, for the checks that revise this finding (not shown:
-    #: ``details`` says the same)
     facts: Facts | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Derive ``details`` from the facts (the one source of truth)."""
+        facts = self.facts if self.facts is not None else Plain(dict(self.details))
+        object.__setattr__(self, "facts", facts)
+        object.__setattr__(self, "details", facts.details())
 
     @property
     def failed(self) -> bool:
         """True for drift or a violation."""
         return self.status in ("drift", "violation", "not-pulled")
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Json]:
         """The finding as a plain record (what the verdict memo keeps)."""
         return {"check": self.check, "status": self.status, "summary": self.summary,
                 "details": self.details, "fix": self.fix}
 
 
-@dataclass
+@dataclass(frozen=True)
 class DriftReport:
     """All findings for one split + universe."""
 
     splits: str
     universe: str
-    findings: list[Finding]
+    findings: Sequence[Finding]
     #: True when the findings of the last clean check were reused (no file changed since)
     reused_verdict: bool = False
     #: Where this check's md5s came from (:meth:`StatCache.stats` of the cache it used: under
     #: ``deep`` a fresh one, not the caller's); run statistics, not part of the verdict
-    hashing: dict[str, int] = field(default_factory=dict, compare=False)
+    hashing: Mapping[str, int] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        """Hold the findings as a tuple: a report is a value."""
+        object.__setattr__(self, "findings", tuple(self.findings))
 
     @property
     def ok(self) -> bool:
@@ -70,7 +87,7 @@ class DriftReport:
         """The finding of ``check``."""
         return next(f for f in self.findings if f.check == check)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Details:
         """JSON-ready form (``--json``)."""
         return {
             "ok": self.ok,
@@ -80,6 +97,28 @@ class DriftReport:
             "checks": {f.check: {"status": f.status, "summary": f.summary, "fix": f.fix,
                                  "details": f.details} for f in self.findings},
         }
+
+    def to_json(self) -> str:
+        """``check --json``'s text: :meth:`to_dict` and the hashing statistics."""
+        doc = {**self.to_dict(), "hashing": dict(self.hashing)}
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+    def metrics(self) -> dict[str, bool | str]:
+        """The metrics record ``--metrics`` writes: ``ok`` and each check's status."""
+        return {"ok": self.ok, **{f.check: f.status for f in self.findings}}
+
+    def plot_rows(self) -> list[dict[str, str | int]]:
+        """DVC plot data, one bar per check (1 = drift or violation), for ``dvc plots diff``."""
+        return [{"check": f.check, "status": f.status, "failed": int(f.failed)}
+                for f in self.findings]
+
+    def write(self, metrics: Path | str | None = None, plots: Path | str | None = None) -> None:
+        """Write :meth:`metrics` to the file ``metrics`` and :meth:`plot_rows` to
+        ``plots/check.json`` (each only when named), atomically."""
+        if metrics:
+            write_json(metrics, self.metrics())
+        if plots:
+            write_json(Path(plots) / "check.json", self.plot_rows())
 
     def render(self) -> str:
         """A readable verdict: one line per check, details, and the command that fixes it."""
@@ -100,7 +139,7 @@ class DriftReport:
         return "\n".join(terminal(line) for line in lines) + "\n"
 
 
-def _detail_lines(details: dict[str, Any], limit: int = 8) -> list[str]:
+def _detail_lines(details: Mapping[str, Json], limit: int = 8) -> list[str]:
     out = []
     for key, value in details.items():
         if isinstance(value, list):

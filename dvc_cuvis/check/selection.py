@@ -4,17 +4,17 @@ universe, and the resolved split keeps its constraints (plus group leakage)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
+from dvc_cuvis.check.facts import Details
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
 from dvc_cuvis.check.spectral import spectral_results
 from dvc_cuvis.errors import SelectorError, and_more
 from dvc_cuvis.leakage.adjacent import ADJACENT_FRAMES, adjacent_pairs
 from dvc_cuvis.model.constraints import ConstraintResult, evaluate_constraints
-from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.resolution import Resolution, resolve
 from dvc_cuvis.model.universe import Universe
 
 __all__ = ["check_constraints", "check_selection"]
@@ -33,7 +33,7 @@ HINTS = {
 def check_selection(
     cfg: DataSplitConfig, uni: Universe, name_to_id: dict[str, int] | None, where: str,
     allow_partial: bool, ws: Workspace | None = None, splits: Path | None = None,
-) -> tuple[Finding, Any]:
+) -> tuple[Finding, Resolution | None]:
     """The selection finding, and the resolution (None when the split does not resolve)."""
     try:
         res = resolve(cfg, uni, name_to_id=name_to_id, where=where)
@@ -56,8 +56,8 @@ def check_selection(
                    + " ".join(f"{k}={v}" for k, v in counts.items())), res
 
 
-def _adjacent(res: Any, severity: str, k: int) -> tuple[ConstraintResult | None,
-                                                       dict[str, Any] | None]:
+def _adjacent(res: Resolution, severity: str, k: int) -> tuple[ConstraintResult | None,
+                                                              Details | None]:
     """The ``adjacent_frames`` result (listed when violated, or when asked for as an error)
     and its pairs for ``--json``."""
     if severity == "off":
@@ -85,7 +85,7 @@ def _hint(failed: list[ConstraintResult]) -> str:
             "--ad-aware)")
 
 
-def check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str,
+def check_constraints(cfg: DataSplitConfig, res: Resolution | None, group_leakage: str,
                       adjacent: tuple[str, int] = ("warn", 1),
                       spectral: tuple[str, str, Path | None] = ("warn", "error", None)
                       ) -> Finding:
@@ -101,9 +101,9 @@ def check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str,
     spectra, spectra_details = spectral_results(res, spectral[2], spectral[0], spectral[1])
     results.extend(spectra)
     failed = [r for r in results if r.failed]
-    details: dict[str, Any] = {r.kind: f"{r.status} ({r.severity})"
+    details: Details = {r.kind: f"{r.status} ({r.severity})"
                                + (f": {r.reason}" if r.reason else "") for r in results}
-    extra: dict[str, Any] = {"adjacent_pairs": pairs} if pairs else {}
+    extra: Details = {"adjacent_pairs": pairs} if pairs else {}
     if spectra_details:
         extra["spectra"] = spectra_details
     if failed:

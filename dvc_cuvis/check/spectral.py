@@ -19,6 +19,7 @@ from dvc_cuvis.leakage.grids import WAVELENGTH_GRID, grids, same_grid
 from dvc_cuvis.leakage.shift import SPECTRAL_SHIFT, recording_means, shift_test
 from dvc_cuvis.model.constraints import ConstraintResult
 from dvc_cuvis.model.frame_names import frame_name
+from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 
 __all__ = ["SEVERITIES", "check_spectral_severity", "spectral_results"]
@@ -34,7 +35,7 @@ def check_spectral_severity(severity: object, named: str) -> str:
     return str(severity)
 
 
-def _frames(res: Any, summaries: Path) -> tuple[list[tuple[int, str, dict[str, Any]]], int]:
+def _frames(res: Resolution, summaries: Path) -> tuple[list[tuple[int, str, dict[str, Any]]], int]:
     """(row, stage, summary entry) of every frame of train/val/test that has a summary, in
     row order, and the count of those without one."""
     from dvc_cuvis.materialize.summary_store import load_summaries
@@ -96,7 +97,7 @@ def _shift(frames: list[tuple[int, str, dict[str, Any]]], codes: Any,
                             "every stage holds recordings of each condition"), details
 
 
-def spectral_results(res: Any, summaries: Path | None, shift_severity: str,
+def spectral_results(res: Resolution, summaries: Path | None, shift_severity: str,
                      grid_severity: str) -> tuple[list[ConstraintResult], dict[str, Any]]:
     """The grid and shift results to list among the constraints (a satisfied one only when
     asked for as an error), and their details for ``check --json``."""

@@ -15,9 +15,9 @@ from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
 from dvc_cuvis.check.staged import Staged
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.repo.lockfile import LockFile, LockReadError, compare, find_lock
+from dvc_cuvis.repo.lockfile import LockFile, LockReadError, compare
 
-__all__ = ["check_staleness", "lock_path"]
+__all__ = ["check_staleness"]
 
 
 def check_staleness(
@@ -46,21 +46,13 @@ def check_staleness(
     if cmp.changed or cmp.params_changed:
         finding = Finding("staleness", "drift",
                           f"the workspace differs from dvc.lock: {len(cmp.changed)} file(s), "
-                          f"{len(cmp.params_changed)} param(s)", facts.details(), ws.rerun(),
-                          facts=facts)
+                          f"{len(cmp.params_changed)} param(s)", fix=ws.rerun(), facts=facts)
         if staged is None:  # outputs a failed `dvc repro` removed: say so, and how to restore
-            explain_stale_outputs(finding, parsed, ws)
+            finding = explain_stale_outputs(finding, parsed, ws)
         return finding, cmp.vouched
     if not cmp.relevant:
         return Finding("staleness", "skipped",
                        f"{lock.name} has no stage for these files"), cmp.vouched
     return Finding("staleness", "ok", f"matches {lock.name} (stages {', '.join(cmp.relevant)})",
-                   facts.details(), facts=facts), cmp.vouched
+                   facts=facts), cmp.vouched
 
-
-def lock_path(lock: Path | str | None, splits: Path | None, universe: Path | None) -> Path | None:
-    """``lock="auto"``: the dvc.lock of the repository holding the split (or universe)."""
-    if lock == "auto":
-        anchor = splits or universe
-        return find_lock(anchor.parent if anchor is not None else Path.cwd())
-    return Path(lock) if lock else None

@@ -55,12 +55,12 @@ def check_universe(
     if problems:
         ws = ws or Workspace(uni.path.parent if uni.path is not None else None)
         return Finding("universe", "drift", "; ".join(text for _, text in problems),
-                       facts.details(), ws.rebake(splits), facts=facts)
+                       fix=ws.rebake(splits), facts=facts)
     summary = (f"{len(uni)} samples, hash {actual[:12]} matches the pin" if cfg.universe_hash
                else f"{len(uni)} samples, hash {actual[:12]}; unpinned split (allowed)")
     if current is not None:
         summary += "; universe.csv matches the data on disk"
-    return Finding("universe", "ok", summary, facts.details(), facts=facts)
+    return Finding("universe", "ok", summary, facts=facts)
 
 
 def _disk_problems(disk: DiskDiff) -> list[tuple[UniverseProblem, str]]:

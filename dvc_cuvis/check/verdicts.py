@@ -62,14 +62,14 @@ class VerdictMemo:
     SLOTS = 4  # a universe checked against a few splits (a path, an in-memory config, folds)
 
     def __init__(self, cache: StatCache, uni_abs: str, stamp: Stamp, split_id: str,
-                 options: list[Any]) -> None:
+                 options: Sequence[object]) -> None:
         """The slot keyed by ``split_id`` and ``options`` under universe.csv's entry."""
         self.cache, self.uni_abs, self.stamp = cache, uni_abs, stamp
         self.split_id, self.key = split_id, self._key(split_id, options)
         self.base = os.path.dirname(uni_abs)
 
     @staticmethod
-    def _key(split_id: str, options: list[Any]) -> str:
+    def _key(split_id: str, options: Sequence[object]) -> str:
         text = json.dumps([code_id(), split_id, options], separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -82,7 +82,7 @@ class VerdictMemo:
     @classmethod
     def before_reading(
         cls, cache: StatCache, splits: Path | str | DataSplitConfig,
-        universe: Path | str | Universe, options: list[Any],
+        universe: Path | str | Universe, options: Sequence[object],
     ) -> VerdictMemo | None:
         """The slot for the files as they are now (None if one is missing or unstamped)."""
         try:
@@ -142,7 +142,7 @@ class VerdictMemo:
 
     def store(
         self, records: list[Record], witness: list[tuple[str, Stamp | None]], uni: Universe,
-        splits: Path | str | DataSplitConfig, split_stamp: Stamp | None, options: list[Any],
+        splits: Path | str | DataSplitConfig, split_stamp: Stamp | None, options: Sequence[object],
     ) -> None:
         """Remember clean findings and the stamps of the bytes they rest on."""
         # an in-memory config is the same object as before reading: its content id stands
@@ -159,12 +159,12 @@ class VerdictMemo:
                 return  # a file changed while it was hashed (or lies elsewhere)
             rels.append(path[len(prefix):])
             stamps.append(stamp)
-        dirs: dict[str, list[list[Any]]] = {}
+        dirs: dict[str, list[tuple[str, int]]] = {}
         try:
             for d in sorted({a for r in rels for a in _ancestors(r)}):
                 parent, _, name = d.rpartition("/")
                 st = os.lstat(os.path.join(self.base, d))
-                dirs.setdefault(parent, []).append([name, st.st_ino])
+                dirs.setdefault(parent, []).append((name, st.st_ino))
         except OSError:
             return
         by_folder: dict[str, list[tuple[str, Stamp]]] = {}

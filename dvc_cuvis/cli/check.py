@@ -5,25 +5,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dvc_cuvis.cli._inputs import (
-    category_map,
-    module_rules,
-    require_file,
-    rescan_options,
-    split_paths,
-)
+from dvc_cuvis.cli._inputs import module_rules, require_file, split_paths
 from dvc_cuvis.cli._settings import register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import CHECK
 
 if TYPE_CHECKING:
+    from dvc_cuvis.check.options import CheckOptions
     from dvc_cuvis.check.staged import Staged
+    from dvc_cuvis.model.universe import Universe
 
 
 def add_parser(sub: Any) -> None:
@@ -56,87 +51,58 @@ def _no_cyclic_gc() -> Iterator[None]:
 
 def run(args: argparse.Namespace) -> int:
     """Drift check of a split against its universe, the data, and dvc.lock."""
+    from dvc_cuvis.check.drift import verify
+
     with _no_cyclic_gc():
         s = Settings(args)
-        if not args.staged:
-            return _check(s, None)
-        from dvc_cuvis.check.staged import staged_view
-
-        folder = split_paths(s)[1].parent
-        with staged_view(folder if folder.is_dir() else Path.cwd(),
-                         [s.file] if s.file else []) as staged:
-            return _check(s, staged)
-
-
-def _stages(s: Settings) -> tuple[str, ...] | None:
-    """The ``--stage`` values (None: every stage is checked)."""
-    value = s.get("stage")
-    if not value:
-        return None
-    return (value,) if isinstance(value, str) else tuple(value)
+        universe_path, splits_path = split_paths(s)
+        with _staged(s, splits_path) as staged:
+            uni = _inputs(s, universe_path, splits_path, staged)
+            report = verify(splits_path, uni or universe_path, _options(s, universe_path, staged))
+            sys.stdout.write(report.to_json() if args.json else report.render())
+            report.write(s.get("metrics"), s.get("plots"))
+        return report.exit_code
 
 
-def _check(s: Settings, staged: Staged | None) -> int:
-    from dvc_cuvis.check.drift import CHECKS, verify
-    from dvc_cuvis.digests.stat_cache import open_stat_cache
+@contextlib.contextmanager
+def _staged(s: Settings, splits_path: Path) -> Iterator[Staged | None]:
+    """``--staged``: git's index as the commit records it (None: the working tree)."""
+    if not s.args.staged:
+        yield None
+        return
+    from dvc_cuvis.check.staged import staged_view
 
-    universe_path, splits_path = split_paths(s)
+    folder = splits_path.parent
+    with staged_view(folder if folder.is_dir() else Path.cwd(),
+                     [s.file] if s.file else []) as staged:
+        yield staged
+
+
+def _inputs(s: Settings, universe_path: Path, splits_path: Path,
+            staged: Staged | None) -> Universe | None:
+    """Refuse a missing input in one line; apply the module's rules; the staged universe
+    (the commit's rows, their files on disk), else None (read from ``universe_path``)."""
     uni = None
     if staged is None or not staged.holds(splits_path):
         require_file(splits_path, "splits", s)
     if staged is not None and staged.holds(universe_path):
-        uni = staged.universe(universe_path)  # the commit's rows; their files on disk
+        uni = staged.universe(universe_path)
     else:
         require_file(universe_path, "universe", s)
     module_rules(s, universe_path, uni)
-    cache = open_stat_cache(s.get("stat_cache") or "auto")
-    spec = s.get("checks")
-    checks = CHECKS if not spec else (spec.split(",") if isinstance(spec, str) else spec)
-    current, why_not = (rescan_options(s, universe_path, cache) if "universe" in checks
-                        else (None, ""))
-    lock: str | Path | None = "auto"
-    if s.flag("no_lock"):
-        lock = None
-    elif s.get("lock"):
-        lock = Path(s.get("lock"))
-    report = verify(
-        splits_path, uni or universe_path,
-        current=current,
-        deep=s.flag("deep"),
-        name_to_id=category_map(s),
-        group_leakage=s.get("group_leakage"),
-        adjacent_frames=s.get("adjacent_frames"),
-        adjacent_k=s.get("adjacent_k"),
-        spectral_shift=s.get("spectral_shift"),
-        wavelength_grid=s.get("wavelength_grid"),
-        summaries=s.get("summaries"),
-        lock=lock,
-        data_dir=s.get("data_dir"),
-        cache=cache,
-        checks=checks,
-        allow_partial=s.flag("allow_partial"),
-        allow_unpinned=s.flag("allow_unpinned"),
-        staged=staged,
-        stages=_stages(s),
-    )
-    if current is None and why_not:  # say what the universe check could not see
-        universe = report.finding("universe")
-        if "dvc.lock vouches" not in universe.summary:
-            universe.details["data_on_disk"] = f"not re-scanned: {why_not}"
-    if s.args.json:
-        doc = {**report.to_dict(), "hashing": report.hashing}
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(report.render())
-    metrics, plots = s.get("metrics"), s.get("plots")
-    if metrics or plots:
-        from dvc_cuvis._io import write_json
+    return uni
 
-        if metrics:
-            write_json(metrics, {"ok": report.ok,
-                                 **{f.check: f.status for f in report.findings}})
-        if plots:  # one bar per check: 1 = drift or violation, for `dvc plots diff`
-            write_json(Path(plots) / "check.json",
-                       [{"check": f.check, "status": f.status, "failed": int(f.failed)}
-                        for f in report.findings])
-    return report.exit_code
+
+#: The setting a parameter of CheckOptions is read from, where the names differ.
+_SETTING = {"stages": "stage"}
+
+
+def _options(s: Settings, universe_path: Path, staged: Staged | None) -> CheckOptions:
+    """The check's options; an impossible one is named by its flag or params key."""
+    from dvc_cuvis.check.options import CheckOptionError, CheckOptions
+    from dvc_cuvis.errors import DvcCuvisError
+
+    try:
+        return CheckOptions.from_settings(s, universe_path, staged=staged)
+    except CheckOptionError as exc:
+        raise DvcCuvisError(f"{s.origin(_SETTING.get(exc.param, exc.param))}: {exc}") from None

@@ -36,10 +36,10 @@ from cuvis_ai_dataloader.data.datamodule_tiff_paired import TiffPairedDataModule
 
 from dvc_cuvis.check.drift import (
     CHECKS,
+    CheckOptions,
     DriftError,
     DriftReport,
     ensure,
-    find_lock,
     verify,
 )
 from dvc_cuvis.config.options import Option, closest, did_you_mean
@@ -219,12 +219,6 @@ class _Guarded:
         repository holds the dvc.lock and stat cache (subclass hook)."""
         raise NotImplementedError
 
-    def _lock(self, near: Path) -> Path | str | None:
-        lock = self.guard_settings["lock"]
-        if lock == "auto":
-            return find_lock(near)
-        return Path(lock) if lock else None
-
     def _cache(self, near: Path) -> StatCache:
         if self._stat_cache is None:
             self._stat_cache = open_stat_cache(self.guard_settings["stat_cache"], near)
@@ -242,10 +236,12 @@ class _Guarded:
                 "(data.splits.splits_path: splits.json), or set data.params.verify: off")
         universe, current, folder = self._universe_for_check()
         self._checked = universe  # what the dataset record names
-        report = verify(splits, universe, current=current, deep=self.guard_settings["deep"],
-                        lock=self._lock(folder), cache=self._cache(folder / "universe.csv"),
-                        checks=getattr(self, "version_checks", CHECKS),
-                        absolute_paths=True)  # read in a GUI, far from this process's folder
+        opts = CheckOptions(current=current, deep=self.guard_settings["deep"],
+                            lock=self.guard_settings["lock"],
+                            checks=getattr(self, "version_checks", CHECKS),
+                            absolute_paths=True,  # read in a GUI, far from this process's folder
+                            ).resolved(folder)  # "auto": the dvc.lock of the universe's repository
+        report = verify(splits, universe, opts, self._cache(folder / "universe.csv"))
         self.drift_report = report
         if report.ok:
             return report

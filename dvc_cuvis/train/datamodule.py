@@ -15,6 +15,7 @@ imported when the first module is made, torch when a dataloader is built.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from pathlib import Path
@@ -22,7 +23,13 @@ from typing import Any, Self
 
 import numpy as np
 
-from dvc_cuvis.check.drift import DriftReport, check_verify_mode, ensure, verify
+from dvc_cuvis.check.drift import (
+    CheckOptions,
+    DriftReport,
+    check_verify_mode,
+    ensure,
+    verify,
+)
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
 from dvc_cuvis.model.frames import read_npz
@@ -307,9 +314,10 @@ class SplitDataModule:
         uni = read_universe(self.universe_csv)
         cfg = load_splits(self.splits_path)
         if self.verify_mode != "off":  # checks exactly what was read (and will be loaded)
-            report = verify(cfg, uni, deep=self.deep, lock=self.lock, cache=self._cache(),
-                            stages=setup_stages(stage))
-            report.splits = str(self.splits_path)  # a DriftError names the file, not "splits"
+            opts = CheckOptions(deep=self.deep, lock=self.lock, stages=setup_stages(stage))
+            report = verify(cfg, uni, opts, self._cache())
+            # a DriftError names the file, not "splits"
+            report = dataclasses.replace(report, splits=str(self.splits_path))
             self.report = ensure(report, self.verify_mode)
         res = resolve(cfg, uni, where=str(self.splits_path))
         base = self.universe_csv.parent
@@ -492,8 +500,8 @@ def guard(
         if verify_mode != "off":
             # verify() reads a splits_path config now, as the module will in setup()
             # the stages setup(stage) loads; a stage Lightning does not name: every stage
-            report = verify(splits, universe, cache=stat_cache,
-                            stages=SETUP_STAGES.get(stage), **verify_kwargs)
+            opts = CheckOptions(stages=SETUP_STAGES.get(stage), **verify_kwargs)
+            report = verify(splits, universe, opts, stat_cache)
             datamodule.drift_report = ensure(report, verify_mode)
         datamodule.dataset_record = record.take(
             datamodule, splits, universe, mode=verify_mode, report=report, cache=stat_cache,
