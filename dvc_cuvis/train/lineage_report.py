@@ -55,9 +55,9 @@ class LineageOptions:
     @classmethod
     def from_settings(cls, s: Settings) -> LineageOptions:
         """The options of ``dvc-cuvis lineage``."""
-        compare = tuple(s.args.compare) if s.args.compare else None
+        compare = (str(s.args.compare[0]), str(s.args.compare[1])) if s.args.compare else None
         repo = s.get("repo")
-        return cls(tuple(s.args.paths or ()), compare,  # type: ignore[arg-type]
+        return cls(tuple(s.args.paths or ()), compare,
                    s.get("rev"), str(repo) if repo else None, bool(s.flag("fail_on_stale")),
                    bool(s.args.json))
 
@@ -80,7 +80,8 @@ class ModelStatus:
     def lines(self) -> list[str]:
         """The model's paragraph of the text report."""
         ds = self.dataset
-        state = {True: "dirty", False: "clean"}.get(ds.get("dirty"), "dirty state unknown")
+        dirty = ds.get("dirty")
+        state = "dirty state unknown" if dirty is None else ("dirty" if dirty else "clean")
         stages = ", ".join(f"{k} {'all' if v is None else v}" for k, v in
                            (ds.get("stages") or {}).items())
         data = "; ".join(f"{d['path']} {d['md5']} ({d['source']})"
