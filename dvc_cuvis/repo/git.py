@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from dvc_cuvis.errors import RepoError
 from dvc_cuvis.paths import ancestors, repo_root
@@ -233,9 +233,9 @@ def _stage_writing(folder: Path, target: Path) -> str | None:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Stamp:
-    """A file's (inode, size, mtime): while it holds, what was read from the file stands."""
+class Stamp(NamedTuple):
+    """A file's (inode, size, mtime): while it holds, what was read from the file stands
+    (a tuple, so that comparing stamps costs no more than comparing numbers)."""
 
     ino: int
     size: int

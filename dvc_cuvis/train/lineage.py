@@ -126,8 +126,15 @@ def take(
         if sfile is not None and ufile is not None:
             memo.facts[key] = Witnessed(witnesses, tuple(Stamp.of(p) for p in witnesses),
                                         facts)
-    return replace(facts, module=module, check=_check_facts(mode, report),
-                   stages=dict(counts) if counts is not None else facts.stages)
+    check = _check_facts(mode, report)
+    setting = (facts, module, check, counts)
+    last = memo.taken.get(key)
+    if last is not None and last[1][0] is facts and last[1][1:] == setting[1:]:
+        return last[0]
+    record = replace(facts, module=module, check=check,
+                     stages=dict(counts) if counts is not None else facts.stages)
+    memo.taken[key] = (record, setting)
+    return record
 
 
 def take_record(splits: Path | str | DataSplitConfig, universe: Path | str | Universe,
@@ -163,16 +170,15 @@ def finish(record: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def finish(record: LineageRecord | dict[str, Any]) -> LineageRecord | dict[str, Any]:
-    """``record`` with the dirty flag filled in (one ``git status``, the first time only);
-    a record given as JSON is filled in place, as it was kept."""
+    """``record`` with the dirty flag filled in (one ``git status``, unless it is known);
+    a record given as JSON comes back as JSON (a new object: the one given is left as is)."""
     repo = as_record(record).repo
     if repo.dirty is not None or not repo.commit or not repo.root:
         return record
     dirty = worktree_dirty(repo.root)
     if isinstance(record, LineageRecord):
         return record.finished(dirty)
-    record["repo"]["dirty"] = dirty
-    return record
+    return {**record, "repo": {**record["repo"], "dirty": dirty}}
 
 
 def is_record(obj: Any) -> bool:

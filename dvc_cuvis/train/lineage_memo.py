@@ -59,6 +59,10 @@ class LineageMemo:
                   tuple[LockFile, tuple[DataEntry, ...]]] = field(default_factory=dict)
     #: The facts of the last record per :class:`FactsKey`.
     facts: dict[FactsKey, Witnessed] = field(default_factory=dict)
+    #: The last record taken per :class:`FactsKey`, with the facts and the setting it was
+    #: taken on: the same answer is the same value (its JSON is not built again).
+    taken: dict[FactsKey, tuple[LineageRecord, tuple[object, ...]]] = field(
+        default_factory=dict)
 
     def __post_init__(self) -> None:
         """git's files are parsed into the same file memo."""
