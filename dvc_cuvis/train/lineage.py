@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, overload
+from typing import overload
 
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
@@ -41,6 +41,7 @@ from dvc_cuvis.train.lineage_split import split_facts, split_file
 from dvc_cuvis.train.lineage_values import (
     KIND,
     CheckFacts,
+    JsonRecord,
     LineageRecord,
     RepoFacts,
     UniverseFacts,
@@ -56,7 +57,7 @@ KEY = "dvc_cuvis_lineage"
 RECORD_FILE = "dataset_lineage.json"
 
 #: A record as given to a reader: the value, or its JSON (a checkpoint read back).
-AnyRecord = LineageRecord | Mapping[str, Any]
+AnyRecord = LineageRecord | Mapping[str, object]
 
 
 class LineageError(DvcCuvisError):
@@ -137,11 +138,15 @@ def take(
     return record
 
 
-def take_record(splits: Path | str | DataSplitConfig, universe: Path | str | Universe,
-                **kw: Any) -> dict[str, Any]:
-    """The dataset record (:func:`take`'s keywords) as the plain JSON a checkpoint and
+def take_record(splits: Path | str | DataSplitConfig, universe: Path | str | Universe, *,
+                module: str, mode: str, report: DriftReport | None,
+                cache: StatCache | None = None, lock: Path | str | None = "auto",
+                counts: dict[str, int] | None = None,
+                memo: LineageMemo | None = None) -> JsonRecord:
+    """The dataset record (:func:`take`) as the plain JSON a checkpoint and
     ``dataset_lineage.json`` hold."""
-    return take(splits, universe, **kw).to_json()
+    return take(splits, universe, module=module, mode=mode, report=report, cache=cache,
+                lock=lock, counts=counts, memo=memo).to_json()
 
 
 def _facts(splits: Path | str | DataSplitConfig, universe: Path | str | Universe,
@@ -166,10 +171,10 @@ def _facts(splits: Path | str | DataSplitConfig, universe: Path | str | Universe
 @overload
 def finish(record: LineageRecord) -> LineageRecord: ...
 @overload
-def finish(record: dict[str, Any]) -> dict[str, Any]: ...
+def finish(record: JsonRecord) -> JsonRecord: ...
 
 
-def finish(record: LineageRecord | dict[str, Any]) -> LineageRecord | dict[str, Any]:
+def finish(record: LineageRecord | JsonRecord) -> LineageRecord | JsonRecord:
     """``record`` with the dirty flag filled in (one ``git status``, unless it is known);
     a record given as JSON comes back as JSON (a new object: the one given is left as is)."""
     repo = as_record(record).repo
@@ -181,7 +186,7 @@ def finish(record: LineageRecord | dict[str, Any]) -> LineageRecord | dict[str, 
     return {**record, "repo": {**record["repo"], "dirty": dirty}}
 
 
-def is_record(obj: Any) -> bool:
+def is_record(obj: object) -> bool:
     """True for a dataset record (a value, or a mapping that says it is one)."""
     return isinstance(obj, LineageRecord) or (isinstance(obj, dict)
                                               and obj.get("kind") == KIND)
@@ -197,10 +202,10 @@ def same_version(a: AnyRecord, b: AnyRecord) -> bool:
     return version_key(a) == version_key(b)
 
 
-def hyperparams(record: AnyRecord) -> dict[str, Any]:
+def hyperparams(record: AnyRecord) -> dict[str, str | int | bool]:
     """The record as flat ``dataset/...`` hyperparameters (scalars only) for a logger."""
     r = as_record(record)
-    flat: dict[str, Any] = {
+    flat: dict[str, str | int | bool | None] = {
         "dataset/commit": r.repo.commit or "",
         "dataset/dirty": r.repo.dirty,
         "dataset/origin": r.repo.origin or "",

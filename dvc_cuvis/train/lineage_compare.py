@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.limits import LimitError, loads_json
@@ -32,7 +32,7 @@ from dvc_cuvis.train.checkpoint import plain_record, read_checkpoint
 from dvc_cuvis.train.lineage import KEY, RECORD_FILE, is_record, same_version
 from dvc_cuvis.train.lineage_data import dvc_file_entry, lock_entries
 from dvc_cuvis.train.lineage_split import split_samples
-from dvc_cuvis.train.lineage_values import LineageRecord, Transition, as_record
+from dvc_cuvis.train.lineage_values import JsonRecord, LineageRecord, Transition, as_record
 
 #: How many uids a comparison lists (the counts are always complete).
 FIRST_UIDS = 5
@@ -41,7 +41,7 @@ FIRST_UIDS = 5
 # -- reading records --------------------------------------------------------------------
 
 
-def _from_checkpoint(path: Path) -> list[dict[str, Any]]:
+def _from_checkpoint(path: Path) -> list[JsonRecord]:
     """The records of a Lightning checkpoint (one per DataModule state that holds one), read
     without its tensors (:func:`~dvc_cuvis.train.checkpoint.read_checkpoint`)."""
     ckpt = read_checkpoint(path)
@@ -57,7 +57,7 @@ def _from_checkpoint(path: Path) -> list[dict[str, Any]]:
     return found
 
 
-def _from_json(path: Path) -> list[dict[str, Any]]:
+def _from_json(path: Path) -> list[JsonRecord]:
     try:
         doc = loads_json(path.read_bytes(), path)
     except LimitError:
@@ -74,7 +74,7 @@ def _from_json(path: Path) -> list[dict[str, Any]]:
 _OBJECTS = ("repo", "splits", "universe", "stages", "check", "split")
 
 
-def _check_shape(record: dict[str, Any], path: Path) -> None:
+def _check_shape(record: JsonRecord, path: Path) -> None:
     """Refuse a record whose parts are not of the kinds a record holds (one line, exit 2)."""
     bad = [k for k in _OBJECTS if not isinstance(record.get(k) or {}, dict)]
     data = record.get("data") or []
@@ -85,7 +85,7 @@ def _check_shape(record: dict[str, Any], path: Path) -> None:
                             "record holds them); take the record again with a guarded run")
 
 
-def read_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+def read_records(path: Path) -> list[tuple[str, JsonRecord]]:
     """``(file, record)`` for each model at ``path``: a .ckpt, a saved record, or a trainrun
     output folder (its ``dataset_lineage.json`` and every .ckpt below it)."""
     if path.is_dir():
@@ -107,7 +107,7 @@ def read_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def _read_file(path: Path, *, quiet: bool) -> list[dict[str, Any]]:
+def _read_file(path: Path, *, quiet: bool) -> list[JsonRecord]:
     with path.open("rb") as fh:
         head = fh.read(4)
     if head.startswith(b"PK") or path.suffix in (".ckpt", ".pt", ".pth"):
@@ -120,7 +120,7 @@ def _read_file(path: Path, *, quiet: bool) -> list[dict[str, Any]]:
     return _from_json(path)
 
 
-def one_record(path: Path) -> tuple[str, dict[str, Any]]:
+def one_record(path: Path) -> tuple[str, JsonRecord]:
     """The one dataset version at ``path`` (a folder whose models disagree is an error)."""
     found = read_records(path)
     first = found[0]
@@ -131,6 +131,14 @@ def one_record(path: Path) -> tuple[str, dict[str, Any]]:
 
 
 # -- a record's version -----------------------------------------------------------------
+
+
+class Tree(Protocol):
+    """Where a record's files are read: a git repository at revisions, or a plain folder."""
+
+    def read(self, rev: str | None, path: str) -> bytes:
+        """The bytes of ``path`` at ``rev`` (None: as the files are now)."""
+        ...
 
 
 class Workspace:
@@ -150,7 +158,7 @@ class Workspace:
             raise DvcCuvisError(f"{path} does not exist in the workspace") from None
 
 
-def open_repository(record: LineageRecord | dict[str, Any], repo: str | None) -> Any:
+def open_repository(record: LineageRecord | JsonRecord, repo: str | None) -> Tree:
     """The repository a record is compared with: ``repo``, else the record's root if it is
     here, else the one holding the current folder.  A record taken outside any repository
     names its files by absolute path: they are read where they are."""
@@ -169,7 +177,7 @@ def _md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-def _recorded_universe(record: LineageRecord, tree: Any) -> Universe | None:
+def _recorded_universe(record: LineageRecord, tree: Tree | None) -> Universe | None:
     """universe.csv with the recorded md5, from the workspace or the record's commit."""
     path, md5 = record.universe.path, record.universe.md5
     if not path or not md5 or tree is None:
@@ -184,7 +192,7 @@ def _recorded_universe(record: LineageRecord, tree: Any) -> Universe | None:
     return None
 
 
-def _split_universe(doc: Mapping[str, Any]) -> Universe | None:
+def _split_universe(doc: Mapping[str, object]) -> Universe | None:
     """The samples a baked split names, as a universe (None for a rule)."""
     stages = split_samples(doc)
     if stages is None:
@@ -194,7 +202,7 @@ def _split_universe(doc: Mapping[str, Any]) -> Universe | None:
     return Universe.from_records([{"source": s, "index": i} for s, i in pairs])
 
 
-def record_version(record: LineageRecord | dict[str, Any], tree: Any,
+def record_version(record: LineageRecord | JsonRecord, tree: Tree | None,
                    label: str) -> tuple[Version, bool]:
     """The version a record names, and whether its universe (content digests) is known."""
     record = as_record(record)
@@ -215,7 +223,7 @@ def record_version(record: LineageRecord | dict[str, Any], tree: Any,
 # -- a record against the repository now ------------------------------------------------
 
 
-def _data_at(tree: Any, rev: str | None, record: LineageRecord) -> dict[str, str | None]:
+def _data_at(tree: Tree, rev: str | None, record: LineageRecord) -> dict[str, str | None]:
     """The md5s the same files (dvc.lock, ``.dvc``) record at ``rev``, by path."""
     now: dict[str, str | None] = {}
     uni_path = record.universe.path or ""
@@ -256,7 +264,7 @@ def changes_of(d: SplitDiff, content_known: bool) -> dict[str, Any]:
     }
 
 
-def status(record: LineageRecord | dict[str, Any], tree: Any,
+def status(record: LineageRecord | JsonRecord, tree: Tree,
            rev: str | None) -> dict[str, Any]:
     """Whether the split and data at ``rev`` (None: the workspace) are the record's version,
     and what changed per sample if not."""
@@ -267,7 +275,8 @@ def status(record: LineageRecord | dict[str, Any], tree: Any,
                             "(an inline split or a listing): nothing to compare with")
     label = rev or "workspace"
     a, known = record_version(record, tree, "trained")
-    b = load_version(tree, rev, splits, universe, params_path=None)
+    # load_version reads through ``tree.read`` alone: a plain folder serves as well as git
+    b = load_version(cast(GitTree, tree), rev, splits, universe, params_path=None)
     d = diff_versions(a, b)
     split_now = loads_json(tree.read(rev, splits), f"{label}: {splits}")
     uni_now = _md5(tree.read(rev, universe))
@@ -282,7 +291,7 @@ def status(record: LineageRecord | dict[str, Any], tree: Any,
     return {"rev": label, "current": current, "changes": changes}
 
 
-def dataset_of(record: LineageRecord | dict[str, Any]) -> dict[str, Any]:
+def dataset_of(record: LineageRecord | JsonRecord) -> dict[str, object]:
     """The part of a record ``lineage --json`` shows under ``dataset``."""
     r = as_record(record)
     return {"commit": r.repo.commit, "dirty": r.repo.dirty, "origin": r.repo.origin,
@@ -305,8 +314,8 @@ def _overlap(fit: set[str], test: set[str]) -> dict[str, Any]:
     return {"count": len(both), "first": both[:FIRST_UIDS]}
 
 
-def compare_records(a: LineageRecord | dict[str, Any], b: LineageRecord | dict[str, Any],
-                    trees: tuple[Any, Any] = (None, None)) -> dict[str, Any]:
+def compare_records(a: LineageRecord | JsonRecord, b: LineageRecord | JsonRecord,
+                    trees: tuple[Tree | None, Tree | None] = (None, None)) -> dict[str, Any]:
     """Whether two models' test metrics are comparable: the same test set, and neither one's
     train or val samples in the other's test set."""
     va, _ = record_version(a, trees[0], "A")

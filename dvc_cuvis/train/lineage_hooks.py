@@ -23,9 +23,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from cuvis_ai_schemas.training.data import DataSplitConfig
+
 from dvc_cuvis._io import write_json
+from dvc_cuvis.check.drift import DriftReport
+from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.compare import diff_versions
+from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.train.lineage import (
     KEY,
     RECORD_FILE,
@@ -44,12 +49,12 @@ from dvc_cuvis.train.lineage_compare import (
     record_version,
 )
 from dvc_cuvis.train.lineage_memo import LineageMemo
-from dvc_cuvis.train.lineage_values import LineageRecord, as_record
+from dvc_cuvis.train.lineage_values import JsonRecord, LineageRecord, as_record
 
 logger = logging.getLogger(__name__)
 
 
-def _fn(owner: Any) -> str | None:
+def _fn(owner: object) -> str | None:
     """What the attached trainer is doing (``fit``, ``validate``, ...), None unattached."""
     trainer = getattr(owner, "trainer", None)
     fn = getattr(getattr(trainer, "state", None), "fn", None)
@@ -89,14 +94,15 @@ class Lineage:
         self.value: LineageRecord | None = None
         #: What this keeper remembers between records (it lives as long as the module).
         self.memo = LineageMemo()
-        self._json: dict[str, Any] | None = None
+        self._json: JsonRecord | None = None
         self._restored = False
         self._noted = False
         self._logged: set[tuple[int, str]] = set()
 
-    def take(self, owner: Any, splits: Any, universe: Any, *, mode: str, report: Any,
-             cache: Any = None, lock: Any = "auto",
-             counts: dict[str, int] | None = None) -> dict[str, Any]:
+    def take(self, owner: object, splits: Path | str | DataSplitConfig,
+             universe: Path | str | Universe, *, mode: str, report: DriftReport | None,
+             cache: StatCache | None = None, lock: Path | str | None = "auto",
+             counts: dict[str, int] | None = None) -> JsonRecord:
         """Take the record at ``setup()`` and log it to an attached trainer's logger."""
         self._set(take(splits, universe, module=self.module, mode=mode, report=report,
                        cache=cache, lock=lock, counts=counts, memo=self.memo))
@@ -108,13 +114,13 @@ class Lineage:
             self.value, self._json = value, None
 
     @property
-    def record(self) -> dict[str, Any] | None:
+    def record(self) -> JsonRecord | None:
         """The record of the last ``setup()`` as plain JSON (None before it)."""
         if self._json is None and self.value is not None:
             self._json = self.value.to_json()
         return self._json
 
-    def _finished(self) -> dict[str, Any] | None:
+    def _finished(self) -> JsonRecord | None:
         """The record with its dirty flag (one ``git status`` per record), as JSON."""
         if self.value is not None:
             self._set(finish(self.value))
@@ -136,14 +142,14 @@ class Lineage:
                 self._logged.add(key)    # param logged again with another value)
                 lg.log_hyperparams(params)
 
-    def state(self, own: Any = None) -> dict[str, Any]:
+    def state(self, own: object = None) -> dict[str, object]:
         """The module's state with the record added (``own``: the module's own state)."""
         merged = dict(own) if isinstance(own, dict) else {}
         if self.value is not None:
             merged[KEY] = self._finished()
         return merged
 
-    def load(self, owner: Any, state: Any, mode: str) -> Any:
+    def load(self, owner: object, state: object, mode: str) -> dict[str, object]:
         """Compare a checkpoint's record with the version set up now; the rest of ``state``
         (the module's own) is returned for its own ``load_state_dict``."""
         self._restored = True
@@ -175,7 +181,7 @@ class Lineage:
             logger.warning("%s%s: metrics here are not those of its own test set.", head, tail)
         return rest
 
-    def on_loader(self, owner: Any, stage: str) -> None:
+    def on_loader(self, owner: object, stage: str) -> None:
         """A loader is built: write the trainrun's record (train), note an unrecorded resume."""
         ckpt = getattr(getattr(owner, "trainer", None), "ckpt_path", None)
         if ckpt and not self._restored and not self._noted:

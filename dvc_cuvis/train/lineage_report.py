@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.review.history_options import OptionError
 from dvc_cuvis.train.lineage_compare import (
+    Tree,
     compare_records,
     dataset_of,
     describe_text,
@@ -24,6 +25,7 @@ from dvc_cuvis.train.lineage_compare import (
     read_records,
     status,
 )
+from dvc_cuvis.train.lineage_values import JsonRecord, LineageRecord, as_record
 
 if TYPE_CHECKING:
     from dvc_cuvis.config.settings import Settings
@@ -67,33 +69,30 @@ class ModelStatus:
     """One model's dataset version, and whether the split and data at ``rev`` are still it."""
 
     path: str
-    dataset: dict[str, Any]
+    record: LineageRecord
     rev: str
     current: bool
     changes: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object of one model."""
-        return {"path": self.path, "dataset": self.dataset, "rev": self.rev,
+        return {"path": self.path, "dataset": dataset_of(self.record), "rev": self.rev,
                 "current": self.current, "changes": self.changes}
 
     def lines(self) -> list[str]:
         """The model's paragraph of the text report."""
-        ds = self.dataset
-        dirty = ds.get("dirty")
+        r = self.record
+        dirty = r.repo.dirty
         state = "dirty state unknown" if dirty is None else ("dirty" if dirty else "clean")
-        stages = ", ".join(f"{k} {'all' if v is None else v}" for k, v in
-                           (ds.get("stages") or {}).items())
-        data = "; ".join(f"{d['path']} {d['md5']} ({d['source']})"
-                         for d in ds.get("data") or [])
-        check = ds.get("check") or {}
+        stages = ", ".join(f"{k} {'all' if v is None else v}" for k, v in r.stages.items())
+        data = "; ".join(f"{d.path} {d.md5} ({d.source})" for d in r.data)
         lines = [self.path,
-                 f"  trained on: commit {_short(ds.get('commit'), 8)} ({state}), "
-                 f"{ds.get('splits')} sha256 {_short(ds.get('splits_sha256'))}, universe_hash "
-                 f"{_short(ds.get('universe_hash'))}",
+                 f"  trained on: commit {_short(r.repo.commit, 8)} ({state}), "
+                 f"{r.splits_path} sha256 {_short(r.splits_sha256)}, universe_hash "
+                 f"{_short(r.universe_hash)}",
                  f"  samples: {stages}" + (f"; data: {data}" if data else ""),
-                 f"  check: {check.get('mode')}, {check.get('verdict')}; dvc_cuvis "
-                 f"{ds.get('dvc_cuvis')} ({ds.get('module')})"]
+                 f"  check: {r.check.mode}, {r.check.verdict}; dvc_cuvis "
+                 f"{r.dvc_cuvis} ({r.module})"]
         if self.current:
             lines.append(f"  {self.rev}: current (the same split, universe.csv and data)")
         else:
@@ -101,7 +100,7 @@ class ModelStatus:
         return lines
 
 
-def _short(value: Any, n: int = 12) -> str:
+def _short(value: str | None, n: int = 12) -> str:
     return str(value)[:n] if value else "-"
 
 
@@ -150,16 +149,16 @@ def _comparison_text(out: dict[str, Any], as_json: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _model(file: str, record: dict[str, Any], options: LineageOptions) -> ModelStatus:
+def _model(file: str, record: JsonRecord, options: LineageOptions) -> ModelStatus:
     try:
         tree = open_repository(record, options.repo)
         now = status(record, tree, options.rev)
     except DvcCuvisError as exc:
         raise DvcCuvisError(f"{file}: {exc}") from None
-    return ModelStatus(file, dataset_of(record), now["rev"], now["current"], now["changes"])
+    return ModelStatus(file, as_record(record), now["rev"], now["current"], now["changes"])
 
 
-def _tree_or_none(record: dict[str, Any], repo: str | None) -> Any:
+def _tree_or_none(record: JsonRecord, repo: str | None) -> Tree | None:
     try:
         return open_repository(record, repo)
     except DvcCuvisError:  # no repository: the split's own ids are enough

@@ -29,9 +29,18 @@ FORMAT = 1
 JsonRecord = dict[str, Any]
 
 
-def _part(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _part(doc: Mapping[str, object], key: str) -> Mapping[str, object]:
     value = doc.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: object) -> str | None:
+    """A JSON string, or None for anything else (a part a record leaves unknown)."""
+    return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,7 @@ class RepoFacts:
     commit: str | None = None
     dirty: bool | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The record's ``repo`` object."""
         return {"root": self.root, "origin": self.origin, "commit": self.commit,
                 "dirty": self.dirty}
@@ -82,9 +91,9 @@ class UniverseFacts:
     #: The hash of a universe listed in memory (tiff_paired), which has no file.
     listing_hash: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The record's ``universe`` object (``listing_hash`` only for a listing)."""
-        out: dict[str, Any] = {"path": self.path, "md5": self.md5}
+        out: dict[str, object] = {"path": self.path, "md5": self.md5}
         if self.listing_hash is not None:
             out["listing_hash"] = self.listing_hash
         return out
@@ -101,11 +110,12 @@ class DataEntry:
     stage: str | None = None
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> DataEntry:
+    def from_json(cls, doc: Mapping[str, object]) -> DataEntry:
         """An entry of a record's ``data`` list."""
-        return cls(doc.get("path"), doc.get("md5"), doc.get("source"), doc.get("stage"))
+        return cls(_text(doc.get("path")), _text(doc.get("md5")), _text(doc.get("source")),
+                   _text(doc.get("stage")))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The entry as the record's ``data`` list holds it."""
         return {"path": self.path, "md5": self.md5, "source": self.source,
                 "stage": self.stage}
@@ -120,7 +130,7 @@ class CheckFacts:
     reused_verdict: bool = False
     failed: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The record's ``check`` object."""
         return {"mode": self.mode, "verdict": self.verdict,
                 "reused_verdict": self.reused_verdict, "failed": list(self.failed)}
@@ -140,7 +150,7 @@ class LineageRecord:
     stages: Mapping[str, int | None] = field(default_factory=dict)
     data: tuple[DataEntry, ...] = ()
     #: The baked split itself, as plain JSON.
-    split: Mapping[str, Any] = field(default_factory=dict)
+    split: JsonRecord = field(default_factory=dict)
     check: CheckFacts = CheckFacts()
     dvc_cuvis: str | None = __version__
     format: int = FORMAT
@@ -159,23 +169,27 @@ class LineageRecord:
                 "split": dict(self.split), "check": self.check.to_json()}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> LineageRecord:
+    def from_json(cls, doc: Mapping[str, object]) -> LineageRecord:
         """A record read back (a missing part is left unknown: older and partial records)."""
         repo, splits, uni, check = (_part(doc, k) for k in ("repo", "splits", "universe",
                                                              "check"))
-        data = doc.get("data")
+        data, failed, dirty = doc.get("data"), check.get("failed"), repo.get("dirty")
         return cls(
-            module=doc.get("module"),
-            repo=RepoFacts(repo.get("root"), repo.get("origin"), repo.get("commit"),
-                           repo.get("dirty")),
-            splits_path=splits.get("path"), splits_sha256=splits.get("sha256"),
-            universe=UniverseFacts(uni.get("path"), uni.get("md5"), uni.get("listing_hash")),
-            universe_hash=doc.get("universe_hash"), stages=dict(_part(doc, "stages")),
-            data=tuple(DataEntry.from_json(e) for e in data or [] if isinstance(e, Mapping)),
+            module=_text(doc.get("module")),
+            repo=RepoFacts(_text(repo.get("root")), _text(repo.get("origin")),
+                           _text(repo.get("commit")), dirty if isinstance(dirty, bool) else None),
+            splits_path=_text(splits.get("path")), splits_sha256=_text(splits.get("sha256")),
+            universe=UniverseFacts(_text(uni.get("path")), _text(uni.get("md5")),
+                                   _text(uni.get("listing_hash"))),
+            universe_hash=_text(doc.get("universe_hash")),
+            stages={str(k): _count(v) for k, v in _part(doc, "stages").items()},
+            data=tuple(DataEntry.from_json(e) for e in (data if isinstance(data, list) else [])
+                       if isinstance(e, Mapping)),
             split=dict(_part(doc, "split")),
-            check=CheckFacts(check.get("mode"), check.get("verdict"),
-                             bool(check.get("reused_verdict")), tuple(check.get("failed") or ())),
-            dvc_cuvis=doc.get("dvc_cuvis"), format=int(doc.get("format") or FORMAT))
+            check=CheckFacts(_text(check.get("mode")), _text(check.get("verdict")),
+                             bool(check.get("reused_verdict")),
+                             tuple(map(str, failed)) if isinstance(failed, list) else ()),
+            dvc_cuvis=_text(doc.get("dvc_cuvis")), format=_count(doc.get("format")) or FORMAT)
 
     def version_key(self) -> tuple[object, ...]:
         """What makes two records the same dataset version: the split, universe.csv's bytes
@@ -190,6 +204,6 @@ class LineageRecord:
         return {str(e.path): e.md5 for e in self.data}
 
 
-def as_record(record: LineageRecord | Mapping[str, Any]) -> LineageRecord:
+def as_record(record: LineageRecord | Mapping[str, object]) -> LineageRecord:
     """``record`` as a value (a record read back as JSON is converted)."""
     return record if isinstance(record, LineageRecord) else LineageRecord.from_json(record)
