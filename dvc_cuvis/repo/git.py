@@ -15,11 +15,11 @@ package cannot come to depend on GitPython's types (an import-linter contract ke
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
 from dvc_cuvis.errors import RepoError, first_line
 from dvc_cuvis.paths import ancestors, repo_root
@@ -285,3 +285,191 @@ def _commit_info(commit: Commit, paths: Sequence[str]) -> CommitInfo:
     summary = commit.summary
     return CommitInfo(str(commit.hexsha), int(commit.committed_date), str(commit.author.name),
                       summary if isinstance(summary, str) else str(summary), tuple(blobs))
+# -- the fast reader: HEAD, origin and dirty from git's own files --------------------------
+# A guarded DataModule takes a dataset record at every ``setup()``; a git process (or
+# GitPython's import) there would cost more than the record's budget, so HEAD, its ref and
+# origin are read from git's files, each parsed once per change of its stamp.
+
+T = TypeVar("T")
+
+
+class Stamp(NamedTuple):
+    """A file's (inode, size, mtime): while it holds, what was read from the file stands
+    (a tuple, so that comparing stamps costs no more than comparing numbers)."""
+
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: Path | str) -> Stamp | None:
+        """The stamp of ``path`` now (None when it cannot be stat'ed)."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return cls(st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class FileMemo:
+    """Small files parsed once per change of their stamp; owned by whoever owns its lifetime
+    (a DataModule's record keeper), never a module-level cache."""
+
+    def __init__(self) -> None:
+        """An empty memo."""
+        self._known: dict[tuple[str, str], tuple[Stamp, object]] = {}
+
+    def parsed(self, path: Path, parse: Callable[[Path], T]) -> T | None:
+        """``parse(path)``, remembered until the file's stamp changes (None: no such file)."""
+        stamp = Stamp.of(path)
+        if stamp is None:
+            return None
+        key = (parse.__qualname__, str(path))
+        known = self._known.get(key)
+        if known is not None and known[0] == stamp:
+            return cast(T, known[1])
+        value = parse(path)
+        self._known[key] = (stamp, value)
+        return value
+
+
+@dataclass(frozen=True)
+class GitDirs:
+    """A work tree's top, its git folder and the common folder (refs, config) it shares
+    with its other worktrees."""
+
+    top: Path
+    git_dir: Path | None
+    common: Path | None
+
+
+@dataclass(frozen=True)
+class HeadFacts:
+    """What the dataset record says of a repository (dirty: see :func:`worktree_dirty`)."""
+
+    root: str | None
+    origin: str | None
+    commit: str | None
+
+
+def _read_text(path: Path | str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _git_dirs(top: Path) -> tuple[Path | None, Path | None]:
+    """The git folder of the work tree ``top`` (``.git`` or where its ``gitdir:`` points)
+    and its common folder."""
+    dot = top / ".git"
+    if dot.is_dir():
+        git_dir = dot
+    else:
+        text = _read_text(dot)
+        if not text or not text.startswith("gitdir:"):
+            return None, None
+        git_dir = (top / text[len("gitdir:"):].strip()).resolve()
+    common = git_dir
+    if (git_dir / "commondir").is_file():
+        common = (git_dir / (git_dir / "commondir").read_text().strip()).resolve()
+    return git_dir, common
+
+
+def packed_refs(path: Path) -> dict[str, str]:
+    """Ref name -> commit, from a ``packed-refs`` file (peeled lines skipped)."""
+    refs: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line and line[0] not in "#^" and " " in line:
+            sha, name = line.split(" ", 1)
+            refs[name.strip()] = sha
+    return refs
+
+
+def origin_url(path: Path) -> str | None:
+    """The ``url`` of ``[remote "origin"]`` in a git config file."""
+    section = None
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[]").replace('"', "").split()
+            continue
+        if section == ["remote", "origin"] and "=" in line:
+            key, value = line.split("=", 1)
+            if key.strip().lower() == "url":
+                return value.strip()
+    return None
+
+
+class HeadReader:
+    """HEAD's commit and origin of the work tree holding a folder, read from git's files (no
+    git process, no GitPython); files and work trees are remembered by this reader only."""
+
+    def __init__(self, files: FileMemo | None = None) -> None:
+        """A reader remembering parsed files in ``files`` (a fresh memo by default)."""
+        self.files = files if files is not None else FileMemo()
+        self._tops: dict[str, GitDirs] = {}
+
+    def dirs(self, anchor: Path) -> GitDirs | None:
+        """The work tree holding ``anchor`` and its git folders (remembered while it exists)."""
+        known = self._tops.get(str(anchor))
+        if known is not None and os.path.exists(os.path.join(known.top, ".git")):
+            return known
+        top = next((f for f in ancestors(anchor) if (f / ".git").exists()), None)
+        if top is None:
+            return None
+        found = GitDirs(top, *_git_dirs(top))
+        self._tops[str(anchor)] = found
+        return found
+
+    def commit(self, git_dir: Path, common: Path) -> str | None:
+        """The commit HEAD names (a detached HEAD, a loose ref, a packed one); None unborn."""
+        head = _read_text(git_dir / "HEAD")
+        if not head or not head.startswith("ref:"):
+            return head or None
+        ref = head[4:].strip()
+        for folder in (git_dir, common):
+            sha = _read_text(folder / ref)
+            if sha:
+                return sha
+        return (self.files.parsed(common / "packed-refs", packed_refs) or {}).get(ref)
+
+    def facts(self, anchor: Path) -> HeadFacts | None:
+        """Top, origin and commit of the work tree holding ``anchor`` (None: no git here)."""
+        found = self.dirs(anchor)
+        if found is None:
+            return None
+        if found.git_dir is None or found.common is None:
+            return HeadFacts(str(found.top), None, None)
+        return HeadFacts(str(found.top), self.files.parsed(found.common / "config", origin_url),
+                         self.commit(found.git_dir, found.common))
+
+    def witnesses(self, anchor: Path) -> list[str]:
+        """git's files the commit and origin are read from (HEAD, its ref, packed-refs,
+        config): while none changes, neither do they."""
+        found = self.dirs(anchor)
+        if found is None or found.git_dir is None or found.common is None:
+            return [os.path.join(a, ".git") for a in map(str, ancestors(anchor))]
+        git_dir, common = str(found.git_dir), str(found.common)
+        head = _read_text(os.path.join(git_dir, "HEAD")) or ""
+        paths = [os.path.join(git_dir, "HEAD"), os.path.join(common, "packed-refs"),
+                 os.path.join(common, "config")]
+        if head.startswith("ref:"):
+            ref = head[4:].strip()
+            paths += sorted({os.path.join(git_dir, ref), os.path.join(common, ref)})
+        return paths
+
+
+def worktree_dirty(root: str) -> bool | None:
+    """Whether tracked files of the work tree ``root`` differ from HEAD (one ``git status``;
+    None when git cannot say)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=False, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(proc.stdout.strip()) if proc.returncode == 0 else None

@@ -6,14 +6,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, terminal
 from dvc_cuvis.model.compare import Version, diff_versions
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.repo.git import CommitInfo
 from dvc_cuvis.review.history import GitTree, load_version
 
 
-@dataclass
+@dataclass(frozen=True)
 class LogEntry:
     """One commit that changed the split."""
 
@@ -68,3 +68,19 @@ def split_log(
         when = datetime.fromtimestamp(commit.committed, tz=UTC).strftime("%Y-%m-%d")
         yield LogEntry(commit.sha[:8], when, commit.author, commit.subject,
                        v.counts(), v.universe.hash[:12], moved, added, removed, content)
+
+
+def _num(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def render_log(entries: tuple[LogEntry, ...] | list[LogEntry]) -> str:
+    """The ``log`` table: one line per commit (author and subject escaped for a terminal)."""
+    lines = [f"{'commit':<9} {'date':<10} {'train':>7} {'val':>6} {'test':>6} {'moved':>6} "
+             f"{'+new':>5} {'-gone':>5} {'~bytes':>6}  {'universe':<12}  author: subject"]
+    lines += [f"{e.sha:<9} {e.date:<10} {e.counts['train']:>7} {e.counts['val']:>6} "
+              f"{e.counts['test']:>6} {_num(e.moved):>6} {_num(e.added):>5} "
+              f"{_num(e.removed):>5} {_num(e.content):>6}  "
+              f"{e.universe_hash:<12}  {terminal(e.author)}: {terminal(e.subject)}"
+              for e in entries]
+    return "\n".join(lines) + "\n"

@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.limits import LimitError, loads_json
@@ -29,15 +30,10 @@ from dvc_cuvis.model.universe_io import parse_universe_bytes
 from dvc_cuvis.repo.lockfile import LockFile, LockReadError
 from dvc_cuvis.review.history import GitTree, load_version
 from dvc_cuvis.train.checkpoint import plain_record, read_checkpoint
-from dvc_cuvis.train.lineage import (
-    KEY,
-    RECORD_FILE,
-    dvc_file_entry,
-    is_record,
-    lock_entries,
-    same_version,
-    split_samples,
-)
+from dvc_cuvis.train.lineage import KEY, RECORD_FILE, is_record, same_version
+from dvc_cuvis.train.lineage_data import dvc_file_entry, lock_entries
+from dvc_cuvis.train.lineage_split import split_samples
+from dvc_cuvis.train.lineage_values import JsonRecord, LineageRecord, Transition, as_record
 
 #: How many uids a comparison lists (the counts are always complete).
 FIRST_UIDS = 5
@@ -46,7 +42,7 @@ FIRST_UIDS = 5
 # -- reading records --------------------------------------------------------------------
 
 
-def _from_checkpoint(path: Path) -> list[dict[str, Any]]:
+def _from_checkpoint(path: Path) -> list[JsonRecord]:
     """The records of a Lightning checkpoint (one per DataModule state that holds one), read
     without its tensors (:func:`~dvc_cuvis.train.checkpoint.read_checkpoint`)."""
     ckpt = read_checkpoint(path)
@@ -62,7 +58,7 @@ def _from_checkpoint(path: Path) -> list[dict[str, Any]]:
     return found
 
 
-def _from_json(path: Path) -> list[dict[str, Any]]:
+def _from_json(path: Path) -> list[JsonRecord]:
     try:
         doc = loads_json(path.read_bytes(), path)
     except LimitError:
@@ -79,7 +75,7 @@ def _from_json(path: Path) -> list[dict[str, Any]]:
 _OBJECTS = ("repo", "splits", "universe", "stages", "check", "split")
 
 
-def _check_shape(record: dict[str, Any], path: Path) -> None:
+def _check_shape(record: JsonRecord, path: Path) -> None:
     """Refuse a record whose parts are not of the kinds a record holds (one line, exit 2)."""
     bad = [k for k in _OBJECTS if not isinstance(record.get(k) or {}, dict)]
     data = record.get("data") or []
@@ -90,7 +86,7 @@ def _check_shape(record: dict[str, Any], path: Path) -> None:
                             "record holds them); take the record again with a guarded run")
 
 
-def read_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+def read_records(path: Path) -> list[tuple[str, JsonRecord]]:
     """``(file, record)`` for each model at ``path``: a .ckpt, a saved record, or a trainrun
     output folder (its ``dataset_lineage.json`` and every .ckpt below it)."""
     if path.is_dir():
@@ -112,7 +108,7 @@ def read_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def _read_file(path: Path, *, quiet: bool) -> list[dict[str, Any]]:
+def _read_file(path: Path, *, quiet: bool) -> list[JsonRecord]:
     with path.open("rb") as fh:
         head = fh.read(4)
     if head.startswith(b"PK") or path.suffix in (".ckpt", ".pt", ".pth"):
@@ -125,7 +121,7 @@ def _read_file(path: Path, *, quiet: bool) -> list[dict[str, Any]]:
     return _from_json(path)
 
 
-def one_record(path: Path) -> tuple[str, dict[str, Any]]:
+def one_record(path: Path) -> tuple[str, JsonRecord]:
     """The one dataset version at ``path`` (a folder whose models disagree is an error)."""
     found = read_records(path)
     first = found[0]
@@ -136,6 +132,14 @@ def one_record(path: Path) -> tuple[str, dict[str, Any]]:
 
 
 # -- a record's version -----------------------------------------------------------------
+
+
+class Tree(Protocol):
+    """Where a record's files are read: a git repository at revisions, or a plain folder."""
+
+    def read(self, rev: str | None, path: str) -> bytes:
+        """The bytes of ``path`` at ``rev`` (None: as the files are now)."""
+        ...
 
 
 class Workspace:
@@ -155,11 +159,11 @@ class Workspace:
             raise DvcCuvisError(f"{path} does not exist in the workspace") from None
 
 
-def open_repository(record: dict[str, Any], repo: str | None) -> Any:
+def open_repository(record: LineageRecord | JsonRecord, repo: str | None) -> Tree:
     """The repository a record is compared with: ``repo``, else the record's root if it is
     here, else the one holding the current folder.  A record taken outside any repository
     names its files by absolute path: they are read where they are."""
-    root = repo or (record.get("repo") or {}).get("root")
+    root = repo or as_record(record).repo.root
     if root and Path(root).is_dir():
         try:
             return GitTree(root)
@@ -174,14 +178,12 @@ def _md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-def _recorded_universe(record: dict[str, Any], tree: Any) -> Universe | None:
+def _recorded_universe(record: LineageRecord, tree: Tree | None) -> Universe | None:
     """universe.csv with the recorded md5, from the workspace or the record's commit."""
-    uni = record.get("universe") or {}
-    path, md5 = uni.get("path"), uni.get("md5")
+    path, md5 = record.universe.path, record.universe.md5
     if not path or not md5 or tree is None:
         return None
-    commit = (record.get("repo") or {}).get("commit")
-    for rev in (commit, None):
+    for rev in (record.repo.commit, None):
         try:
             data = tree.read(rev, path)
         except DvcCuvisError:
@@ -191,7 +193,7 @@ def _recorded_universe(record: dict[str, Any], tree: Any) -> Universe | None:
     return None
 
 
-def _split_universe(doc: dict[str, Any]) -> Universe | None:
+def _split_universe(doc: Mapping[str, object]) -> Universe | None:
     """The samples a baked split names, as a universe (None for a rule)."""
     stages = split_samples(doc)
     if stages is None:
@@ -201,18 +203,20 @@ def _split_universe(doc: dict[str, Any]) -> Universe | None:
     return Universe.from_records([{"source": s, "index": i} for s, i in pairs])
 
 
-def record_version(record: dict[str, Any], tree: Any, label: str) -> tuple[Version, bool]:
+def record_version(record: LineageRecord | JsonRecord, tree: Tree | None,
+                   label: str) -> tuple[Version, bool]:
     """The version a record names, and whether its universe (content digests) is known."""
+    record = as_record(record)
     uni = _recorded_universe(record, tree)
     known = uni is not None
     if uni is None:
-        uni = _split_universe(record.get("split") or {})
+        uni = _split_universe(record.split)
     if uni is None:
         raise DvcCuvisError(
             f"{label}: the recorded split holds rules (globs, tags, ...) and its universe.csv "
             "is neither in the workspace nor at the recorded commit with the recorded md5: "
             "its samples cannot be known")
-    cfg = parse_splits(json.dumps(record.get("split") or {}), path=label)
+    cfg = parse_splits(json.dumps(record.split), path=label)
     res = resolve(cfg.model_copy(update={"universe_hash": None}), uni, where=label)
     return Version(label, uni, res.stages, cfg.universe_hash, []), known
 
@@ -220,11 +224,11 @@ def record_version(record: dict[str, Any], tree: Any, label: str) -> tuple[Versi
 # -- a record against the repository now ------------------------------------------------
 
 
-def _data_at(tree: Any, rev: str | None, record: dict[str, Any]) -> dict[str, str | None]:
+def _data_at(tree: Tree, rev: str | None, record: LineageRecord) -> dict[str, str | None]:
     """The md5s the same files (dvc.lock, ``.dvc``) record at ``rev``, by path."""
     now: dict[str, str | None] = {}
-    uni_path = (record.get("universe") or {}).get("path") or ""
-    for source in sorted({str(e.get("source")) for e in record.get("data") or []}):
+    uni_path = record.universe.path or ""
+    for source in sorted({str(e.source) for e in record.data}):
         try:
             data = tree.read(rev, source)
         except DvcCuvisError:
@@ -232,7 +236,7 @@ def _data_at(tree: Any, rev: str | None, record: dict[str, Any]) -> dict[str, st
         if source.endswith(".dvc"):
             from dvc_cuvis._io import parse_yaml
 
-            path = next(str(e["path"]) for e in record["data"] if e.get("source") == source)
+            path = next(str(e.path) for e in record.data if e.source == source)
             entries = [dvc_file_entry(parse_yaml(data, source), path, source)]
         else:
             try:
@@ -241,7 +245,7 @@ def _data_at(tree: Any, rev: str | None, record: dict[str, Any]) -> dict[str, st
                 continue
             rel = os.path.relpath(uni_path, os.path.dirname(source) or ".")
             entries = lock_entries(lock, rel, source)
-        now.update({str(e["path"]): e.get("md5") for e in entries})
+        now.update({str(e.path): e.md5 for e in entries})
     return now
 
 
@@ -261,45 +265,42 @@ def changes_of(d: SplitDiff, content_known: bool) -> dict[str, Any]:
     }
 
 
-def status(record: dict[str, Any], tree: Any, rev: str | None) -> dict[str, Any]:
+def status(record: LineageRecord | JsonRecord, tree: Tree,
+           rev: str | None) -> dict[str, Any]:
     """Whether the split and data at ``rev`` (None: the workspace) are the record's version,
     and what changed per sample if not."""
-    splits = (record.get("splits") or {}).get("path")
-    universe = (record.get("universe") or {}).get("path")
+    record = as_record(record)
+    splits, universe = record.splits_path, record.universe.path
     if not splits or not universe:
         raise DvcCuvisError("the record names no splits file or universe.csv in a repository "
                             "(an inline split or a listing): nothing to compare with")
     label = rev or "workspace"
     a, known = record_version(record, tree, "trained")
-    b = load_version(tree, rev, splits, universe, params_path=None)
+    # load_version reads through ``tree.read`` alone: a plain folder serves as well as git
+    b = load_version(cast(GitTree, tree), rev, splits, universe, params_path=None)
     d = diff_versions(a, b)
     split_now = loads_json(tree.read(rev, splits), f"{label}: {splits}")
     uni_now = _md5(tree.read(rev, universe))
-    recorded = {str(e.get("path")): e.get("md5") for e in record.get("data") or []}
     now = _data_at(tree, rev, record)
-    data_changed = sorted(p for p, m in recorded.items() if now.get(p, m) != m)
-    current = (split_now == record.get("split") and uni_now == record["universe"].get("md5")
-               and not data_changed)
+    data_changed = sorted(p for p, m in record.recorded_md5s().items() if now.get(p, m) != m)
+    split_changed = split_now != record.split
+    current = not split_changed and uni_now == record.universe.md5 and not data_changed
     changes = changes_of(d, known)
     changes["data_changed"] = data_changed
-    changes["splits_changed"] = split_now != record.get("split")
-    changes["universe_changed"] = uni_now != record["universe"].get("md5")
+    changes["splits_changed"] = split_changed
+    changes["universe_changed"] = uni_now != record.universe.md5
     return {"rev": label, "current": current, "changes": changes}
 
 
-def dataset_of(record: dict[str, Any]) -> dict[str, Any]:
+def dataset_of(record: LineageRecord | JsonRecord) -> dict[str, object]:
     """The part of a record ``lineage --json`` shows under ``dataset``."""
-    repo = record.get("repo") or {}
-    return {"commit": repo.get("commit"), "dirty": repo.get("dirty"),
-            "origin": repo.get("origin"), "root": repo.get("root"),
-            "splits": (record.get("splits") or {}).get("path"),
-            "splits_sha256": (record.get("splits") or {}).get("sha256"),
-            "universe": (record.get("universe") or {}).get("path"),
-            "universe_md5": (record.get("universe") or {}).get("md5"),
-            "universe_hash": record.get("universe_hash"),
-            "stages": record.get("stages"), "data": record.get("data"),
-            "dvc_cuvis": record.get("dvc_cuvis"), "module": record.get("module"),
-            "check": record.get("check")}
+    r = as_record(record)
+    return {"commit": r.repo.commit, "dirty": r.repo.dirty, "origin": r.repo.origin,
+            "root": r.repo.root, "splits": r.splits_path, "splits_sha256": r.splits_sha256,
+            "universe": r.universe.path, "universe_md5": r.universe.md5,
+            "universe_hash": r.universe_hash, "stages": dict(r.stages),
+            "data": [e.to_json() for e in r.data], "dvc_cuvis": r.dvc_cuvis,
+            "module": r.module, "check": r.check.to_json()}
 
 
 # -- two records against each other -----------------------------------------------------
@@ -314,8 +315,8 @@ def _overlap(fit: set[str], test: set[str]) -> dict[str, Any]:
     return {"count": len(both), "first": both[:FIRST_UIDS]}
 
 
-def compare_records(a: dict[str, Any], b: dict[str, Any],
-                    trees: tuple[Any, Any] = (None, None)) -> dict[str, Any]:
+def compare_records(a: LineageRecord | JsonRecord, b: LineageRecord | JsonRecord,
+                    trees: tuple[Tree | None, Tree | None] = (None, None)) -> dict[str, Any]:
     """Whether two models' test metrics are comparable: the same test set, and neither one's
     train or val samples in the other's test set."""
     va, _ = record_version(a, trees[0], "A")
@@ -342,7 +343,7 @@ def compare_records(a: dict[str, Any], b: dict[str, Any],
 def describe_text(changes: dict[str, Any]) -> str:
     """One sentence of per-sample changes (``3 moved (train->test 2, ...), 1 added, ...``)."""
     moves = ", ".join(f"{k} {v}" for k, v in (changes.get("transitions") or {}).items()
-                      if not k.startswith("new->") and not k.endswith("->removed"))
+                      if Transition.parse(k).is_move)
     parts = [f"{changes['moved']} sample(s) moved" + (f" ({moves})" if moves else ""),
              f"{changes['added']} added", f"{changes['removed']} removed"]
     if changes.get("modified_files") is not None:

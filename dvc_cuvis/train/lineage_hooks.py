@@ -23,9 +23,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from cuvis_ai_schemas.training.data import DataSplitConfig
+
 from dvc_cuvis._io import write_json
+from dvc_cuvis.check.drift import DriftReport
+from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.compare import diff_versions
+from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.train.lineage import (
     KEY,
     RECORD_FILE,
@@ -34,7 +39,7 @@ from dvc_cuvis.train.lineage import (
     hyperparams,
     is_record,
     same_version,
-    take_record,
+    take,
 )
 from dvc_cuvis.train.lineage_compare import (
     changes_of,
@@ -43,35 +48,35 @@ from dvc_cuvis.train.lineage_compare import (
     open_repository,
     record_version,
 )
+from dvc_cuvis.train.lineage_memo import LineageMemo
+from dvc_cuvis.train.lineage_values import JsonRecord, LineageRecord, as_record
 
 logger = logging.getLogger(__name__)
 
 
-def _fn(owner: Any) -> str | None:
+def _fn(owner: object) -> str | None:
     """What the attached trainer is doing (``fit``, ``validate``, ...), None unattached."""
     trainer = getattr(owner, "trainer", None)
     fn = getattr(getattr(trainer, "state", None), "fn", None)
     return None if fn is None else str(getattr(fn, "value", fn))
 
 
-def _version_text(record: dict[str, Any]) -> str:
-    repo = record.get("repo") or {}
-    commit = (repo.get("commit") or "no commit")[:8]
-    dirty = ", dirty" if repo.get("dirty") else ""
-    sha = ((record.get("splits") or {}).get("sha256") or "")[:12]
-    return f"commit {commit}{dirty}, split sha256 {sha}"
+def _version_text(record: LineageRecord) -> str:
+    commit = (record.repo.commit or "no commit")[:8]
+    dirty = ", dirty" if record.repo.dirty else ""
+    return f"commit {commit}{dirty}, split sha256 {(record.splits_sha256 or '')[:12]}"
 
 
-def _change_text(saved: dict[str, Any], now: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _change_text(saved: LineageRecord,
+                 now: LineageRecord) -> tuple[str, dict[str, Any]]:
     """The per-sample changes from ``saved``'s version to ``now``'s, and the comparison."""
     try:
         a, known_a = record_version(saved, open_repository(saved, None), "checkpoint")
         b, known_b = record_version(now, open_repository(now, None), "now")
         d = diff_versions(a, b)
         changes = changes_of(d, known_a and known_b)
-        recorded = {str(e.get("path")): e.get("md5") for e in saved.get("data") or []}
-        current = {str(e.get("path")): e.get("md5") for e in now.get("data") or []}
-        changes["data_changed"] = sorted(p for p, m in recorded.items()
+        current = now.recorded_md5s()
+        changes["data_changed"] = sorted(p for p, m in saved.recorded_md5s().items()
                                          if current.get(p, m) != m)
         return describe_text(changes), compare_records(saved, now)
     except DvcCuvisError as exc:
@@ -85,44 +90,66 @@ class Lineage:
         """For the module named ``module``; ``folder``: where a trainrun keeps its record."""
         self.module = module
         self.folder = folder
-        self.record: dict[str, Any] | None = None
+        #: The record of the last ``setup()`` (None before it).
+        self.value: LineageRecord | None = None
+        #: What this keeper remembers between records (it lives as long as the module).
+        self.memo = LineageMemo()
+        self._json: JsonRecord | None = None
         self._restored = False
         self._noted = False
         self._logged: set[tuple[int, str]] = set()
 
-    def take(self, owner: Any, splits: Any, universe: Any, *, mode: str, report: Any,
-             cache: Any = None, lock: Any = "auto",
-             counts: dict[str, int] | None = None) -> dict[str, Any]:
+    def take(self, owner: object, splits: Path | str | DataSplitConfig,
+             universe: Path | str | Universe, *, mode: str, report: DriftReport | None,
+             cache: StatCache | None = None, lock: Path | str | None = "auto",
+             counts: dict[str, int] | None = None) -> JsonRecord:
         """Take the record at ``setup()`` and log it to an attached trainer's logger."""
-        self.record = take_record(splits, universe, module=self.module, mode=mode,
-                                  report=report, cache=cache, lock=lock, counts=counts)
+        self._set(take(splits, universe, module=self.module, mode=mode, report=report,
+                       cache=cache, lock=lock, counts=counts, memo=self.memo))
         self._log(getattr(owner, "trainer", None))
+        return self.record or {}
+
+    def _set(self, value: LineageRecord | None) -> None:
+        if value is not self.value:
+            self.value, self._json = value, None
+
+    @property
+    def record(self) -> JsonRecord | None:
+        """The record of the last ``setup()`` as plain JSON (None before it)."""
+        if self._json is None and self.value is not None:
+            self._json = self.value.to_json()
+        return self._json
+
+    def _finished(self) -> JsonRecord | None:
+        """The record with its dirty flag (one ``git status`` per record), as JSON."""
+        if self.value is not None:
+            self._set(finish(self.value))
         return self.record
 
     def _log(self, trainer: Any) -> None:
         loggers = list(getattr(trainer, "loggers", None) or []) if trainer is not None else []
-        if not loggers or self.record is None:
+        if not loggers or self.value is None:
             return
         try:
             model = trainer.lightning_module
         except Exception:  # no model attached yet
             model = None
         own = set(getattr(model, "hparams", None) or {})
-        params = {k: v for k, v in hyperparams(finish(self.record)).items() if k not in own}
+        params = {k: v for k, v in hyperparams(self._finished() or {}).items() if k not in own}
         for lg in loggers:
             key = (id(lg), repr(sorted(params.items())))
             if key not in self._logged:  # once per logger and version (MLflow refuses a
                 self._logged.add(key)    # param logged again with another value)
                 lg.log_hyperparams(params)
 
-    def state(self, own: Any = None) -> dict[str, Any]:
+    def state(self, own: object = None) -> dict[str, object]:
         """The module's state with the record added (``own``: the module's own state)."""
         merged = dict(own) if isinstance(own, dict) else {}
-        if self.record is not None:
-            merged[KEY] = finish(self.record)
+        if self.value is not None:
+            merged[KEY] = self._finished()
         return merged
 
-    def load(self, owner: Any, state: Any, mode: str) -> Any:
+    def load(self, owner: object, state: object, mode: str) -> dict[str, object]:
         """Compare a checkpoint's record with the version set up now; the rest of ``state``
         (the module's own) is returned for its own ``load_state_dict``."""
         self._restored = True
@@ -133,13 +160,13 @@ class Lineage:
                            "module or an older dvc-cuvis): its dataset version is not "
                            "compared with this one", self.module)
             return rest
-        if self.record is None or same_version(saved, self.record):
+        if self.value is None or same_version(saved, self.value):
             return rest
         fitting = _fn(owner) == "fit"
-        text, cmp = _change_text(saved, self.record)
+        text, cmp = _change_text(as_record(saved), self.value)
         head = (f"{self.module}: the checkpoint was trained on another dataset version "
-                f"({_version_text(saved)}) than the one set up now "
-                f"({_version_text(self.record)}): {text}")
+                f"({_version_text(as_record(saved))}) than the one set up now "
+                f"({_version_text(self.value)}): {text}")
         if fitting and mode == "strict":
             raise LineageError(
                 f"{head}. Refusing to resume training on changed data: resume from a "
@@ -154,7 +181,7 @@ class Lineage:
             logger.warning("%s%s: metrics here are not those of its own test set.", head, tail)
         return rest
 
-    def on_loader(self, owner: Any, stage: str) -> None:
+    def on_loader(self, owner: object, stage: str) -> None:
         """A loader is built: write the trainrun's record (train), note an unrecorded resume."""
         ckpt = getattr(getattr(owner, "trainer", None), "ckpt_path", None)
         if ckpt and not self._restored and not self._noted:
@@ -162,9 +189,9 @@ class Lineage:
             logger.warning("%s: the checkpoint %s carries no dataset record for this module: "
                            "its dataset version is not compared with this one", self.module,
                            ckpt)
-        if stage == "train" and self.folder and self.record is not None:
+        if stage == "train" and self.folder and self.value is not None:
             target = Path(self.folder)
             if target.suffix != ".json":
                 target = target / RECORD_FILE
             target.parent.mkdir(parents=True, exist_ok=True)
-            write_json(target, finish(self.record))
+            write_json(target, self._finished())

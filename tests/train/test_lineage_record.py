@@ -11,15 +11,22 @@ from typing import Any
 
 import pytest
 
+from dvc_cuvis.repo.git import HeadReader
 from dvc_cuvis.repo.lockfile import LockFile
-from dvc_cuvis.train import lineage
+from dvc_cuvis.train import lineage_split as lineage
 from dvc_cuvis.train.lineage import (
+    _repo_facts,
     finish,
     hyperparams,
-    lock_entries,
     same_version,
     take_record,
 )
+from dvc_cuvis.train.lineage_data import lock_entries as lock_values
+from dvc_cuvis.train.lineage_memo import LineageMemo
+
+
+def lock_entries(*args: Any) -> list[dict[str, Any]]:
+    return [e.to_json() for e in lock_values(*args)]
 
 GIT = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
@@ -45,13 +52,13 @@ def sel(source: str, *ids: Any) -> dict[str, Any]:
     ([sel("a", "0-2"), {"kind": "glob", "pattern": "*.npz"}], None),  # a rule: unknown
 ])
 def test_samples_per_stage_from_the_ids(selectors: list[Any], count: int | None) -> None:
-    counts = lineage._stage_counts({"train": selectors})
+    counts = lineage.stage_counts({"train": selectors})
     assert counts["train"] == count
     assert counts["val"] == 0 and counts["predict"] is None  # empty predict: the universe
 
 
 def test_an_explicit_predict_is_counted() -> None:
-    assert lineage._stage_counts({"predict": [sel("a", "0-1")]})["predict"] == 2
+    assert lineage.stage_counts({"predict": [sel("a", "0-1")]})["predict"] == 2
 
 
 def test_split_samples_in_file_order_first_occurrence_kept() -> None:
@@ -74,17 +81,17 @@ def _repo(root: Path) -> str:
 def test_the_commit_is_read_from_gits_files(tmp_path: Path) -> None:
     sha = _repo(tmp_path / "r")
     git_dir = tmp_path / "r/.git"
-    assert lineage._head_commit(git_dir, git_dir) == sha
+    assert HeadReader().commit(git_dir, git_dir) == sha
     git(tmp_path / "r", "pack-refs", "--all")  # the ref only in packed-refs now
     assert not (git_dir / "refs/heads").joinpath(git(tmp_path / "r", "branch",
                                                     "--show-current")).exists()
-    assert lineage._head_commit(git_dir, git_dir) == sha
+    assert HeadReader().commit(git_dir, git_dir) == sha
     git(tmp_path / "r", "checkout", "-q", "--detach")
-    assert lineage._head_commit(git_dir, git_dir) == sha
+    assert HeadReader().commit(git_dir, git_dir) == sha
     empty = tmp_path / "e"
     empty.mkdir()
     git(empty, "init", "-q")
-    assert lineage._head_commit(empty / ".git", empty / ".git") is None  # unborn branch
+    assert HeadReader().commit(empty / ".git", empty / ".git") is None  # unborn branch
 
 
 def test_a_worktree_and_its_origin(tmp_path: Path) -> None:
@@ -92,7 +99,7 @@ def test_a_worktree_and_its_origin(tmp_path: Path) -> None:
     git(tmp_path / "r", "remote", "add", "upstream", "https://example.com/other.git")
     git(tmp_path / "r", "remote", "add", "origin", "git@example.com:team/data.git")
     git(tmp_path / "r", "worktree", "add", "-q", "--detach", str(tmp_path / "w"))
-    facts = lineage._repo_facts(tmp_path / "w")
+    facts = _repo_facts(tmp_path / "w", LineageMemo()).to_json()
     assert facts == {"root": str(tmp_path / "w"), "origin": "git@example.com:team/data.git",
                      "commit": sha, "dirty": None}
 
