@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Union
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.content import check_content
+from dvc_cuvis.check.duplicates import check_duplicates, summaries_folder
 from dvc_cuvis.check.facts import OtherStagesAbsent
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.not_pulled import explain_not_pulled, stage_outputs_not_pulled
@@ -158,6 +159,8 @@ class _Run:
     splits_path: Path | None = None
     uni_path: Path | None = None
     staleness: Finding | None = None
+    #: the duplicate constraints: the materialized folder (None: not run), severities
+    duplicates: tuple[Path | None, str, str] = (None, "off", "off")
     vouched: dict[str, list[str]] = field(default_factory=dict)
     witness: list[tuple[str, Stamp | None]] = field(default_factory=list)
     ws: Workspace = field(init=False)
@@ -188,6 +191,7 @@ class _Run:
     def memo(self, current: Current) -> VerdictMemo | None:
         """The verdict memo slot, where a remembered verdict may stand for this check."""
         if (self.deep or current is not None or self.vouched or self.uni_path is None
+                or self.duplicates[0] is not None  # the shards are not among its witnesses
                 or not self.wanted - {"staleness"} or (self.staged and self.staged.paths)):
             return None
         return VerdictMemo.before_reading(self.cache, self.splits, self.universe, self.options)
@@ -238,7 +242,8 @@ class _Run:
         if "selection" in self.wanted and sel_finding is not None:
             findings.append(sel_finding)
         if "constraints" in self.wanted:
-            findings.append(check_constraints(cfg, res, group_leakage, adjacent))
+            findings.append(check_constraints(cfg, res, group_leakage, adjacent,
+                                              check_duplicates(res, *self.duplicates)))
         return findings
 
 
@@ -252,6 +257,9 @@ def verify(
     group_leakage: str = "auto",
     adjacent_frames: str = "warn",
     adjacent_k: int = 1,
+    content_duplicate: str = "error",
+    near_duplicate: str = "warn",
+    summaries: Path | str | None = None,
     lock: Path | str | None = "auto",
     data_dir: str | None = None,
     cache: StatCache | None = None,
@@ -315,6 +323,15 @@ def verify(
         (:mod:`dvc_cuvis.leakage.adjacent`).
     adjacent_k : int, default 1
         How many positions apart two frames still count as neighbours.
+    content_duplicate : {"error", "warn", "off"}, default "error"
+        Severity of the exact-duplicate check: frames of one content in different stages
+        (:mod:`dvc_cuvis.check.duplicates`), and of samples without a signature.
+    near_duplicate : {"error", "warn", "off"}, default "warn"
+        Severity of the near-duplicate check: near copies in different stages.
+    summaries : path-like, optional
+        The materialized folder whose summaries shards hold the frames' signatures; default
+        the universe's own folder when materialize wrote it (a ``summaries/`` beside it),
+        else the duplicate checks do not run.
     lock : path-like, "auto" or None, default "auto"
         The dvc.lock for the staleness check; None skips it.
     data_dir : str, optional
@@ -396,6 +413,9 @@ def verify(
                else cache, deep, [], staged=staged,
                stages=_stage_names(stages))
     adjacent = (check_severity(adjacent_frames), check_k(adjacent_k, "adjacent_k"))
+    run.duplicates = (summaries_folder(universe, summaries),
+                      check_severity(content_duplicate, "content_duplicate"),
+                      check_severity(near_duplicate, "near_duplicate"))
     run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, [*adjacent], data_dir,
                    allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
     if run.stages is not None:  # a one-stage verdict never stands for the whole split's

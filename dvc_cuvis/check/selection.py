@@ -8,6 +8,7 @@ from typing import Any
 
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
+from dvc_cuvis.check.duplicates import Duplicates
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
 from dvc_cuvis.errors import SelectorError, and_more
@@ -65,19 +66,28 @@ def _adjacent(res: Any, severity: str, k: int) -> tuple[ConstraintResult | None,
 
 
 def check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str,
-                      adjacent: tuple[str, int] = ("warn", 1)) -> Finding:
+                      adjacent: tuple[str, int] = ("warn", 1),
+                      duplicates: Duplicates | None = None) -> Finding:
     """The constraints finding (``res``: the resolution; None when it failed); ``adjacent``:
-    the severity and K of the neighbouring-frames check."""
+    the severity and K of the neighbouring-frames check; ``duplicates``: what the duplicate
+    constraints found (:mod:`dvc_cuvis.check.duplicates`)."""
     if res is None:
         return Finding("constraints", "skipped", "the split does not resolve")
     results = evaluate_constraints(res, cfg.constraints, group_leakage=group_leakage)
     near, pairs = _adjacent(res, *adjacent)
     if near is not None:
         results.append(near)
+    dup = duplicates or Duplicates()
+    results.extend(dup.results)
     failed = [r for r in results if r.failed]
     details: dict[str, Any] = {r.kind: f"{r.status} ({r.severity})"
                                + (f": {r.reason}" if r.reason else "") for r in results}
-    extra = {"adjacent_pairs": pairs} if pairs else {}
+    extra = {**({"adjacent_pairs": pairs} if pairs else {}), **dup.details}
+    if dup.failed:
+        return Finding("constraints", "violation",
+                       ", ".join(f"{r.kind} {r.status}" for r in failed),
+                       {"results": details, "offending": [o for r in failed for o in r.offending],
+                        **extra}, _duplicate_fix(dup))
     if failed:
         return Finding("constraints", "violation",
                        ", ".join(f"{r.kind} {r.status}" for r in failed),
@@ -92,3 +102,12 @@ def check_constraints(cfg: DataSplitConfig, res: Any, group_leakage: str,
     return Finding("constraints", "ok", ", ".join(
         f"{r.kind} {r.status}" + (f" ({r.severity})" if r.status != "satisfied" else "")
         for r in results), {"results": details, **extra} if extra else {})
+
+
+def _duplicate_fix(dup: Duplicates) -> str:
+    """The fix line of a failed duplicate constraint: sign the frames, else re-bake."""
+    unsigned = dup.details.get("duplicate_pairs", {}).get("unsigned")
+    if any(r.failed and r.status == "unavailable" for r in dup.results) and unsigned:
+        return str(unsigned["fix"])
+    return ("re-bake so that copies of one frame share a stage (give them one 'group' cell, "
+            "or drop the copy from universe.csv), then check again")

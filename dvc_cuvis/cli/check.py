@@ -107,6 +107,9 @@ def _check(s: Settings, staged: Staged | None) -> int:
         group_leakage=s.get("group_leakage"),
         adjacent_frames=s.get("adjacent_frames"),
         adjacent_k=s.get("adjacent_k"),
+        content_duplicate=s.get("content_duplicate"),
+        near_duplicate=s.get("near_duplicate"),
+        summaries=s.get("summaries"),
         lock=lock,
         data_dir=s.get("data_dir"),
         cache=cache,
@@ -131,9 +134,20 @@ def _check(s: Settings, staged: Staged | None) -> int:
 
         if metrics:
             write_json(metrics, {"ok": report.ok,
-                                 **{f.check: f.status for f in report.findings}})
+                                 **{f.check: f.status for f in report.findings},
+                                 **_duplicate_counts(report)})
         if plots:  # one bar per check: 1 = drift or violation, for `dvc plots diff`
             write_json(Path(plots) / "check.json",
                        [{"check": f.check, "status": f.status, "failed": int(f.failed)}
                         for f in report.findings])
     return report.exit_code
+
+
+def _duplicate_counts(report: Any) -> dict[str, int]:
+    """The duplicate checks' counts for the metrics file (none when they did not run)."""
+    found = next((f for f in report.findings if f.check == "constraints"), None)
+    counts = found.details.get("duplicates") if found is not None else None
+    if not isinstance(counts, dict):
+        return {}
+    return {"content_duplicates": int(counts["exact"]), "near_duplicates": int(counts["near"]),
+            "unsigned_frames": int(counts["unsigned"])}

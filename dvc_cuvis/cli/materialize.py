@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
     s = Settings(args)
     v = MATERIALIZE.values(s.get)
+    if v["sign_only"]:
+        return _sign_only(Path(s.required("out_dir", "--out-dir DIR")))
     universe_path = Path(v["universe"])
     splits_path = v["splits"]
     out_dir = s.required("out_dir", "--out-dir DIR")
@@ -74,3 +76,27 @@ def _note_jobs(s: Settings, jobs: int, executor: str) -> None:
         print(f"dvc-cuvis: warning: {s.origin('jobs')} {jobs:,} is more than the {cpus} "
               f"CPUs this process may use: at most {cpus} worker processes run "
               "(never more than the frames to write)", file=sys.stderr)
+
+
+def _sign_only(out_dir: Path) -> int:
+    """Sign the frames of a materialized folder from their npz (``--sign-only``)."""
+    from dvc_cuvis.materialize.summary_store import sign_frames
+    from dvc_cuvis.model.universe_io import read_universe
+
+    path = out_dir / "universe.csv"
+    if not path.is_file():
+        print(f"dvc-cuvis: error: {path}: not found; --sign-only signs a folder materialize "
+              "wrote (its universe.csv, frames/ and summaries/)", file=sys.stderr)
+        return 2
+    from dvc_cuvis.model.frames import frame_name
+
+    mat = read_universe(path)
+    md5s = mat.column("md5") if mat.has_column("md5") else [""] * len(mat)
+    frames = {}
+    for pos in range(len(mat)):  # the names materialize gives, never a path from the file
+        index = 0 if mat.indexless is not None and bool(mat.indexless[pos]) else int(
+            mat.indices[pos])
+        frames[frame_name(mat.source(pos), index)] = (mat.source(pos), index, md5s[pos])
+    signed, shards = sign_frames(out_dir, frames)
+    print(f"signed {signed} frame(s) of {out_dir} ({shards} summaries shard(s) written)")
+    return EXIT_OK

@@ -90,6 +90,9 @@ MATERIALIZE = OptionSet(
            shown=".dvc/tmp/dvc-cuvis/"),
     Option("no_summaries", "record no spectral summaries (summaries/ beside the frames; "
            "the report's spectra section draws them)", False, bool, shown="record them"),
+    Option("sign_only", "only sign the frames already in --out-dir whose summaries lack a "
+           "signature (read from their npz; nothing else is written)", False, bool,
+           shown="materialize"),
     Option("progress", "progress bar on stderr", None, bool, negatable=True,
            shown="when stderr is a terminal"),
 )
@@ -174,6 +177,13 @@ ADJACENT: tuple[str, ...] = ("error", "warn", "off")
 _ADJACENT = Option("adjacent_frames", "frames of one recording within --adjacent-k of each "
                    "other in different stages", "warn", choices=ADJACENT)
 _ADJACENT_K = Option("adjacent_k", "how many frames apart still count as neighbours", 1, int)
+_CONTENT_DUP = Option("content_duplicate", "frames of one content (and frames without a "
+                      "signature) in different stages", "error", choices=ADJACENT)
+_NEAR_DUP = Option("near_duplicate", "near-copy frames in different stages", "warn",
+                   choices=ADJACENT)
+_SUMMARIES = Option("summaries", "the materialized folder whose summaries hold the frames' "
+                    "signatures (the duplicate checks)", metavar="DIR", path=True,
+                    shown="the universe's folder when materialize wrote it, else none")
 _MODULE = Option("module", "apply this cuvis-ai-dataloader module's universe rules before "
                  "anything trains (npz_multi: materialized_path on every row, no split column, "
                  "one file per row)", choices=MODULES,
@@ -204,14 +214,16 @@ CHECK = OptionSet(
            shown="re-scan, to see added, removed and renamed samples"),
     Option("data_dir", "folder that {DATA_DIR} stands for in GUI-authored splits",
            metavar="DIR", path=True, shown="inferred from the universe"),
-    _CATEGORIES, _LEAKAGE, _ADJACENT, _ADJACENT_K, _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
+    _CATEGORIES, _LEAKAGE, _ADJACENT, _ADJACENT_K, _CONTENT_DUP, _NEAR_DUP, _SUMMARIES,
+    _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
     Option("stage", "check only this stage's frames (others absent = not pulled); repeat "
            "for several", choices=("train", "val", "test", "predict"), metavar="STAGE",
            many=True, shown="all stages"),
     Option("checks", "comma list of universe,content,selection,constraints,staleness",
            kinds=(str, list), shown="all"),
     _STAT_CACHE,
-    Option("metrics", "metrics json: ok and each check's status", metavar="PATH", path=True),
+    Option("metrics", "metrics json: ok, each check's status and the duplicate counts",
+           metavar="PATH", path=True),
     Option("plots", "folder for DVC plot data, check.json", metavar="DIR", path=True),
 )
 

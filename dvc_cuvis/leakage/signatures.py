@@ -23,7 +23,7 @@ import numpy as np
 from dvc_cuvis.errors import DvcCuvisError
 
 #: The version of the signature recipe; a record of another version counts as absent.
-SIGNATURE_VERSION = 1
+SIGNATURE_VERSION = 2
 #: The record's key in a frame's summary entry.
 SIGNATURE_KEY = "signature"
 #: Values in the spectral shape.
@@ -31,6 +31,9 @@ SHAPE_LENGTH = 16
 #: Side of the reduced image the perceptual hash is taken from, and of its kept DCT block.
 _GRID = 16
 _KEEP = 8
+#: Pixels of the regular grid the hash and the shape are taken from, at most (a strided view:
+#: the cube is never copied whole; only the content digest reads every byte).
+SAMPLE_PIXELS = 4096
 
 _HEX = re.compile(r"[0-9a-f]+\Z")
 
@@ -49,7 +52,7 @@ class DamagedSignatureError(DvcCuvisError):
 class Signature:
     """One frame's signature: content digest, perceptual hash and spectral shape."""
 
-    content: str  # blake2b-128 hex of dtype + shape + C-order bytes
+    content: str  # sha256 (first 128 bits, hex) of dtype + shape + C-order bytes
     phash: int  # 64-bit spatial perceptual hash
     shape: tuple[float, ...]  # L2-normalised mean spectrum, SHAPE_LENGTH values (or fewer)
 
@@ -59,10 +62,20 @@ def content_digest(array: np.ndarray) -> str:
     arr = np.asarray(array)
     dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
     canon = np.ascontiguousarray(arr, dtype=dtype)
-    h = hashlib.blake2b(digest_size=16)
+    h = hashlib.sha256()  # the fastest hashlib digest where the CPU has SHA instructions
     h.update(f"{canon.dtype.str}|{','.join(str(n) for n in canon.shape)}\n".encode("ascii"))
     h.update(canon.data)  # the buffer itself, no copy
-    return h.hexdigest()
+    return h.hexdigest()[:32]
+
+
+def sample_grid(cube: np.ndarray) -> np.ndarray:
+    """A strided view of at most :data:`SAMPLE_PIXELS` pixels of a cube (every ``s``-th row
+    and column), so the hash and the shape cost the same for any frame size."""
+    arr = np.asarray(cube)
+    if arr.ndim < 2:
+        return arr
+    step = max(1, math.ceil(math.sqrt(arr.shape[0] * arr.shape[1] / SAMPLE_PIXELS)))
+    return arr[::step, ::step]
 
 
 def _block_means(image: np.ndarray, side: int) -> np.ndarray:
@@ -116,7 +129,8 @@ def spectral_shape(cube: np.ndarray) -> tuple[float, ...]:
 
 def signature(cube: np.ndarray) -> Signature:
     """The signature of one ``[H, W, C]`` cube (its data array, whatever file held it)."""
-    return Signature(content_digest(cube), perceptual_hash(cube), spectral_shape(cube))
+    grid = sample_grid(cube)
+    return Signature(content_digest(cube), perceptual_hash(grid), spectral_shape(grid))
 
 
 def to_record(sig: Signature) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from dvc_cuvis.leakage.duplicates import audit
 from dvc_cuvis.leakage.index import candidate_pairs, popcount
 from dvc_cuvis.leakage.signatures import (
+    SIGNATURE_VERSION,
     DamagedSignatureError,
     from_record,
     signature,
@@ -101,7 +102,7 @@ def test_signature_record_round_trips_and_damage_names_the_file():
     sig = signature(_scene(np.random.default_rng(6)))
     assert from_record(to_record(sig), "x") == sig
     assert from_record({**to_record(sig), "v": 99}, "x") is None  # another version: unsigned
-    for bad in ([1], {"v": 1}, {**to_record(sig), "phash": "zz"},
+    for bad in ([1], {"v": SIGNATURE_VERSION}, {**to_record(sig), "phash": "zz"},
                 {**to_record(sig), "shape": [float("nan")]}, {**to_record(sig), "v": "1"}):
         with pytest.raises(DamagedSignatureError, match=r"summaries/%summary.json: damaged"):
             from_record(bad, "summaries/%summary.json")
