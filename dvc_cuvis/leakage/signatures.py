@@ -84,7 +84,7 @@ def content_digest(array: np.ndarray) -> str:
     arr = np.asarray(array)
     dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
     canon = np.ascontiguousarray(arr, dtype=dtype)
-    data = memoryview(canon.reshape(-1)).cast("B") if canon.size else memoryview(b"")
+    data = memoryview(canon.reshape(-1).view(np.uint8).data) if canon.size else memoryview(b"")
     cuts = [len(data) * k // _QUARTERS for k in range(_QUARTERS + 1)]
     crcs = [crc32(data[a:b]) for a, b in itertools.pairwise(cuts)]
     h = hashlib.sha256()
