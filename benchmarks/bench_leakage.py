@@ -66,7 +66,8 @@ def planted(n: int, seed: int) -> None:
             print(f"| {t} | {c} | {good / n:.1%} | {len(res.near) - good} |")
 
 
-def _audit_child(n: int, seed: int, hamming: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+def _audit_child(n: int, seed: int, hamming: int, with_crops: bool,
+                 out: mp.Queue) -> None:  # type: ignore[type-arg]
     rng = np.random.default_rng(seed)
     high = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)
     hashes = rng.integers(0, 2**63, n, dtype=np.uint64) | high
@@ -75,8 +76,11 @@ def _audit_child(n: int, seed: int, hamming: int, out: mp.Queue) -> None:  # typ
         flips = sum(1 << int(b) for b in rng.choice(64, 3, replace=False))
         hashes[n - 1 - k] = hashes[k] ^ np.uint64(flips)
     shape = tuple(float(v) for v in np.full(16, 0.25))
+    crops = rng.integers(0, 2**63, (n, 8), dtype=np.uint64) if with_crops else None
     sigs: dict[str, Signature | None] = {
-        f"f{i:07d}": Signature(f"{i:032x}", int(h), shape) for i, h in enumerate(hashes.tolist())}
+        f"f{i:07d}": Signature(f"{i:032x}", int(h), shape,
+                               () if crops is None else tuple(crops[i].tolist()))
+        for i, h in enumerate(hashes.tolist())}
     stage = {u: ("train" if i < n // 2 else "test") for i, u in enumerate(sigs)}
     t0 = time.perf_counter()
     res = audit(stage, sigs, hamming=hamming, cosine=COSINE)
@@ -85,19 +89,22 @@ def _audit_child(n: int, seed: int, hamming: int, out: mp.Queue) -> None:  # typ
              planted_n))
 
 
-def scale(n: int, seed: int, hamming: int, limit_s: float) -> None:
-    """Audit time and peak memory over n synthetic signatures, in a child process."""
+def scale(n: int, seed: int, hamming: int, limit_s: float, with_crops: bool = True) -> None:
+    """Audit time and peak memory over n synthetic signatures (each with 8 crop hashes, as
+    materialize stores them, unless ``with_crops`` is False), in a child process."""
     q: mp.Queue = mp.Queue()  # type: ignore[type-arg]
-    p = mp.get_context("fork").Process(target=_audit_child, args=(n, seed, hamming, q))
+    p = mp.get_context("fork").Process(target=_audit_child, args=(n, seed, hamming, with_crops, q))
     p.start()
     p.join(limit_s)
     if p.is_alive():
         p.kill()
         p.join()
-        print(f"audit {n:,} signatures, hamming ≤ {hamming}: over {limit_s:.0f} s (stopped)")
+        print(f"audit {n:,} signatures{'' if with_crops else ' (no crops)'}, hamming ≤ "
+              f"{hamming}: over {limit_s:.0f} s (stopped)")
         return
     took, rss, found, planted_n = q.get()
-    print(f"audit {n:,} signatures, hamming ≤ {hamming}: {took:.2f} s, peak RSS {rss:.2f} GiB,"
+    print(f"audit {n:,} signatures{'' if with_crops else ' (no crops)'}, hamming ≤ {hamming}: "
+          f"{took:.2f} s, peak RSS {rss:.2f} GiB,"
           f" {found} near pairs ({planted_n} planted)")
 
 
@@ -118,9 +125,17 @@ def materialize_cost(folders: int, frames: int, rounds: int, seed: int) -> None:
         ds = build_dataset(work, folders, frames, (256, 256, 61), seed)
         out = work / "out"
 
+        inside: list[float] = []  # CPU seconds of each signature taken inside materialize
+
+        def timed_real(cube: np.ndarray) -> Signature:
+            t = time.thread_time()
+            sig = real(cube)
+            inside.append(time.thread_time() - t)
+            return sig
+
         def one(on: bool) -> tuple[float, float]:
             shutil.rmtree(out, ignore_errors=True)
-            summaries.signature = real if on else (lambda cube: None)  # type: ignore[assignment]
+            setattr(summaries, "signature", timed_real if on else (lambda cube: None))  # noqa: B010
             before, t0 = os.times(), time.perf_counter()
             res = materialize(ds.uni, None, out, ReaderParams(), select="all", jobs=1)
             took, after = time.perf_counter() - t0, os.times()
@@ -129,7 +144,7 @@ def materialize_cost(folders: int, frames: int, rounds: int, seed: int) -> None:
             return took, sum(after[:4]) - sum(before[:4])
 
         one(True), one(False)  # warm-up pair, untimed
-        ratios, cpu_ratios = [], []
+        ratios, cpu_ratios, shares = [], [], []
         walls: dict[bool, list[float]] = {True: [], False: []}
         for r in range(rounds * 2):
             pair = {}
@@ -138,14 +153,18 @@ def materialize_cost(folders: int, frames: int, rounds: int, seed: int) -> None:
                 walls[on].append(pair[on][0])
             ratios.append(pair[True][0] / pair[False][0])
             cpu_ratios.append(pair[True][1] / pair[False][1])
+            shares.append(sum(inside[-len(ds.uni):]) / pair[True][1])
         print(f"materialize {len(ds.uni)} frames of 256 x 256 x 61, 1 job: signatures on "
               f"{statistics.median(walls[True]):.2f} s, off {statistics.median(walls[False]):.2f}"
               f" s (medians); the median of the rounds' on / off ratios: wall "
               f"{100 * (statistics.median(ratios) - 1):+.1f} %, CPU "
               f"{100 * (statistics.median(cpu_ratios) - 1):+.1f} % (target <= +3 %); wall "
               f"ratios {[round(x, 3) for x in ratios]}, CPU {[round(x, 3) for x in cpu_ratios]}")
+        print(f"  the signatures' own CPU inside materialize / the run's CPU (median of the "
+              f"rounds): {100 * statistics.median(shares):.1f} %; per frame "
+              f"{1000 * statistics.median(inside):.2f} ms")
     finally:
-        summaries.signature = real  # type: ignore[assignment]
+        summaries.signature = real
         shutil.rmtree(work, ignore_errors=True)
 
 

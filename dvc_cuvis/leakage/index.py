@@ -8,6 +8,8 @@ pairs.  Each pair is kept once, with its least distance.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 
@@ -24,16 +26,32 @@ def chunks(threshold: int) -> list[tuple[int, int]]:
     return list(zip((int(o) for o in offsets), widths, strict=True))
 
 
-def _bucket_pairs(ckey: np.ndarray, qkey: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every (query, central) index pair whose keys are equal, by one sort and two searches."""
+#: Candidate pairs expanded at once, at most (about 50 bytes each while they are filtered).
+BATCH = 4_000_000
+
+
+def _near_in_buckets(c: np.ndarray, q: np.ndarray, ckey: np.ndarray, qkey: np.ndarray,
+                     threshold: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(query, central, distance) index triples within ``threshold`` bits among pairs whose
+    keys are equal, by one sort and two searches, expanded :data:`BATCH` pairs at a time so
+    memory stays bounded however many share a key."""
     order = np.argsort(ckey, kind="stable")
     sorted_keys = ckey[order]
     lo = np.searchsorted(sorted_keys, qkey, side="left")
     count = np.searchsorted(sorted_keys, qkey, side="right") - lo
-    total = int(count.sum())
-    qi = np.repeat(np.arange(len(qkey)), count)
-    start = np.repeat(lo - (np.cumsum(count) - count), count)  # so start + k is the k-th match
-    return qi, order[start + np.arange(total)]
+    ends = np.cumsum(count)
+    start = 0
+    while start < len(qkey):
+        stop = max(start + 1, int(np.searchsorted(ends, (ends[start] - count[start]) + BATCH,
+                                                  side="right")))
+        n = count[start:stop]
+        qi = np.repeat(np.arange(start, stop), n)
+        first = np.repeat(lo[start:stop] - (np.cumsum(n) - n), n)
+        ci = order[first + np.arange(int(n.sum()))]
+        dist = popcount(q[qi] ^ c[ci])
+        near = dist <= threshold
+        yield qi[near], ci[near], dist[near]
+        start = stop
 
 
 def query_pairs(central: np.ndarray, queries: np.ndarray, owner: np.ndarray,
@@ -50,15 +68,15 @@ def query_pairs(central: np.ndarray, queries: np.ndarray, owner: np.ndarray,
     for value in np.unique(g).tolist():  # centrals of one group, queries of the others
         rows = np.flatnonzero(g == value)
         asked = np.flatnonzero(g[own] != value)
+        c_rows, q_asked = c[rows], q[asked]
         for offset, width in chunks(threshold):
             mask = np.uint64((1 << width) - 1)
-            qi, ci = _bucket_pairs((c[rows] >> np.uint64(offset)) & mask,
-                                   (q[asked] >> np.uint64(offset)) & mask)
-            qi, ci = asked[qi], rows[ci]
-            dist = popcount(q[qi] ^ c[ci])
-            near = dist <= threshold
-            a, b = own[qi[near]], ci[near]
-            found.append((np.minimum(a, b), np.maximum(a, b), dist[near]))
+            for qi, ci, dist in _near_in_buckets(c_rows, q_asked,
+                                                 (c_rows >> np.uint64(offset)) & mask,
+                                                 (q_asked >> np.uint64(offset)) & mask,
+                                                 threshold):
+                a, b = own[asked[qi]], rows[ci]
+                found.append((np.minimum(a, b), np.maximum(a, b), dist))
     i, j, d = (np.concatenate([f[k] for f in found] or [np.zeros(0, np.int64)])
                for k in range(3))
     if not len(i):

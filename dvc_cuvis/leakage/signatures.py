@@ -180,7 +180,7 @@ def spectral_shape(cube: np.ndarray) -> tuple[float, ...]:
 
 def signature(cube: np.ndarray) -> Signature:
     """The signature of one ``[H, W, C]`` cube (its data array, whatever file held it)."""
-    grid = sample_grid(cube)
+    grid = np.asarray(sample_grid(cube), dtype=np.float64)  # one float64 copy for both
     centre, crops = perceptual_hashes(grid)
     return Signature(content_digest(cube), centre, spectral_shape(grid), crops)
 

@@ -4,6 +4,7 @@ noise and gain, distinct scenes never paired, the index equal to all-pairs, dama
 from __future__ import annotations
 
 import hashlib
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dvc_cuvis.leakage.duplicates import audit
+from dvc_cuvis.leakage import index
 from dvc_cuvis.leakage.index import popcount, query_pairs
 from dvc_cuvis.leakage.signatures import (
     SIGNATURE_VERSION,
@@ -96,6 +98,9 @@ def test_index_finds_exactly_the_cross_group_pairs_all_pairs_would(seed, thresho
     groups = rng.integers(0, 3, n)
     pairs, dist = query_pairs(central, queries, owner, groups, threshold)
     got = dict(zip(map(tuple, pairs.tolist()), dist.tolist(), strict=True))
+    with mock.patch.object(index, "BATCH", 3):  # expanded a few candidates at a time
+        small = query_pairs(central, queries, owner, groups, threshold)
+    assert small[0].tolist() == pairs.tolist() and small[1].tolist() == dist.tolist()
     every = popcount((queries[:, None] ^ central[None, :]).ravel()).reshape(2 * n, n)
     least = np.full((n, n), 99)  # [i, c]: the least distance of i's hashes to c's centre
     np.minimum.at(least, owner, every)
