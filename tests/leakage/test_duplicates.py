@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dvc_cuvis.leakage.duplicates import audit
 from dvc_cuvis.leakage import index
+from dvc_cuvis.leakage.duplicates import audit
 from dvc_cuvis.leakage.index import popcount, query_pairs
 from dvc_cuvis.leakage.signatures import (
     SIGNATURE_VERSION,
