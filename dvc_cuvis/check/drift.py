@@ -425,18 +425,7 @@ def verify(
     reused = run.reused(memo)
     if reused is not None:
         return reused
-    split_stamp = None
-    if isinstance(run.splits, DataSplitConfig):
-        cfg = run.splits
-    elif staged is not None and staged.holds(run.splits):
-        cfg = staged.splits(run.splits)
-    else:
-        cfg, split_stamp = load_splits_stamped(run.splits)
-    if isinstance(universe, Universe):
-        uni = universe
-    else:
-        uni = (staged.universe(universe) if staged is not None and staged.holds(universe)
-            else read_universe(universe))
+    cfg, split_stamp, uni = _inputs(run, universe, staged)
     try:
         now, own_digests = _rescan(current, run.cache, run.vouched, uni)
     except NotPulledError:  # a clone that has not pulled: the content check says so
@@ -453,6 +442,23 @@ def verify(
     run.cache.save()
     return DriftReport(run.where, str(uni.path or "universe"), findings,
                        hashing=run.cache.stats())
+
+
+def _inputs(run: _Run, universe: Path | str | Universe, staged: Staged | None
+            ) -> tuple[DataSplitConfig, Any, Universe]:
+    """The split (and its file's stamp, None when not read from a file) and the universe, as
+    the working tree or, with ``staged``, git's index holds them."""
+    split_stamp = None
+    if isinstance(run.splits, DataSplitConfig):
+        cfg = run.splits
+    elif staged is not None and staged.holds(run.splits):
+        cfg = staged.splits(run.splits)
+    else:
+        cfg, split_stamp = load_splits_stamped(run.splits)
+    if isinstance(universe, Universe):
+        return cfg, split_stamp, universe
+    return cfg, split_stamp, (staged.universe(universe) if staged is not None
+                              and staged.holds(universe) else read_universe(universe))
 
 
 def _stage_names(stages: Sequence[str] | None) -> tuple[str, ...] | None:

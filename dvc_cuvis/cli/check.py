@@ -76,6 +76,13 @@ def _stages(s: Settings) -> tuple[str, ...] | None:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
+def _lock(s: Settings) -> str | Path | None:
+    """The dvc.lock to compare with: ``--lock``, none under ``--no-lock``, else found."""
+    if s.flag("no_lock"):
+        return None
+    return Path(s.get("lock")) if s.get("lock") else "auto"
+
+
 def _check(s: Settings, staged: Staged | None) -> int:
     from dvc_cuvis.check.drift import CHECKS, verify
     from dvc_cuvis.digests.stat_cache import open_stat_cache
@@ -94,11 +101,6 @@ def _check(s: Settings, staged: Staged | None) -> int:
     checks = CHECKS if not spec else (spec.split(",") if isinstance(spec, str) else spec)
     current, why_not = (rescan_options(s, universe_path, cache) if "universe" in checks
                         else (None, ""))
-    lock: str | Path | None = "auto"
-    if s.flag("no_lock"):
-        lock = None
-    elif s.get("lock"):
-        lock = Path(s.get("lock"))
     report = verify(
         splits_path, uni or universe_path,
         current=current,
@@ -110,7 +112,7 @@ def _check(s: Settings, staged: Staged | None) -> int:
         content_duplicate=s.get("content_duplicate"),
         near_duplicate=s.get("near_duplicate"),
         summaries=s.get("summaries"),
-        lock=lock,
+        lock=_lock(s),
         data_dir=s.get("data_dir"),
         cache=cache,
         checks=checks,
