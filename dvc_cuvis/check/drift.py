@@ -191,7 +191,6 @@ class _Run:
     def memo(self, current: Current) -> VerdictMemo | None:
         """The verdict memo slot, where a remembered verdict may stand for this check."""
         if (self.deep or current is not None or self.vouched or self.uni_path is None
-                or self.duplicates[0] is not None  # the shards are not among its witnesses
                 or not self.wanted - {"staleness"} or (self.staged and self.staged.paths)):
             return None
         return VerdictMemo.before_reading(self.cache, self.splits, self.universe, self.options)
@@ -243,7 +242,8 @@ class _Run:
             findings.append(sel_finding)
         if "constraints" in self.wanted:
             findings.append(check_constraints(cfg, res, group_leakage, adjacent,
-                                              check_duplicates(res, *self.duplicates)))
+                                              check_duplicates(res, *self.duplicates,
+                                                               witness=self.witness)))
         return findings
 
 
@@ -418,6 +418,8 @@ def verify(
                       check_severity(near_duplicate, "near_duplicate"))
     run.options = [sorted(run.wanted & set(CHECKS[:4])), group_leakage, [*adjacent], data_dir,
                    allow_partial, allow_unpinned, sorted((name_to_id or {}).items())]
+    if run.duplicates[0] is not None:  # the shards read are among the verdict's witnesses
+        run.options.append([str(run.duplicates[0]), *run.duplicates[1:]])
     if run.stages is not None:  # a one-stage verdict never stands for the whole split's
         run.options.append(list(run.stages))
     run.check_staleness(lock)

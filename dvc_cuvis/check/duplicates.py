@@ -11,11 +11,13 @@ with the one command that signs it; a damaged shard or record raises (exit 2).
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dvc_cuvis.digests.hashing import Stamp, stamp_of
 from dvc_cuvis.errors import DvcCuvisError, and_more
 from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit
 from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, Signature, from_record
@@ -68,9 +70,12 @@ def _read_index(uni: Universe, pos: int) -> int:
     return 0 if uni.indexless is not None and bool(uni.indexless[pos]) else int(uni.indices[pos])
 
 
-def _signatures(res: Any, folder: Path) -> tuple[dict[str, str], dict[str, Signature | None]]:
+def _signatures(res: Any, folder: Path, witness: list[tuple[str, Stamp | None]] | None
+                ) -> tuple[dict[str, str], dict[str, Signature | None]]:
     """Per sample of train/val/test (uid): its stage, and its stored signature (None:
-    unsigned, or of another version); a damaged record raises naming its shard."""
+    unsigned, or of another version); a damaged record raises naming its shard. Each shard is
+    added to ``witness`` with its stamp taken before it is read (None when absent: a verdict
+    resting on a shard that may yet appear is never reused)."""
     uni: Universe = res.universe
     stage_of: dict[str, str] = {}
     frames: dict[str, str] = {}
@@ -79,6 +84,13 @@ def _signatures(res: Any, folder: Path) -> tuple[dict[str, str], dict[str, Signa
             uid = uni.uid(int(pos))
             stage_of[uid] = stage
             frames[uid] = frame_name(uni.source(int(pos)), _read_index(uni, int(pos)))
+    if witness is not None:
+        for shard in sorted({shard_of(f) for f in frames.values()}):
+            path = os.path.abspath(folder / shard)
+            try:
+                witness.append((path, stamp_of(os.stat(path))))
+            except OSError:
+                witness.append((path, None))
     stored = load_summaries(folder, frames.values())
     sigs: dict[str, Signature | None] = {}
     for uid, frame in frames.items():
@@ -116,19 +128,21 @@ def sign_command(folder: Path) -> str:
     return f"dvc-cuvis materialize --sign-only --out-dir {shlex.quote(folder.as_posix())}"
 
 
-def check_duplicates(res: Any, folder: Path | None, content: str, near: str) -> Duplicates:
+def check_duplicates(res: Any, folder: Path | None, content: str, near: str, *,
+                     witness: list[tuple[str, Stamp | None]] | None = None) -> Duplicates:
     """The duplicate constraints of a resolved split (severities ``content``, ``near``: error,
     warn or off) from the signatures in ``folder``; nothing when it is None or both are off.
 
     A violated constraint is listed; so are unsigned samples, as ``unavailable`` under the
-    first constraint that is on (an error then fails: its frames were not compared)."""
+    first constraint that is on (an error then fails: its frames were not compared); each
+    shard read is added to ``witness`` (the verdict memo's)."""
     out = Duplicates()
     if folder is None or (content == "off" and near == "off") or res is None:
         return out
     if not folder.is_dir():
         raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
                             "folder materialize wrote: its frames/ and summaries/)")
-    stage_of, sigs = _signatures(res, folder)
+    stage_of, sigs = _signatures(res, folder, witness)
     found: DuplicateAudit = audit(stage_of, sigs)
     out.counts = {"content_duplicates": len(found.exact), "near_duplicates": len(found.near),
                   "unsigned_frames": len(found.unsigned)}

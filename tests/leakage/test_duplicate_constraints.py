@@ -14,6 +14,7 @@ import pytest
 
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import DriftError, verify
+from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, from_record, signature
 from dvc_cuvis.materialize.core import ReaderParams, materialize
@@ -114,12 +115,21 @@ def test_unsigned_frames_are_named_with_the_command_that_signs_them(tmp_path: Pa
                                                                      cli) -> None:
     _planted(tmp_path)
     out = tmp_path / "out"
+    cache = StatCache(tmp_path / "stat-cache.bin")  # a clean verdict is remembered...
+    for _ in range(2):
+        kept = verify(out / "splits.json", out / "universe.csv", lock=None, cache=cache,
+                      content_duplicate="warn")
+    assert kept.ok and kept.reused_verdict
     shards = shard_files(out)
     for shard in shards:  # shards as written before signatures existed
         doc = json.loads(shard.read_text())
         for entry in doc["frames"].values():
             entry.pop(SIGNATURE_KEY)
         shard.write_text(json.dumps(doc))
+    again = verify(out / "splits.json", out / "universe.csv", lock=None, cache=cache,
+                   content_duplicate="warn")  # ...while no shard it read changed
+    assert not again.reused_verdict
+    assert "content_duplicate unavailable" in again.finding("constraints").summary
     found = verify(out / "splits.json", out / "universe.csv", lock=None).finding("constraints")
     assert found.status == "violation" and "content_duplicate unavailable" in found.summary
     unsigned = found.details["duplicate_pairs"]["unsigned"]
