@@ -41,6 +41,7 @@ from typing import Any
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.content import check_content
+from dvc_cuvis.check.duplicates import check_duplicates, summaries_folder
 from dvc_cuvis.check.facts import OtherStagesAbsent, Plain, UniverseFacts, rescan_note
 from dvc_cuvis.check.failed_run import missing_input
 from dvc_cuvis.check.fixes import Workspace
@@ -222,9 +223,12 @@ def _selection_step(ctx: CheckContext) -> Finding | None:
 def _constraints_step(ctx: CheckContext) -> Finding:
     """The split's constraints, group leakage, neighbouring frames and spectra."""
     o = ctx.opts
+    folder = summaries_folder(ctx.target.uni_path or ctx.uni, o.summaries)
+    duplicates = check_duplicates(ctx.resolution, folder, o.content_duplicate, o.near_duplicate,
+                                  witness=ctx.witness)
     return check_constraints(ctx.cfg, ctx.resolution, o.group_leakage,
                              (o.adjacent_frames, o.adjacent_k),
-                             (o.spectral_shift, o.wavelength_grid, o.summaries))
+                             (o.spectral_shift, o.wavelength_grid, o.summaries), duplicates)
 
 
 #: The checks :func:`verify` runs, in order (staleness runs first, outside: see verify).
@@ -402,6 +406,15 @@ def verify(
         they are not run.
     adjacent_k : int, default 1
         How many positions apart two frames still count as neighbours.
+    content_duplicate : {"error", "warn", "off"}, default "error"
+        Severity of the exact-duplicate check: frames of one content in different stages
+        (:mod:`dvc_cuvis.check.duplicates`), and of samples without a signature.
+    near_duplicate : {"error", "warn", "off"}, default "warn"
+        Severity of the near-duplicate check: near copies in different stages.
+    summaries : path-like, optional
+        The materialized folder whose summaries shards hold the frames' signatures; default
+        the universe's own folder when materialize wrote it (a ``summaries/`` beside it),
+        else the duplicate checks do not run.
     lock : path-like, "auto" or None, default "auto"
         The dvc.lock for the staleness check; None skips it.
     data_dir : str, optional

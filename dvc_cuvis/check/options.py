@@ -39,7 +39,8 @@ __all__ = ["SEVERITY_FIELDS", "CheckOptionError", "CheckOptions", "Current"]
 Current = Union[Universe, "EnumerateOptions", Callable[[], Universe], None]
 
 #: The options that are a severity (error, warn or off), checked as such.
-SEVERITY_FIELDS: tuple[str, ...] = ("adjacent_frames", "spectral_shift", "wavelength_grid")
+SEVERITY_FIELDS: tuple[str, ...] = ("adjacent_frames", "spectral_shift", "wavelength_grid",
+                                     "content_duplicate", "near_duplicate")
 
 #: Settings of ``check`` whose value is not read into a field of the same name.
 _NOT_FIELDS = ("checks", "stage", "lock", "no_lock", "categories", "stat_cache")
@@ -69,6 +70,8 @@ class CheckOptions:
     adjacent_k: int = 1
     spectral_shift: str = "warn"
     wavelength_grid: str = "error"
+    content_duplicate: str = "error"
+    near_duplicate: str = "warn"
     summaries: Path | None = None
     lock: Path | str | None = "auto"
     data_dir: str | None = None

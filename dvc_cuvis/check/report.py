@@ -103,9 +103,20 @@ class DriftReport:
         doc = {**self.to_dict(), "hashing": dict(self.hashing)}
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
-    def metrics(self) -> dict[str, bool | str]:
-        """The metrics record ``--metrics`` writes: ``ok`` and each check's status."""
-        return {"ok": self.ok, **{f.check: f.status for f in self.findings}}
+    def metrics(self) -> dict[str, bool | str | int]:
+        """The metrics record ``--metrics`` writes: ``ok``, each check's status and, when the
+        duplicate checks ran, their counts."""
+        return {"ok": self.ok, **{f.check: f.status for f in self.findings},
+                **self._duplicate_counts()}
+
+    def _duplicate_counts(self) -> dict[str, int]:
+        """The duplicate checks' counts (none when they did not run)."""
+        found = next((f for f in self.findings if f.check == "constraints"), None)
+        counts = found.details.get("duplicates") if found is not None else None
+        if not isinstance(counts, dict):
+            return {}
+        return {"content_duplicates": int(counts["exact"]), "near_duplicates": int(counts["near"]),
+                "unsigned_frames": int(counts["unsigned"])}
 
     def plot_rows(self) -> list[dict[str, str | int]]:
         """DVC plot data, one bar per check (1 = drift or violation), for ``dvc plots diff``."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
+from dvc_cuvis.check.duplicates import Duplicates
 from dvc_cuvis.check.facts import Details
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
@@ -87,11 +88,12 @@ def _hint(failed: list[ConstraintResult]) -> str:
 
 def check_constraints(cfg: DataSplitConfig, res: Resolution | None, group_leakage: str,
                       adjacent: tuple[str, int] = ("warn", 1),
-                      spectral: tuple[str, str, Path | None] = ("warn", "error", None)
-                      ) -> Finding:
+                      spectral: tuple[str, str, Path | None] = ("warn", "error", None),
+                      duplicates: Duplicates | None = None) -> Finding:
     """The constraints finding (``res``: the resolution; None when it failed); ``adjacent``:
     the severity and K of the neighbouring-frames check; ``spectral``: the severities of
-    the spectral shift and wavelength grid checks and the summaries folder they read."""
+    the spectral shift and wavelength grid checks and the summaries folder they read;
+    ``duplicates``: what the duplicate constraints found (:mod:`dvc_cuvis.check.duplicates`)."""
     if res is None:
         return Finding("constraints", "skipped", "the split does not resolve")
     results = evaluate_constraints(res, cfg.constraints, group_leakage=group_leakage)
@@ -100,12 +102,20 @@ def check_constraints(cfg: DataSplitConfig, res: Resolution | None, group_leakag
         results.append(near)
     spectra, spectra_details = spectral_results(res, spectral[2], spectral[0], spectral[1])
     results.extend(spectra)
+    dup = duplicates or Duplicates()
+    results.extend(dup.results)
     failed = [r for r in results if r.failed]
     details: Details = {r.kind: f"{r.status} ({r.severity})"
                                + (f": {r.reason}" if r.reason else "") for r in results}
     extra: Details = {"adjacent_pairs": pairs} if pairs else {}
     if spectra_details:
         extra["spectra"] = spectra_details
+    extra.update(dup.details)
+    if dup.failed:
+        return Finding("constraints", "violation",
+                       ", ".join(f"{r.kind} {r.status}" for r in failed),
+                       {"results": details, "offending": [o for r in failed for o in r.offending],
+                        **extra}, _duplicate_fix(dup))
     if failed:
         return Finding("constraints", "violation",
                        ", ".join(f"{r.kind} {r.status}" for r in failed),
@@ -117,3 +127,12 @@ def check_constraints(cfg: DataSplitConfig, res: Resolution | None, group_leakag
     return Finding("constraints", "ok", ", ".join(
         f"{r.kind} {r.status}" + (f" ({r.severity})" if r.status != "satisfied" else "")
         for r in results), {"results": details, **extra} if extra else {})
+
+
+def _duplicate_fix(dup: Duplicates) -> str:
+    """The fix line of a failed duplicate constraint: sign the frames, else re-bake."""
+    unsigned = dup.details.get("duplicate_pairs", {}).get("unsigned")
+    if any(r.failed and r.status == "unavailable" for r in dup.results) and unsigned:
+        return str(unsigned["fix"])
+    return ("re-bake so that copies of one frame share a stage (give them one 'group' cell, "
+            "or drop the copy from universe.csv), then check again")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file
@@ -26,6 +27,13 @@ def run(args: argparse.Namespace) -> int:
     from dvc_cuvis.materialize import MaterializeOptions, materialize
 
     s = Settings(args)
+    if s.flag("sign_only"):
+        from dvc_cuvis.materialize.summary_store import sign_materialized
+
+        out_dir = Path(s.required("out_dir", "--out-dir DIR"))
+        signed, shards = sign_materialized(out_dir)
+        print(f"signed {signed} frame(s) of {out_dir} ({shards} summaries shard(s) written)")
+        return EXIT_OK
     opts = MaterializeOptions.from_settings(s)
     require_file(opts.universe, "universe", s)
     if opts.splits is not None:

@@ -90,6 +90,9 @@ MATERIALIZE = OptionSet(
            shown=".dvc/tmp/dvc-cuvis/"),
     Option("no_summaries", "record no spectral summaries (summaries/ beside the frames; "
            "the report's spectra section draws them)", False, bool, shown="record them"),
+    Option("sign_only", "only sign the frames already in --out-dir whose summaries lack a "
+           "signature (read from their npz; nothing else is written)", False, bool,
+           shown="materialize"),
     Option("progress", "progress bar on stderr", None, bool, negatable=True,
            shown="when stderr is a terminal"),
 )
@@ -178,9 +181,16 @@ _SHIFT = Option("spectral_shift", "stages whose recordings' mean spectra differ 
                 "test over whole recordings; needs --summaries)", "warn", choices=ADJACENT)
 _GRID = Option("wavelength_grid", "frames of the split on more than one wavelength grid "
                "(needs --summaries)", "error", choices=ADJACENT)
-_CHECK_SUMMARIES = Option("summaries", "the materialized folder whose spectral summaries the "
-                          "spectral_shift and wavelength_grid checks read", metavar="DIR",
-                          path=True, shown="not checked")
+_CONTENT_DUP = Option("content_duplicate", "frames of one content (and frames without a "
+                      "signature) in different stages", "error", choices=ADJACENT)
+_NEAR_DUP = Option("near_duplicate", "near-copy frames in different stages", "warn",
+                   choices=ADJACENT)
+_CHECK_SUMMARIES = Option("summaries", "the materialized folder whose per-frame summaries the "
+                          "leakage checks read (spectral_shift and wavelength_grid run only "
+                          "with it; the duplicate checks default to the universe's folder when "
+                          "materialize wrote it)", metavar="DIR", path=True,
+                          shown="none (duplicates: the universe's folder when materialize "
+                          "wrote it)")
 _MODULE = Option("module", "apply this cuvis-ai-dataloader module's universe rules before "
                  "anything trains (npz_multi: materialized_path on every row, no split column, "
                  "one file per row)", choices=MODULES,
@@ -211,7 +221,8 @@ CHECK = OptionSet(
            shown="re-scan, to see added, removed and renamed samples"),
     Option("data_dir", "folder that {DATA_DIR} stands for in GUI-authored splits",
            metavar="DIR", path=True, shown="inferred from the universe"),
-    _CATEGORIES, _LEAKAGE, _ADJACENT, _ADJACENT_K, _SHIFT, _GRID, _CHECK_SUMMARIES,
+    _CATEGORIES, _LEAKAGE, _ADJACENT, _ADJACENT_K, _SHIFT, _GRID, _CONTENT_DUP, _NEAR_DUP,
+    _CHECK_SUMMARIES,
     _ALLOW_PARTIAL, _ALLOW_UNPINNED, _MODULE,
     Option("stage", "check only this stage's frames (others absent = not pulled); repeat "
            "for several", choices=("train", "val", "test", "predict"), metavar="STAGE",
@@ -219,7 +230,8 @@ CHECK = OptionSet(
     Option("checks", "comma list of universe,content,selection,constraints,staleness",
            kinds=(str, list), shown="all"),
     _STAT_CACHE,
-    Option("metrics", "metrics json: ok and each check's status", metavar="PATH", path=True),
+    Option("metrics", "metrics json: ok, each check's status and the duplicate counts",
+           metavar="PATH", path=True),
     Option("plots", "folder for DVC plot data, check.json", metavar="DIR", path=True),
 )
 

@@ -14,12 +14,12 @@ from typing import Literal
 
 import numpy as np
 
-from dvc_cuvis.leakage.index import candidate_pairs, popcount
+from dvc_cuvis.leakage.index import query_pairs
 from dvc_cuvis.leakage.signatures import SHAPE_LENGTH, Signature
 
 #: Perceptual-hash distance (bits) at most, and spectral-shape cosine at least, of a near pair;
 #: chosen from the planted cases measured by benchmarks/bench_leakage.py (docs/leakage.md).
-HAMMING = 12
+HAMMING = 5
 COSINE = 0.995
 
 
@@ -56,6 +56,46 @@ def _shapes(sigs: list[Signature]) -> np.ndarray:
     return out
 
 
+def _exact(uids: list[str], stages: list[str], content: np.ndarray
+           ) -> tuple[list[DuplicatePair], int]:
+    """Cross-stage pairs of one content, and the frames a frame of their stage repeats."""
+    stage_code = np.unique(np.array(stages), return_inverse=True)[1]
+    within = len(uids) - len(np.unique(content * len(stages) + stage_code))
+    order = np.argsort(content, kind="stable")
+    ordered = content[order]
+    dup = np.flatnonzero(ordered[1:] == ordered[:-1])  # only contents held more than once
+    members: dict[int, list[int]] = {}
+    for k in sorted(set(dup.tolist()) | set((dup + 1).tolist())):
+        members.setdefault(int(ordered[k]), []).append(int(order[k]))
+    exact: list[DuplicatePair] = []
+    for rows in members.values():
+        rows.sort()
+        for x, i in enumerate(rows):
+            exact.extend(DuplicatePair("exact", uids[i], stages[i], uids[j], stages[j], 0)
+                         for j in rows[x + 1:] if stages[i] != stages[j])
+    return exact, within
+
+
+def _near(uids: list[str], stages: list[str], sigs: list[Signature], content: np.ndarray,
+          hamming: int, cosine: float) -> list[DuplicatePair]:
+    """Cross-stage near pairs: a hash (centre or shifted crop) of one within ``hamming`` bits
+    of the other's centre, spectral shapes of cosine at least ``cosine``, contents unequal."""
+    central = np.array([s.phash for s in sigs], dtype=np.uint64)
+    crops = [h for s in sigs for h in s.crops]
+    owner = np.concatenate([np.arange(len(sigs)), np.repeat(
+        np.arange(len(sigs)), [len(s.crops) for s in sigs])]).astype(np.int64)
+    queries = np.concatenate([central, np.array(crops, dtype=np.uint64)])
+    group = np.unique(np.array(stages), return_inverse=True)[1]
+    pairs, dist = query_pairs(central, queries, owner, group, hamming)
+    if not len(pairs):
+        return []
+    shapes = _shapes(sigs)
+    cos = np.einsum("ij,ij->i", shapes[pairs[:, 0]], shapes[pairs[:, 1]])
+    keep = (cos >= cosine) & (content[pairs[:, 0]] != content[pairs[:, 1]])
+    return [DuplicatePair("near", uids[i], stages[i], uids[j], stages[j], int(d))
+            for (i, j), d in zip(pairs[keep].tolist(), dist[keep].tolist(), strict=True)]
+
+
 def audit(stage_of: Mapping[str, str], signatures: Mapping[str, Signature | None], *,
           hamming: int = HAMMING, cosine: float = COSINE) -> DuplicateAudit:
     """Pairs of samples (uid -> stage) in different stages that are copies or near copies,
@@ -63,35 +103,11 @@ def audit(stage_of: Mapping[str, str], signatures: Mapping[str, Signature | None
     uids = sorted(u for u in stage_of if signatures.get(u) is not None)
     unsigned = tuple(sorted(u for u in stage_of if signatures.get(u) is None))
     sigs = [s for s in (signatures[u] for u in uids) if s is not None]
+    if not sigs:
+        return DuplicateAudit(unsigned=unsigned)
     stages = [stage_of[u] for u in uids]
-    exact: list[DuplicatePair] = []
-    within = 0
-    by_content: dict[str, list[int]] = {}
-    for i, s in enumerate(sigs):
-        by_content.setdefault(s.content, []).append(i)
-    for members in by_content.values():
-        if len(members) < 2:
-            continue
-        seen: set[str] = set()
-        for i in members:
-            if stages[i] in seen:
-                within += 1
-            seen.add(stages[i])
-        for x, i in enumerate(members):
-            exact.extend(DuplicatePair("exact", uids[i], stages[i], uids[j], stages[j], 0)
-                         for j in members[x + 1:] if stages[i] != stages[j])
-    near: list[DuplicatePair] = []
-    if sigs:
-        hashes = np.array([s.phash for s in sigs], dtype=np.uint64)
-        _, group = np.unique(np.array(stages), return_inverse=True)
-        pairs = candidate_pairs(hashes, group, hamming)
-        if len(pairs):
-            shapes = _shapes(sigs)
-            cos = np.einsum("ij,ij->i", shapes[pairs[:, 0]], shapes[pairs[:, 1]])
-            dist = popcount(hashes[pairs[:, 0]] ^ hashes[pairs[:, 1]])
-            for (i, j), c, d in zip(pairs.tolist(), cos.tolist(), dist.tolist(), strict=True):
-                if c >= cosine and sigs[i].content != sigs[j].content:
-                    near.append(DuplicatePair("near", uids[i], stages[i], uids[j], stages[j],
-                                              int(d)))
+    content = np.unique(np.array([s.content for s in sigs]), return_inverse=True)[1]
+    exact, within = _exact(uids, stages, content.astype(np.int64))
+    near = _near(uids, stages, sigs, content, hamming, cosine)
     return DuplicateAudit(tuple(sorted(exact, key=_order)), tuple(sorted(near, key=_order)),
                           within, unsigned)

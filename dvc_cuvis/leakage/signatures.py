@@ -4,14 +4,17 @@ and what it looks like (a 64-bit spatial perceptual hash plus a short spectral s
 The digest pairs exact copies whatever file holds them (an npz re-saved with another
 compression, one frame inside two cu3s files); the perceptual hash and the spectral shape pair
 near copies under sensor noise, shifts of a few pixels and a gain change, because the image is
-band-averaged, reduced to its lowest spatial frequencies and compared to its own median, and
-the spectrum is normalised to unit length.  A signature is stored as a versioned JSON record
-beside a frame's summary; :func:`from_record` refuses anything else with a typed error.
+band-averaged and reduced to the signs of its lowest spatial frequencies, hashed again on
+crops shifted around its centre, and the spectrum is normalised to unit length.  A signature
+is stored as a versioned JSON record beside a frame's summary; :func:`from_record` refuses
+anything else with a typed error.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -21,16 +24,30 @@ from typing import Any
 import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.model.frames import crc32
 
 #: The version of the signature recipe; a record of another version counts as absent.
-SIGNATURE_VERSION = 1
+SIGNATURE_VERSION = 2
 #: The record's key in a frame's summary entry.
 SIGNATURE_KEY = "signature"
+#: The slices of a frame's bytes whose CRC-32s make its content digest.
+_QUARTERS = 4
 #: Values in the spectral shape.
 SHAPE_LENGTH = 16
-#: Side of the reduced image the perceptual hash is taken from, and of its kept DCT block.
+#: Side of the reduced image the perceptual hash is taken from.
 _GRID = 16
-_KEEP = 8
+#: The 64 lowest DCT frequencies (k + l, then k), DC left out: the hash's bits, in order.
+_LOW = sorted(((r, c) for r in range(_GRID) for c in range(_GRID) if r or c),
+              key=lambda rc: (rc[0] + rc[1], rc))[:64]
+_LOW_ROWS = np.array([r for r, _ in _LOW])
+_LOW_COLS = np.array([c for _, c in _LOW])
+#: The shorter side (pixels of the image hashed) below which no shifted crops are hashed.
+_MIN_CROP_SIDE = 8
+#: Shifted crops hashed beside the centre (a ring of one step around it).
+CROPS = 8
+#: Pixels of the regular grid the hash and the shape are taken from, at most (a strided view:
+#: the cube is never copied whole; only the content digest reads every byte).
+SAMPLE_PIXELS = 4096
 
 _HEX = re.compile(r"[0-9a-f]+\Z")
 
@@ -49,20 +66,41 @@ class DamagedSignatureError(DvcCuvisError):
 class Signature:
     """One frame's signature: content digest, perceptual hash and spectral shape."""
 
-    content: str  # blake2b-128 hex of dtype + shape + C-order bytes
-    phash: int  # 64-bit spatial perceptual hash
+    content: str  # 128-bit hex digest of dtype, shape and the CRC-32s of the C-order bytes
+    phash: int  # 64-bit spatial perceptual hash (of the centre crop)
     shape: tuple[float, ...]  # L2-normalised mean spectrum, SHAPE_LENGTH values (or fewer)
+    crops: tuple[int, ...] = ()  # the hashes of the CROPS crops shifted around the centre
 
 
 def content_digest(array: np.ndarray) -> str:
-    """The digest of an array's data in canonical form, so a container never changes it."""
+    """The digest of an array's data in canonical form, so a container never changes it.
+
+    It is the sha256 (first 128 bits) of the dtype, the shape and the zip CRC-32 of each
+    quarter of the C-order bytes: one pass of the fastest checksum the system has
+    (:func:`~dvc_cuvis.model.frames.crc32`), since materialize takes it for every frame it
+    writes. Any change within a quarter changes that quarter's CRC unless it is crafted to
+    collide: this pairs copies for the leakage checks, it is not the frames' integrity (their
+    md5 is)."""
     arr = np.asarray(array)
     dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
     canon = np.ascontiguousarray(arr, dtype=dtype)
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{canon.dtype.str}|{','.join(str(n) for n in canon.shape)}\n".encode("ascii"))
-    h.update(canon.data)  # the buffer itself, no copy
-    return h.hexdigest()
+    data = memoryview(canon.reshape(-1).view(np.uint8).data) if canon.size else memoryview(b"")
+    cuts = [len(data) * k // _QUARTERS for k in range(_QUARTERS + 1)]
+    crcs = [crc32(data[a:b]) for a, b in itertools.pairwise(cuts)]
+    h = hashlib.sha256()
+    h.update(f"{canon.dtype.str}|{','.join(str(n) for n in canon.shape)}|"
+             f"{','.join(f'{c:08x}' for c in crcs)}\n".encode("ascii"))
+    return h.hexdigest()[:32]
+
+
+def sample_grid(cube: np.ndarray) -> np.ndarray:
+    """A strided view of at most :data:`SAMPLE_PIXELS` pixels of a cube (every ``s``-th row
+    and column), so the hash and the shape cost the same for any frame size."""
+    arr = np.asarray(cube)
+    if arr.ndim < 2:
+        return arr
+    step = max(1, math.ceil(math.sqrt(arr.shape[0] * arr.shape[1] / SAMPLE_PIXELS)))
+    return arr[::step, ::step]
 
 
 def _block_means(image: np.ndarray, side: int) -> np.ndarray:
@@ -75,32 +113,58 @@ def _block_means(image: np.ndarray, side: int) -> np.ndarray:
     return np.asarray(sums / counts, dtype=np.float64)
 
 
+@functools.lru_cache(maxsize=64)
 def _dct_matrix(n: int) -> np.ndarray:
-    """The orthonormal DCT-II basis of size ``n`` (rows = frequencies)."""
+    """The orthonormal DCT-II basis of size ``n`` (rows = frequencies; cached, read-only)."""
     k = np.arange(n)[:, None]
     x = np.arange(n)[None, :]
     m = np.cos(math.pi * (2 * x + 1) * k / (2 * n)) * math.sqrt(2.0 / n)
     m[0] /= math.sqrt(2.0)
+    m.flags.writeable = False
     return m
+
+
+def _hash_image(image: np.ndarray) -> int:
+    """The 64 bits of one band-averaged image: area means on a 16 x 16 grid, centred, and the
+    signs of its 64 lowest DCT frequencies (by ``k + l``, DC left out). A sign is what
+    noise and gain keep: a coefficient near zero is rare among the lowest frequencies, where
+    a median threshold meets many small ones."""
+    grid = _block_means(image, _GRID)
+    grid = grid - grid.mean()
+    full = np.zeros((_GRID, _GRID))
+    rows, cols = grid.shape
+    full[:rows, :cols] = _dct_matrix(rows) @ grid @ _dct_matrix(cols).T
+    bits = full[_LOW_ROWS, _LOW_COLS] > 0
+    return int(sum(1 << i for i, b in enumerate(bits.tolist()) if b))
+
+
+def crop_step(rows: int, cols: int) -> int:
+    """How far apart (in pixels of the image hashed) the shifted crops lie: a 32nd of the
+    shorter side, 0 (no crops) for an image under 8 pixels on a side."""
+    side = min(rows, cols)
+    return 0 if side < _MIN_CROP_SIDE else max(1, round(side / 32))
+
+
+def perceptual_hashes(cube: np.ndarray) -> tuple[int, tuple[int, ...]]:
+    """A cube's perceptual hash (of its image less a margin of one crop step) and the hashes
+    of the 8 crops shifted by one step around it, so a copy shifted by up to 1.5 steps has a
+    crop that nearly lines up with the other's centre: shifts cost few bits."""
+    arr = np.asarray(cube, dtype=np.float64)
+    image = arr.mean(axis=2) if arr.ndim == 3 else arr.reshape(arr.shape[0], -1)
+    image = np.where(np.isfinite(image), image, 0.0)
+    rows, cols = image.shape
+    m = crop_step(rows, cols)
+    if m == 0:
+        return _hash_image(image), ()
+    centre = _hash_image(image[m:rows - m, m:cols - m])
+    crops = tuple(_hash_image(image[m + dy:rows - m + dy, m + dx:cols - m + dx])
+                  for dy in (-m, 0, m) for dx in (-m, 0, m) if dy or dx)
+    return centre, crops
 
 
 def perceptual_hash(cube: np.ndarray) -> int:
     """A 64-bit hash of a cube's band-averaged image that noise, small shifts and gain keep."""
-    arr = np.asarray(cube, dtype=np.float64)
-    image = arr.mean(axis=2) if arr.ndim == 3 else arr.reshape(arr.shape[0], -1)
-    image = np.where(np.isfinite(image), image, 0.0)
-    grid = _block_means(image, _GRID)
-    grid = grid - grid.mean()
-    scale = float(np.abs(grid).max())
-    if scale > 0:
-        grid = grid / scale  # gain-invariant (the bits are too; this keeps the sums exact-ish)
-    rows, cols = grid.shape
-    low = _dct_matrix(rows)[:_KEEP] @ grid @ _dct_matrix(cols)[:_KEEP].T
-    coeffs = np.zeros((_KEEP, _KEEP))
-    coeffs[:low.shape[0], :low.shape[1]] = low
-    flat = coeffs.ravel()
-    bits = flat > np.median(flat[1:])  # DC is ~0 after centring; compared as the rest
-    return int(sum(1 << i for i, b in enumerate(bits.tolist()) if b))
+    return perceptual_hashes(cube)[0]
 
 
 def spectral_shape(cube: np.ndarray) -> tuple[float, ...]:
@@ -116,13 +180,15 @@ def spectral_shape(cube: np.ndarray) -> tuple[float, ...]:
 
 def signature(cube: np.ndarray) -> Signature:
     """The signature of one ``[H, W, C]`` cube (its data array, whatever file held it)."""
-    return Signature(content_digest(cube), perceptual_hash(cube), spectral_shape(cube))
+    grid = np.asarray(sample_grid(cube), dtype=np.float64)  # one float64 copy for both
+    centre, crops = perceptual_hashes(grid)
+    return Signature(content_digest(cube), centre, spectral_shape(grid), crops)
 
 
 def to_record(sig: Signature) -> dict[str, Any]:
     """A signature as plain JSON types, versioned (the summary entry's ``signature`` field)."""
     return {"v": SIGNATURE_VERSION, "content": sig.content, "phash": f"{sig.phash:016x}",
-            "shape": list(sig.shape)}
+            "shape": list(sig.shape), "crops": [f"{h:016x}" for h in sig.crops]}
 
 
 def from_record(rec: object, where: Path | str) -> Signature | None:
@@ -144,4 +210,9 @@ def from_record(rec: object, where: Path | str) -> Signature | None:
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                        and math.isfinite(v) and abs(v) <= 1.0 for v in shape)):
         raise DamagedSignatureError(where, "'shape' is not a list of unit-range numbers")
-    return Signature(content, int(phash, 16), tuple(float(v) for v in shape))
+    crops = rec.get("crops", [])
+    if (not isinstance(crops, list) or len(crops) not in (0, CROPS)
+            or not all(isinstance(h, str) and len(h) == 16 and _HEX.match(h) for h in crops)):
+        raise DamagedSignatureError(where, f"'crops' is not a list of {CROPS} 16-digit hex hashes")
+    return Signature(content, int(phash, 16), tuple(float(v) for v in shape),
+                     tuple(int(h, 16) for h in crops))

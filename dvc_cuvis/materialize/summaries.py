@@ -41,6 +41,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, Signature, signature
+from dvc_cuvis.leakage.signatures import from_record as signature_of
+from dvc_cuvis.leakage.signatures import to_record as signature_record
+
 #: Bump when any rule above changes: a summary of another recipe is computed again.
 RECIPE = 3
 #: Pixels the statistics sample at most per frame (a regular grid).
@@ -88,6 +92,7 @@ class FrameSummary:
     std: tuple[float | None, ...]
     categories: dict[int, Category] = field(default_factory=dict)
     thumbnail: Thumbnail | None = None
+    signature: Signature | None = None  # content digest, perceptual hash, spectral shape
 
     @property
     def valid(self) -> int:
@@ -235,7 +240,7 @@ def rgb_bands(wavelengths: np.ndarray | tuple[float, ...], channels: int) -> tup
 
 def thumbnail(cube: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
     """The false-colour thumbnail of a cube (the module's recipe): its summary's own."""
-    summary = summarize(cube, wavelengths, with_thumbnail=True)
+    summary = summarize(cube, wavelengths, with_thumbnail=True, signed=False)
     return cast(Thumbnail, summary.thumbnail)
 
 
@@ -268,9 +273,11 @@ def _thumbnail_of_grid(grid: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
 
 def summarize(
     cube: np.ndarray, wavelengths: np.ndarray, class_mask: np.ndarray | None = None, *,
-    ceiling: float | None = None, with_thumbnail: bool = False,
+    ceiling: float | None = None, with_thumbnail: bool = False, signed: bool = True,
 ) -> FrameSummary:
-    """The spectral summary of one ``[H, W, C]`` cube (the module's recipe)."""
+    """The spectral summary of one ``[H, W, C]`` cube (the module's recipe), with its
+    signature (:mod:`dvc_cuvis.leakage.signatures`) unless ``signed`` is False: the cube is in
+    memory here, so the duplicate checks never read it again."""
     height, width, channels = cube.shape
     step = sample_step(height, width)
     grid = cube[::step, ::step]  # the sample, a view
@@ -296,6 +303,7 @@ def summarize(
         _f32(std), cats,
         _thumbnail_of_grid(sample.reshape(grid.shape), np.asarray(wavelengths))
         if with_thumbnail else None,
+        signature(cube) if signed else None,
     )
 
 
@@ -315,6 +323,8 @@ def to_record(s: FrameSummary) -> dict[str, Any]:
         t = s.thumbnail
         rec["thumbnail"] = {"height": t.height, "width": t.width, "bands": list(t.bands),
                             "rgb": base64.b64encode(t.rgb).decode("ascii")}
+    if s.signature is not None:  # versioned on its own: an entry without one is unsigned
+        rec[SIGNATURE_KEY] = signature_record(s.signature)
     return rec
 
 
@@ -334,4 +344,5 @@ def from_record(rec: dict[str, Any]) -> FrameSummary:
         None if thumb is None else Thumbnail(
             int(thumb["height"]), int(thumb["width"]), _bands(thumb["bands"]),
             base64.b64decode(thumb["rgb"])),
+        None if SIGNATURE_KEY not in rec else signature_of(rec[SIGNATURE_KEY], "summary"),
     )

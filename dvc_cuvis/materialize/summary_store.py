@@ -7,8 +7,10 @@ shards sit inside the materialized folder, so DVC tracks them with the frames.
 
 A shard maps each frame name to its sample (``source``, ``index``), the frame's ``md5`` and
 the summary (:func:`~dvc_cuvis.materialize.summaries.to_record`), under one ``recipe``
-number: a shard of another recipe counts as absent. Bytes are stable: sorted keys, fixed
-separators, ``\\n`` line endings.
+number: a shard of another recipe counts as absent. An entry's ``signature`` field (the
+duplicate checks' record, :mod:`dvc_cuvis.leakage.signatures`) carries its own version: an
+entry without one, or of another version, is unsigned, and materialize signs it again.
+Bytes are stable: sorted keys, fixed separators, ``\\n`` line endings.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ import hashlib
 import json
 import os
 import posixpath
+import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from dvc_cuvis._io import atomic_write_parts, sync_file_system
 from dvc_cuvis.errors import DvcCuvisError, first_line
+from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, SIGNATURE_VERSION, signature
+from dvc_cuvis.leakage.signatures import to_record as signature_record
 from dvc_cuvis.limits import LimitError, NestingError, loads_json
-from dvc_cuvis.materialize.summaries import RECIPE
+from dvc_cuvis.materialize.summaries import RECIPE, summarize, to_record
 from dvc_cuvis.paths import owned_files, owned_folder
 
 #: The folder of a materialized output holding the shards.
@@ -126,10 +131,12 @@ def shard_files(out_dir: Path) -> list[Path]:
     return sorted(root.rglob(SHARD_NAME)) if root.is_dir() else []
 
 
-def _kept(prev: dict[str, Any] | None, md5: str, thumb: bool) -> dict[str, Any] | None:
+def _kept(prev: dict[str, Any] | None, md5: str, thumb: bool, signed: bool
+          ) -> dict[str, Any] | None:
     """A stored entry that still holds for a frame of ``md5`` (its thumbnail dropped when no
-    longer wanted); None when the frame must be summarized again."""
-    if prev is None or prev.get("md5") != md5:
+    longer wanted; with ``signed``, only one with a current signature); None when the frame
+    must be summarized again."""
+    if prev is None or prev.get("md5") != md5 or (signed and not is_signed(prev)):
         return None
     if thumb and "thumbnail" not in prev:
         return None
@@ -147,7 +154,8 @@ def refresh(
     A frame's entry is its ``fresh`` summary (written this run), else the stored one if it is
     of the same md5 (and has a thumbnail where one is wanted), else ``summarize_frame(name)``:
     the frame is read once more. With ``summarize_frame`` None (summaries off) a frame
-    without a valid entry is left out. Entries of frames gone are dropped, and an emptied
+    without a valid entry is left out (an unsigned one is kept: it is signed when summaries
+    are on, or by ``--sign-only``). Entries of frames gone are dropped, and an emptied
     shard is removed. ``sync=False``: the caller syncs the file system after (materialize's
     manifest write does). A damaged shard reads as empty and is rebuilt, said in ``notes``.
     Returns how many frames were summarized again.
@@ -171,7 +179,8 @@ def refresh(
         entries: dict[str, dict[str, Any]] = {}
         for name in sorted(by_shard.get(shard, [])):
             source, index, md5 = frames[name]
-            rec = fresh.get(name) or _kept(old.get(name), md5, name in thumbs)
+            rec = fresh.get(name) or _kept(old.get(name), md5, name in thumbs,
+                                           summarize_frame is not None)
             if rec is None and summarize_frame is not None:
                 rec, again = summarize_frame(name), again + 1
             if rec is not None:
@@ -190,3 +199,75 @@ def thumbnail_frames(uids: Mapping[str, str], cap: int) -> frozenset[str]:
     """
     ranked = sorted((hashlib.sha256(uid.encode()).hexdigest(), name) for name, uid in uids.items())
     return frozenset(name for _, name in ranked[:cap])
+
+
+def is_signed(entry: Mapping[str, Any]) -> bool:
+    """Whether a stored entry holds a signature of the current version (a damaged one is
+    not: materialize writes it again, and the check names the shard)."""
+    rec = entry.get(SIGNATURE_KEY)
+    return isinstance(rec, dict) and rec.get("v") == SIGNATURE_VERSION
+
+
+def sign_frames(out_dir: Path, frames: Mapping[str, tuple[str, int, str]]) -> tuple[int, int]:
+    """Give every frame (name -> source, index, md5) of a materialized folder a signed
+    summary entry, read from its npz frame: only unsigned entries change, no frame is
+    written or removed.
+
+    This is what ``dvc-cuvis materialize --sign-only`` runs, so shards written before
+    signatures existed are signed without reading a source again. A frame without an entry
+    gets a whole summary taken from its npz (the input dtype's saturation ceiling is not
+    known there). Returns (frames signed, shards written).
+    """
+    from dvc_cuvis.model.frames import read_npz
+
+    by_shard: dict[str, list[str]] = {}
+    for name in frames:
+        by_shard.setdefault(shard_of(name), []).append(name)
+    signed = written = 0
+    for shard in sorted(by_shard):
+        entries = dict(read_shard(out_dir / shard))
+        for name in sorted(by_shard[shard]):
+            source, index, md5 = frames[name]
+            entry = entries.get(name)
+            if entry is not None and entry.get("md5") != md5:
+                entry = None  # of another frame: summarized again
+            if entry is not None and is_signed(entry):
+                continue
+            try:
+                arrays = read_npz(str(out_dir / name))
+            except (OSError, ValueError, zipfile.BadZipFile) as exc:
+                raise DvcCuvisError(f"{out_dir / name}: cannot read the frame to sign it "
+                                    f"({first_line(exc, type(exc).__name__)[:120]}); rerun "
+                                    "dvc-cuvis materialize, which rewrites it") from None
+            entries[name] = ({**entry, SIGNATURE_KEY: signature_record(signature(arrays["cube"]))}
+                             if entry is not None else
+                             {**to_record(summarize(arrays["cube"], arrays["wavelengths"],
+                                                    arrays.get("class_mask"))),
+                              "source": source, "index": index, "md5": md5})
+            signed += 1
+        written += write_shard(out_dir / shard, entries, fsync=False)
+    if written:
+        sync_file_system(out_dir)
+    return signed, written
+
+
+def sign_materialized(out_dir: Path) -> tuple[int, int]:
+    """``materialize --sign-only``: sign the frames of the folder materialize wrote (its
+    universe.csv names them; frame names are materialize's own, never a path from the file);
+    returns (frames signed, shards written)."""
+    from dvc_cuvis.errors import MissingFileError
+    from dvc_cuvis.model.frame_names import frame_name
+    from dvc_cuvis.model.universe_io import read_universe
+
+    path = out_dir / "universe.csv"
+    if not path.is_file():
+        raise MissingFileError(f"{path}: not found; --sign-only signs a folder materialize "
+                               "wrote (its universe.csv, frames/ and summaries/)")
+    mat = read_universe(path)
+    md5s = mat.column("md5") if mat.has_column("md5") else [""] * len(mat)
+    frames = {}
+    for pos in range(len(mat)):
+        index = 0 if mat.indexless is not None and bool(mat.indexless[pos]) else int(
+            mat.indices[pos])
+        frames[frame_name(mat.source(pos), index)] = (mat.source(pos), index, md5s[pos])
+    return sign_frames(out_dir, frames)

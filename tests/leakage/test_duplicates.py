@@ -4,15 +4,18 @@ noise and gain, distinct scenes never paired, the index equal to all-pairs, dama
 from __future__ import annotations
 
 import hashlib
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dvc_cuvis.leakage import index
 from dvc_cuvis.leakage.duplicates import audit
-from dvc_cuvis.leakage.index import candidate_pairs, popcount
+from dvc_cuvis.leakage.index import popcount, query_pairs
 from dvc_cuvis.leakage.signatures import (
+    SIGNATURE_VERSION,
     DamagedSignatureError,
     from_record,
     signature,
@@ -88,12 +91,22 @@ def test_index_finds_exactly_the_cross_group_pairs_all_pairs_would(seed, thresho
     base = rng.integers(0, 2**63, 40, dtype=np.uint64)
     flips = np.array([sum(1 << int(b) for b in rng.choice(64, rng.integers(0, 16), False))
                       for _ in range(40)], dtype=np.uint64)
-    hashes = np.concatenate([base, base ^ flips])
-    groups = rng.integers(0, 3, len(hashes))
-    got = {tuple(p) for p in candidate_pairs(hashes, groups, threshold).tolist()}
-    want = {(i, j) for i in range(len(hashes)) for j in range(i + 1, len(hashes))
-            if groups[i] != groups[j]
-            and popcount(np.array([hashes[i] ^ hashes[j]], dtype=np.uint64))[0] <= threshold}
+    central = np.concatenate([base, base ^ flips])
+    n = len(central)
+    crops = central[rng.permutation(n)] ^ flips[rng.integers(0, 40, n)]  # one crop each
+    queries, owner = np.concatenate([central, crops]), np.concatenate([np.arange(n)] * 2)
+    groups = rng.integers(0, 3, n)
+    pairs, dist = query_pairs(central, queries, owner, groups, threshold)
+    got = dict(zip(map(tuple, pairs.tolist()), dist.tolist(), strict=True))
+    with mock.patch.object(index, "BATCH", 3):  # expanded a few candidates at a time
+        small = query_pairs(central, queries, owner, groups, threshold)
+    assert small[0].tolist() == pairs.tolist() and small[1].tolist() == dist.tolist()
+    every = popcount((queries[:, None] ^ central[None, :]).ravel()).reshape(2 * n, n)
+    least = np.full((n, n), 99)  # [i, c]: the least distance of i's hashes to c's centre
+    np.minimum.at(least, owner, every)
+    want = {(i, j): int(min(least[i, j], least[j, i])) for i in range(n)
+            for j in range(i + 1, n)
+            if groups[i] != groups[j] and min(least[i, j], least[j, i]) <= threshold}
     assert got == want
 
 
@@ -101,7 +114,20 @@ def test_signature_record_round_trips_and_damage_names_the_file():
     sig = signature(_scene(np.random.default_rng(6)))
     assert from_record(to_record(sig), "x") == sig
     assert from_record({**to_record(sig), "v": 99}, "x") is None  # another version: unsigned
-    for bad in ([1], {"v": 1}, {**to_record(sig), "phash": "zz"},
+    for bad in ([1], {"v": SIGNATURE_VERSION}, {**to_record(sig), "phash": "zz"},
                 {**to_record(sig), "shape": [float("nan")]}, {**to_record(sig), "v": "1"}):
         with pytest.raises(DamagedSignatureError, match=r"summaries/%summary.json: damaged"):
             from_record(bad, "summaries/%summary.json")
+
+
+@pytest.mark.parametrize("seed", [1, 4, 6, 7])  # scenes the former hash missed
+def test_a_copy_shifted_by_three_pixels_is_a_near_pair(seed):
+    rng = np.random.default_rng(seed)
+    big = _scene(rng, 72, 72, 16)  # a copy cut 3 px off in both axes, noisy, gain changed
+    base = big[4:68, 4:68]
+    dy, dx = (3, -3) if seed % 2 else (-3, 3)
+    copy = (big[4 + dy:68 + dy, 4 + dx:68 + dx] * (0.95 if seed % 4 < 2 else 1.05)
+            + rng.normal(0, 0.02 * float(base.max() - base.min()), base.shape))
+    res = audit({"a": "train", "b": "test"},
+                {"a": signature(base), "b": signature(copy.astype(np.float32))})
+    assert [(p.kind, p.first, p.second) for p in res.near] == [("near", "a", "b")]

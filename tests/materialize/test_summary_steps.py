@@ -21,6 +21,8 @@ import pytest
 import dvc_cuvis.materialize.core as core
 import dvc_cuvis.materialize.summary_store as store
 from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.leakage.signatures import signature
+from dvc_cuvis.leakage.signatures import to_record as signature_record
 from dvc_cuvis.materialize.options import ReaderParams
 from dvc_cuvis.materialize.planning import plan
 from dvc_cuvis.materialize.summaries import summarize, to_record
@@ -59,8 +61,10 @@ def _expected(path: Path, thumbnail: bool) -> dict[str, Any]:
         mask = z["class_mask"] if "class_mask" in z.files else None
         cube = z["cube"]
         ceiling = float(np.iinfo(cube.dtype).max) if cube.dtype.kind == "u" else None
-        return to_record(summarize(cube, z["wavelengths"], mask, ceiling=ceiling,
-                                   with_thumbnail=thumbnail))
+        rec = to_record(summarize(cube, z["wavelengths"], mask, ceiling=ceiling,
+                                  with_thumbnail=thumbnail, signed=False))
+        # the signature is of the frame as written (float32), as the npz holds it
+        return {**rec, "signature": signature_record(signature(cube.astype(np.float32)))}
 
 
 def _shards(out: Path) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.leakage.signatures import SIGNATURE_VERSION
 from dvc_cuvis.materialize import summary_store
 from dvc_cuvis.materialize.summaries import RECIPE
 from dvc_cuvis.materialize.summary_store import (
@@ -23,8 +24,11 @@ from dvc_cuvis.materialize.summary_store import (
 A, B, C = "frames/d/a.npz.000000.npz", "frames/d/b.npz.000000.npz", "frames/e/c.npz.000000.npz"
 
 
+SIGNED = {"signature": {"v": SIGNATURE_VERSION}}
+
+
 def rec(value: float, thumb: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"mean": [value]}
+    out: dict[str, Any] = {"mean": [value], **SIGNED}
     if thumb:
         out["thumbnail"] = {"rgb": "AAAA"}
     return out
@@ -91,7 +95,8 @@ def test_refresh_counts_what_it_summarized_again_and_syncs_once(tmp_path: Path,
     assert refresh(tmp_path, frames, {A: rec(1.0)}, frozenset(), summarize_frame=again) == 2
     assert sorted(asked) == [B, C] and syncs == [tmp_path]
     shard = read_shard(tmp_path / shard_of(A))
-    assert shard[A] == {"mean": [1.0], "source": "a.npz", "index": 0, "md5": frames[A][2]}
+    assert shard[A] == {"mean": [1.0], "source": "a.npz", "index": 0, "md5": frames[A][2],
+                        **SIGNED}
     assert shard[B]["mean"] == [9.0]
     # nothing changed: nothing summarized, nothing written, no sync
     assert refresh(tmp_path, frames, {}, frozenset(), summarize_frame=again) == 0
@@ -148,3 +153,16 @@ def test_refresh_writes_shards_unsynced_and_syncs_when_any_changed(tmp_path: Pat
     refresh(tmp_path, frames, {A: rec(3.0)}, frozenset(), summarize_frame=None)  # d/ only
     assert fsyncs == [False, False, False] and syncs == [tmp_path, tmp_path]
     assert write_shard(tmp_path / "none" / "%summary.json", {}) is False
+
+
+def test_an_unsigned_entry_is_summarized_again_only_when_summaries_are_on(tmp_path: Path) -> None:
+    frames = _frames(A)
+    unsigned = {"mean": [1.0]}  # an entry written before signatures existed
+    refresh(tmp_path, frames, {A: unsigned}, frozenset(), summarize_frame=None)
+    refresh(tmp_path, frames, {}, frozenset(), summarize_frame=None)
+    assert read_shard(tmp_path / shard_of(A))[A]["mean"] == [1.0]  # kept: summaries off
+    asked: list[str] = []
+    assert refresh(tmp_path, frames, {}, frozenset(),
+                   summarize_frame=lambda n: asked.append(n) or rec(2.0)) == 1
+    assert asked == [A] and read_shard(tmp_path / shard_of(A))[A]["signature"] == SIGNED[
+        "signature"]

@@ -1,0 +1,187 @@
+"""The duplicate constraints wired in: materialize signs each frame while its cube is in memory,
+``check`` and the train guard read the signatures from the summaries shards and refuse a frame
+whose content sits in two stages; unsigned frames are named with the command that signs them;
+a damaged shard is exit 2 with nothing written.  Real npz frames enumerated, baked,
+materialized and checked in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dvc_cuvis.baking.core import BakeOptions, bake
+from dvc_cuvis.check.drift import DriftError, verify
+from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, from_record, signature
+from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.materialize.summary_store import shard_files
+from dvc_cuvis.model.frames import Compression, npz_bytes, read_npz
+from dvc_cuvis.model.splits import save_splits
+from dvc_cuvis.model.universe_io import read_universe, write_universe
+from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.train.datamodule import guard
+
+
+def _scene(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:24, 0:24]
+    img = np.zeros((24, 24, 4))
+    for _ in range(4):
+        cy, cx, s = rng.uniform(0, 24), rng.uniform(0, 24), rng.uniform(3, 8)
+        img += np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * s * s))[..., None] \
+            * rng.uniform(0.2, 1, 4)
+    return img.astype(np.float32)
+
+
+def _planted(root: Path) -> tuple[str, str]:
+    """Enumerate 4 recordings x 3 distinct frames plus one copy of ``rec0/f0`` (re-saved
+    compressed, so its md5 differs) as its own recording, bake per sample with a seed that
+    puts the copy in another stage, materialize; returns the pair's uids."""
+    data = root / "data"
+    for r in range(4):
+        for k in range(3):
+            (data / f"rec{r}").mkdir(parents=True, exist_ok=True)
+            (data / f"rec{r}" / f"f{k}.npz").write_bytes(npz_bytes(
+                {"cube": _scene(10 * r + k), "wavelengths": np.arange(4, dtype=np.int32)},
+                Compression()))
+    (data / "copy").mkdir()
+    (data / "copy" / "f0.npz").write_bytes(npz_bytes(
+        {"cube": _scene(0), "wavelengths": np.arange(4, dtype=np.int32)},
+        Compression.parse("deflate")))
+    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=data, out_dir=root, jobs=1))
+    write_universe(uni, root / "universe.csv")
+    uni = read_universe(root / "universe.csv")
+    pair = ("rec0/f0.npz#0", "copy/f0.npz#0")
+    for seed in range(50):
+        (baked,) = bake(uni, BakeOptions(seed=seed, group_by="sample"))
+        stage = {uni.uid(int(p)): s for s in ("train", "val", "test")
+                 for p in baked.stages[s].tolist()}
+        if pair[0] in stage and pair[1] in stage and stage[pair[0]] != stage[pair[1]]:
+            break
+    save_splits(baked.config, root / "splits.json")
+    materialize(uni, baked.config, root / "out", ReaderParams(), jobs=1)
+    return pair
+
+
+def test_a_planted_copy_is_refused_by_check_and_the_guard(tmp_path: Path, cli) -> None:
+    first, second = _planted(tmp_path)
+    out = tmp_path / "out"
+    stored = {}  # materialize signed each frame as it wrote it: the npz cube's signature
+    for shard in shard_files(out):
+        for name, entry in json.loads(shard.read_text())["frames"].items():
+            stored[name] = from_record(entry[SIGNATURE_KEY], shard)
+    assert len(stored) == 13
+    for name, sig in stored.items():
+        assert sig == signature(read_npz(str(out / name))["cube"])
+    raw = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None, summaries=out)
+    found = raw.finding("constraints")
+    assert found.status == "violation" and "content_duplicate violated" in found.summary
+    pairs = found.details["duplicate_pairs"]["content_duplicate"]
+    assert pairs["count"] == 1 and {pairs["pairs"][0]["a"], pairs["pairs"][0]["b"]} == {
+        first, second}
+    assert "--group" in found.fix or "group" in found.fix
+    # the materialized universe finds its own summaries; warn passes and still names the pair
+    mat = verify(out / "splits.json", out / "universe.csv", lock=None,
+                 content_duplicate="warn").finding("constraints")
+    assert mat.status == "ok" and "content_duplicate violated (warn)" in mat.summary
+    assert mat.details["duplicates"] == {"exact": 1, "near": 0, "unsigned": 0}
+    calls: list[str | None] = []
+
+    def module():  # a DataModule's face: setup() only
+        return type("DM", (), {"setup": lambda self, stage=None: calls.append(stage)})()
+
+    kw = {"splits": out / "splits.json", "universe": out / "universe.csv", "lock": None,
+          "cache": None}
+    with pytest.raises(DriftError, match="content_duplicate"):
+        guard(module(), verify_mode="strict", **kw).setup("fit")
+    assert calls == []  # refused before the module read a frame
+    guard(module(), verify_mode="strict", content_duplicate="off", **kw).setup("fit")
+    assert calls == ["fit"]
+    run = cli("check", "--no-params", "--universe", tmp_path / "universe.csv", "--splits",
+              tmp_path / "splits.json", "--no-lock", "--summaries", out, "--json",
+              "--metrics", tmp_path / "m.json")
+    assert run.code == 1, run.err
+    doc = json.loads(run.out)["checks"]["constraints"]["details"]["duplicate_pairs"]
+    assert doc["content_duplicate"]["pairs"][0]["a_stage"] in ("train", "val", "test")
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["content_duplicates"] == 1 and metrics["unsigned_frames"] == 0
+
+
+def test_unsigned_frames_are_named_with_the_command_that_signs_them(tmp_path: Path,
+                                                                     cli) -> None:
+    _planted(tmp_path)
+    out = tmp_path / "out"
+    cache = StatCache(tmp_path / "stat-cache.bin")  # a clean verdict is remembered...
+    for _ in range(2):
+        kept = verify(out / "splits.json", out / "universe.csv", lock=None, cache=cache,
+                      content_duplicate="warn")
+    assert kept.ok and kept.reused_verdict
+    shards = shard_files(out)
+    for shard in shards:  # shards as written before signatures existed
+        doc = json.loads(shard.read_text())
+        for entry in doc["frames"].values():
+            entry.pop(SIGNATURE_KEY)
+        shard.write_text(json.dumps(doc))
+    again = verify(out / "splits.json", out / "universe.csv", lock=None, cache=cache,
+                   content_duplicate="warn")  # ...while no shard it read changed
+    assert not again.reused_verdict
+    assert "content_duplicate unavailable" in again.finding("constraints").summary
+    found = verify(out / "splits.json", out / "universe.csv", lock=None).finding("constraints")
+    assert found.status == "violation" and "content_duplicate unavailable" in found.summary
+    unsigned = found.details["duplicate_pairs"]["unsigned"]
+    assert unsigned["count"] == 13 and len(unsigned["frames"]) == 13
+    fix = unsigned["fix"]
+    assert found.fix == fix and fix.startswith("dvc-cuvis materialize --sign-only --out-dir ")
+    frame_bytes = {p: p.read_bytes() for p in (out / "frames").rglob("*.npz")}
+    run = cli(*fix.split()[1:])  # the command as printed
+    assert run.code == 0 and "signed 13 frame(s)" in run.out, run.err
+    assert {p: p.read_bytes() for p in (out / "frames").rglob("*.npz")} == frame_bytes
+    again = verify(out / "splits.json", out / "universe.csv", lock=None).finding("constraints")
+    assert "content_duplicate violated" in again.summary  # compared now: the copy is found
+    # a damaged shard: exit 2 naming it, nothing written
+    doc = json.loads(shards[0].read_text())
+    next(iter(doc["frames"].values()))[SIGNATURE_KEY] = {"v": 2, "content": "not hex"}
+    shards[0].write_text(json.dumps(doc))
+    with pytest.raises(DvcCuvisError, match="damaged or foreign frame signature"):
+        verify(out / "splits.json", out / "universe.csv", lock=None)
+    shards[0].write_text("{not json")
+    run = cli("check", "--no-params", "--universe", out / "universe.csv", "--splits",
+              out / "splits.json", "--no-lock", "--metrics", tmp_path / "m.json")
+    assert run.code == 2 and str(shards[0]) in run.err and "Traceback" not in run.err
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.slow  # one dvc repro in a copy of the committed README workflow
+def test_a_planted_copy_through_dvc_repro_fails_the_check_stage(built: Path,
+                                                                 tmp_path: Path) -> None:
+    import yaml
+
+    from tests.helpers.repos import copy
+    from tests.helpers.shell import run
+
+    repo = copy(built, tmp_path / "repo")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["check"]["summaries"] = params["materialize"]["out_dir"]
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    original = sorted((repo / "data/npz").rglob("*.npz"))[0]
+    with np.load(original) as z:  # the frame re-saved compressed as recordings of their own
+        arrays = dict(z)
+    for k in range(3):
+        (repo / f"data/npz/copied{k}").mkdir()
+        np.savez_compressed(repo / f"data/npz/copied{k}/f0.npz",
+                            **{**arrays, "source": np.array(f"copied{k}")})
+    done = run("dvc", "repro", "check", cwd=repo)  # check and the stages it needs, no report
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "content_duplicate violated" in said, said
+    checked = run("dvc-cuvis", "check", "--params", "params.yaml", "--json", cwd=repo)
+    assert checked.returncode == 1, checked.stderr
+    found = json.loads(checked.stdout)["checks"]["constraints"]["details"]
+    pairs = found["duplicate_pairs"]["content_duplicate"]["pairs"]
+    rel = original.relative_to(repo / "data/npz").as_posix()
+    named = {rel, *(f"copied{k}/f0.npz" for k in range(3))}
+    assert pairs and all({p["a"].split("#")[0], p["b"].split("#")[0]} <= named for p in pairs)
+    assert all(p["a_stage"] != p["b_stage"] for p in pairs)
