@@ -117,7 +117,8 @@ def materialize_cost(folders: int, frames: int, rounds: int, seed: int) -> None:
 
     from benchmarks.bench_materialize import build_dataset
     from dvc_cuvis.materialize import summaries
-    from dvc_cuvis.materialize.core import ReaderParams, materialize
+    from dvc_cuvis.materialize import ReaderParams
+    from dvc_cuvis.materialize import materialize_universe as materialize
 
     work = Path(tempfile.mkdtemp(prefix="bench-signatures-"))
     real = summaries.signature

@@ -17,7 +17,8 @@ from dvc_cuvis.check.drift import DriftError, verify
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, from_record, signature
-from dvc_cuvis.materialize.core import ReaderParams, materialize
+from dvc_cuvis.materialize import ReaderParams
+from dvc_cuvis.materialize import materialize_universe as materialize
 from dvc_cuvis.materialize.summary_store import shard_files
 from dvc_cuvis.model.frames import Compression, npz_bytes, read_npz
 from dvc_cuvis.model.splits import save_splits
