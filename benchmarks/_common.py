@@ -152,12 +152,18 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def bare_args(description: str) -> Any:
+    """An argparse parser with no options yet: the one place a benchmark's parser is made,
+    for the few that print their own format rather than the shared table."""
+    import argparse
+
+    return argparse.ArgumentParser(description=description)
+
+
 def standard_args(description: str, *, seed: bool = False, profile: bool = False) -> Any:
     """An argparse parser with the options every benchmark takes (``--seed`` and
     ``--profile`` for those that use them); a benchmark adds its own on top."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=description)
+    ap = bare_args(description)
     ap.add_argument("--quick", action="store_true",
                     help="small sizes, no PASS/FAIL enforcement (CI smoke test)")
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
@@ -306,6 +312,12 @@ def environment() -> dict[str, Any]:
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def print_json(payload: dict[str, Any]) -> None:
+    """Write ``payload`` to stdout as sorted, indented JSON (for benchmarks whose figures
+    are read by another program rather than from the table)."""
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 # -- isolated reader measurement (child process) -------------------------------------------

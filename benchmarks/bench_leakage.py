@@ -16,13 +16,13 @@ into materialize).
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 import resource
 import time
 
 import numpy as np
 
+from benchmarks import _common
 from dvc_cuvis.leakage.duplicates import COSINE, HAMMING, audit
 from dvc_cuvis.leakage.signatures import Signature, signature
 
@@ -99,7 +99,7 @@ def scale(n: int, seed: int, hamming: int, limit_s: float) -> None:
 
 def main() -> None:
     """Run the planted table and the audit scale figures."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.bare_args(__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
