@@ -79,7 +79,7 @@ import numpy as np
 import yaml
 
 from benchmarks import _common
-from benchmarks._common import Row, median, profile_top, timed
+from benchmarks._common import Row, median, profile_top, rounds, timed, warm_median
 from benchmarks.bench_pipeline import SlowdownRow, brief, child_env, count, make_frames, run_cmd
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import CHECKS, verify
@@ -449,7 +449,7 @@ def bench_loader(args: argparse.Namespace, mat: Path, work: Path, rng: np.random
     ours, base, ours_t1 = median(ours_t), median(base_t), median(t1_t)
     dm2 = module(2)
     loader_pass(dm2)  # warm-up
-    w2 = [timed(loader_pass, dm2)[0] for _ in range(1 if args.quick else 3)]
+    w2 = rounds(loader_pass, 1 if args.quick else 3, dm2)
     ours2 = median(w2)
     log(f"    train stage: {n} frames, {mib:.0f} MiB on disk; baseline loop "
         + ", ".join(f"{t:.3f}" for t in base_t) + f" s (median {base:.3f}); DataLoader "
@@ -497,8 +497,7 @@ def stat_floor(paths: list[str], repeat: int = 5) -> float:
         for p in paths:
             os.stat(p)
         return time.perf_counter() - t
-    one()
-    return median([one() for _ in range(repeat)])
+    return warm_median(one, repeat)
 
 
 def guard_phases(csv: Path, cache_path: Path, repeat: int = 5) -> dict[str, float]:
@@ -633,8 +632,7 @@ def epoch_read_of(make: Callable[[], Any], repeat: int = 3) -> float:
                 pass
         return time.perf_counter() - t
 
-    one()
-    return median([one() for _ in range(repeat)])
+    return warm_median(one, repeat)
 
 
 def epoch_read(csv: Path, repeat: int = 3) -> float:
