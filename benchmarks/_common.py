@@ -152,12 +152,18 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def bare_args(description: str) -> Any:
+    """An argparse parser with no options yet: the one place a benchmark's parser is made,
+    for the few that print their own format rather than the shared table."""
+    import argparse
+
+    return argparse.ArgumentParser(description=description)
+
+
 def standard_args(description: str, *, seed: bool = False, profile: bool = False) -> Any:
     """An argparse parser with the options every benchmark takes (``--seed`` and
     ``--profile`` for those that use them); a benchmark adds its own on top."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=description)
+    ap = bare_args(description)
     ap.add_argument("--quick", action="store_true",
                     help="small sizes, no PASS/FAIL enforcement (CI smoke test)")
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
@@ -261,6 +267,19 @@ def median(xs: list[float]) -> float:
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
+def rounds(fn: Callable[..., Any], n: int, *args: Any, **kwargs: Any) -> list[float]:
+    """Wall times of ``n`` calls of ``fn`` (each as ``timed``), so a benchmark reports every
+    round and not only its summary."""
+    return [timed(fn, *args, **kwargs)[0] for _ in range(n)]
+
+
+def warm_median(one: Callable[[], float], n: int) -> float:
+    """One untimed warm-up call of ``one`` (which returns its own seconds), then the median
+    of ``n`` more: the steady state, without the first call's cold caches."""
+    one()
+    return median([one() for _ in range(n)])
+
+
 def profile_top(fn: Callable[[], Any], limit: int = 15) -> str:
     """cProfile ``fn()`` and return the top entries by total and cumulative time."""
     prof = cProfile.Profile()
@@ -306,6 +325,12 @@ def environment() -> dict[str, Any]:
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def print_json(payload: dict[str, Any]) -> None:
+    """Write ``payload`` to stdout as sorted, indented JSON (for benchmarks whose figures
+    are read by another program rather than from the table)."""
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 # -- isolated reader measurement (child process) -------------------------------------------
@@ -354,6 +379,42 @@ def _load_upstream_universe_module() -> Any:
     raise FileNotFoundError(f"cannot find {UPSTREAM_UNIVERSE_MODULE} in site-packages")
 
 
+def _read_upstream(what: str, path: str) -> tuple[float, int]:
+    """cuvis_ai_dataloader's parse_universe on ``path`` (``upstream-text``: with text-only
+    path normalization); its seconds and rows."""
+    mod = _load_upstream_universe_module()
+    if what == "upstream-text":
+        # upstream resolves every row's path on the file system (Path.resolve); ours checks
+        # the path text only.  This variant swaps in a text-only normalization, so the
+        # comparison is of the same work (the README names both figures).
+        def text_resolve(self: Path, strict: bool = False) -> Path:
+            return Path(os.path.normpath(self.absolute()))
+
+        Path.resolve = text_resolve  # type: ignore[method-assign]
+    t0 = time.perf_counter()
+    out = mod.parse_universe(
+        Path(path),
+        require_materialized_path=True,
+        accept_split=False,
+        unique_materialized_path=True,
+        allow_index_ranges=False,
+    )
+    return time.perf_counter() - t0, len(out)
+
+
+def _peak_rss_mib() -> tuple[float, float | None]:
+    """This process's peak RSS in MiB (getrusage), and /proc's VmHWM as a cross-check."""
+    # ru_maxrss is KiB on Linux, bytes on macOS
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    maxrss_mib = maxrss / (1 << 20) if sys.platform == "darwin" else maxrss / 1024
+    hwm_mib = None
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                hwm_mib = int(line.split()[1]) / 1024  # cross-check (per address space)
+    return maxrss_mib, hwm_mib
+
+
 def _child_read(what: str, path: str | None) -> dict[str, Any]:
     t_start = time.perf_counter()
     rows = 0
@@ -391,36 +452,11 @@ def _child_read(what: str, path: str | None) -> dict[str, Any]:
         seconds = time.perf_counter() - t0
         rows = table.num_rows
     elif what in ("upstream", "upstream-text"):
-        mod = _load_upstream_universe_module()
-        if what == "upstream-text":
-            # upstream resolves every row's path on the file system (Path.resolve); ours checks
-            # the path text only.  This variant swaps in a text-only normalization, so the
-            # comparison is of the same work (the README names both figures).
-            def text_resolve(self: Path, strict: bool = False) -> Path:
-                return Path(os.path.normpath(self.absolute()))
-
-            Path.resolve = text_resolve  # type: ignore[method-assign]
         assert path is not None
-        t0 = time.perf_counter()
-        out = mod.parse_universe(
-            Path(path),
-            require_materialized_path=True,
-            accept_split=False,
-            unique_materialized_path=True,
-            allow_index_ranges=False,
-        )
-        seconds = time.perf_counter() - t0
-        rows = len(out)
+        seconds, rows = _read_upstream(what, path)
     else:
         raise SystemExit(f"unknown reader {what!r}")
-    # ru_maxrss is KiB on Linux, bytes on macOS
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    maxrss_mib = maxrss / (1 << 20) if sys.platform == "darwin" else maxrss / 1024
-    hwm_mib = None
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                hwm_mib = int(line.split()[1]) / 1024  # cross-check (per address space)
+    maxrss_mib, hwm_mib = _peak_rss_mib()
     return {
         "reader": what,
         "seconds": seconds,

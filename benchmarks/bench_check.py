@@ -79,7 +79,7 @@ import numpy as np
 import yaml
 
 from benchmarks import _common
-from benchmarks._common import Row, median, profile_top, timed
+from benchmarks._common import Row, median, profile_top, rounds, timed, warm_median
 from benchmarks.bench_pipeline import SlowdownRow, brief, child_env, count, make_frames, run_cmd
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import CHECKS, verify
@@ -197,8 +197,10 @@ def profile_check(repo: Path, cli_seconds: float) -> str:
     return head + prof
 
 
-def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enforce: bool,
-                log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
+def setup_check_repo(args: argparse.Namespace, work: Path, env: dict[str, str],
+                     log: Log) -> tuple[Path, int, dict, Path]:
+    """A git + DVC repository of npz frames after one ``dvc repro`` of enumerate and bake:
+    (repository, frames, the repro's run, the stat cache it left)."""
     sessions, frames = (8, 25) if args.quick else (1000, 100)
     repo = work / "check_repo"
     repo.mkdir()
@@ -215,6 +217,13 @@ def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enfor
     log(f"    kept stages enumerate, bake (removed {', '.join(dropped)}); first dvc repro "
         f"(untimed): {first['seconds']:.1f} s; stat cache {cache.stat().st_size / 2**20:.1f} MiB")
 
+    return repo, n, first, cache
+
+
+def warm_check_runs(repo: Path, env: dict[str, str], cache: Path, repeat: int,
+                    log: Log) -> tuple[dict, list[dict], list[dict], list[dict], bool]:
+    """The first check and status (untimed), then ``repeat`` interleaved rounds of check,
+    dvc status and check --no-enumerate; whether a timed check rewrote the stat cache."""
     check_cmd = ["dvc-cuvis", "check", "--params", "params.yaml"]
     noenum_cmd = [*check_cmd, "--no-enumerate"]
     status_cmd = ["dvc", "status"]
@@ -226,7 +235,6 @@ def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enfor
         f"status: {first_status['seconds']:.2f} s")
     stamp = cache.stat().st_mtime_ns
 
-    repeat = 1 if args.quick else 3
     checks, statuses, noenums = [], [], []
     for _ in range(repeat):  # interleaved so drift hits all alike
         checks.append(run_cmd(check_cmd, repo, env))
@@ -239,6 +247,32 @@ def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enfor
     for r in statuses:
         status_ok(r)
     rewritten = cache.stat().st_mtime_ns != stamp
+    return first_check, checks, statuses, noenums, rewritten
+
+
+def profile_warm_check(repo: Path, ours: float, row_abs: Row, log: Log,
+                       profiles: dict[str, str]) -> None:
+    """The in-process phases and a cProfile of a warm check, for --profile or a failed row."""
+    phases = check_phases(repo)
+    lines = [f"{v:8.2f} s  {k}" for k, v in phases.items()]
+    lines.append(f"{sum(phases.values()):8.2f} s  sum")
+    row_abs.details["inprocess_phases_s"] = phases
+    log("    warm check, in-process phases (no profiler):\n      " + "\n      ".join(lines))
+    try:
+        prof = profile_check(repo, ours)
+    except Exception as exc:  # a profile is a diagnostic: never lose the report over it
+        prof = f"in-process profile failed: {type(exc).__name__}: {exc}\n"
+        log(f"    ! {prof.rstrip()}")
+    profiles["check_warm"] = ("phases (wall, no profiler):\n" + "\n".join(lines) + "\n\n"
+                              + prof)
+
+
+def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enforce: bool,
+                log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
+    """A warm ``dvc-cuvis check`` with nothing changed, against ``dvc status``."""
+    repo, n, first, cache = setup_check_repo(args, work, env, log)
+    first_check, checks, statuses, noenums, rewritten = warm_check_runs(
+        repo, env, cache, 1 if args.quick else 3, log)
     if rewritten:
         notes.append("! a timed check rewrote the stat cache (it missed entries), so it was "
                      "not fully warm")
@@ -278,18 +312,7 @@ def bench_check(args: argparse.Namespace, work: Path, env: dict[str, str], enfor
             ours=first["seconds"], details={"run": brief(first)}),
     ]
     if args.profile or row_abs.passed is False or row_ratio.passed is False:
-        phases = check_phases(repo)
-        lines = [f"{v:8.2f} s  {k}" for k, v in phases.items()]
-        lines.append(f"{sum(phases.values()):8.2f} s  sum")
-        row_abs.details["inprocess_phases_s"] = phases
-        log("    warm check, in-process phases (no profiler):\n      " + "\n      ".join(lines))
-        try:
-            prof = profile_check(repo, ours)
-        except Exception as exc:  # a profile is a diagnostic: never lose the report over it
-            prof = f"in-process profile failed: {type(exc).__name__}: {exc}\n"
-            log(f"    ! {prof.rstrip()}")
-        profiles["check_warm"] = ("phases (wall, no profiler):\n" + "\n".join(lines) + "\n\n"
-                                  + prof)
+        profile_warm_check(repo, ours, row_abs, log, profiles)
     return rows
 
 
@@ -375,6 +398,16 @@ def loader_pass(dm: Any, checksum: bool = False) -> tuple[int, float]:
     return n, total
 
 
+def profile_loader(dm: Any, paths: list[str], indices: list[int],
+                   rng: np.random.Generator) -> str:
+    """cProfile of one DataLoader pass and one baseline pass, for --profile or a failed row."""
+    return (
+        "cProfile of one DataLoader pass (num_workers=0):\n"
+        + profile_top(lambda: loader_pass(dm), limit=20)
+        + "\ncProfile of one baseline pass:\n"
+        + profile_top(lambda: baseline_pass(paths, indices, rng), limit=12))
+
+
 def bench_loader(args: argparse.Namespace, mat: Path, work: Path, rng: np.random.Generator,
                  enforce: bool, log: Log, profiles: dict[str, str]) -> list[Row]:
     from dvc_cuvis.train.datamodule import SplitDataModule
@@ -416,7 +449,7 @@ def bench_loader(args: argparse.Namespace, mat: Path, work: Path, rng: np.random
     ours, base, ours_t1 = median(ours_t), median(base_t), median(t1_t)
     dm2 = module(2)
     loader_pass(dm2)  # warm-up
-    w2 = [timed(loader_pass, dm2)[0] for _ in range(1 if args.quick else 3)]
+    w2 = rounds(loader_pass, 1 if args.quick else 3, dm2)
     ours2 = median(w2)
     log(f"    train stage: {n} frames, {mib:.0f} MiB on disk; baseline loop "
         + ", ".join(f"{t:.3f}" for t in base_t) + f" s (median {base:.3f}); DataLoader "
@@ -438,11 +471,7 @@ def bench_loader(args: argparse.Namespace, mat: Path, work: Path, rng: np.random
             ours=ours2, baseline=base, details={"ours_s": w2}),
     ]
     if args.profile or row.passed is False:
-        profiles[row.key] = (
-            "cProfile of one DataLoader pass (num_workers=0):\n"
-            + profile_top(lambda: loader_pass(dm), limit=20)
-            + "\ncProfile of one baseline pass:\n"
-            + profile_top(lambda: baseline_pass(paths, indices, rng), limit=12))
+        profiles[row.key] = profile_loader(dm, paths, indices, rng)
     return rows
 
 
@@ -468,8 +497,7 @@ def stat_floor(paths: list[str], repeat: int = 5) -> float:
         for p in paths:
             os.stat(p)
         return time.perf_counter() - t
-    one()
-    return median([one() for _ in range(repeat)])
+    return warm_median(one, repeat)
 
 
 def guard_phases(csv: Path, cache_path: Path, repeat: int = 5) -> dict[str, float]:
@@ -604,8 +632,7 @@ def epoch_read_of(make: Callable[[], Any], repeat: int = 3) -> float:
                 pass
         return time.perf_counter() - t
 
-    one()
-    return median([one() for _ in range(repeat)])
+    return warm_median(one, repeat)
 
 
 def epoch_read(csv: Path, repeat: int = 3) -> float:
@@ -640,6 +667,43 @@ def tiny_universe(work: Path, folders: int, per: int) -> Path:
     (baked,) = bake(read_universe(base / "universe.csv"), BakeOptions())
     (base / "splits.json").write_text(baked.config.model_dump_json(indent=2) + "\n")
     return base / "universe.csv"
+
+
+def profile_guard(mat: Path, csv: Path, cache_path: Path, lines: list[str]) -> str:
+    """The phases and a cProfile of the guard's check on a later setup, for --profile."""
+    cache = StatCache(cache_path)
+    cfg = load_splits(mat / "splits.json")
+    return (
+        "phases (wall, no profiler):\n" + "\n".join(lines)
+        + "\n\ncProfile of the guard's check on a later setup (verify(dm.splits, "
+        "universe.csv, lock=None, cache=<warm>), the verdict reused):\n"
+        + profile_top(lambda: verify(cfg, csv, lock=None, cache=cache), limit=25))
+
+
+def guard_10k_rows(work: Path, enforce: bool, log: Log) -> list[Row]:
+    """The guard on 10k tiny frames (full runs only): where per-file costs dominate."""
+    t0 = time.perf_counter()
+    big = tiny_universe(work, 100, 100)
+    big_cache = work / "guard-big-cache.bin"
+    verify(load_splits(big.parent / "splits.json"), big, lock=None,
+           cache=StatCache(big_cache))
+    setup_s = time.perf_counter() - t0
+    p_t, g_t, big_fresh = setup_ratio(big, big_cache, 9)
+    p, g = median(p_t), median(g_t)
+    big_floor = stat_floor(content_files(big))
+    big_epoch = epoch_read(big)
+    log_ab(big, big_cache, log)
+    log(f"    10k tiny frames (setup {setup_s:.1f} s): unguarded "
+        + ", ".join(f"{t * 1e3:.0f}" for t in p_t) + f" ms (median {p * 1e3:.0f}); guarded "
+        + ", ".join(f"{t * 1e3:.0f}" for t in g_t) + f" ms (median {g * 1e3:.0f}); ratio "
+        f"{g / p:.3f}; floor {big_floor * 1e3:.1f} ms = {big_floor / p:.1%} of setup; "
+        f"fresh verdicts {big_fresh}")
+    return [
+        *guard_goal_rows("guard_10k", "guard(), 10k tiny frames", g - p, big_epoch,
+                         big_floor, enforce),
+        SlowdownRow(key="guard_setup_10k", label="  guard(): setup('fit'), 10k tiny frames",
+                    ours=g, baseline=p, details={"guarded_s": g_t, "unguarded_s": p_t}),
+    ]
 
 
 def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, log: Log,
@@ -687,36 +751,9 @@ def bench_guard(args: argparse.Namespace, mat: Path, work: Path, enforce: bool, 
             ours=guarded_s - plain),
     ]
     if not args.quick:
-        t0 = time.perf_counter()
-        big = tiny_universe(work, 100, 100)
-        big_cache = work / "guard-big-cache.bin"
-        verify(load_splits(big.parent / "splits.json"), big, lock=None,
-               cache=StatCache(big_cache))
-        setup_s = time.perf_counter() - t0
-        p_t, g_t, big_fresh = setup_ratio(big, big_cache, 9)
-        p, g = median(p_t), median(g_t)
-        big_floor = stat_floor(content_files(big))
-        big_epoch = epoch_read(big)
-        log_ab(big, big_cache, log)
-        log(f"    10k tiny frames (setup {setup_s:.1f} s): unguarded "
-            + ", ".join(f"{t * 1e3:.0f}" for t in p_t) + f" ms (median {p * 1e3:.0f}); guarded "
-            + ", ".join(f"{t * 1e3:.0f}" for t in g_t) + f" ms (median {g * 1e3:.0f}); ratio "
-            f"{g / p:.3f}; floor {big_floor * 1e3:.1f} ms = {big_floor / p:.1%} of setup; "
-            f"fresh verdicts {big_fresh}")
-        rows += [
-            *guard_goal_rows("guard_10k", "guard(), 10k tiny frames", g - p, big_epoch,
-                             big_floor, enforce),
-            SlowdownRow(key="guard_setup_10k", label="  guard(): setup('fit'), 10k tiny frames",
-                        ours=g, baseline=p, details={"guarded_s": g_t, "unguarded_s": p_t}),
-        ]
+        rows += guard_10k_rows(work, enforce, log)
     if args.profile or row.passed is False:
-        cache = StatCache(cache_path)
-        cfg = load_splits(mat / "splits.json")
-        profiles[row.key] = (
-            "phases (wall, no profiler):\n" + "\n".join(lines)
-            + "\n\ncProfile of the guard's check on a later setup (verify(dm.splits, "
-            "universe.csv, lock=None, cache=<warm>), the verdict reused):\n"
-            + profile_top(lambda: verify(cfg, csv, lock=None, cache=cache), limit=25))
+        profiles[row.key] = profile_guard(mat, csv, cache_path, lines)
     return rows
 
 

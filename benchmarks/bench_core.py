@@ -41,6 +41,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from cuvis_ai_core.data.selectors import resolve_selectors as upstream_resolve_selectors
@@ -171,6 +172,32 @@ def n_selectors(cfg: DataSplitConfig) -> int:
 # -- target 1: 50k baked vs cuvis_ai_core --------------------------------------------------
 
 
+def time_upstream_50k(cfg: DataSplitConfig, uni: Universe, refs: list[SampleRef], sub_n: int,
+                      form: str) -> tuple[float, int, dict[str, dict[str, float]], float]:
+    """Upstream's resolve on the first sub_n selectors per stage, extrapolated to all of them."""
+    up_total = 0.0
+    timed_sel = 0
+    per_stage: dict[str, dict[str, float]] = {}
+    sub_cfg = DataSplitConfig(**{s: getattr(cfg, s)[:sub_n] for s in EXCLUSIVE})
+    sub_res = resolve(sub_cfg, fresh(uni))
+    for stage in EXCLUSIVE:
+        full = getattr(cfg, stage)
+        part = full[:sub_n]
+        dt, got = timed(upstream_resolve_selectors, part, refs)
+        up_uids = [r.uid for r in got]
+        if up_uids != sub_res.uids(stage):
+            raise AssertionError(f"50k {form} {stage}: ours and upstream uids differ on "
+                                 f"the first {len(part)} selectors")
+        scaled = dt * len(full) / len(part)
+        per_stage[stage] = {"timed_s": dt, "timed_selectors": len(part),
+                            "selectors": len(full), "extrapolated_s": scaled}
+        up_total += scaled
+        timed_sel += len(part)
+    dt_pred, _ = timed(list, refs)  # upstream: empty predict = every ref
+    up_total += dt_pred
+    return up_total, timed_sel, per_stage, dt_pred
+
+
 def bench_resolve_50k(args: argparse.Namespace, rng: np.random.Generator, enforce: bool,
                       log: Callable[[str], None], notes: list[str],
                       profiles: dict[str, str]) -> list[Row]:
@@ -205,26 +232,7 @@ def bench_resolve_50k(args: argparse.Namespace, rng: np.random.Generator, enforc
 
         # upstream: the first `sub` selectors of each stage, extrapolated per stage
         sub_n = subset if form == "ints" else max(1, subset // 2)
-        up_total = 0.0
-        timed_sel = 0
-        per_stage: dict[str, dict[str, float]] = {}
-        sub_cfg = DataSplitConfig(**{s: getattr(cfg, s)[:sub_n] for s in EXCLUSIVE})
-        sub_res = resolve(sub_cfg, fresh(uni))
-        for stage in EXCLUSIVE:
-            full = getattr(cfg, stage)
-            part = full[:sub_n]
-            dt, got = timed(upstream_resolve_selectors, part, refs)
-            up_uids = [r.uid for r in got]
-            if up_uids != sub_res.uids(stage):
-                raise AssertionError(f"50k {form} {stage}: ours and upstream uids differ on "
-                                     f"the first {len(part)} selectors")
-            scaled = dt * len(full) / len(part)
-            per_stage[stage] = {"timed_s": dt, "timed_selectors": len(part),
-                                "selectors": len(full), "extrapolated_s": scaled}
-            up_total += scaled
-            timed_sel += len(part)
-        dt_pred, _ = timed(list, refs)  # upstream: empty predict = every ref
-        up_total += dt_pred
+        up_total, timed_sel, per_stage, dt_pred = time_upstream_50k(cfg, uni, refs, sub_n, form)
         extrapolated = timed_sel < sum(n_sel.values())
         log(f"    upstream: timed {timed_sel} selectors in "
             f"{sum(v['timed_s'] for v in per_stage.values()):.2f} s -> "
@@ -294,6 +302,21 @@ def bench_resolve_1m(args: argparse.Namespace, uni: Universe, names: list[str], 
 # -- target 3: universe.csv reading ---------------------------------------------------------
 
 
+def read_general(csv_path: Path, n_rows: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """pandas and pyarrow reading the same file (text cells, no checks), for context."""
+    general: dict[str, Any] = {}
+    for reader in ("pandas", "pyarrow"):  # general-purpose readers: text cells, no checks
+        runs = [_common.run_read_child(reader, csv_path) for _ in range(3)]
+        for r in runs:
+            if r["rows"] != n_rows:
+                raise AssertionError(f"{reader} read {r['rows']} rows, expected {n_rows}")
+        general[reader] = {"runs": runs, "seconds": median([r["seconds"] for r in runs]),
+                           "peak_rss_mib": max(r["peak_rss_mib"] for r in runs)}
+        log(f"    {reader}: median {general[reader]['seconds']:.2f} s, peak RSS "
+            f"{general[reader]['peak_rss_mib']:.0f} MiB")
+    return general
+
+
 def bench_read(args: argparse.Namespace, csv_path: Path, shuffled: Path, n_rows: int,
                enforce: bool, log: Callable[[str], None],
                profiles: dict[str, str]) -> list[Row]:
@@ -317,16 +340,7 @@ def bench_read(args: argparse.Namespace, csv_path: Path, shuffled: Path, n_rows:
     log(f"    upstream: {up['seconds']:.2f} s, peak RSS {up['peak_rss_mib']:.0f} MiB")
     up_text = run("upstream-text", csv_path, timeout=1200)
     log(f"    upstream, Path.resolve replaced by text normalization: {up_text['seconds']:.2f} s")
-    general = {}
-    for reader in ("pandas", "pyarrow"):  # general-purpose readers: text cells, no checks
-        runs = [run(reader, csv_path) for _ in range(3)]
-        for r in runs:
-            if r["rows"] != n_rows:
-                raise AssertionError(f"{reader} read {r['rows']} rows, expected {n_rows}")
-        general[reader] = {"runs": runs, "seconds": median([r["seconds"] for r in runs]),
-                           "peak_rss_mib": max(r["peak_rss_mib"] for r in runs)}
-        log(f"    {reader}: median {general[reader]['seconds']:.2f} s, peak RSS "
-            f"{general[reader]['peak_rss_mib']:.0f} MiB")
+    general = read_general(csv_path, n_rows, log)
     shuf_runs = [run("ours", shuffled) for _ in range(2)]
     shuf_s = median([r["seconds"] for r in shuf_runs])
     shuf_rss = max(r["peak_rss_mib"] for r in shuf_runs)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,54 @@ def cold_enumerate(root: Path, out_dir: Path, **kw: Any) -> tuple[float, str, di
     return time.perf_counter() - t0, text, cache.stats()
 
 
+def time_ways(data: Path, work: Path, address: str, repeat: int,
+              log: Callable[[str], None]) -> tuple[dict[str, list[float]],
+                                                   dict[str, dict[str, int]]]:
+    """Cold enumerate ``repeat`` times each way (local 1 and 2 jobs, Dask); every run's
+    universe.csv must equal the 1-job run's."""
+    ways = ways_for(address)
+    _, reference, _ = cold_enumerate(data, work, jobs=1)  # warm the page cache
+    cold_enumerate(data, work, **ways[list(ways)[2]])  # worker imports
+    times: dict[str, list[float]] = {w: [] for w in ways}
+    hashed: dict[str, dict[str, int]] = {}
+    for r in range(repeat):
+        for way, kw in ways.items():
+            s, text, stats = cold_enumerate(data, work, **kw)
+            if text != reference:
+                raise SystemExit(f"bench_dask: {way}: universe.csv differs from the "
+                                 "1-job run's")
+            times[way].append(s)
+            hashed[way] = stats
+            log(f"run {r + 1}: {way}: {s:.2f} s ({stats['md5_hashed']} files, "
+                f"{stats['bytes_hashed'] / 2**20:.0f} MiB hashed)")
+    return times, hashed
+
+
+def ways_for(address: str) -> dict[str, dict[str, Any]]:
+    """The three ways to enumerate, by label: their keyword arguments."""
+    return {
+        "local, 1 job": {"jobs": 1},
+        "local, 2 jobs": {"jobs": 2},
+        f"dask, {WORKERS} worker processes": {"executor": "dask", "scheduler": address},
+    }
+
+
+def dask_rows(times: dict[str, list[float]], hashed: dict[str, dict[str, int]], repeat: int,
+              frames: int, nbytes: int) -> list[Row]:
+    """Each way's median, then Dask against each local way."""
+    ways = list(times)
+    med = {w: median(ts) for w, ts in times.items()}
+    dask_way = ways[2]
+    rows = [Row(f"cold_{way.split(',')[0]}_{way.split()[1]}",
+                f"cold enumerate, {way} (median of {repeat})", med[way],
+                details={"runs_s": times[way], **hashed[way]}) for way in ways]
+    for way in ways[:2]:
+        rows.append(Row(f"dask_vs_{way.split()[1]}_local", f"{dask_way} vs {way}",
+                        med[dask_way], baseline=med[way],
+                        details={"frames": frames, "bytes": nbytes}))
+    return rows
+
+
 def main() -> int:
     """Build the frames, start the cluster, time the three ways, print the table."""
     ap = _common.standard_args(__doc__.splitlines()[0])
@@ -66,7 +115,6 @@ def main() -> int:
     frames = args.frames or (400 if args.quick else 4000)
     pad = args.pad_kib if args.pad_kib is not None else (32 if args.quick else 128)
     log = _common.Clock()
-    rows: list[Row] = []
     with _common.workspace(args, "bench_dask_", log) as work:
         data = work / "data"
         make_frames(data, max(1, frames // 100), min(frames, 100), pad)
@@ -74,43 +122,14 @@ def main() -> int:
         log(f"{frames} frames, {nbytes / 2**20:.0f} MiB written")
         with local_cluster(work / "cluster", workers=WORKERS) as cluster:
             log(f"cluster up: {cluster.address}, {WORKERS} worker processes")
-            ways: dict[str, dict[str, Any]] = {
-                "local, 1 job": {"jobs": 1},
-                "local, 2 jobs": {"jobs": 2},
-                f"dask, {WORKERS} worker processes": {"executor": "dask",
-                                                      "scheduler": cluster.address},
-            }
-            _, reference, _ = cold_enumerate(data, work, jobs=1)  # warm the page cache
-            cold_enumerate(data, work, **ways[list(ways)[2]])  # worker imports
-            times: dict[str, list[float]] = {w: [] for w in ways}
-            hashed: dict[str, dict[str, int]] = {}
-            for r in range(args.repeat):
-                for way, kw in ways.items():
-                    s, text, stats = cold_enumerate(data, work, **kw)
-                    if text != reference:
-                        raise SystemExit(f"bench_dask: {way}: universe.csv differs from the "
-                                         "1-job run's")
-                    times[way].append(s)
-                    hashed[way] = stats
-                    log(f"run {r + 1}: {way}: {s:.2f} s ({stats['md5_hashed']} files, "
-                        f"{stats['bytes_hashed'] / 2**20:.0f} MiB hashed)")
-    med = {w: median(ts) for w, ts in times.items()}
-    dask_way = list(ways)[2]
-    for way in ways:
-        rows.append(Row(f"cold_{way.split(',')[0]}_{way.split()[1]}",
-                        f"cold enumerate, {way} (median of {args.repeat})", med[way],
-                        details={"runs_s": times[way], **hashed[way]}))
-    for way in list(ways)[:2]:
-        rows.append(Row(f"dask_vs_{way.split()[1]}_local", f"{dask_way} vs {way}",
-                        med[dask_way], baseline=med[way],
-                        details={"frames": frames, "bytes": nbytes}))
+            times, hashed = time_ways(data, work, cluster.address, args.repeat, log)
+    rows = dask_rows(times, hashed, args.repeat, frames, nbytes)
     cmd = "python -m benchmarks.bench_dask " + " ".join(sys.argv[1:])
     notes = [f"command: .venv/bin/python {cmd.strip()} ({os.cpu_count()} cores, shared)",
              f"{frames} npz frames, {nbytes / 2**20:.0f} MiB, every byte hashed in every run; "
              "ratio = local median / Dask median (> 1: Dask faster); universe.csv "
              "byte-identical in every run."]
     return _common.finish(rows, args, total=log.elapsed, notes=notes)
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,7 +19,6 @@ not the disk.  It is a report: the exit code is 0 unless the script crashes.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import REPO
+from benchmarks._common import REPO, bare_args
 
 
 def make_frames(root: Path, n: int, shape: tuple[int, int, int]) -> int:
@@ -102,7 +101,7 @@ def measure(name: str, root: Path, work: Path, repeats: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the rows of docs/performance.md's door table."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bare_args(__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=1000)
     ap.add_argument("--shape", default="64,64,32", help="H,W,C of the synthetic frames")
     ap.add_argument("--repeats", type=int, default=3)

@@ -107,7 +107,67 @@ def run_once(repo: Path, hand_over: bool, cold: bool, cache_type: str) -> dict[s
             "dvc_share": (total - stage) / total}
 
 
+VARIANTS = [(False, "reflink,copy"), (True, "reflink,copy"), (False, "hardlink"),
+            (True, "hardlink")]
+
+
+def time_stage(cmd: list[str], out: Path) -> int:
+    """Run the stage command and record its wall time in ``out`` (read back by run_once)."""
+    t0 = time.perf_counter()
+    rc = subprocess.call(cmd)
+    _common.write_json(out, {"seconds": time.perf_counter() - t0})
+    return rc
+
+
+def measure_rounds(repo: Path, rounds: int) -> tuple[dict[str, list[dict[str, float]]],
+                                                     list[float]]:
+    """Every variant, cache cold and warm, ``rounds`` times; and DVC's floor per round."""
+    results: dict[str, list[dict[str, float]]] = {}
+    floors: list[float] = []
+    for _ in range(rounds):
+        floors.append(floor_once(repo))
+        for cold in (True, False):
+            for hand_over, cache_type in VARIANTS:
+                key = f"{'hand-over' if hand_over else 're-hash'}, {cache_type}, " \
+                      f"cache {'cold' if cold else 'warm'}"
+                results.setdefault(key, []).append(run_once(repo, hand_over, cold, cache_type))
+    return results, floors
+
+
+def report(results: dict[str, list[dict[str, float]]], floors: list[float]) -> list[Row]:
+    """Print the per-variant medians and the comparisons; the rows for the table."""
+    print(f"{'variant':36} {'repro s':>8} {'materialize s':>14} {'DVC s':>7} "
+          f"{'DVC share':>9}")
+    # per variant the median of each figure over the rounds (materialize's own time
+    # varies more between runs than DVC's part does on a shared machine)
+    best = {k: {f: statistics.median(r[f] for r in v) for f in v[0]}
+            for k, v in results.items()}
+    for k, r in best.items():
+        print(f"{k:36} {r['repro_s']:8.2f} {r['materialize_s']:14.2f} {r['dvc_s']:7.2f} "
+              f"{r['dvc_share']:9.1%}")
+    for cache_type in ("reflink,copy", "hardlink"):
+        for cache in ("cold", "warm"):
+            a = best[f"re-hash, {cache_type}, cache {cache}"]
+            b = best[f"hand-over, {cache_type}, cache {cache}"]
+            print(f"hand-over vs re-hash, {cache_type}, cache {cache}: "
+                  f"{a['repro_s'] / b['repro_s']:.2f}x end to end (DVC's own part "
+                  f"{a['dvc_s'] / max(b['dvc_s'], 1e-9):.1f}x less)")
+    a = best["re-hash, reflink,copy, cache cold"]
+    b = best["hand-over, hardlink, cache cold"]
+    print(f"hand-over + hardlink vs re-hash + copy, cache cold: "
+          f"{a['repro_s'] / b['repro_s']:.2f}x end to end")
+    floor = statistics.median(floors)
+    print(f"DVC's floor (dvc repro -f -s of a stage that only echoes): {floor:.2f} s; "
+          f"a 5 % share needs a stage command of >= {19 * floor:.1f} s")
+    rows = [Row(f"repro {k}", f"dvc repro -f -s materialize, {k}", r["repro_s"],
+                details=r) for k, r in best.items()]
+    rows.append(Row("floor", "DVC's floor: dvc repro -f -s of a stage that only echoes",
+                    floor, details={"runs_s": floors}))
+    return rows
+
+
 def main() -> int:
+    """Parse the options, build the repository, measure every variant, report."""
     ap = _common.standard_args(__doc__.split("\n")[0])  # --quick: 8 frames of 64x64x61
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--size", type=int, default=256, help="frame height = width")
@@ -117,10 +177,7 @@ def main() -> int:
     ap.add_argument("cmd", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.time_cmd is not None:  # the stage command, timed
-        t0 = time.perf_counter()
-        rc = subprocess.call(args.cmd)
-        args.time_cmd.write_text(json.dumps({"seconds": time.perf_counter() - t0}))
-        return rc
+        return time_stage(args.cmd, args.time_cmd)
     if args.quick:
         args.frames, args.size = 8, 64
     log = _common.Clock()
@@ -131,48 +188,10 @@ def main() -> int:
         print(f"setup {time.perf_counter() - t0:.1f} s: {args.frames} frames "
               f"{args.size}x{args.size}x{args.bands}, {data / 1e6:.0f} MB of npz")
         run_once(repo, True, cold=False, cache_type="reflink,copy")  # warm-up: page cache
-        results: dict[str, list[dict[str, float]]] = {}
-        variants = [(False, "reflink,copy"), (True, "reflink,copy"), (False, "hardlink"),
-                    (True, "hardlink")]
-        floors: list[float] = []
-        for _ in range(args.rounds):
-            floors.append(floor_once(repo))
-            for cold in (True, False):
-                for hand_over, cache_type in variants:
-                    key = f"{'hand-over' if hand_over else 're-hash'}, {cache_type}, " \
-                          f"cache {'cold' if cold else 'warm'}"
-                    results.setdefault(key, []).append(
-                        run_once(repo, hand_over, cold, cache_type))
-        print(f"{'variant':36} {'repro s':>8} {'materialize s':>14} {'DVC s':>7} "
-              f"{'DVC share':>9}")
-        # per variant the median of each figure over the rounds (materialize's own time
-        # varies more between runs than DVC's part does on a shared machine)
-        best = {k: {f: statistics.median(r[f] for r in v) for f in v[0]}
-                for k, v in results.items()}
-        for k, r in best.items():
-            print(f"{k:36} {r['repro_s']:8.2f} {r['materialize_s']:14.2f} {r['dvc_s']:7.2f} "
-                  f"{r['dvc_share']:9.1%}")
-        for cache_type in ("reflink,copy", "hardlink"):
-            for cache in ("cold", "warm"):
-                a = best[f"re-hash, {cache_type}, cache {cache}"]
-                b = best[f"hand-over, {cache_type}, cache {cache}"]
-                print(f"hand-over vs re-hash, {cache_type}, cache {cache}: "
-                      f"{a['repro_s'] / b['repro_s']:.2f}x end to end (DVC's own part "
-                      f"{a['dvc_s'] / max(b['dvc_s'], 1e-9):.1f}x less)")
-        a = best["re-hash, reflink,copy, cache cold"]
-        b = best["hand-over, hardlink, cache cold"]
-        print(f"hand-over + hardlink vs re-hash + copy, cache cold: "
-              f"{a['repro_s'] / b['repro_s']:.2f}x end to end")
-        floor = statistics.median(floors)
-        print(f"DVC's floor (dvc repro -f -s of a stage that only echoes): {floor:.2f} s; "
-              f"a 5 % share needs a stage command of >= {19 * floor:.1f} s")
-        rows = [Row(f"repro {k}", f"dvc repro -f -s materialize, {k}", r["repro_s"],
-                    details=r) for k, r in best.items()]
-        rows.append(Row("floor", "DVC's floor: dvc repro -f -s of a stage that only echoes",
-                        floor, details={"runs_s": floors}))
+        results, floors = measure_rounds(repo, args.rounds)
+        rows = report(results, floors)
     return _common.finish(rows, args, total=log.elapsed,
                           extra_json={"rounds": results})
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks._common import ENV, Row, finish, median, sh, standard_args, workspace
 from testbeds.sshd import clone, find_sshd, start_sshd, use_remote
@@ -81,7 +82,48 @@ def shape(text: str) -> tuple[int, int, int]:
     return int(parts[0]), int(parts[1]), int(parts[2])
 
 
+def fetch_rounds(repo: Path, work: Path, server: Any, rounds: int,
+                 total: int) -> tuple[dict[str, list[float]], int]:
+    """Fresh clones each round: ``fetch --stage test`` against ``dvc pull``, then each again
+    with nothing left to move (the fixed cost); the frames the stage fetched."""
+    runs: dict[str, list[float]] = {"ours": [], "base": [], "ours_idle": [], "base_idle": []}
+    got = 0
+    for k in range(rounds):
+        a = clone(repo, work / f"stage{k}", server)
+        runs["ours"].append(timed(["dvc-cuvis", "fetch", "--stage", "test"], a))
+        got = npz_files(a, "data/npz")
+        b = clone(repo, work / f"pull{k}", server)
+        runs["base"].append(timed(["dvc", "pull", "data/npz.dvc"], b))
+        assert npz_files(b, "data/npz") == total
+        runs["ours_idle"].append(timed(["dvc-cuvis", "fetch", "--stage", "test"], b))
+        runs["base_idle"].append(timed(["dvc", "pull", "data/npz.dvc"], b))
+        shutil.rmtree(a)
+        shutil.rmtree(b)
+    return runs, got
+
+
+def fetch_rows(runs: dict[str, list[float]], got: int, total: int, size: tuple[int, int],
+               bands: int, *, enforce: bool) -> list[Row]:
+    """The stage fetch against the whole pull, and the fixed cost of each."""
+    share = got / total
+    frame_bytes = size[0] * size[1] * bands * 4
+    mib = total * frame_bytes / 2**20
+    return [
+        Row("fetch_stage", f"fetch --stage test ({got} of {total} frames, {share:.0%}) vs "
+            f"dvc pull data/npz.dvc (all {total}, {mib:.0f} MiB), SSH", median(runs["ours"]),
+            baseline=median(runs["base"]),
+            goal_kind="min_ratio", goal_value=1 / 0.15, enforce=enforce,
+            details={"ours": runs["ours"], "baseline": runs["base"], "frames": total,
+                     "stage_frames": got, "frame_bytes": frame_bytes}),
+        Row("fixed_cost", "fixed cost: fetch --stage test with its files present vs dvc pull "
+            "data/npz.dvc with nothing to pull (start-up, index, handshake)",
+            median(runs["ours_idle"]), baseline=median(runs["base_idle"]),
+            details={"ours": runs["ours_idle"], "baseline": runs["base_idle"]}),
+    ]
+
+
 def main() -> int:
+    """Start a local SSH server, build the dataset, time fetch and pull, report."""
     ap = standard_args(__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, help="frames in the dataset (default 50; quick 40)")
     ap.add_argument("--shape", help="frame shape HxWxB, float32 (default 256x256x61; "
@@ -102,34 +144,11 @@ def main() -> int:
         try:
             repo = build(work / "repo", server, work / "store", sessions, frames, size, bands)
             total = npz_files(repo, "data/npz")
-            ours, base, ours_idle, base_idle, got = [], [], [], [], 0
-            for k in range(rounds):
-                a = clone(repo, work / f"stage{k}", server)
-                ours.append(timed(["dvc-cuvis", "fetch", "--stage", "test"], a))
-                got = npz_files(a, "data/npz")
-                b = clone(repo, work / f"pull{k}", server)
-                base.append(timed(["dvc", "pull", "data/npz.dvc"], b))
-                assert npz_files(b, "data/npz") == total
-                ours_idle.append(timed(["dvc-cuvis", "fetch", "--stage", "test"], b))
-                base_idle.append(timed(["dvc", "pull", "data/npz.dvc"], b))
-                shutil.rmtree(a)
-                shutil.rmtree(b)
+            runs, got = fetch_rounds(repo, work, server, rounds, total)
         finally:
             server.stop()
-    share = got / total
+    rows = fetch_rows(runs, got, total, size, bands, enforce=not args.quick)
     frame_bytes = size[0] * size[1] * bands * 4
-    mib = total * frame_bytes / 2**20
-    rows = [
-        Row("fetch_stage", f"fetch --stage test ({got} of {total} frames, {share:.0%}) vs "
-            f"dvc pull data/npz.dvc (all {total}, {mib:.0f} MiB), SSH", median(ours),
-            baseline=median(base),
-            goal_kind="min_ratio", goal_value=1 / 0.15, enforce=not args.quick,
-            details={"ours": ours, "baseline": base, "frames": total, "stage_frames": got,
-                     "frame_bytes": frame_bytes}),
-        Row("fixed_cost", "fixed cost: fetch --stage test with its files present vs dvc pull "
-            "data/npz.dvc with nothing to pull (start-up, index, handshake)", median(ours_idle),
-            baseline=median(base_idle), details={"ours": ours_idle, "baseline": base_idle}),
-    ]
     notes = [f"{rounds} rounds, each on fresh clones with empty caches; medians. Frames of "
              f"{size[0]}x{size[1]}x{bands} float32 ({frame_bytes / 2**20:.1f} MiB)."]
     return finish(rows, args, notes=notes)

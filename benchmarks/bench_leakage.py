@@ -19,7 +19,6 @@ target: the median of the rounds' on / off wall ratios <= 1.03.
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 import os
 import resource
@@ -27,6 +26,7 @@ import time
 
 import numpy as np
 
+from benchmarks import _common
 from dvc_cuvis.leakage.duplicates import COSINE, HAMMING, audit
 from dvc_cuvis.leakage.signatures import Signature, signature
 
@@ -171,7 +171,7 @@ def materialize_cost(folders: int, frames: int, rounds: int, seed: int) -> None:
 
 def main() -> None:
     """Run the planted table and the audit scale figures."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.bare_args(__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--materialize", action="store_true",

@@ -486,63 +486,41 @@ VARIANTS = {
 }
 
 
-def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce: bool,
-                     log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
+def run_variant(variant: str, ds: Dataset, work: Path, cache_file: Path,
+                blobs: list[bytes]) -> float:
+    """One throughput variant into a fresh output folder; its wall time (outputs checked)."""
     files = ds.all_files
     n = len(files)
-    raw_mb = n * (int(np.prod(ds.shape)) * 4 + ds.shape[0] * ds.shape[1] * 5) / MB
-    names = [v for v in VARIANTS if v in args.variants]
-    log(f"[2] throughput: {n} frames ({raw_mb:.0f} MB of arrays), {args.repeats} round(s) of "
-        f"{len(names)} variants in rotated order; inputs' md5s known (stat cache)")
-    cache_file = work / "inputs-known.bin"
-    dt, _ = timed(known_input_md5s, ds, cache_file)
-    log(f"    stat cache of the inputs' md5s (as enumerate leaves it): {dt:.1f} s")
-    blobs = []
-    for rel in spread(files, 8):  # the bytes our frames have (same shape: same sizes)
-        cube, wl, classes = load_input(ds, rel)
-        blobs.append(npz_bytes(frame_arrays(cube, wl, rel, classes, None, rel), Compression()))
-    out_bytes = n * len(blobs[0])
+    out = work / f"out_{variant}"
+    clear(out)
+    os.sync()  # the previous variant's write-back is not billed to this one
+    if variant == "savez":
+        dt, _ = timed(baseline_loop, ds, files, out, compressed=False)
+    elif variant.startswith("disk_"):
+        dt, _ = timed(disk_ceiling, blobs, n, out, per_file=variant == "disk_file")
+    else:
+        jobs = 2 if variant == "ours2" else 1
+        run_cache = work / "run-cache.bin"
+        shutil.copyfile(cache_file, run_cache)  # inputs known, outputs cold
+        cache = StatCache(run_cache)
+        sync = "file" if variant.endswith("_file") else "fs"
+        dt, res = timed(run_ours, ds, out, jobs, cache, sync=sync)
+        if res.written != n or res.kept or res.deleted:
+            raise AssertionError(f"{variant}: written/kept/deleted = "
+                                 f"{res.written}/{res.kept}/{res.deleted}, expected {n}/0/0")
+        if cache.stats()["bytes_hashed"]:
+            raise AssertionError(f"{variant}: {cache.stats()['bytes_hashed']} bytes hashed "
+                                 "(inputs with a known md5 must be read once)")
+        check_output(ds, out, files[len(files) // 2])
+    clear(out)
+    return dt
 
-    def run(variant: str) -> float:
-        out = work / f"out_{variant}"
-        clear(out)
-        os.sync()  # the previous variant's write-back is not billed to this one
-        if variant == "savez":
-            dt, _ = timed(baseline_loop, ds, files, out, compressed=False)
-        elif variant.startswith("disk_"):
-            dt, _ = timed(disk_ceiling, blobs, n, out, per_file=variant == "disk_file")
-        else:
-            jobs = 2 if variant == "ours2" else 1
-            run_cache = work / "run-cache.bin"
-            shutil.copyfile(cache_file, run_cache)  # inputs known, outputs cold
-            cache = StatCache(run_cache)
-            sync = "file" if variant.endswith("_file") else "fs"
-            dt, res = timed(run_ours, ds, out, jobs, cache, sync=sync)
-            if res.written != n or res.kept or res.deleted:
-                raise AssertionError(f"{variant}: written/kept/deleted = "
-                                     f"{res.written}/{res.kept}/{res.deleted}, expected {n}/0/0")
-            if cache.stats()["bytes_hashed"]:
-                raise AssertionError(f"{variant}: {cache.stats()['bytes_hashed']} bytes hashed "
-                                     "(inputs with a known md5 must be read once)")
-            check_output(ds, out, files[len(files) // 2])
-        clear(out)
-        return dt
 
-    times: dict[str, list[float]] = {v: [] for v in names}
-    for r in range(args.repeats):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for v in order:
-            times[v].append(run(v))
-        log(f"    round {r + 1}: " + ", ".join(f"{v} {times[v][-1]:.2f}" for v in names) + " s")
-    ratio = {v: [times["savez"][i] / times[v][i] for i in range(args.repeats)] for v in names}
-    of_disk = {v: [times["disk_end"][i] / times[v][i] for i in range(args.repeats)]
-               for v in names if "disk_end" in times}
-    med = {v: median(times[v]) for v in names}
-    for v in names:
-        log(f"    {VARIANTS[v]}: median {med[v]:.2f} s ({raw_mb / med[v]:.0f} MB/s); "
-            f"vs (a) {median(ratio[v]):.2f}x (rounds {min(ratio[v]):.2f}-{max(ratio[v]):.2f})"
-            + (f", of (b) {median(of_disk[v]):.2f}" if v in of_disk else ""))
-
+def time_compressed(args: argparse.Namespace, ds: Dataset, work: Path,
+                    log: Log) -> tuple[float | None, list[str], float]:
+    """The np.savez_compressed loop (context) on a spread subset, scaled to every frame."""
+    files = ds.all_files
+    n = len(files)
     sub = spread(files, args.baseline_frames)
     scale = n / len(sub)
     base_c = None
@@ -554,8 +532,13 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
         log(f"    (context) np.savez_compressed loop + os.sync(): {dt:.2f} s for {len(sub)} -> "
             f"{base_c:.2f} s for {n} ({dir_bytes(out) / MB / len(sub) * n:.0f} MB output)")
         clear(out)
-    star = "*" if len(sub) < n else ""
+    return base_c, sub, scale
 
+
+def throughput_notes(args: argparse.Namespace, names: list[str], n: int, out_bytes: int,
+                     sub: list[str], scale: float, star: str, base_c: float | None,
+                     notes: list[str]) -> None:
+    """What the throughput rows compare, for the report's notes."""
     notes.append(
         f"Throughput: {n} frames, every variant on the same frames in each of {args.repeats} "
         f"round(s) (order rotated per round, output folder removed and os.sync() before each); "
@@ -574,11 +557,11 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
             f"frames (evenly spread) and scaled by {scale:.2f}.")
     if set(names) != set(VARIANTS):
         notes.append(f"Throughput: only the variants {', '.join(names)} were run (--variants).")
-    det = {"frames": n, "array_mb": raw_mb, "output_mb": out_bytes / MB,
-           "rounds": args.repeats, "times_s": times, "ratio_vs_savez": ratio,
-           "fraction_of_disk": of_disk, "savez_compressed_s": base_c,
-           "savez_compressed_frames_timed": len(sub)}
-    med_c = {**med, "compressed": base_c}
+
+
+def throughput_rows(med_c: dict[str, float | None], det: dict[str, Any], star: str,
+                    enforce: bool) -> list[Row]:
+    """The throughput rows: ours against (a), the disk ceiling (b) and the contexts."""
     specs: list[tuple[str, str, str, str, str, float | None]] = [
         ("throughput_jobs1", "materialize 1 job vs np.savez loop + os.sync (a)",
          "ours1", "savez", "min_ratio", 0.8),
@@ -594,7 +577,7 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
         ("context_savez_compressed", "  (context) 1 job vs np.savez_compressed loop + os.sync",
          "ours1", "compressed", "", None),
     ]
-    rows = []
+    rows: list[Row] = []
     for key, label, ours_v, base_v, goal_kind, goal_value in specs:
         if med_c.get(ours_v) is None or med_c.get(base_v) is None:
             continue
@@ -607,6 +590,12 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
             extra["baseline_note"] = star
         rows.append(Row(key=key, label=label, ours=med_c[ours_v], baseline=med_c[base_v],
                         **extra))
+    return rows
+
+
+def profile_throughput(args: argparse.Namespace, ds: Dataset, work: Path, cache_file: Path,
+                       rows: list[Row], profiles: dict[str, str]) -> None:
+    """cProfile of materialize on 40 frames for each jobs row, for --profile or a failure."""
     # the Row ratios are of medians; the per-round median ratios are in the log and JSON
     sub_uni = ds.uni.take(np.linspace(0, len(ds.uni) - 1, min(len(ds.uni), 40))
                           .round().astype(np.int64))
@@ -621,10 +610,82 @@ def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce:
                 + profile_top(lambda j=jobs, o=out: run_ours(
                     ds, o, j, StatCache(work / "run-cache.bin"), uni=sub_uni), limit=20))
             clear(out)
+
+
+def bench_throughput(args: argparse.Namespace, ds: Dataset, work: Path, enforce: bool,
+                     log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
+    """Materialize against a np.savez loop and the disk's own write speed."""
+    files = ds.all_files
+    n = len(files)
+    raw_mb = n * (int(np.prod(ds.shape)) * 4 + ds.shape[0] * ds.shape[1] * 5) / MB
+    names = [v for v in VARIANTS if v in args.variants]
+    log(f"[2] throughput: {n} frames ({raw_mb:.0f} MB of arrays), {args.repeats} round(s) of "
+        f"{len(names)} variants in rotated order; inputs' md5s known (stat cache)")
+    cache_file = work / "inputs-known.bin"
+    dt, _ = timed(known_input_md5s, ds, cache_file)
+    log(f"    stat cache of the inputs' md5s (as enumerate leaves it): {dt:.1f} s")
+    blobs = []
+    for rel in spread(files, 8):  # the bytes our frames have (same shape: same sizes)
+        cube, wl, classes = load_input(ds, rel)
+        blobs.append(npz_bytes(frame_arrays(cube, wl, rel, classes, None, rel), Compression()))
+    out_bytes = n * len(blobs[0])
+
+    times: dict[str, list[float]] = {v: [] for v in names}
+    for r in range(args.repeats):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for v in order:
+            times[v].append(run_variant(v, ds, work, cache_file, blobs))
+        log(f"    round {r + 1}: " + ", ".join(f"{v} {times[v][-1]:.2f}" for v in names) + " s")
+    ratio = {v: [times["savez"][i] / times[v][i] for i in range(args.repeats)] for v in names}
+    of_disk = {v: [times["disk_end"][i] / times[v][i] for i in range(args.repeats)]
+               for v in names if "disk_end" in times}
+    med = {v: median(times[v]) for v in names}
+    for v in names:
+        log(f"    {VARIANTS[v]}: median {med[v]:.2f} s ({raw_mb / med[v]:.0f} MB/s); "
+            f"vs (a) {median(ratio[v]):.2f}x (rounds {min(ratio[v]):.2f}-{max(ratio[v]):.2f})"
+            + (f", of (b) {median(of_disk[v]):.2f}" if v in of_disk else ""))
+
+    base_c, sub, scale = time_compressed(args, ds, work, log)
+    star = "*" if len(sub) < n else ""
+    throughput_notes(args, names, n, out_bytes, sub, scale, star, base_c, notes)
+    det = {"frames": n, "array_mb": raw_mb, "output_mb": out_bytes / MB,
+           "rounds": args.repeats, "times_s": times, "ratio_vs_savez": ratio,
+           "fraction_of_disk": of_disk, "savez_compressed_s": base_c,
+           "savez_compressed_frames_timed": len(sub)}
+    rows = throughput_rows({**med, "compressed": base_c}, det, star, enforce)
+    profile_throughput(args, ds, work, cache_file, rows, profiles)
     return rows
 
 
 # -- target 3: incremental reruns ----------------------------------------------------------------
+
+
+def time_changed_folder(args: argparse.Namespace, ds: Dataset, out: Path,
+                        run: Callable[[int], tuple[float, MaterializeResult]],
+                        log: Log) -> tuple[str, list[float], float]:
+    """One folder rewritten with new data three times, each followed by an incremental run."""
+    folder = ds.folders[len(ds.folders) // 2]
+    per = ds.frames_per_folder
+    changed_runs: list[float] = []
+    for rep in range(3):  # the folder rewritten with different data each time
+        write_folder(ds.root, folder, per, ds.shape, ds.wavelengths, (args.seed, 10_000 + rep))
+        dt, res = run(per)
+        check_output(ds, out, ds.files[folder][-1])
+        changed_runs.append(dt)
+    changed = median(changed_runs)
+    log(f"    one folder ({folder}, {per} frames) rewritten, 3 times: reruns "
+        + ", ".join(f"{t:.3f}" for t in changed_runs)
+        + f" s (median {changed:.3f}; each wrote {res.written}, kept {res.kept})")
+    return folder, changed_runs, changed
+
+
+def profile_changed_folder(args: argparse.Namespace, ds: Dataset, out: Path, jobs: int,
+                           cache_path: Path, folder: str) -> str:
+    """cProfile of an incremental run after the same folder is rewritten once more."""
+    write_folder(ds.root, folder, ds.frames_per_folder, ds.shape, ds.wavelengths,
+                 (args.seed, 10_099))
+    return (f"(the same folder rewritten again; main process only, jobs={jobs})\n"
+            + profile_top(lambda: run_ours(ds, out, jobs, StatCache(cache_path)), limit=20))
 
 
 def bench_incremental(args: argparse.Namespace, ds: Dataset, work: Path, enforce: bool,
@@ -656,17 +717,7 @@ def bench_incremental(args: argparse.Namespace, ds: Dataset, work: Path, enforce
     log("    no-change reruns #2-4: "
         + ", ".join(f"{t * 1e3:.1f}" for t in steady_runs) + f" ms (median {overhead * 1e3:.1f})")
 
-    folder = ds.folders[n_folders // 2]
-    changed_runs = []
-    for rep in range(3):  # the folder rewritten with different data each time
-        write_folder(ds.root, folder, per, ds.shape, ds.wavelengths, (args.seed, 10_000 + rep))
-        dt, res = run(per)
-        check_output(ds, out, ds.files[folder][-1])
-        changed_runs.append(dt)
-    changed = median(changed_runs)
-    log(f"    one folder ({folder}, {per} frames) rewritten, 3 times: reruns "
-        + ", ".join(f"{t:.3f}" for t in changed_runs)
-        + f" s (median {changed:.3f}; each wrote {res.written}, kept {res.kept})")
+    folder, changed_runs, changed = time_changed_folder(args, ds, out, run, log)
     bound = full / n_folders + overhead
 
     details = {"frames": n, "folders": n_folders, "frames_per_folder": per, "jobs": jobs,
@@ -699,10 +750,7 @@ def bench_incremental(args: argparse.Namespace, ds: Dataset, work: Path, enforce
             + profile_top(lambda: run_ours(ds, out, jobs, StatCache(cache_path)), limit=20))
         run(0)
     if args.profile or rows[3].passed is False:
-        write_folder(ds.root, folder, per, ds.shape, ds.wavelengths, (args.seed, 10_099))
-        profiles[rows[3].key] = (
-            f"(the same folder rewritten again; main process only, jobs={jobs})\n"
-            + profile_top(lambda: run_ours(ds, out, jobs, StatCache(cache_path)), limit=20))
+        profiles[rows[3].key] = profile_changed_folder(args, ds, out, jobs, cache_path, folder)
     clear(out)
     return rows
 
@@ -769,6 +817,64 @@ def summaries_cpu(ds: Dataset, work: Path, sample: list[str], rounds: int) -> tu
     return median(mat), median(plain), median(thumbs), median(alone)
 
 
+def summaries_run(ds: Dataset, out: Path, cache_file: Path,
+                  on: bool) -> tuple[float, float, float]:
+    """Wall, CPU and user CPU seconds (this process and its pool's workers) of one run.
+
+    Every run writes every frame again over the last run's file of the same name (its
+    manifest and summaries removed first; asserted: all frames written), rather than
+    into a fresh folder: this machine's memory balloon hands pages that stay free for a
+    second or two back to the host, and a run that must take them back pays seconds of
+    system time. Measured with 48 frames: a fresh folder after removal and a sync took
+    0.8 s or 2.0-2.8 s by turns, whatever the variant (2.5-2.9 s every time with 3 s of
+    sleep before each run); over the old files, whose pages are freed as each frame's
+    new file is written, 0.75-0.95 s every time."""
+    os.sync()
+    for name in ("manifest.json", "universe.csv"):
+        (out / name).unlink(missing_ok=True)
+    clear(out / "summaries")
+    before = os.times()
+    dt, res = timed(lambda: materialize(ds.uni, None, out, ReaderParams(), select="all",
+                                        jobs=2, cache=StatCache(cache_file), summaries=on))
+    after = os.times()
+    if res.written != len(ds.uni):
+        raise AssertionError(f"summaries run wrote {res.written} of {len(ds.uni)} frames")
+    cpu = sum(after[:4]) - sum(before[:4])  # user + system, self + waited-for children
+    user = after[0] + after[2] - before[0] - before[2]  # without system time (faults)
+    return dt, cpu, user
+
+
+Series = dict[bool, list[float]]
+
+
+def summaries_rounds(ds: Dataset, out: Path, cache_file: Path, repeats: int
+                     ) -> tuple[Series, Series, Series, list[float],
+                                dict[tuple[bool, int], list[float]]]:
+    """One untimed warm-up pair, then ``2 * repeats`` rounds of summaries on and off, which
+    goes first alternating: walls, CPU, user CPU, per-round ratios, walls by position."""
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    cpus: dict[bool, list[float]] = {True: [], False: []}
+    users: dict[bool, list[float]] = {True: [], False: []}
+    ratios: list[float] = []  # per round: on / off, the pair timed back to back
+    # by position in its pair (first, second): "on" is compared with "off" at the same
+    # position, where both ran equally often, so that a position that runs slower biases
+    # neither side
+    at: dict[tuple[bool, int], list[float]] = {(on, k): [] for on in (True, False) for k in (0, 1)}
+    clear(out)
+    # warm-up pair, untimed: the first run pays for the page cache
+    summaries_run(ds, out, cache_file, True)
+    summaries_run(ds, out, cache_file, False)
+    for r in range(repeats * 2):
+        for k, on in enumerate((True, False) if r % 2 == 0 else (False, True)):
+            dt, cpu, user = summaries_run(ds, out, cache_file, on)
+            walls[on].append(dt)
+            cpus[on].append(cpu)
+            users[on].append(user)
+            at[(on, k)].append(dt)
+        ratios.append(walls[True][-1] / walls[False][-1])
+    return walls, cpus, users, ratios, at
+
+
 def bench_summaries(args: argparse.Namespace, ds: Dataset, work: Path, enforce: bool,
                     log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
     """What recording spectral summaries adds to materialize: CPU in process, and end to end
@@ -784,50 +890,7 @@ def bench_summaries(args: argparse.Namespace, ds: Dataset, work: Path, enforce: 
     cache_file = work / "inputs-known.bin"
     known_input_md5s(ds, cache_file)
     out = work / "out_summaries"
-    walls: dict[bool, list[float]] = {True: [], False: []}
-    cpus: dict[bool, list[float]] = {True: [], False: []}
-    users: dict[bool, list[float]] = {True: [], False: []}
-    ratios: list[float] = []  # per round: on / off, the pair timed back to back
-
-    def one(on: bool) -> tuple[float, float, float]:
-        """Wall, CPU and user CPU seconds (this process and its pool's workers) of one run.
-
-        Every run writes every frame again over the last run's file of the same name (its
-        manifest and summaries removed first; asserted: all frames written), rather than
-        into a fresh folder: this machine's memory balloon hands pages that stay free for a
-        second or two back to the host, and a run that must take them back pays seconds of
-        system time. Measured with 48 frames: a fresh folder after removal and a sync took
-        0.8 s or 2.0-2.8 s by turns, whatever the variant (2.5-2.9 s every time with 3 s of
-        sleep before each run); over the old files, whose pages are freed as each frame's
-        new file is written, 0.75-0.95 s every time."""
-        os.sync()
-        for name in ("manifest.json", "universe.csv"):
-            (out / name).unlink(missing_ok=True)
-        clear(out / "summaries")
-        before = os.times()
-        dt, res = timed(lambda: materialize(ds.uni, None, out, ReaderParams(), select="all",
-                                            jobs=2, cache=StatCache(cache_file), summaries=on))
-        after = os.times()
-        if res.written != len(ds.uni):
-            raise AssertionError(f"summaries run wrote {res.written} of {len(ds.uni)} frames")
-        cpu = sum(after[:4]) - sum(before[:4])  # user + system, self + waited-for children
-        user = after[0] + after[2] - before[0] - before[2]  # without system time (faults)
-        return dt, cpu, user
-
-    # by position in its pair (first, second): "on" is compared with "off" at the same
-    # position, where both ran equally often, so that a position that runs slower biases
-    # neither side
-    at: dict[tuple[bool, int], list[float]] = {(on, k): [] for on in (True, False) for k in (0, 1)}
-    clear(out)
-    one(True), one(False)  # warm-up pair, untimed: the first run pays for the page cache
-    for r in range(args.repeats * 2):
-        for k, on in enumerate((True, False) if r % 2 == 0 else (False, True)):
-            dt, cpu, user = one(on)
-            walls[on].append(dt)
-            cpus[on].append(cpu)
-            users[on].append(user)
-            at[(on, k)].append(dt)
-        ratios.append(walls[True][-1] / walls[False][-1])
+    walls, cpus, users, ratios, at = summaries_rounds(ds, out, cache_file, args.repeats)
     on_s, off_s = median(walls[True]), median(walls[False])
     cpu_added = 100 * (median(cpus[True]) / median(cpus[False]) - 1)
     user_added = 100 * (median(users[True]) / median(users[False]) - 1)

@@ -259,6 +259,38 @@ def enumerate_phases(root: Path, out: Path, cache_path: Path) -> dict[str, float
     return ph
 
 
+def profile_enumerate(root: Path, base: Path, cache: Path, cold_csv: bytes, warm: float,
+                      row: Row, log: Log) -> str:
+    """The in-process phases and a cProfile of a warm enumerate (jobs=1), for --profile or a
+    failed row; the in-process output must equal the command's."""
+    prof_out = base / "U_inprocess.csv"
+    phases = enumerate_phases(root.absolute(), prof_out, cache.absolute())
+    if prof_out.read_bytes() != cold_csv:
+        raise AssertionError("in-process enumerate wrote a different universe.csv")
+    total = sum(v for k, v in phases.items() if "run separately" not in k)
+    lines = [f"{v:8.2f} s  {k}" for k, v in phases.items()]
+    lines.append(f"{total:8.2f} s  in-process total (list_files counted once)")
+    lines.append(f"{warm - total:8.2f} s  rest of the CLI run: interpreter start-up, "
+                 "imports, argument parsing")
+    row.details["inprocess_phases_s"] = phases
+    log("    warm enumerate, in-process phases (no profiler):\n      "
+        + "\n      ".join(lines))
+
+    def warm_inprocess() -> None:
+        c = StatCache(cache.absolute())
+        opts = EnumerateOptions(format="npz", root=root.absolute(), out_dir=base.absolute(),
+                                cache=c, jobs=1)
+        uni, _info = enumerate_universe(opts)
+        atomic_write_text(prof_out, format_universe(uni))
+
+    return (
+        "phases (wall, no profiler):\n" + "\n".join(lines) + "\n\n"
+        "cProfile of the warm in-process enumerate with jobs=1: cProfile only sees the "
+        "main thread, and with\nthe default jobs=4 the per-file work runs in pool threads "
+        "(the main thread shows only submit/lock waits).\n"
+        + profile_top(warm_inprocess, limit=20))
+
+
 def bench_enumerate(args: argparse.Namespace, work: Path, env: dict[str, str], enforce: bool,
                     log: Log, notes: list[str], profiles: dict[str, str]) -> list[Row]:
     sessions, frames = (50, 100) if args.quick else (1000, 100)
@@ -317,32 +349,8 @@ def bench_enumerate(args: argparse.Namespace, work: Path, env: dict[str, str], e
             ours=serial["seconds"], details={"run": brief(serial)}),
     ]
     if args.profile or rows[2].passed is False:
-        prof_out = base / "U_inprocess.csv"
-        phases = enumerate_phases(root.absolute(), prof_out, cache.absolute())
-        if prof_out.read_bytes() != cold_csv:
-            raise AssertionError("in-process enumerate wrote a different universe.csv")
-        total = sum(v for k, v in phases.items() if "run separately" not in k)
-        lines = [f"{v:8.2f} s  {k}" for k, v in phases.items()]
-        lines.append(f"{total:8.2f} s  in-process total (list_files counted once)")
-        lines.append(f"{warm - total:8.2f} s  rest of the CLI run: interpreter start-up, "
-                     "imports, argument parsing")
-        rows[2].details["inprocess_phases_s"] = phases
-        log("    warm enumerate, in-process phases (no profiler):\n      "
-            + "\n      ".join(lines))
-
-        def warm_inprocess() -> None:
-            c = StatCache(cache.absolute())
-            opts = EnumerateOptions(format="npz", root=root.absolute(), out_dir=base.absolute(),
-                                    cache=c, jobs=1)
-            uni, _info = enumerate_universe(opts)
-            atomic_write_text(prof_out, format_universe(uni))
-
-        profiles["enumerate_warm"] = (
-            "phases (wall, no profiler):\n" + "\n".join(lines) + "\n\n"
-            "cProfile of the warm in-process enumerate with jobs=1: cProfile only sees the "
-            "main thread, and with\nthe default jobs=4 the per-file work runs in pool threads "
-            "(the main thread shows only submit/lock waits).\n"
-            + profile_top(warm_inprocess, limit=20))
+        profiles["enumerate_warm"] = profile_enumerate(root, base, cache, cold_csv, warm,
+                                                       rows[2], log)
     return rows
 
 
@@ -375,6 +383,34 @@ def bake_inprocess(uni: Universe, strategy: str) -> tuple[float, float, str, dic
     (result,) = baked
     dt_dump, text = timed(dumps_splits, result.config)
     return dt_bake, dt_dump, text, result.metrics
+
+
+def bake_cli_row(strategy: str, base: Path, csv_path: Path, env: dict[str, str], repeats: int,
+                 text: str, counts: dict[str, int], size: str, log: Log) -> Row:
+    """The whole ``dvc-cuvis bake`` in a fresh process; its output must equal the in-process
+    text and metrics."""
+    # the whole command in a fresh process: read csv, bake, write splits + metrics
+    cmd = ["dvc-cuvis", "bake", "--universe", csv_path.name, "--out", "S.json",
+           "--metrics", "M.json"]
+    if strategy != "hash":
+        cmd += ["--strategy", strategy]
+    cli_runs = [run_cmd(cmd, base, env) for _ in range(repeats)]
+    if (base / "S.json").read_text(encoding="utf-8") != text:
+        raise AssertionError(f"{strategy}: the command's splits.json differs from the "
+                             "in-process dumps_splits text")
+    cli_counts = {s: json.loads((base / "M.json").read_text())["stages"][s]["samples"]
+                  for s in ("train", "val", "test")}
+    if cli_counts != counts:
+        raise AssertionError(f"{strategy}: command metrics {cli_counts} != {counts}")
+    cli = median([r["seconds"] for r in cli_runs])
+    log(f"    {strategy}, command: " + ", ".join(f"{r['seconds']:.2f}" for r in cli_runs)
+        + f" s (median {cli:.2f} s), peak RSS "
+        f"{max(r['peak_rss_mib'] for r in cli_runs):.0f} MiB; splits.json identical")
+    return Row(
+        key=f"bake_{strategy}_cli",
+        label=f"  dvc-cuvis bake {size}, {strategy} (read csv + write)",
+        ours=cli, details={"runs": [brief(r) for r in cli_runs]},
+    )
 
 
 def bench_bake(args: argparse.Namespace, work: Path, env: dict[str, str],
@@ -424,28 +460,8 @@ def bench_bake(args: argparse.Namespace, work: Path, env: dict[str, str],
                 lambda s=strategy: dumps_splits(bake(fresh(uni), BakeOptions(strategy=s))[0]
                                                 .config), limit=20)
 
-        # the whole command in a fresh process: read csv, bake, write splits + metrics
-        cmd = ["dvc-cuvis", "bake", "--universe", csv_path.name, "--out", "S.json",
-               "--metrics", "M.json"]
-        if strategy != "hash":
-            cmd += ["--strategy", strategy]
-        cli_runs = [run_cmd(cmd, base, env) for _ in range(cli_repeat if is_target else 1)]
-        if (base / "S.json").read_text(encoding="utf-8") != text:
-            raise AssertionError(f"{strategy}: the command's splits.json differs from the "
-                                 "in-process dumps_splits text")
-        cli_counts = {s: json.loads((base / "M.json").read_text())["stages"][s]["samples"]
-                      for s in ("train", "val", "test")}
-        if cli_counts != counts:
-            raise AssertionError(f"{strategy}: command metrics {cli_counts} != {counts}")
-        cli = median([r["seconds"] for r in cli_runs])
-        log(f"    {strategy}, command: " + ", ".join(f"{r['seconds']:.2f}" for r in cli_runs)
-            + f" s (median {cli:.2f} s), peak RSS "
-            f"{max(r['peak_rss_mib'] for r in cli_runs):.0f} MiB; splits.json identical")
-        rows.append(Row(
-            key=f"bake_{strategy}_cli",
-            label=f"  dvc-cuvis bake {size}, {strategy} (read csv + write)",
-            ours=cli, details={"runs": [brief(r) for r in cli_runs]},
-        ))
+        rows.append(bake_cli_row(strategy, base, csv_path, env,
+                                 cli_repeat if is_target else 1, text, counts, size, log))
     return rows
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,24 @@ def lineage_rows(work: Path, guarded: Any, guard_setup: float, enforce: bool) ->
     ]
 
 
+def time_setups(plain: Callable[[], Any], guarded: Callable[[], Any],
+                n: int) -> tuple[list[float], list[float]]:
+    """``setup('fit')`` of a fresh plain and a fresh guarded module, ``n`` rounds, which goes
+    first alternating; each round's seconds."""
+    plain_t: list[float] = []
+    guard_t: list[float] = []
+    for i in range(n):
+        for which in ((plain, plain_t), (guarded, guard_t))[:: 1 if i % 2 == 0 else -1]:
+            factory, times = which
+            m = factory()
+            times.append(timed(m.setup, "fit")[0])
+            if m.train_ds is None or not len(m.train_ds):
+                raise AssertionError("setup('fit') built no train dataset")
+    return plain_t, guard_t
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Build the dataset, time plain and guarded setup and an epoch's read, report."""
     ap = _common.standard_args((__doc__ or "").split("\n\n")[0], seed=True)
     args = ap.parse_args(argv)
     enforce = not args.quick
@@ -139,15 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             raise AssertionError(dm.drift_report.render())
         plain().setup("fit")  # warm-up of both paths
         guarded().setup("fit")
-        plain_t: list[float] = []
-        guard_t: list[float] = []
-        for i in range(3 if args.quick else 9):
-            for which in ((plain, plain_t), (guarded, guard_t))[:: 1 if i % 2 == 0 else -1]:
-                factory, times = which
-                m = factory()
-                times.append(timed(m.setup, "fit")[0])
-                if m.train_ds is None or not len(m.train_ds):
-                    raise AssertionError("setup('fit') built no train dataset")
+        plain_t, guard_t = time_setups(plain, guarded, 3 if args.quick else 9)
         epoch = epoch_read_of(plain, 1 if args.quick else 3)
         added = max(median(guard_t) - median(plain_t), 0.0)
         frames = len(read_universe(mat / "universe.csv"))

@@ -9,12 +9,9 @@ recording's frames 15 % brighter in 700-780 nm (the issue's case) is flagged, in
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-
 import numpy as np
 
+from benchmarks import _common
 from dvc_cuvis.leakage.shift import recording_means, shift_test
 
 WL = np.arange(400.0, 1000.0, 20.0)
@@ -63,7 +60,7 @@ def power(trials: int, recordings: int, train: int, frames: int = 6) -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     """Print the measured rates as JSON."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _common.bare_args(__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     n = 40 if args.quick else 1000
@@ -72,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
            "calibration_40_recordings_28_12": calibration(n, 40, 28),
            "power_20_recordings_12_8": power(n, 20, 12),
            "power_10_recordings_6_4": power(n, 10, 6)}
-    sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    _common.print_json(out)
     return 0
 
 

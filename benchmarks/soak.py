@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from benchmarks._common import Row, finish, standard_args, workspace
 from benchmarks.bench_pipeline import child_env, run_cmd
@@ -36,7 +37,40 @@ def make_sessions(root: Path, sessions: int, frames: int, start: int = 0) -> Non
              "references": ["White", "Dark"]}))
 
 
+def soak_runs(work: Path, env: dict[str, str], sessions: int,
+              frames: int) -> dict[str, dict[str, Any]]:
+    """enumerate, bake and check on v1; then 1 % more sessions: enumerate, bake and diff
+    v1 v2; every command's run (seconds, CPU, peak RSS, stdout)."""
+    make_sessions(work / "sessions", sessions, frames)
+    (work / "params.yaml").write_text(
+        "enumerate:\n  format: cu3s\n  root: sessions\n  out: universe.csv\n"
+        "  stat_cache: .stat-cache.bin\n"
+        "check:\n  universe: universe.csv\n  splits: splits.json\n"
+        "  stat_cache: .stat-cache.bin\n")
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True, env=env)
+    (work / ".gitignore").write_text("sessions/\n.stat-cache.bin\n")
+    steps = [
+        ("enumerate", ["dvc-cuvis", "enumerate", "--params", "params.yaml", "--no-progress"]),
+        ("bake", ["dvc-cuvis", "bake", "--universe", "universe.csv", "--out", "splits.json",
+                  "--metrics", "metrics.json"]),
+        ("check", ["dvc-cuvis", "check", "--params", "params.yaml", "--no-lock"]),
+    ]
+    results: dict[str, dict[str, Any]] = {}
+    for name, cmd in steps:
+        results[name] = run_cmd(cmd, work, env)
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "v1"], cwd=work, check=True, env=env)
+    make_sessions(work / "sessions", max(1, sessions // 100), frames, start=sessions)
+    results["enumerate (+1% sessions)"] = run_cmd(steps[0][1], work, env)
+    results["bake (+1%)"] = run_cmd(steps[1][1], work, env)
+    subprocess.run(["git", "commit", "-qam", "v2"], cwd=work, check=True, env=env)
+    results["diff v1 v2"] = run_cmd(["dvc-cuvis", "diff", "HEAD~1", "HEAD", "--json"],
+                                    work, env)
+    return results
+
+
 def main() -> int:
+    """Generate the sessions, run the pipeline twice, report time and peak RSS."""
     args = standard_args(__doc__.splitlines()[0]).parse_args()
     sessions, frames = (200, 100) if args.quick else (10_000, 100)
     env = child_env()
@@ -45,31 +79,7 @@ def main() -> int:
                 "GIT_COMMITTER_NAME": "soak", "GIT_COMMITTER_EMAIL": "s@example.com"})
     rows: list[Row] = []
     with workspace(args, "dvc_cuvis_soak_") as work:
-        make_sessions(work / "sessions", sessions, frames)
-        (work / "params.yaml").write_text(
-            "enumerate:\n  format: cu3s\n  root: sessions\n  out: universe.csv\n"
-            "  stat_cache: .stat-cache.bin\n"
-            "check:\n  universe: universe.csv\n  splits: splits.json\n"
-            "  stat_cache: .stat-cache.bin\n")
-        subprocess.run(["git", "init", "-q"], cwd=work, check=True, env=env)
-        (work / ".gitignore").write_text("sessions/\n.stat-cache.bin\n")
-        steps = [
-            ("enumerate", ["dvc-cuvis", "enumerate", "--params", "params.yaml", "--no-progress"]),
-            ("bake", ["dvc-cuvis", "bake", "--universe", "universe.csv", "--out", "splits.json",
-                      "--metrics", "metrics.json"]),
-            ("check", ["dvc-cuvis", "check", "--params", "params.yaml", "--no-lock"]),
-        ]
-        results = {}
-        for name, cmd in steps:
-            results[name] = run_cmd(cmd, work, env)
-        subprocess.run(["git", "add", "-A"], cwd=work, check=True, env=env)
-        subprocess.run(["git", "commit", "-qm", "v1"], cwd=work, check=True, env=env)
-        make_sessions(work / "sessions", max(1, sessions // 100), frames, start=sessions)
-        results["enumerate (+1% sessions)"] = run_cmd(steps[0][1], work, env)
-        results["bake (+1%)"] = run_cmd(steps[1][1], work, env)
-        subprocess.run(["git", "commit", "-qam", "v2"], cwd=work, check=True, env=env)
-        results["diff v1 v2"] = run_cmd(["dvc-cuvis", "diff", "HEAD~1", "HEAD", "--json"],
-                                        work, env)
+        results = soak_runs(work, env, sessions, frames)
         diff = json.loads(results["diff v1 v2"]["stdout"])
         samples = sessions * frames
         for name, r in results.items():

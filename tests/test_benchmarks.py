@@ -52,3 +52,48 @@ def test_the_benchmark_imports_nothing_from_the_tests_and_edits_no_path(name: st
                           and isinstance(target, ast.Attribute) and target.attr == "path"
                           and isinstance(target.value, ast.Name) and target.value.id == "sys")
             assert not edits_path, f"{name}:{node.lineno}: sys.path edited"
+
+
+def _is_json_dump(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"dump", "dumps"} and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "json")
+
+
+@pytest.mark.parametrize("name", [m for m in MODULES if m != "_common"])
+def test_the_benchmark_uses_the_shared_parser_and_json_writer(name: str) -> None:
+    """Options and JSON output come from ``_common`` (one skeleton, not one per file)."""
+    tree = ast.parse((BENCHMARKS / f"{name}.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        assert not (isinstance(node, ast.Attribute) and node.attr == "ArgumentParser"), (
+            f"{name}:{node.lineno}: its own argparse parser; use _common.standard_args")
+        assert not (isinstance(node, ast.ImportFrom) and node.module == "argparse"
+                    and any(a.name == "ArgumentParser" for a in node.names)), (name, node.lineno)
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            if callee in {"print", "write"} and any(_is_json_dump(a) for a in node.args):
+                pytest.fail(f"{name}:{node.lineno}: its own JSON writer; use _common.print_json")
+
+
+def _code_lines(source: list[str], func: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines of a function that hold code: no blank lines, comments or docstring."""
+    doc: set[int] = set()
+    first = func.body[0]
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        doc = set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    lines = range(func.lineno, (func.end_lineno or func.lineno) + 1)
+    return sum(1 for n in lines
+               if n not in doc and source[n - 1].strip()
+               and not source[n - 1].strip().startswith("#"))
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_no_benchmark_function_is_over_60_code_lines(name: str) -> None:
+    """A benchmark holds its workload in named steps, each short enough to read at once."""
+    text = (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8")
+    source = text.splitlines()
+    sizes = {f"{f.name}:{f.lineno}": _code_lines(source, f) for f in ast.walk(ast.parse(text))
+             if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+    long = [f"{f} ({n})" for f, n in sizes.items() if n > 60]
+    assert not long, f"benchmarks/{name}.py: over 60 code lines: {', '.join(long)}"
