@@ -116,8 +116,7 @@ def materialize_cost(folders: int, frames: int, rounds: int, seed: int) -> None:
     from pathlib import Path
 
     from benchmarks.bench_materialize import build_dataset
-    from dvc_cuvis.materialize import summaries
-    from dvc_cuvis.materialize import ReaderParams
+    from dvc_cuvis.materialize import ReaderParams, summaries
     from dvc_cuvis.materialize import materialize_universe as materialize
 
     work = Path(tempfile.mkdtemp(prefix="bench-signatures-"))
