@@ -29,7 +29,7 @@ from dvc_cuvis.errors import (
 )
 
 # A JSON value as :func:`json.loads` returns it (and :func:`dumps_json` accepts it).
-Json: TypeAlias = str | int | float | bool | None | list["Json"] | dict[str, "Json"]
+Json: TypeAlias = str | int | float | bool | list["Json"] | dict[str, "Json"] | None
 
 Buffer = bytes | bytearray | memoryview
 

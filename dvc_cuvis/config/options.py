@@ -175,7 +175,8 @@ class OptionSet:
                 continue
             text = f"{opt.help} ({opt.default_text()})"
             if opt.kind is bool:
-                action: str | type[argparse.Action] = argparse.BooleanOptionalAction if opt.negatable else "store_true"
+                action: str | type[argparse.Action] = (
+                    argparse.BooleanOptionalAction if opt.negatable else "store_true")
                 parser.add_argument(*opt.flags, dest=opt.name, action=action, default=None,
                                     help=text)
                 continue
