@@ -107,7 +107,7 @@ def class_mask(coco: Any, image_id: int, shape: tuple[int, int], *, where: Path)
     return out
 
 
-def _check_segmentation(seg: Any, shape: tuple[int, int], where: str) -> None:
+def _check_segmentation(seg: object, shape: tuple[int, int], where: str) -> None:
     """What a segmentation declares, before pycocotools allocates for it: an RLE's
     ``size`` is the image's and its counts cover exactly its pixels (pycocotools writes
     every count into a buffer of ``size``); a polygon's outline stays within the ceiling."""
@@ -135,7 +135,7 @@ def _check_segmentation(seg: Any, shape: tuple[int, int], where: str) -> None:
                        current().max_array_bytes, Limits.env_name("max_array_bytes"))
 
 
-def _list_total(counts: Any) -> int:
+def _list_total(counts: object) -> int:
     """The pixels an uncompressed RLE's counts cover (-1 when a count is not one)."""
     if not isinstance(counts, list) or not all(
             type(c) is int and 0 <= c < 1 << 32 for c in counts):
