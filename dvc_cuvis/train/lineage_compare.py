@@ -249,7 +249,7 @@ def _data_at(tree: Tree, rev: str | None, record: LineageRecord) -> dict[str, st
     return now
 
 
-def changes_of(d: SplitDiff, content_known: bool) -> dict[str, Any]:
+def changes_of(d: SplitDiff, content_known: bool) -> dict[str, object]:
     """What changed per sample, as ``dvc-cuvis diff`` counts it (content changes are
     unknown unless both universes are known and record content digests)."""
     content_known = content_known and all(v.universe.has_column("md5") for v in (d.a, d.b))
@@ -310,13 +310,13 @@ def _uids(v: Version, stages: tuple[str, ...]) -> set[str]:
     return {u for s in stages for u in v.universe.uids(v.stages[s])}
 
 
-def _overlap(fit: set[str], test: set[str]) -> dict[str, Any]:
+def _overlap(fit: set[str], test: set[str]) -> dict[str, object]:
     both = sorted(fit & test)
     return {"count": len(both), "first": both[:FIRST_UIDS]}
 
 
 def compare_records(a: LineageRecord | JsonRecord, b: LineageRecord | JsonRecord,
-                    trees: tuple[Tree | None, Tree | None] = (None, None)) -> dict[str, Any]:
+                    trees: tuple[Tree | None, Tree | None] = (None, None)) -> dict[str, object]:
     """Whether two models' test metrics are comparable: the same test set, and neither one's
     train or val samples in the other's test set."""
     va, _ = record_version(a, trees[0], "A")
