@@ -58,7 +58,7 @@ _ENTRY = re.compile(r'\{"version":1,"checksum":"([0-9]+)","size":([0-9]+),'
 _MD5 = re.compile(r"[0-9a-f]{32}")
 
 
-def info(stamp: Stamp) -> dict[str, Any]:
+def info(stamp: Stamp) -> dict[str, object]:
     """The ``fs.info`` fields DVC's state validates an entry with, rebuilt from a stamp."""
     ino, size, mtime_ns = stamp
     return {"type": "file", "ino": ino, "size": size, "mtime": _mtime(mtime_ns)}
