@@ -121,7 +121,7 @@ def _name(name: str) -> str:
     return terminal(shorten(repr(name), 80))
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     """A params value as printed: its repr, control characters escaped, long ones cut."""
     return terminal(shorten(repr(v)))
 

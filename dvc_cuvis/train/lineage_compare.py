@@ -316,7 +316,7 @@ def _overlap(fit: set[str], test: set[str]) -> dict[str, object]:
 
 
 def compare_records(a: LineageRecord | JsonRecord, b: LineageRecord | JsonRecord,
-                    trees: tuple[Tree | None, Tree | None] = (None, None)) -> dict[str, object]:
+                    trees: tuple[Tree | None, Tree | None] = (None, None)) -> dict[str, Any]:
     """Whether two models' test metrics are comparable: the same test set, and neither one's
     train or val samples in the other's test set."""
     va, _ = record_version(a, trees[0], "A")
