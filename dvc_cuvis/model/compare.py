@@ -34,7 +34,7 @@ class Version:
     universe: Universe
     stages: dict[str, np.ndarray]
     universe_hash_pinned: str | None
-    constraints: list[dict[str, Any]]
+    constraints: list[dict[str, object]]
     params: dict[str, Any] = field(default_factory=dict)
     #: category id -> name at this revision (empty when no name map is known)
     categories: dict[int, str] = field(default_factory=dict)
