@@ -42,6 +42,7 @@ from dvc_cuvis.check.drift import (
     ensure,
     verify,
 )
+from dvc_cuvis.check.options import Current
 from dvc_cuvis.config.options import Option, closest, did_you_mean
 from dvc_cuvis.config.specs import GUARD, TIFF_UNIVERSE, VERSION
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
@@ -215,7 +216,7 @@ class _Guarded:
 
     # -- what is checked ------------------------------------------------------------------
 
-    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+    def _universe_for_check(self) -> tuple[Path | Universe, Current, Path]:
         """The universe to check against, ``current`` for verify(), and the folder whose
         repository holds the dvc.lock and stat cache (subclass hook)."""
         raise NotImplementedError
@@ -318,7 +319,7 @@ class _UniverseCsvGuarded(_Guarded):
     #: The upstream module's name, whose universe rules apply to the universe.csv.
     RULES: ClassVar[str]
 
-    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+    def _universe_for_check(self) -> tuple[Path | Universe, Current, Path]:
         path = Path(getattr(self, "_universe_csv"))  # noqa: B009 (set by the upstream init)
         check_module_rules(read_universe(path), self.RULES)
         return path, None, path.parent
@@ -385,7 +386,7 @@ class DvcTiffPairedDataModule(_Guarded, TiffPairedDataModule):
         records = [{"source": r.source, "index": None} for r in refs]
         return Universe.from_records(records)
 
-    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+    def _universe_for_check(self) -> tuple[Path | Universe, Current, Path]:
         images = self.images_dir  # (set by the upstream init: a Path or None)
         if images is None:
             raise DvcCuvisError(
