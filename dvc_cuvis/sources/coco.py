@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -50,7 +50,14 @@ def load_coco(path: Path) -> Any:
     return coco
 
 
-def coco_summary(path: Path) -> dict[str, Any]:
+class CocoSummary(TypedDict):
+    """What enumerate keeps of a COCO file (in the stat cache, by the file's bytes)."""
+
+    categories: dict[str, int]  # name -> id
+    images: dict[str, list[int]]  # str(image id) -> its sorted category ids
+
+
+def coco_summary(path: Path) -> CocoSummary:
     """``{"categories": {name: id}, "images": {str(image_id): [category ids]}}`` of a COCO file."""
     coco = load_coco(path)
     cats: dict[str, int] = {}
