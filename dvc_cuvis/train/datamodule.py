@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
+from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.drift import (
     CheckOptions,
@@ -192,6 +193,7 @@ class SplitDataModule:
     --------
     >>> import pathlib, tempfile
     >>> import numpy as np
+from cuvis_ai_schemas.training.data import DataSplitConfig
     >>> from dvc_cuvis import bake, BakeOptions, SplitDataModule
     >>> from dvc_cuvis.materialize import ReaderParams, materialize_universe
     >>> from dvc_cuvis import read_universe
@@ -379,7 +381,7 @@ class SplitDataModule:
 def guard(
     datamodule: Any,
     *,
-    splits: str | Path | Any | None = None,
+    splits: str | Path | DataSplitConfig | None = None,
     universe: str | Path | Universe | None = None,
     verify_mode: str = "strict",
     cache: str | Path | StatCache | None = "auto",
