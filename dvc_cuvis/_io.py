@@ -16,9 +16,9 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from dvc_cuvis.errors import (
     FileSystemError,
@@ -27,6 +27,9 @@ from dvc_cuvis.errors import (
     first_line,
     is_environment_error,
 )
+
+# A JSON value as :func:`json.loads` returns it (and :func:`dumps_json` accepts it).
+Json: TypeAlias = str | int | float | bool | list["Json"] | dict[str, "Json"] | None
 
 Buffer = bytes | bytearray | memoryview
 
@@ -126,7 +129,7 @@ def sync_file_system(path: Path | str) -> None:
 
 
 @functools.cache
-def _syncfs() -> Any:
+def _syncfs() -> Callable[[int], int] | None:
     """libc's ``syncfs`` (None where there is none: not Linux, or no ctypes)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -136,7 +139,8 @@ def _syncfs() -> Any:
         return None
     fn.argtypes = [ctypes.c_int]
     fn.restype = ctypes.c_int
-    return fn
+    syncfs: Callable[[int], int] = fn
+    return syncfs
 
 
 def atomic_write_text(path: Path | str, text: str) -> None:
@@ -144,12 +148,12 @@ def atomic_write_text(path: Path | str, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def dumps_json(obj: Any) -> str:
+def dumps_json(obj: object) -> str:
     """Stable pretty JSON: two-space indent, UTF-8 kept, trailing newline."""
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_json(path: Path | str, obj: Any) -> None:
+def write_json(path: Path | str, obj: object) -> None:
     """Write ``obj`` as stable pretty JSON to ``path`` atomically."""
     atomic_write_text(path, dumps_json(obj))
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
@@ -94,9 +94,18 @@ def stages_from_csv(uni: Universe) -> dict[str, Positions]:
     return stages
 
 
+class BaseKept(TypedDict):
+    """What a bake on a base split kept, placed and dropped (its metrics' ``base``)."""
+
+    kept: int
+    added: int
+    removed: int
+    removed_samples: list[str]  # the first 100
+
+
 def stages_from_base(
     uni: Universe, base: DataSplitConfig, opts: BakeOptions, *, where: str
-) -> tuple[dict[str, Positions], dict[str, Any]]:
+) -> tuple[dict[str, Positions], BaseKept]:
     """Keep every assignment of ``base``; place only samples new to the universe."""
     resolver = Resolver(uni)
     row_stage = np.full(len(uni), UNASSIGNED, dtype=np.int8)
@@ -130,7 +139,7 @@ def stages_from_base(
         per_group[new_groups] = splitter(opts).assign(groups.take(new_groups))
     fresh = ~known
     row_stage[fresh] = per_group[groups.of_row[fresh]]
-    info = {"kept": int(known.sum()), "added": int(fresh.sum()), "removed": len(removed),
+    info: BaseKept = {"kept": int(known.sum()), "added": int(fresh.sum()), "removed": len(removed),
             "removed_samples": removed[:100]}
     return _stages_from_rows(row_stage), info
 

@@ -20,7 +20,7 @@ from dvc_cuvis.leakage.adjacent import buffer_rows
 from dvc_cuvis.model.constraints import ConstraintResult, evaluate_constraints
 from dvc_cuvis.model.selectors import Positions
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
-from dvc_cuvis.model.stats import stage_stats
+from dvc_cuvis.model.stats import StageStats, stage_stats
 from dvc_cuvis.model.universe import Universe
 
 
@@ -38,7 +38,7 @@ class Baked:
     config: DataSplitConfig
     metrics: dict[str, Any] = field(default_factory=dict)
     results: list[ConstraintResult] = field(default_factory=list)
-    stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stats: dict[str, StageStats] = field(default_factory=dict)
     empty_stages: tuple[str, ...] = ()
     warnings: list[str] = field(default_factory=list)
     fold: int | None = None

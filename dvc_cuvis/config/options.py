@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from typing import Any
 from dvc_cuvis.errors import ParamsError
 
 
-def closest(word: str, candidates: Any, *, cutoff: float = 0.5) -> str | None:
+def closest(word: str, candidates: Iterable[str], *, cutoff: float = 0.5) -> str | None:
     """The candidate nearest to ``word`` (for :func:`did_you_mean`), or None.
 
     ``cutoff`` is difflib's similarity floor: keys and flags take a loose 0.5, a selector's
@@ -41,7 +41,7 @@ def did_you_mean(hint: str | None) -> str:
     return f"; did you mean {hint}?" if hint.startswith("--") else f"; did you mean '{hint}'?"
 
 
-def check_value(value: Any, accepts: tuple[type, ...], choices: tuple[Any, ...] | None,
+def check_value(value: object, accepts: tuple[type, ...], choices: tuple[object, ...] | None,
                 where: str) -> Any:
     """``value`` if it has one of the ``accepts`` types (and is one of ``choices``); a null
     means "not set" unless ``accepts`` names ``type(None)`` (then it is checked as a value).
@@ -59,7 +59,7 @@ def check_value(value: Any, accepts: tuple[type, ...], choices: tuple[Any, ...] 
     return value
 
 
-def refuse_nul(value: Any, where: str) -> None:
+def refuse_nul(value: object, where: str) -> None:
     """Refuse a path setting holding a NUL byte (no file name can): the OS would refuse it
     later as an "embedded null byte" nobody can place; this names the flag or key now."""
     for text in value if isinstance(value, list) else [value]:
@@ -84,7 +84,7 @@ class Option:
     help: str
     default: Any = None
     kind: type = str
-    choices: tuple[Any, ...] | None = None
+    choices: tuple[object, ...] | None = None
     path: bool = False
     metavar: str | None = None
     shown: str | None = None
@@ -111,7 +111,7 @@ class Option:
             return (self.kind, list)
         return (int, float) if self.kind is float else (self.kind,)
 
-    def check(self, value: Any, where: str) -> Any:
+    def check(self, value: object, where: str) -> Any:
         """``value`` if a params file may hold it for this option (:func:`check_value`; a
         path holds no NUL byte, :func:`refuse_nul`)."""
         value = check_value(value, self.accepts, self.choices, where)
@@ -119,7 +119,7 @@ class Option:
             refuse_nul(value, where)
         return value
 
-    def from_params(self, value: Any, base: Path | str) -> Any:
+    def from_params(self, value: object, base: Path | str) -> Any:
         """A value read from a params file in folder ``base``: a path option's relative path
         is relative to that file (as DVC runs stages there), so it is joined to ``base``;
         ``none``, ``auto``, absolute paths and every other value stay as written."""
@@ -175,7 +175,8 @@ class OptionSet:
                 continue
             text = f"{opt.help} ({opt.default_text()})"
             if opt.kind is bool:
-                action: Any = argparse.BooleanOptionalAction if opt.negatable else "store_true"
+                action: str | type[argparse.Action] = (
+                    argparse.BooleanOptionalAction if opt.negatable else "store_true")
                 parser.add_argument(*opt.flags, dest=opt.name, action=action, default=None,
                                     help=text)
                 continue
@@ -207,7 +208,7 @@ class OptionSet:
         """Every option's value: ``get(name, default)`` (flag > section), else the default."""
         return {opt.name: get(opt.name, opt.default) for opt in self}
 
-    def check(self, section: Mapping[str, Any], where: str) -> None:
+    def check(self, section: Mapping[str, object], where: str) -> None:
         """Refuse a key of a params ``section`` that is no option (naming the closest valid
         key), and a value of the wrong type or outside its choices."""
         for key in sorted(section, key=str):
@@ -217,7 +218,7 @@ class OptionSet:
                                   f"(valid keys: {', '.join(sorted(self.options))})")
             self.options[key].check(section[key], f"{where}: {self.verb}.{key}")
 
-    def from_section(self, section: Mapping[str, Any], base: Path | str = ".",
+    def from_section(self, section: Mapping[str, object], base: Path | str = ".",
                      where: str = "params.yaml") -> dict[str, Any]:
         """Every option's value from a params ``section`` (paths made relative to ``base``,
         the params file's folder), else its default; an unknown key or a wrong type raises
@@ -229,10 +230,10 @@ class OptionSet:
             out[opt.name] = opt.default if value is None else opt.from_params(value, base)
         return out
 
-    def template(self, names: list[str], **given: Any) -> dict[str, Any]:
+    def template(self, names: list[str], **given: object) -> dict[str, object]:
         """The params section ``init`` writes: each of ``names`` with its ``given`` value, else
         its built-in default (a name whose value is None is left out)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for name in names:
             value = given[name] if name in given else self.options[name].default
             if value is not None:

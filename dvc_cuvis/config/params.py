@@ -7,6 +7,7 @@ read, and how its keys are checked, is the settings rule (:mod:`dvc_cuvis.config
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ def load_params(path: Path | str | None) -> dict[str, Any]:
 
 
 def section(
-    params: dict[str, Any], name: str, *, path: Path | str = "params.yaml"
+    params: Mapping[str, object], name: str, *, path: Path | str = "params.yaml"
 ) -> dict[str, Any]:
     """One verb's section ({} when absent); a non-mapping section is an error."""
     value = params.get(name)
@@ -74,7 +75,7 @@ def edit_distance(a: str, b: str) -> int:
 MAX_EDITS = 2
 
 
-def misspelled_section(params: dict[str, Any], verb: str) -> str | None:
+def misspelled_section(params: Mapping[str, object], verb: str) -> str | None:
     """The section of ``params`` that looks like a misspelled ``verb`` section, or None.
 
     Only a mapping (or empty) section that is no verb's name and no other tool's known
@@ -92,10 +93,10 @@ def misspelled_section(params: dict[str, Any], verb: str) -> str | None:
     return near[0][1] if near and near[0][0] <= MAX_EDITS else None
 
 
-def diff_params(prefix: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:
+def diff_params(prefix: str, old: object, new: object) -> list[tuple[str, object, object]]:
     """``(dotted key, old, new)`` for every leaf that differs between two params trees."""
     if isinstance(old, dict) and isinstance(new, dict):
-        out: list[tuple[str, Any, Any]] = []
+        out: list[tuple[str, object, object]] = []
         for k in sorted(set(old) | set(new), key=str):
             out.extend(diff_params(f"{prefix}.{k}", old.get(k), new.get(k)))
         return out

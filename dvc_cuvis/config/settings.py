@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def _params_file(path: Path) -> bool:
                       "--no-params)")
 
 
-def validate(params: dict[str, Any], where: Path | str, verbs: list[str]) -> None:
+def validate(params: Mapping[str, object], where: Path | str, verbs: list[str]) -> None:
     """Refuse unknown keys, wrong types and invalid choices in the sections of ``verbs``."""
     for verb in verbs:
         if verb in SECTIONS:
@@ -119,7 +120,7 @@ class Settings:
         """Another verb's section (check reads how enumerate made the universe)."""
         return section(self.params, verb, path=self.where)
 
-    def from_file(self, name: str, value: Any, verb: str | None = None) -> Any:
+    def from_file(self, name: str, value: object, verb: str | None = None) -> Any:
         """A value read from the params file, as a path relative to the file when it is one."""
         opt = option(verb or self.verb, name)
         return opt.from_params(value, self.base) if opt is not None else value
@@ -141,7 +142,7 @@ class Settings:
             return self.from_file(name, value)
         return None
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:
         """Flag value if given, else the section's value, else ``default``, else the default
         of the verb's option spec (:mod:`dvc_cuvis.config.specs`)."""
         value = self.given(name)

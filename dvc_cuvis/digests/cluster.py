@@ -18,13 +18,19 @@ import io
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dvc_cuvis.digests.dvc_hashes import DvcKnownHashes
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
 from dvc_cuvis.progress import progress
+
+if TYPE_CHECKING:
+    from dvc_cuvis.digests.hashing import Stamp
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 _CLUSTER_LOGGERS = ("distributed", "tornado", "bokeh")
 
@@ -127,9 +133,9 @@ def results(futures: list[Any], describe: Callable[[int], str], scheduler: str |
 
 
 def map_with_cache(
-    func: Callable[[Any], Any], items: list[Any], cache: StatCache, *,
+    func: Callable[[_T], _R], items: list[_T], cache: StatCache, *,
     scheduler: str | None, desc: str, show: bool,
-) -> list[Any]:
+) -> list[_R]:
     """``[func(x) for x in items]`` on Dask, in order, where ``func`` fills ``cache``.
 
     ``func`` (a closure of a format scanner) is shipped once with ``cache`` swapped for an
@@ -140,7 +146,7 @@ def map_with_cache(
     if not items:
         return []
     payload = _dumps_with_worker_cache(func, cache)
-    out: list[Any] = []
+    out: list[_R] = []
     with client(scheduler) as c:
         workers = sum(c.nthreads().values()) or 1
         size = max(1, min(512, math.ceil(len(items) / (4 * workers))))
@@ -157,7 +163,7 @@ def map_with_cache(
     return out
 
 
-def _known_md5s(cache: StatCache, chunk: list[Any]) -> dict[str, tuple[Any, str]]:
+def _known_md5s(cache: StatCache, chunk: Sequence[object]) -> dict[str, tuple[Stamp, str]]:
     """md5s our cache or DVC (as this machine sees it) already knows for a chunk's files.
 
     Asked here, not on the worker: a worker on another machine has neither our stat cache
@@ -177,18 +183,18 @@ def _known_md5s(cache: StatCache, chunk: list[Any]) -> dict[str, tuple[Any, str]
     return known
 
 
-def _name(item: Any) -> str:
+def _name(item: object) -> str:
     return str(getattr(item, "abs", item))
 
 
-def _dumps_with_worker_cache(func: Callable[[Any], Any], cache: StatCache) -> bytes:
+def _dumps_with_worker_cache(func: Callable[[_T], _R], cache: StatCache) -> bytes:
     """Pickle ``(func, cache)`` with every reference to ``cache`` replaced by a worker cache."""
     import cloudpickle
 
     use_dvc = cache.dvc is not None
 
     class _Pickler(cloudpickle.Pickler):
-        def reducer_override(self, obj: Any) -> Any:
+        def reducer_override(self, obj: object) -> object:
             if obj is cache:
                 return _worker_cache, (use_dvc,)
             return super().reducer_override(obj)
@@ -218,8 +224,8 @@ _COUNTERS = ("misses", "md5_from_dvc", "md5_hashed", "bytes_hashed", "derived_co
              "derived_from_memo", "checked_computed", "checked_from_memo")
 
 
-def _run_chunk(chunk: list[Any], seeds: dict[str, tuple[Any, str]], payload: bytes
-               ) -> tuple[list[Any], dict[str, Any], dict]:
+def _run_chunk(chunk: list[object], seeds: dict[str, tuple[Stamp, str]], payload: bytes
+               ) -> tuple[list[object], dict[str, dict[str, object]], dict[str, int]]:
     """Worker side: run the shipped function over ``chunk`` with a fresh worker cache
     that knows the md5s the caller already had (``seeds``: path -> (stamp, md5))."""
     import cloudpickle

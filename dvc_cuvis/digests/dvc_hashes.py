@@ -17,10 +17,13 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.digests.hashing import Stamp, is_folder_hash
 from dvc_cuvis.paths import dvc_root_of
+
+if TYPE_CHECKING:
+    from dvc_cuvis.digests.dvc_state import StateDb
 
 
 class DvcKnownHashes:
@@ -57,7 +60,7 @@ class DvcKnownHashes:
         self._lock = threading.Lock()
         self._root_of_dir: dict[str, str | None] = {}  # folder -> root (repo.dvc_root_of)
         self._repos: dict[str, Any] = {}  # root -> dvc Repo, or None when it cannot be opened
-        self._dbs: dict[str, Any] = {}  # root -> dvc_state.StateDb, or None: use the Repo
+        self._dbs: dict[str, StateDb | None] = {}  # root -> state database; None: the Repo
         #: root -> its realpath, resolved once for this object's lifetime (as its Repo and
         #: state database are): a later object sees a link retargeted since.
         self._reals: dict[str, str] = {}
@@ -83,7 +86,7 @@ class DvcKnownHashes:
                     self._repos[root] = None
         return self._repos[root]
 
-    def _db(self, root: str) -> Any:
+    def _db(self, root: str) -> StateDb | None:
         """The state database of ``root`` read directly (:mod:`dvc_cuvis.digests.dvc_state`), opened
         once; None when it cannot be (then DVC's ``Repo`` answers)."""
         if root in self._dbs:

@@ -38,7 +38,6 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis.limits import loads_json
 
@@ -58,7 +57,7 @@ _ENTRY = re.compile(r'\{"version":1,"checksum":"([0-9]+)","size":([0-9]+),'
 _MD5 = re.compile(r"[0-9a-f]{32}")
 
 
-def info(stamp: Stamp) -> dict[str, Any]:
+def info(stamp: Stamp) -> dict[str, object]:
     """The ``fs.info`` fields DVC's state validates an entry with, rebuilt from a stamp."""
     ino, size, mtime_ns = stamp
     return {"type": "file", "ino": ino, "size": size, "mtime": _mtime(mtime_ns)}
@@ -172,10 +171,10 @@ class StateDb:
                 found[path] = md5
         return found
 
-    def _entries(self, paths: list[str]) -> dict[str, Any]:
+    def _entries(self, paths: list[str]) -> dict[str, str]:
         """``{key: value}`` of the entries for ``paths``, in dvc-data's chunked ``IN`` query
         (measured: faster than one range query over the dataset folder)."""
-        raw: dict[str, Any] = {}
+        raw: dict[str, str] = {}
         with self._lock:
             for i in range(0, len(paths), _CHUNK):
                 chunk = paths[i:i + _CHUNK]
@@ -198,7 +197,7 @@ def _parse(entry: str) -> tuple[str, int, str] | None:
     if m is not None:
         return m.group(1), int(m.group(2)), m.group(3)
     try:  # the same entry written with other spacing or key order (another JSON library)
-        d: Any = loads_json(entry, "DVC's state")
+        d: object = loads_json(entry, "DVC's state")
     except ValueError:  # a NestingError too
         return None
     if not isinstance(d, dict) or d.get("version") != 1:

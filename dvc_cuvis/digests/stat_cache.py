@@ -160,11 +160,11 @@ class _Stored:
                  memo_raw: dict[str, memoryview] | None = None) -> None:
         self.paths = paths
         self._memo_raw = memo_raw or {}
-        self._memo: dict[str, dict[str, Any]] = {}
+        self._memo: dict[str, dict[str, object]] = {}
         self._ino, self._size, self._mtime = ints
         self.index = dict(zip(paths, range(len(paths)), strict=True))
         self._raw: dict[str, memoryview] = raw
-        self._values: dict[str, list[Any]] = {}
+        self._values: dict[str, list[object]] = {}
 
     def stamp(self, row: int) -> Stamp:
         return (self._ino[row], self._size[row], self._mtime[row])
@@ -175,7 +175,7 @@ class _Stored:
     def memo_names(self) -> list[str]:
         return sorted(self._memo_raw)
 
-    def memo(self, key: str) -> dict[str, Any]:
+    def memo(self, key: str) -> dict[str, object]:
         """The content memo of ``key``: md5 -> value (oldest first), decoded on first use."""
         memo = self._memo.get(key)
         if memo is None:
@@ -188,7 +188,7 @@ class _Stored:
             self._memo[key] = memo
         return memo
 
-    def values(self, key: str) -> list[Any] | None:
+    def values(self, key: str) -> list[object] | None:
         vals = self._values.get(key)
         if vals is None:
             raw = self._raw.get(key)
@@ -265,12 +265,12 @@ class StatCache:
         # verdicts (keys of CHECK_KEYS) read from files vs taken from the memo
         self.checked_computed = 0
         self.checked_from_memo = 0
-        self._memo_new: dict[str, dict[str, Any]] = {}  # key -> md5 -> value, this process
+        self._memo_new: dict[str, dict[str, object]] = {}  # key -> md5 -> value, this process
         self._hashed: list[tuple[str, Stamp, str]] = []  # files read for their md5, this process
         self._dvc_asked: dict[str, tuple[Stamp, str | None]] = {}  # prefetched DVC answers
         # vouched values by md5 (dvc_cuvis.sources.seed), loaded on the first memo miss, not saved
-        self._seed_loaders: list[Callable[[], dict[str, dict[str, Any]]]] = []
-        self._seeded: dict[str, dict[str, Any]] = {}
+        self._seed_loaders: list[Callable[[], dict[str, dict[str, object]]]] = []
+        self._seeded: dict[str, dict[str, object]] = {}
         self.seeded = 0  # entries the loaders gave (a count for tests and benchmarks)
 
     def stats(self) -> dict[str, int]:
@@ -321,7 +321,7 @@ class StatCache:
         asked = self._dvc_asked.get(abs_path)
         return asked[1] if asked is not None and asked[0] == stamp else None
 
-    def memo_lookup(self, key: str, md5: str) -> tuple[bool, Any]:
+    def memo_lookup(self, key: str, md5: str) -> tuple[bool, object]:
         """``(True, value)`` if the content memo of ``key`` knows the bytes with ``md5``."""
         new = self._memo_new.get(key)
         if new is not None and md5 in new:
@@ -335,7 +335,7 @@ class StatCache:
             return True, seeded[md5]
         return False, None
 
-    def add_seed(self, loader: Callable[[], dict[str, dict[str, Any]]]) -> None:
+    def add_seed(self, loader: Callable[[], dict[str, dict[str, object]]]) -> None:
         """Values some vouched record gives by md5 (``{key: {md5: value}}``), asked for only
         on the first content-memo miss (a warm run never loads them).
 
@@ -378,7 +378,7 @@ class StatCache:
             out, self._hashed = self._hashed, []
         return out
 
-    def recorded(self) -> dict[str, dict[str, Any]]:
+    def recorded(self) -> dict[str, dict[str, object]]:
         """The entries this process recorded (path -> values), e.g. to merge elsewhere."""
         return dict(self._new)
 
@@ -387,7 +387,7 @@ class StatCache:
         stored = self._stored.index if self._stored else {}
         return len(stored) + sum(1 for p in self._new if p not in stored)
 
-    def lookup(self, abs_path: str, key: str, stamp: Stamp) -> tuple[bool, Any]:
+    def lookup(self, abs_path: str, key: str, stamp: Stamp) -> tuple[bool, object]:
         """``(True, value)`` if ``key`` is recorded for ``abs_path`` at ``stamp``."""
         entry = self._new.get(abs_path)
         if entry is not None:
@@ -407,7 +407,7 @@ class StatCache:
             return False, None
         return True, vals[row]
 
-    def record(self, abs_path: str, key: str, stamp: Stamp, value: Any) -> None:
+    def record(self, abs_path: str, key: str, stamp: Stamp, value: object) -> None:
         """Remember ``value`` under ``key`` for ``abs_path`` at ``stamp``."""
         with self._lock:
             entry = self._new.get(abs_path)
@@ -420,7 +420,7 @@ class StatCache:
         self,
         path: Path | str,
         key: str,
-        compute: Callable[[Path], Any],
+        compute: Callable[[Path], object],
         st: os.stat_result | None = None,
         *,
         cached_only: bool = False,
@@ -473,7 +473,7 @@ class StatCache:
                 self.derived_computed += 1
         return value
 
-    def put(self, path: Path | str, key: str, value: Any) -> None:
+    def put(self, path: Path | str, key: str, value: object) -> None:
         """Record ``value`` for a file this process just wrote (so it is never re-read)."""
         abs_path = os.path.abspath(path)
         self.record(abs_path, key, stamp_of(os.stat(abs_path)), value)
@@ -526,7 +526,7 @@ class StatCache:
             self.bytes_hashed += nbytes
         return digest, read_stamp
 
-    def _merged(self) -> tuple[list[str], list[Stamp], dict[str, list[Any]]]:
+    def _merged(self) -> tuple[list[str], list[Stamp], dict[str, list[object]]]:
         stored, new = self._stored, self._new
         paths: list[str] = []
         stamps: list[Stamp] = []
@@ -534,7 +534,7 @@ class StatCache:
         for entry in new.values():
             keys.update(entry)
         keys.discard("st")
-        values: dict[str, list[Any]] = {k: [] for k in sorted(keys)}
+        values: dict[str, list[object]] = {k: [] for k in sorted(keys)}
         if stored is not None:
             keep = [r for r, p in enumerate(stored.paths) if p not in new]
             paths += [stored.paths[r] for r in keep]
@@ -562,7 +562,7 @@ class StatCache:
                          for e, r in zip(entries, same, strict=True)]
         return paths, stamps, values
 
-    def _memo_merged(self, values: dict[str, list[Any]]) -> dict[str, dict[str, Any]]:
+    def _memo_merged(self, values: dict[str, list[object]]) -> dict[str, dict[str, object]]:
         """The content memo to save: per content key, md5 -> value, oldest first.
 
         Harvested from every entry that holds the md5 and the value at one stamp (stored
@@ -574,12 +574,12 @@ class StatCache:
         keys = {k for k in values if k in CONTENT_KEYS} | set(self._memo_new)
         if stored is not None:
             keys |= {k for k in stored.memo_names() if k in CONTENT_KEYS}
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, dict[str, object]] = {}
         live = {m for m in values.get("md5", ()) if m is not None}
         for key in sorted(keys):
-            memo: dict[str, Any] = dict(stored.memo(key)) if stored is not None else {}
+            memo: dict[str, object] = dict(stored.memo(key)) if stored is not None else {}
 
-            def put(md5: Any, value: Any, memo: dict[str, Any] = memo) -> None:
+            def put(md5: object, value: object, memo: dict[str, object] = memo) -> None:
                 if isinstance(md5, str) and value is not None:
                     memo.pop(md5, None)
                     memo[md5] = value  # the most recent last
@@ -631,7 +631,7 @@ class StatCache:
             pass  # a cache that cannot be written is only a slower next run
 
 
-def _dump(value: Any, *, plain: bool) -> bytes:
+def _dump(value: object, *, plain: bool) -> bytes:
     """Compact JSON of a cache section.
 
     ``plain``: the value holds only strings, integers, lists, dicts and None (md5s, content

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis.errors import DvcCuvisError
 
@@ -32,7 +31,7 @@ def format_data_group(universe_csv: Path, splits: Path, out: Path, batch_size: i
     from cuvis_ai_schemas.training import DataConfig
 
     base = out.parent
-    doc: dict[str, Any] = {
+    doc: dict[str, object] = {
         "data_module": DATA_MODULE,
         "splits": {"splits_path": _relative(splits, base)},
         "batch_size": batch_size,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -65,7 +64,7 @@ def id_index(uni: Universe, column: str) -> dict[str, int]:
     return out
 
 
-def map_ids(ids: Sequence[Any], index: dict[str, int], *, where: str) -> Positions:
+def map_ids(ids: Sequence[object], index: dict[str, int], *, where: str) -> Positions:
     """Positions of ``ids``; unknown or repeated ids are errors naming them."""
     out: list[int] = []
     unknown: list[str] = []

@@ -9,7 +9,6 @@ fold.  ``labels.json`` maps ids to a label derived from the category ids.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -48,7 +47,8 @@ def export_glovita(folds: Folds, *, id_column: str = "uid") -> dict[str, list[st
     return out
 
 
-def labels_json(uni: Universe, *, id_column: str = "uid", mode: str = "anomaly") -> dict[str, Any]:
+def labels_json(uni: Universe, *, id_column: str = "uid", mode: str = "anomaly"
+                ) -> dict[str, int | list[int]]:
     """``{id: label}``: 0/1 anomaly (default) or the sorted list of category ids."""
     if not uni.has_column("category_ids"):
         raise DvcCuvisError("labels need a category_ids column in the universe")
@@ -62,7 +62,7 @@ def labels_json(uni: Universe, *, id_column: str = "uid", mode: str = "anomaly")
     raise DvcCuvisError(f"labels mode {mode!r}: choose anomaly or categories")
 
 
-def import_glovita(data: Any, uni: Universe, *, id_column: str = "uid",
+def import_glovita(data: object, uni: Universe, *, id_column: str = "uid",
                    where: str = "splits.json") -> Folds:
     """Stage positions from a GloViTa splits object (plain split or numeric fold keys)."""
     if not isinstance(data, dict):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, unquote
 
 import numpy as np
@@ -39,13 +39,14 @@ def original_id(sid: str) -> str:
     return unquote(sid)
 
 
-def _csv(rows: list[list[Any]]) -> str:
+def _csv(rows: Iterable[Iterable[object]]) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows(rows)
     return buf.getvalue()
 
 
-def export_soma(folds: Folds, *, id_column: str = "uid") -> tuple[str, str, dict[str, Any]]:
+def export_soma(folds: Folds, *, id_column: str = "uid"
+                ) -> tuple[str, str, dict[str, str | list[str]]]:
     """``(dataset.csv, splits.csv, checksums)`` for one split or K folds."""
     uni = folds.universe
     id_index(uni, id_column)
@@ -59,7 +60,7 @@ def export_soma(folds: Folds, *, id_column: str = "uid") -> tuple[str, str, dict
     meta_cols = [c for c in uni.columns if c not in ("materialized_path", "group")]
     header = ["sample_id", "image_path", *(["label"] if has_labels else []), "patient_id",
               *(["uid"] if "uid" not in meta_cols else []), *meta_cols]
-    rows: list[list[Any]] = [header]
+    rows: list[Sequence[object]] = [header]
     for p in range(len(uni)):
         label = [int(is_anomalous(cats[p]))] if has_labels else []
         rows.append([ids[p], paths[p], *label, sample_id(patient[p]), uni.uid(p),
@@ -68,7 +69,8 @@ def export_soma(folds: Folds, *, id_column: str = "uid") -> tuple[str, str, dict
         if len(s["test"]) == 0:
             raise DvcCuvisError(f"fold {k} has no test samples; soma requires a test split in "
                                 "every fold (bake with a --test-ratio that leaves some)")
-    split_rows: list[list[Any]] = [["sample_id", "split", *(["fold"] if folds.k > 1 else [])]]
+    split_rows: list[Sequence[object]] = [
+        ["sample_id", "split", *(["fold"] if folds.k > 1 else [])]]
     names = {"train": "train", "val": "tune", "test": "test"}
     for k, s in enumerate(folds.splits):
         assigned = []
@@ -81,7 +83,8 @@ def export_soma(folds: Folds, *, id_column: str = "uid") -> tuple[str, str, dict
     return dataset_csv, splits_csv, checksums(rows, split_rows)
 
 
-def checksums(dataset_rows: list[list[Any]], split_rows: list[list[Any]]) -> dict[str, Any]:
+def checksums(dataset_rows: Sequence[Sequence[object]], split_rows: Sequence[Sequence[object]]
+              ) -> dict[str, str | list[str]]:
     """soma identity: train/tune dataset rows, test rows and split assignments, separately."""
     header = [str(h) for h in dataset_rows[0]]
     keep = [i for i, h in enumerate(header) if h not in LOCATION_COLUMNS]
@@ -92,7 +95,7 @@ def checksums(dataset_rows: list[list[Any]], split_rows: list[list[Any]]) -> dic
         name = str(row[split_header.index("split")])
         role.setdefault(str(row[0]), set()).add("test" if name.startswith("test") else "fit")
 
-    def digest(rows: list[list[Any]]) -> str:
+    def digest(rows: list[Sequence[object]]) -> str:
         h = hashlib.sha256()
         h.update(("\t".join(header[i] for i in keep) + "\n").encode())
         for row in sorted(rows, key=lambda r: str(r[sid])):
@@ -119,7 +122,7 @@ def _stage_of(split: str, where: str) -> str:
                         "train, tune and test* names")
 
 
-def _fold_of(row: dict[str, Any], where: str) -> int:
+def _fold_of(row: Mapping[str, str | None], where: str) -> int:
     """The row's ``fold`` cell, a non-negative integer."""
     raw = (row.get("fold") or "").strip()
     if not raw.isdigit():

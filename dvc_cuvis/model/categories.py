@@ -9,13 +9,12 @@ plain ``{name: id}`` object.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from dvc_cuvis._io import read_json
 from dvc_cuvis.errors import DvcCuvisError
 
 
-def parse_category_map(data: Any, *, where: str = "categories") -> dict[str, int]:
+def parse_category_map(data: object, *, where: str = "categories") -> dict[str, int]:
     """Normalize a COCO/metrics/plain category structure into ``{name: id}``."""
     if isinstance(data, dict) and "categories" in data:
         data = data["categories"]
@@ -48,7 +47,7 @@ def load_category_map(path: Path | str) -> dict[str, int]:
     return parse_category_map(data, where=str(p))
 
 
-def _is_id(value: Any) -> bool:
+def _is_id(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 

@@ -34,7 +34,7 @@ class Version:
     universe: Universe
     stages: dict[str, np.ndarray]
     universe_hash_pinned: str | None
-    constraints: list[dict[str, Any]]
+    constraints: list[dict[str, object]]
     params: dict[str, Any] = field(default_factory=dict)
     #: category id -> name at this revision (empty when no name map is known)
     categories: dict[int, str] = field(default_factory=dict)
@@ -93,7 +93,7 @@ class SplitDiff:
     transitions: dict[str, int]
     source_transitions: dict[str, int]
     moved: int
-    params: list[tuple[str, Any, Any]]
+    params: list[tuple[str, object, object]]
     #: samples present at both ends whose bytes changed (``md5`` or ``annotation_md5``):
     #: positions in ``b``'s universe, sorted, and which digest changed (1 md5, 2 annotation,
     #: 3 both)
@@ -125,7 +125,7 @@ class SplitDiff:
                 for p, w in zip(self.content[:n].tolist(), self.content_what[:n].tolist(),
                                 strict=True)]
 
-    def to_dict(self, *, limit: int | None = 200) -> dict[str, Any]:
+    def to_dict(self, *, limit: int | None = 200) -> dict[str, object]:
         """The ``--json`` object (``moved`` and ``transitions`` always present)."""
         n = len(self.src) if limit is None else min(limit, len(self.src))
         samples = [{"source": self.sources[s], "index": i, "from": ALL_NAMES[f],

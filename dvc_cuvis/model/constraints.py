@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from cuvis_ai_schemas.training.data import (
@@ -40,7 +40,7 @@ class ConstraintResult:
         """True for an error-severity violation or an unverifiable error-severity check."""
         return self.severity == "error" and self.status in ("violated", "unavailable")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready form (offending list truncated to 100 entries)."""
         return {
             "kind": self.kind,

@@ -33,9 +33,9 @@ import logging
 import posixpath
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -209,13 +209,16 @@ def describe(sel: Selector) -> str:
     return k
 
 
-def _positions_of(values: Iterable[Iterable[Any]]) -> dict[Any, list[int]]:
+_K = TypeVar("_K", bound=Hashable)
+
+
+def _positions_of(values: Iterable[Iterable[_K]]) -> dict[_K, list[int]]:
     """Each value's positions, ascending; the ``p``-th item lists the values ``p`` holds.
 
     The one inverted index of the resolver: source codes by name or stem (several sources
     may share a stem or a Windows spelling) and rows by tag or category id.
     """
-    out: dict[Any, list[int]] = {}
+    out: dict[_K, list[int]] = {}
     for pos, vals in enumerate(values):
         for v in vals:
             out.setdefault(v, []).append(pos)
@@ -261,12 +264,12 @@ class Resolver:
         return _positions_of((s,) for s in self.universe.stems)
 
     @functools.cached_property
-    def _by_tag(self) -> dict[Any, list[int]]:
+    def _by_tag(self) -> dict[str, list[int]]:
         """Rows by tag."""
         return _positions_of(self.universe.tags)
 
     @functools.cached_property
-    def _by_category(self) -> dict[Any, list[int]]:
+    def _by_category(self) -> dict[int, list[int]]:
         """Rows by category id."""
         return _positions_of(self.universe.category_ids)
 
@@ -287,7 +290,7 @@ class Resolver:
         return np.repeat(starts - (ends - lengths), lengths) + np.arange(lengths.sum())
 
     @staticmethod
-    def _rows_with(index: dict[Any, list[int]], wanted: set[Any]) -> Positions:
+    def _rows_with(index: dict[_K, list[int]], wanted: set[_K]) -> Positions:
         """The rows holding any of the ``wanted`` values, ascending."""
         hits = itertools.chain.from_iterable(index[w] for w in wanted if w in index)
         return np.unique(np.fromiter(hits, dtype=np.int64))
@@ -416,7 +419,8 @@ class Resolver:
 
     # -- reporting --------------------------------------------------------------------
 
-    def _partial(self, sel: Selector, where: str, requested: list[Any], matched: set[Any]) -> None:
+    def _partial(self, sel: Selector, where: str, requested: Sequence[object],
+                 matched: Set[object]) -> None:
         missing = tuple(x for x in requested if x not in matched)
         pm = PartialMatch(where, sel.kind.value, sel.source, len(requested), missing)
         self.warnings.append(pm)

@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cuvis_ai_schemas.training.data import (
     Constraint,
@@ -259,7 +259,7 @@ def fold_files(folder: Path | str) -> list[Path]:
     return [found[k] for k in sorted(found)]
 
 
-def parse_constraints(raw: Any, *, where: str) -> list[Constraint]:
+def parse_constraints(raw: object, *, where: str) -> list[Constraint]:
     """Constraints written in a params file (a list of ``{kind, severity}``), validated."""
     if not isinstance(raw, list):
         raise SplitsFileError(f"{where} must be a list of {{kind, severity}}")
@@ -271,7 +271,7 @@ def parse_constraints(raw: Any, *, where: str) -> list[Constraint]:
         raise SplitsFileError(f"{where}: {at}{first['msg']}") from None
 
 
-def _loc(loc: Iterable[Any]) -> str:
+def _loc(loc: Iterable[object]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):

@@ -4,7 +4,7 @@ anomalous samples), for bake's metrics.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import numpy as np
 
@@ -14,15 +14,25 @@ from dvc_cuvis.model.splits import STAGES
 if TYPE_CHECKING:
     pass
 
-def stage_stats(res: Resolution) -> dict[str, dict[str, Any]]:
+class StageStats(TypedDict):
+    """One stage's statistics, as bake's metrics and the report show them."""
+
+    samples: int
+    sources: int
+    groups: int
+    categories: NotRequired[dict[str, int]]  # category id -> samples (with category_ids)
+    anomalous: NotRequired[int]  # samples with a category id != 0 (with category_ids)
+
+
+def stage_stats(res: Resolution) -> dict[str, StageStats]:
     """Per stage: samples, sources, groups, per-category sample counts, anomalous samples."""
     uni = res.universe
     _group_names, group_codes = uni.groups()
     has_cats = uni.has_column("category_ids")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, StageStats] = {}
     for s in STAGES:
         pos = res.stages[s]
-        entry: dict[str, Any] = {
+        entry: StageStats = {
             "samples": len(pos),
             "sources": len(np.unique(uni.codes[pos])),
             "groups": len(np.unique(group_codes[pos])),

@@ -239,7 +239,7 @@ class Universe:
 
     @classmethod
     def from_records(
-        cls, records: Iterable[Mapping[str, Any]], *, path: Path | None = None
+        cls, records: Iterable[Mapping[str, object]], *, path: Path | None = None
     ) -> Universe:
         """Build from dict-like rows (``source``, ``index`` and any other columns)."""
         rows = list(records)
@@ -257,7 +257,7 @@ class Universe:
 
     @classmethod
     def from_columns(
-        cls, columns: Mapping[str, Sequence[Any]], *, path: Path | None = None
+        cls, columns: Mapping[str, Sequence[object]], *, path: Path | None = None
     ) -> Universe:
         """Build from equal-length column lists (``source``, ``index`` and any others).
 
@@ -628,7 +628,7 @@ def _order_columns(
     return {c: cols[c] for c in (*known, *rest)}
 
 
-def _as_index(value: Any) -> int:
+def _as_index(value: object) -> int:
     """A record's index as an int; -1 stands for "no index" (None or an empty cell)."""
     if value is None:
         return -1
@@ -705,7 +705,7 @@ def _refuse_mixed(source: str, lines: npt.NDArray[np.int32] | None, row: int,
     )
 
 
-def _cell_bytes(value: Any) -> bytes:
+def _cell_bytes(value: object) -> bytes:
     if value is None:
         return b""
     if isinstance(value, list | tuple):

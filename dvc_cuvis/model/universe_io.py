@@ -24,7 +24,7 @@ import posixpath
 import re
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -172,7 +172,7 @@ def parse_universe_bytes(
 
 
 def _parse_stream(
-    fh: io.BufferedIOBase | io.BytesIO | Any, path: Path | None, unique: bool | None,
+    fh: IO[bytes], path: Path | None, unique: bool | None,
     columns: Collection[str] | None = None,
 ) -> Universe:
     builder: _Builder | None = None
@@ -195,14 +195,14 @@ def _parse_stream(
     return uni
 
 
-def _size_of(fh: Any) -> int:
+def _size_of(fh: IO[bytes]) -> int:
     try:
         return int(os.fstat(fh.fileno()).st_size)
     except (AttributeError, OSError, io.UnsupportedOperation):
         return len(fh.getbuffer()) if isinstance(fh, io.BytesIO) else 0
 
 
-def _line_chunks(fh: Any, path: Path | None) -> Iterator[bytes]:
+def _line_chunks(fh: IO[bytes], path: Path | None) -> Iterator[bytes]:
     """Yield large chunks that end on a line boundary, with quotes balanced, LF-normalized."""
     carry = b""
     first = True

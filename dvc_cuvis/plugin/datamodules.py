@@ -42,6 +42,7 @@ from dvc_cuvis.check.drift import (
     ensure,
     verify,
 )
+from dvc_cuvis.check.options import Current
 from dvc_cuvis.config.options import Option, closest, did_you_mean
 from dvc_cuvis.config.specs import GUARD, TIFF_UNIVERSE, VERSION
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
@@ -50,6 +51,7 @@ from dvc_cuvis.interop.modules import check_module_rules
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.train.lineage_hooks import Lineage
+from dvc_cuvis.train.lineage_values import JsonRecord
 
 __all__ = ["GUARD_PARAMS", "DvcCu3sMultiDataModule", "DvcNpzMultiDataModule",
            "DvcTiffPairedDataModule", "TrainingDriftError"]
@@ -67,7 +69,7 @@ GUARD_PARAMS: dict[str, Option] = dict(GUARD.options)
 VERSION_PARAMS: dict[str, Option] = dict(VERSION.options)
 
 
-def _check_param(module: str, name: str, opt: Option, value: Any) -> None:
+def _check_param(module: str, name: str, opt: Option, value: object) -> None:
     """Raise DvcCuvisError when ``value`` has a wrong type or is not one of the choices.
 
     A null is a value here (``lock: null`` means no dvc.lock), so it is accepted only where
@@ -95,7 +97,7 @@ def _version_params(name: str, params: dict[str, Any], upstream: dict[str, Any],
     return plugin_validate(name, params, upstream)
 
 
-def _fetch_version(module: Any, stage: str | None) -> None:
+def _fetch_version(module: object, stage: str | None) -> None:
     from dvc_cuvis.train.versioned import plugin_fetch
 
     plugin_fetch(module, stage)
@@ -148,7 +150,7 @@ class _Guarded:
     OWN_PARAMS: ClassVar[dict[str, Option]] = {}
     #: Steps run first in ``setup(stage)``, before the check (e.g. fetch the data at a
     #: revision); each is called with the module and the stage.
-    PRE_STEPS: ClassVar[tuple[Callable[[Any, str | None], None], ...]] = ()
+    PRE_STEPS: ClassVar[tuple[Callable[[object, str | None], None], ...]] = ()
 
     DATA_MODULE_NAME: ClassVar[str]
 
@@ -163,7 +165,7 @@ class _Guarded:
         return sorted({*_upstream_params(cls.UPSTREAM), *cls.guard_params()})
 
     @classmethod
-    def _check_names(cls, params: dict[str, Any]) -> None:
+    def _check_names(cls, params: dict[str, object]) -> None:
         valid = cls.valid_params()
         for key in sorted(params, key=str):
             if key in VERSION_PARAMS and key not in valid:
@@ -183,7 +185,7 @@ class _Guarded:
                 _check_param(cls.DATA_MODULE_NAME, name, opt, params[name])
 
     @classmethod
-    def validate_params(cls, params: dict[str, Any]) -> None:
+    def validate_params(cls, params: dict[str, object]) -> None:
         """Refuse unknown or mistyped parameters (naming the closest), then upstream's checks."""
         cls._check_names(dict(params))
         ours = cls.guard_params()
@@ -214,7 +216,7 @@ class _Guarded:
 
     # -- what is checked ------------------------------------------------------------------
 
-    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+    def _universe_for_check(self) -> tuple[Path | Universe, Current, Path]:
         """The universe to check against, ``current`` for verify(), and the folder whose
         repository holds the dvc.lock and stat cache (subclass hook)."""
         raise NotImplementedError
@@ -282,30 +284,30 @@ class _Guarded:
         return Path(csv) if csv else None
 
     @property
-    def dataset_record(self) -> dict[str, Any] | None:
+    def dataset_record(self) -> JsonRecord | None:
         """The dataset record of the last ``setup()`` (:mod:`dvc_cuvis.train.lineage`)."""
         return self._lineage.record
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """The module's state and its dataset record (kept in every Lightning checkpoint)."""
         return self._lineage.state(super().state_dict())  # type: ignore[misc]
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, object]) -> None:
         """Compare a checkpoint's dataset record with the version set up now, then upstream's."""
         rest = self._lineage.load(self, state_dict, self.guard_settings["verify"])
         super().load_state_dict(rest)  # type: ignore[misc]
 
-    def train_dataloader(self) -> Any:
+    def train_dataloader(self) -> object:
         """Upstream's train loader; the trainrun's record is written first (``lineage``)."""
         self._lineage.on_loader(self, "train")
         return super().train_dataloader()  # type: ignore[misc]
 
-    def val_dataloader(self) -> Any:
+    def val_dataloader(self) -> object:
         """Upstream's val loader (a resume without a record is noted)."""
         self._lineage.on_loader(self, "val")
         return super().val_dataloader()  # type: ignore[misc]
 
-    def test_dataloader(self) -> Any:
+    def test_dataloader(self) -> object:
         """Upstream's test loader (a resume without a record is noted)."""
         self._lineage.on_loader(self, "test")
         return super().test_dataloader()  # type: ignore[misc]
@@ -317,7 +319,7 @@ class _UniverseCsvGuarded(_Guarded):
     #: The upstream module's name, whose universe rules apply to the universe.csv.
     RULES: ClassVar[str]
 
-    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+    def _universe_for_check(self) -> tuple[Path | Universe, Current, Path]:
         path = Path(getattr(self, "_universe_csv"))  # noqa: B009 (set by the upstream init)
         check_module_rules(read_universe(path), self.RULES)
         return path, None, path.parent
@@ -336,9 +338,9 @@ class DvcNpzMultiDataModule(_UniverseCsvGuarded, MultiNpzDataModule):
     UPSTREAM: ClassVar[type] = MultiNpzDataModule
     RULES: ClassVar[str] = "npz_multi"
     OWN_PARAMS: ClassVar[dict[str, Option]] = VERSION_PARAMS
-    PRE_STEPS: ClassVar[tuple[Callable[[Any, str | None], None], ...]] = (_fetch_version,)
+    PRE_STEPS: ClassVar[tuple[Callable[[object, str | None], None], ...]] = (_fetch_version,)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         """Upstream's parameters unchanged, plus the guard's and ``rev``/``repo``/``cache_dir``
         (nothing is read but the CSV; with ``rev``, the CSV and split at that revision)."""
         MultiNpzDataModule.__init__(self, **_pin_version(self, self._take_guard_params(kwargs)))
@@ -356,7 +358,7 @@ class DvcCu3sMultiDataModule(_UniverseCsvGuarded, MultiCu3sDataModule):
     UPSTREAM: ClassVar[type] = MultiCu3sDataModule
     RULES: ClassVar[str] = "cu3s_multi"
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         """Upstream's parameters unchanged, plus the guard's (nothing is read but the CSV)."""
         MultiCu3sDataModule.__init__(self, **self._take_guard_params(kwargs))
 
@@ -374,7 +376,7 @@ class DvcTiffPairedDataModule(_Guarded, TiffPairedDataModule):
     UPSTREAM: ClassVar[type] = TiffPairedDataModule
     OWN_PARAMS: ClassVar[dict[str, Option]] = dict(TIFF_UNIVERSE.options)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         """Upstream's parameters unchanged, plus the guard's and ``universe_csv``."""
         TiffPairedDataModule.__init__(self, **self._take_guard_params(kwargs))
 
@@ -384,7 +386,7 @@ class DvcTiffPairedDataModule(_Guarded, TiffPairedDataModule):
         records = [{"source": r.source, "index": None} for r in refs]
         return Universe.from_records(records)
 
-    def _universe_for_check(self) -> tuple[Path | Universe, Any, Path]:
+    def _universe_for_check(self) -> tuple[Path | Universe, Current, Path]:
         images = self.images_dir  # (set by the upstream init: a Path or None)
         if images is None:
             raise DvcCuvisError(

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from dvc_cuvis._io import parse_yaml, read_yaml
 from dvc_cuvis.config.params import diff_params
@@ -49,18 +49,34 @@ def _norm(path: object) -> str:
     return os.path.normpath(str(path))
 
 
+class LockEntry(TypedDict, total=False):
+    """One ``deps``/``outs`` entry of a dvc.lock stage (the keys this package reads; DVC may
+    write more, which are kept as read)."""
+
+    path: str
+    md5: str
+    hash: str
+    size: int
+    nfiles: int
+
+
+def _lock_entries(raw: list[object]) -> list[LockEntry]:
+    """The mapping entries of a stage's ``deps``/``outs`` list (anything else left out)."""
+    return [cast(LockEntry, e) for e in raw if isinstance(e, dict)]
+
+
 @dataclass
 class Stage:
     """One stage of dvc.lock: its command, recorded deps/outs and params."""
 
     name: str
     cmd: str
-    deps: list[dict[str, Any]]
-    outs: list[dict[str, Any]]
-    params: dict[str, Any]
+    deps: list[LockEntry]
+    outs: list[LockEntry]
+    params: dict[str, dict[str, object] | None]
 
     @property
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[LockEntry]:
         """Dependencies then outputs."""
         return [*self.deps, *self.outs]
 
@@ -74,7 +90,7 @@ class Stage:
         paths = {_norm(e.get("path", "")) for e in self.entries}
         return any(w == p or w.startswith(p + os.sep) for w in wanted for p in paths)
 
-    def output(self, rel: str) -> dict[str, Any] | None:
+    def output(self, rel: str) -> LockEntry | None:
         """The recorded entry of the output ``rel`` (relative to the lock's folder), or None."""
         want = _norm(rel)
         return next((e for e in self.outs if _norm(e.get("path", "")) == want), None)
@@ -127,8 +143,8 @@ class LockFile:
                                     "outs must be lists)")
             stages.append(Stage(
                 name, str(st.get("cmd", "")),
-                [e for e in deps if isinstance(e, dict)],
-                [e for e in outs if isinstance(e, dict)],
+                _lock_entries(deps),
+                _lock_entries(outs),
                 st.get("params") or {},
             ))
         return cls(path, stages)
@@ -187,7 +203,7 @@ def compare(
     wanted = {lock.rel(t) for t in targets}
     universe_rel = lock.rel(universe) if universe is not None else None
     hashed: dict[str, tuple[str, list[str]]] = {}  # several stages may read one folder
-    params: dict[str, Any] = {}
+    params: dict[str, object] = {}
     definitions: dict[str, Any] | None = None  # dvc.yaml's stages, read once if needed
     for stage in lock.stages:
         if stage.reports or not stage.touches(wanted):
@@ -329,7 +345,7 @@ def _compare_definition(stage: Stage, definitions: dict[str, Any]) -> list[Chang
     return changed
 
 
-def _compare_params(lock: LockFile, stage: Stage, loaded: dict[str, Any]) -> list[str]:
+def _compare_params(lock: LockFile, stage: Stage, loaded: dict[str, object]) -> list[str]:
     """Recorded params values that differ from the params files now (``file:key (stage)``)."""
     changed = []
     for pfile, values in stage.params.items():
@@ -344,7 +360,7 @@ def _compare_params(lock: LockFile, stage: Stage, loaded: dict[str, Any]) -> lis
     return changed
 
 
-def lookup(tree: Any, dotted: str) -> Any:
+def lookup(tree: object, dotted: str) -> object:
     """The value at ``a.b.c`` in nested dicts (None when any part is missing)."""
     node = tree
     for part in dotted.split("."):

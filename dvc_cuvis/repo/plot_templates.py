@@ -9,12 +9,12 @@ template draws exactly that, with DVC's own tooling.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 #: The template's name: ``template: spectra`` in a dvc.yaml ``plots:`` entry.
 SPECTRA = "spectra"
 
-SPECTRA_TEMPLATE: dict[str, Any] = {
+SPECTRA_TEMPLATE: dict[str, object] = {
     "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
     "data": {"values": "<DVC_METRIC_DATA>"},
     "title": "<DVC_METRIC_TITLE>",
@@ -39,6 +39,6 @@ SPECTRA_TEMPLATE: dict[str, Any] = {
 }
 
 
-def template_text(template: dict[str, Any]) -> str:
+def template_text(template: Mapping[str, object]) -> str:
     """A template's file text (stable JSON, ``\\n`` at the end)."""
     return json.dumps(template, indent=2, sort_keys=True) + "\n"

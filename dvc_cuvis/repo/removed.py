@@ -52,9 +52,9 @@ class FailedRun:
         return [o.path for o in self.outs]
 
 
-def _declared(definition: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _declared(definition: Mapping[str, Any]) -> dict[str, dict[str, object]]:
     """dvc.yaml's outputs of a stage (outs, metrics, plots) -> their options."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, object]] = {}
     for key in ("outs", "metrics", "plots"):
         for entry in definition.get(key) or []:
             if isinstance(entry, str):

@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -69,7 +69,7 @@ def _digest(path: Path) -> str:
         return "-"
 
 
-def memo_key(root: Path, repo: Path | None, text: str, data: dict[str, Any]) -> str:
+def memo_key(root: Path, repo: Path | None, text: str, data: Mapping[str, object]) -> str:
     """The key of a resolution (``repo``: the DVC repository holding ``root``): the digest
     of every input DVC's resolver reads."""
     try:
@@ -93,7 +93,7 @@ def _memo_path(root: Path, repo: Path) -> Path:
     return repo / ".dvc" / "tmp" / "dvc-cuvis" / "resolved" / f"{name}.json"
 
 
-def resolved_stages(root: Path, text: str, data: dict[str, Any],
+def resolved_stages(root: Path, text: str, data: Mapping[str, object],
                     resolve: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``resolve()`` (DVC's resolution of ``root``'s dvc.yaml), from the memo when its
     inputs are unchanged; a fresh result is kept for the next call."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from dvc_cuvis.errors import shorten, terminal
 from dvc_cuvis.model.compare import SplitDiff, recording_of
@@ -10,7 +10,7 @@ from dvc_cuvis.model.splits import STAGES
 from dvc_cuvis.review.markdown import code_cell, code_fence, code_span
 
 
-def _constraint_line(constraints: list[dict[str, Any]]) -> str:
+def _constraint_line(constraints: Sequence[Mapping[str, object]]) -> str:
     if not constraints:
         return "none declared"
     return ", ".join(f"{c['kind']} {c['status']}" for c in constraints)
@@ -121,7 +121,7 @@ def _name(name: str) -> str:
     return terminal(shorten(repr(name), 80))
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     """A params value as printed: its repr, control characters escaped, long ones cut."""
     return terminal(shorten(repr(v)))
 

@@ -12,14 +12,14 @@ import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dvc_cuvis.check.drift import DriftReport
 from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, STAGE_CODE_NAMES, STAGES
-from dvc_cuvis.model.stats import stage_stats
+from dvc_cuvis.model.stats import StageStats, stage_stats
 from dvc_cuvis.model.universe import anomaly_notions_differ, anomaly_notions_note
 from dvc_cuvis.review import svg
 
@@ -47,7 +47,7 @@ class ReportInput:
     spectra_note: str = ""  # why there are no spectra, and how to get them
 
 
-def _stage_chart(stats: dict[str, dict[str, Any]]) -> str:
+def _stage_chart(stats: dict[str, StageStats]) -> str:
     names = list(EXCLUSIVE_STAGES)
     return svg.hbar_chart(names, [stats[s]["samples"] for s in names],
                           [STAGE_COLORS[s] for s in names],
@@ -149,7 +149,7 @@ code {{ font-size: .85em; word-break: break-all; }} .note {{ color: #555; }}
 """
 
 
-def _categories_section(inp: ReportInput, stats: dict[str, dict[str, Any]]) -> str:
+def _categories_section(inp: ReportInput, stats: dict[str, StageStats]) -> str:
     if not inp.resolution.universe.has_column("category_ids"):
         return ('<section id="categories"><h2>Categories</h2><p class="note">The universe '
                 "has no category_ids column.</p></section>")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,7 +132,8 @@ def read_index(uni: Universe, pos: int) -> int:
     return 0 if uni.indexless is not None and bool(uni.indexless[pos]) else int(uni.indices[pos])
 
 
-def _frame_md5s(summaries_dir: Path, read_universe: Any) -> dict[str, str]:
+def _frame_md5s(summaries_dir: Path, read_universe: Callable[[Path], Universe]
+                ) -> dict[str, str]:
     """The frames' md5s the materialized universe.csv records (none without one)."""
     path = summaries_dir / "universe.csv"
     if not path.is_file():
@@ -278,12 +279,12 @@ def split_spectra(res: Resolution, summaries_dir: Path, *, threshold: float = DE
                         entries=by_grid)
 
 
-def plot_rows(spectra: SplitSpectra) -> list[dict[str, Any]]:
+def plot_rows(spectra: SplitSpectra) -> list[dict[str, object]]:
     """Rows for ``dvc plots``: wavelength, stage, mean, std of the main grid (float32 values)."""
     if not spectra.grids:
         return []
     grid = spectra.grids[0]
-    rows = []
+    rows: list[dict[str, object]] = []
     for stage, sp in grid.stages.items():
         for w, m, s in zip(grid.wavelengths, sp.mean.tolist(), sp.pixel_std.tolist(),
                            strict=True):

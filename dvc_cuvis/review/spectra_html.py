@@ -12,7 +12,6 @@ import base64
 import html
 import math
 import struct
-from typing import Any
 
 import numpy as np
 
@@ -53,7 +52,7 @@ def _spectrum_chart(grid: GridSpectra) -> str:
     return svg.line_chart(grid.wavelengths, lines, "wavelength (nm)", "mean value")
 
 
-def _stage_order(item: tuple[str, Any]) -> tuple[int, str]:
+def _stage_order(item: tuple[str, object]) -> tuple[int, str]:
     """Stages in their usual order (train, val, test), any other after them."""
     order = list(STAGE_COLORS)
     return (order.index(item[0]) if item[0] in order else len(order), item[0])

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dvc_cuvis.config.specs import ENUMERATE
 from dvc_cuvis.digests import dvcignore
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from dvc_cuvis.config.settings import Settings
     from dvc_cuvis.sources.door import BadFrame
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 def _wavelengths(value: object) -> tuple[float, ...] | None:
     """The ``wavelengths`` setting parsed (:func:`dvc_cuvis.sources.tiff.parse_wavelengths`)."""
@@ -255,8 +257,8 @@ def locate(root: Path, rels: list[str]) -> list[Located]:
 
 
 def scan_rows(
-    items: list[Any], one: Callable[[Any, bool], Any], opts: EnumerateOptions, desc: str
-) -> list[Any]:
+    items: list[_T], one: Callable[[_T, bool], _R], opts: EnumerateOptions, desc: str
+) -> list[_R]:
     """``[one(x) for x in items]``: cache hits served serially, only misses on the pool.
 
     ``one(item, cached_only)`` must raise :class:`~dvc_cuvis.digests.stat_cache.CacheMiss` when it
@@ -294,9 +296,9 @@ def threads_for(items: list[Any], jobs: int) -> int:
 
 
 def parallel_map(
-    func: Callable[[Any], Any], items: list[Any], *, jobs: int, desc: str, show: bool,
+    func: Callable[[_T], _R], items: list[_T], *, jobs: int, desc: str, show: bool,
     opts: EnumerateOptions | None = None,
-) -> list[Any]:
+) -> list[_R]:
     """``[func(x) for x in items]`` on a thread pool (hashing releases the GIL), in order.
 
     With ``opts.executor == "dask"`` the items go to the Dask cluster instead, and the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -50,7 +50,14 @@ def load_coco(path: Path) -> Any:
     return coco
 
 
-def coco_summary(path: Path) -> dict[str, Any]:
+class CocoSummary(TypedDict):
+    """What enumerate keeps of a COCO file (in the stat cache, by the file's bytes)."""
+
+    categories: dict[str, int]  # name -> id
+    images: dict[str, list[int]]  # str(image id) -> its sorted category ids
+
+
+def coco_summary(path: Path) -> CocoSummary:
     """``{"categories": {name: id}, "images": {str(image_id): [category ids]}}`` of a COCO file."""
     coco = load_coco(path)
     cats: dict[str, int] = {}
@@ -107,7 +114,7 @@ def class_mask(coco: Any, image_id: int, shape: tuple[int, int], *, where: Path)
     return out
 
 
-def _check_segmentation(seg: Any, shape: tuple[int, int], where: str) -> None:
+def _check_segmentation(seg: object, shape: tuple[int, int], where: str) -> None:
     """What a segmentation declares, before pycocotools allocates for it: an RLE's
     ``size`` is the image's and its counts cover exactly its pixels (pycocotools writes
     every count into a buffer of ``size``); a polygon's outline stays within the ceiling."""
@@ -135,7 +142,7 @@ def _check_segmentation(seg: Any, shape: tuple[int, int], where: str) -> None:
                        current().max_array_bytes, Limits.env_name("max_array_bytes"))
 
 
-def _list_total(counts: Any) -> int:
+def _list_total(counts: object) -> int:
     """The pixels an uncompressed RLE's counts cover (-1 when a count is not one)."""
     if not isinstance(counts, list) or not all(
             type(c) is int and 0 <= c < 1 << 32 for c in counts):

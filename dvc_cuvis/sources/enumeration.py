@@ -96,7 +96,7 @@ def scan(opts: EnumerateOptions) -> Scan:
     raise DvcCuvisError(f"unknown format {opts.format!r}; choose one of {', '.join(FORMATS)}")
 
 
-def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, Any]]:
+def enumerate_universe(opts: EnumerateOptions) -> tuple[Universe, dict[str, object]]:
     """Scan, digest and canonicalize a universe; returns it with its metrics."""
     result = scan(opts)
     _refuse_long_names(result, opts)
@@ -142,7 +142,7 @@ def _refuse_long_names(result: Scan, opts: EnumerateOptions) -> None:
     from dvc_cuvis.limits import LimitError, current
     from dvc_cuvis.model.frame_names import frame_name, frame_name_problem
 
-    pairs: Iterable[tuple[Any, Any]] = (
+    pairs: Iterable[tuple[object, object]] = (
         zip(result.columns["source"], result.columns["index"], strict=True)
         if result.columns is not None
         else ((r.get("source"), r.get("index")) for r in result.records))
@@ -170,10 +170,10 @@ def _int_or_zero(value: Any) -> int:
 
 def universe_metrics(
     uni: Universe, fmt: str, categories: dict[str, int] | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Counts and fingerprints of a universe, for the enumerate metrics file."""
     group_names, _ = uni.groups()
-    metrics: dict[str, Any] = {
+    metrics: dict[str, object] = {
         "format": fmt,
         "universe_hash": uni.hash,
         "samples": len(uni),

@@ -45,8 +45,8 @@ import json
 import os
 import posixpath
 import shlex
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -69,7 +69,7 @@ def attach(cache: StatCache, fmt: str, out: Path | str, metrics: Path | str | No
     cache.add_seed(lambda: vouched_values(out_abs, metrics_abs))
 
 
-def vouched_values(out: str, metrics: str) -> dict[str, dict[str, Any]]:
+def vouched_values(out: str, metrics: str) -> dict[str, dict[str, object]]:
     """``{content key: {md5: value}}`` from HEAD's vouched enumerate run; ``{}`` when any
     condition fails or git cannot be read (the seed only saves work, it never decides)."""
     try:
@@ -78,7 +78,7 @@ def vouched_values(out: str, metrics: str) -> dict[str, dict[str, Any]]:
         return {}
 
 
-def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
+def _vouched(out: str, metrics: str) -> dict[str, dict[str, object]]:
     from dvc_cuvis.sources.door import NPZ_DOOR
     from dvc_cuvis.sources.npz import DERIVED, SOURCE_GROUPS
 
@@ -112,7 +112,7 @@ def _vouched(out: str, metrics: str) -> dict[str, dict[str, Any]]:
     return {**values, **_row_values(files[out_r], out_r)}
 
 
-def _passed(data: bytes, path: str) -> dict[str, dict[str, Any]]:
+def _passed(data: bytes, path: str) -> dict[str, dict[str, object]]:
     """``{NPZ_VERDICT: {md5: []}}`` for every npz row of a vouched universe.csv: enumerate
     writes no row (and no file) when the door refused any frame, so each listed md5 passed."""
     from dvc_cuvis.model.universe_io import parse_universe_bytes
@@ -149,7 +149,7 @@ def _blank_edges(data: bytes) -> list[int]:
     return hits
 
 
-def _row_values(data: bytes, path: str) -> dict[str, dict[str, Any]]:
+def _row_values(data: bytes, path: str) -> dict[str, dict[str, object]]:
     """``{FRAME_INFO: {md5: value}}`` from the rows of a vouched universe.csv, read with the
     universe reader (the one parser of the format): each npz row whose cells give the value
     back exactly; an md5 whose rows disagree gives nothing."""
@@ -196,11 +196,13 @@ def _row_values(data: bytes, path: str) -> dict[str, dict[str, Any]]:
     np.maximum.at(hi, of_row, which)
     agree = lo == hi  # one md5, two values: trust neither
     text = b"\0".join(digests[agree].tolist()).decode("ascii").split("\0")
-    values = dict(zip(text, map(parsed.__getitem__, lo[agree].tolist()), strict=True))
+    values: dict[str, object] = dict(zip(text, map(parsed.__getitem__, lo[agree].tolist()),
+                                         strict=True))
     return {FRAME_INFO: values} if values else {}
 
 
-def _find_stage(read: Any, top: str, out: str, metrics: str) -> tuple[str, Stage] | None:
+def _find_stage(read: Callable[[str], bytes | None], top: str, out: str, metrics: str
+                ) -> tuple[str, Stage] | None:
     """The nearest dvc.lock at HEAD (from ``out``'s folder up to the repository root) with
     an enumerate stage writing ``out`` and ``metrics``, and that stage (no ``wdir``)."""
     for folder in ancestors(os.path.dirname(out)):
@@ -239,7 +241,8 @@ def _argv(cmd: str) -> list[str]:
     return [] if {"&&", "||", ";", "|", ">", "<"} & set(words) else words
 
 
-def _group_setting(stage: Stage, lock_dir: str, top: str, read: Any) -> str | None:
+def _group_setting(stage: Stage, lock_dir: str, top: str, read: Callable[[str], bytes | None]
+                   ) -> str | None:
     """The group setting the recorded run used, from what DVC vouches for: the command's
     ``--group``, else its params file's recorded ``enumerate`` values, else the default
     when no params file was committed; None when it cannot be told."""

@@ -15,7 +15,8 @@ import posixpath
 import re
 import zlib
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,10 +35,14 @@ from dvc_cuvis.sources._common import (
 from dvc_cuvis.sources.door import REFUSED, TIFF_VERDICT, collect, remembered
 from dvc_cuvis.sources.wavelengths import WAVELENGTH_OPTION, format_wavelengths
 
+if TYPE_CHECKING:
+    from PIL.Image import Image
+    from tifffile import TiffPageSeries
+
 _WAVELENGTH_RE = re.compile(r'<Item name="wavelength"[^>]*>\{([^}]+)\}')
 
 
-def _tifffile() -> Any:
+def _tifffile() -> ModuleType:
     try:
         import tifffile
     except ImportError:
@@ -54,7 +59,7 @@ def _tifffile() -> Any:
     return tifffile
 
 
-def _pil() -> Any:
+def _pil() -> ModuleType:
     try:
         from PIL import Image
     except ImportError:
@@ -70,7 +75,7 @@ _MODE_BYTES = {"1": 1, "L": 1, "P": 1, "LA": 2, "PA": 2, "La": 2, "I;16": 2, "I;
                "RGB": 3, "YCbCr": 3}
 
 
-def _declared(series: Any, path: Path) -> None:
+def _declared(series: TiffPageSeries, path: Path) -> None:
     """Refuse a cube whose declared shape and dtype (and its float32 frame) pass the ceiling."""
     limits, env = current(), Limits.env_name("max_array_bytes")
     shape, dtype = tuple(int(n) for n in series.shape), series.dtype
@@ -195,7 +200,7 @@ def read_cube(path: Path, wavelengths: tuple[float, ...] | list[float] | None = 
     return cube, wl.astype(np.int32)
 
 
-def _open_label(path: Path) -> Any:
+def _open_label(path: Path) -> Image:
     """The PNG at ``path``, opened lazily (header only), its declared size checked.
 
     Pillow's own guard (``Image.open``: a warning on stderr, then an error at a fixed pixel
@@ -246,7 +251,7 @@ def read_label_map(path: Path, shape: tuple[int, int] | None = None) -> np.ndarr
         raise DvcCuvisError(f"{path}: not a readable PNG label map ({exc})") from None
 
 
-def label_info(path: Path) -> dict[str, Any]:
+def label_info(path: Path) -> dict[str, list[int]]:
     """Shape and distinct non-zero category ids of a PNG label map."""
     arr = read_label_map(path)
     ids = [int(v) for v in np.unique(arr) if v != 0]
@@ -387,7 +392,7 @@ def _door(opts: EnumerateOptions, f: Located, labels_dir: Path | None, cached_on
         return None
     shape = opts.cache.get(f.abs, "tiff_shape", cube_shape, f.st, cached_only=cached_only)
     try:  # the label's header first: one of another size is never decoded
-        info: dict[str, Any] = {"shape": label_shape(Path(os.path.abspath(png)))}
+        info: dict[str, list[int]] = {"shape": label_shape(Path(os.path.abspath(png)))}
         if info["shape"] == shape[:2]:
             info = opts.cache.get(png, "label", label_info, cached_only=cached_only)
     except MissingExtraError:  # this environment lacks Pillow: the label is not at fault

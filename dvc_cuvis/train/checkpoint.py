@@ -33,30 +33,30 @@ class Stub:
     """What a checkpoint's pickle names (a tensor, a class, a function): never looked up,
     never run, holding nothing, so reading the record costs no tensor and runs no code."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         """Accept and drop whatever the pickle hands (a call, a class's arguments)."""
 
-    def __setstate__(self, state: Any) -> None:
+    def __setstate__(self, state: object) -> None:
         """Drop the state the pickle sets."""
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: object, value: object) -> None:
         """Drop the items the pickle sets."""
 
-    def append(self, value: Any) -> None:
+    def append(self, value: object) -> None:
         """Drop the items the pickle appends."""
 
-    def extend(self, values: Any) -> None:
+    def extend(self, values: object) -> None:
         """Drop the items the pickle appends."""
 
 
 class _Unpickler(pickle._Unpickler):  # the pure-Python one: its memo is a dict
     """Unpickles plain values; every global and persistent id becomes :class:`Stub`."""
 
-    def find_class(self, module: str, name: str) -> Any:
+    def find_class(self, module: str, name: str) -> type:
         """OrderedDict for real, anything else a :class:`Stub` (nothing is imported)."""
         return _REAL.get((module, name), Stub)
 
-    def persistent_load(self, pid: Any) -> Any:
+    def persistent_load(self, pid: object) -> Stub:
         """A tensor's storage: not read."""
         return Stub()
 
@@ -97,13 +97,13 @@ def read_checkpoint(path: Path) -> Any:
             raise DvcCuvisError(f"{path}: a damaged checkpoint ({first})") from None
 
 
-def plain_record(value: Any, where: object) -> bool:
+def plain_record(value: object, where: object) -> bool:
     """True when ``value`` holds JSON's values alone (dicts with string keys, lists, tuples,
     strings, numbers, booleans, None); :class:`LimitError` when nested beyond
     ``max_nesting`` (a container holding itself included)."""
     check_nesting(value, where)
     seen: set[int] = set()
-    stack: list[Any] = [value]
+    stack: list[object] = [value]
     while stack:
         item = stack.pop()
         if item is None or isinstance(item, str | int | float):  # bool is an int

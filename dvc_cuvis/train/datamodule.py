@@ -18,10 +18,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
+from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.drift import (
     CheckOptions,
@@ -40,6 +42,7 @@ from dvc_cuvis.model.universe_io import read_universe
 from dvc_cuvis.paths import PathGuard
 from dvc_cuvis.train.lightning_env import datamodule_base, host_of, package_of, pick_package
 from dvc_cuvis.train.lineage_hooks import Lineage
+from dvc_cuvis.train.lineage_values import JsonRecord
 from dvc_cuvis.train.stages import SETUP_STAGES, setup_stages
 
 logger = logging.getLogger(__name__)
@@ -59,7 +62,7 @@ class NpzFrames:
     def __len__(self) -> int:
         return len(self.paths)
 
-    def __getitem__(self, i: int) -> dict[str, Any]:
+    def __getitem__(self, i: int) -> dict[str, object]:
         z = read_npz(self.paths[i])
         cube = np.asarray(z["cube"], dtype=np.float32)
         h, w = cube.shape[:2]
@@ -98,7 +101,7 @@ def hosted(cls: type, package: str | None) -> type:
     return _HOSTED[key]
 
 
-def _new(cls: Any) -> Any:
+def _new(cls: Any) -> object:
     """An empty instance of ``cls`` under this process's Lightning (unpickling)."""
     return cls.__new__(cls)
 
@@ -190,6 +193,7 @@ class SplitDataModule:
     --------
     >>> import pathlib, tempfile
     >>> import numpy as np
+from cuvis_ai_schemas.training.data import DataSplitConfig
     >>> from dvc_cuvis import bake, BakeOptions, SplitDataModule
     >>> from dvc_cuvis.materialize import ReaderParams, materialize_universe
     >>> from dvc_cuvis import read_universe
@@ -222,23 +226,23 @@ class SplitDataModule:
       fix: restore the files, or re-enumerate and re-bake
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
         """An instance of ``cls`` as a ``LightningDataModule`` of the Lightning package in
         use (:func:`~dvc_cuvis.train.lightning_env.pick_package`)."""
         instance: Self = super().__new__(hosted(cls, pick_package()))
         return instance
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         """Pickled as its plain class: the unpickling process adds its own Lightning base."""
         return (_new, (_plain(type(self)),), self.__dict__)
 
     @property
-    def trainer(self) -> Any:
+    def trainer(self) -> object:
         """The Trainer this module is attached to (None before ``fit``, ``validate``, ...)."""
         return self.__dict__.get("trainer")
 
     @trainer.setter
-    def trainer(self, trainer: Any) -> None:
+    def trainer(self, trainer: object) -> None:
         """Attached to a Trainer of the other Lightning package, the module moves to it."""
         package = package_of(type(trainer).__module__) if trainer is not None else None
         if package is not None and type(self).__dict__.get("_lightning") not in (None, package):
@@ -286,17 +290,17 @@ class SplitDataModule:
         self._lineage = Lineage(type(self).__name__, lineage)
 
     @property
-    def dataset_record(self) -> dict[str, Any] | None:
+    def dataset_record(self) -> JsonRecord | None:
         """The dataset record of the last ``setup()`` (None before it)."""
         return self._lineage.record
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         """The dataset record (Lightning keeps it in every checkpoint)."""
         base: Any = super()  # a LightningDataModule, or object without Lightning
         own = base.state_dict() if hasattr(base, "state_dict") else {}
         return self._lineage.state(own)
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, object]) -> None:
         """Compare a checkpoint's dataset record with the version set up now (a resume of
         training on another version is refused under ``verify="strict"``)."""
         rest = self._lineage.load(self, state_dict, self.verify_mode)
@@ -340,7 +344,7 @@ class SplitDataModule:
                            cache=self._cache() if self.verify_mode != "off" else None,
                            counts={s: len(res.stages[s]) for s in res.stages})
 
-    def _loader(self, name: str, shuffle: bool) -> Any:
+    def _loader(self, name: str, shuffle: bool) -> object:
         if name not in self.datasets:
             raise DvcCuvisError(f"the {name} dataset is not built; call setup() first")
         try:
@@ -357,19 +361,19 @@ class SplitDataModule:
         return DataLoader(dataset, batch_size=self.batch_size, shuffle=shuffle,
                           num_workers=self.num_workers, pin_memory=self.pin_memory, **kwargs)
 
-    def train_dataloader(self) -> Any:
+    def train_dataloader(self) -> object:
         """Shuffled loader over the train stage."""
         return self._loader("train", self.shuffle_train)
 
-    def val_dataloader(self) -> Any:
+    def val_dataloader(self) -> object:
         """Loader over the val stage."""
         return self._loader("val", False)
 
-    def test_dataloader(self) -> Any:
+    def test_dataloader(self) -> object:
         """Loader over the test stage."""
         return self._loader("test", False)
 
-    def predict_dataloader(self) -> Any:
+    def predict_dataloader(self) -> object:
         """Loader over the predict stage (empty predict = the whole universe)."""
         return self._loader("predict", False)
 
@@ -377,7 +381,7 @@ class SplitDataModule:
 def guard(
     datamodule: Any,
     *,
-    splits: str | Path | Any | None = None,
+    splits: str | Path | DataSplitConfig | None = None,
     universe: str | Path | Universe | None = None,
     verify_mode: str = "strict",
     cache: str | Path | StatCache | None = "auto",
@@ -495,7 +499,7 @@ def guard(
 
     record = Lineage(type(datamodule).__name__, lineage)
 
-    def guarded_setup(stage: str | None = None) -> Any:
+    def guarded_setup(stage: str | None = None) -> object:
         report = None
         if verify_mode != "off":
             # verify() reads a splits_path config now, as the module will in setup()
@@ -519,10 +523,10 @@ def hook_lineage(datamodule: Any, record: Lineage, verify_mode: str) -> None:
     own_state = getattr(datamodule, "state_dict", None)
     own_load = getattr(datamodule, "load_state_dict", None)
 
-    def state_dict() -> dict[str, Any]:
+    def state_dict() -> dict[str, object]:
         return record.state(own_state() if callable(own_state) else None)
 
-    def load_state_dict(state: dict[str, Any]) -> None:
+    def load_state_dict(state: dict[str, object]) -> None:
         rest = record.load(datamodule, state, verify_mode)
         if callable(own_load):
             own_load(rest)
@@ -535,11 +539,12 @@ def hook_lineage(datamodule: Any, record: Lineage, verify_mode: str) -> None:
                                                                loader))
 
 
-def _hooked(datamodule: Any, record: Lineage, stage: str, loader: Any) -> Any:
+def _hooked(datamodule: object, record: Lineage, stage: str,
+            loader: Callable[..., object]) -> Callable[..., object]:
     # wraps: Lightning looks through ``__wrapped__`` to tell a loader the module defines
     # from its base class's (which raises): a module without a val loader keeps none
     @functools.wraps(loader)
-    def build(*args: Any, **kwargs: Any) -> Any:
+    def build(*args: object, **kwargs: object) -> object:
         record.on_loader(datamodule, stage)
         return loader(*args, **kwargs)
 

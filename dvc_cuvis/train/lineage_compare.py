@@ -249,7 +249,7 @@ def _data_at(tree: Tree, rev: str | None, record: LineageRecord) -> dict[str, st
     return now
 
 
-def changes_of(d: SplitDiff, content_known: bool) -> dict[str, Any]:
+def changes_of(d: SplitDiff, content_known: bool) -> dict[str, object]:
     """What changed per sample, as ``dvc-cuvis diff`` counts it (content changes are
     unknown unless both universes are known and record content digests)."""
     content_known = content_known and all(v.universe.has_column("md5") for v in (d.a, d.b))
@@ -310,7 +310,7 @@ def _uids(v: Version, stages: tuple[str, ...]) -> set[str]:
     return {u for s in stages for u in v.universe.uids(v.stages[s])}
 
 
-def _overlap(fit: set[str], test: set[str]) -> dict[str, Any]:
+def _overlap(fit: set[str], test: set[str]) -> dict[str, object]:
     both = sorted(fit & test)
     return {"count": len(both), "first": both[:FIRST_UIDS]}
 

@@ -52,7 +52,7 @@ def lock_entries(lock: LockFile, universe_rel: str, source: str) -> list[DataEnt
     return []
 
 
-def dvc_file_entry(doc: Any, path: str, source: str) -> DataEntry:
+def dvc_file_entry(doc: object, path: str, source: str) -> DataEntry:
     """The entry of a parsed ``.dvc`` file (``source``) tracking the folder ``path``."""
     outs = doc.get("outs") if isinstance(doc, dict) else None
     out = outs[0] if isinstance(outs, list) and outs and isinstance(outs[0], dict) else {}

@@ -74,7 +74,7 @@ class ModelStatus:
     current: bool
     changes: dict[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The ``--json`` object of one model."""
         return {"path": self.path, "dataset": dataset_of(self.record), "rev": self.rev,
                 "current": self.current, "changes": self.changes}

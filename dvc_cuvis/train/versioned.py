@@ -438,7 +438,7 @@ def plugin_validate(name: str, params: dict[str, Any], upstream: dict[str, Any],
     return {**upstream, "universe_csv": str(version.universe_file)}
 
 
-def plugin_fetch(module: Any, stage: str | None) -> None:
+def plugin_fetch(module: object, stage: str | None) -> None:
     """``setup(stage)``'s pre-step: fetch, verify and link the frames the stage reads."""
     import logging
 
