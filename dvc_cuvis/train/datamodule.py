@@ -193,7 +193,6 @@ class SplitDataModule:
     --------
     >>> import pathlib, tempfile
     >>> import numpy as np
-from cuvis_ai_schemas.training.data import DataSplitConfig
     >>> from dvc_cuvis import bake, BakeOptions, SplitDataModule
     >>> from dvc_cuvis.materialize import ReaderParams, materialize_universe
     >>> from dvc_cuvis import read_universe
