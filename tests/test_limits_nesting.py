@@ -4,6 +4,7 @@ exactly (brackets in strings and escapes are text), and for unpickled records to
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,3 +65,14 @@ def test_a_record_nested_or_holding_itself_is_refused_and_shared_parts_walked_on
     for _ in range(40):
         shared = [shared, shared]  # 2**40 paths, 41 containers
     check_nesting(shared, "ckpt")
+
+
+def test_a_nested_dir_object_in_the_dvc_cache_is_an_unreadable_version(tmp_path: Path) -> None:
+    """A ``.dir`` listing nested past the ceiling (a damaged or crafted cache object) is a
+    version that cannot be read, for restore and for the failed-run check alike: never a
+    RecursionError out of the parser."""
+    from dvc_cuvis.repo.restore import _listing
+
+    bomb = tmp_path / "abc.dir"
+    bomb.write_bytes(b"[" * 200_000 + b"]" * 200_000)
+    assert _listing(bomb, "data", {"a.npz"}) == {}

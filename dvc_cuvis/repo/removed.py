@@ -13,7 +13,6 @@ is in that state.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.digests.hashing import is_folder_hash
+from dvc_cuvis.limits import LimitError, loads_json
 from dvc_cuvis.repo.lockfile import LockFile, Stage, stage_definitions
 
 __all__ = ["FailedRun", "RemovedOutput", "failed_runs"]
@@ -143,10 +143,11 @@ class _Sources:
                 return False
             if not is_folder_hash(md5):
                 return True
-            listing = json.loads(Path(odb.oid_to_path(md5)).read_text(encoding="utf-8"))
+            path = Path(odb.oid_to_path(md5))
+            listing = loads_json(path.read_bytes(), path)  # nesting bounded before parsing
             return all(isinstance(e, dict) and odb.exists(str(e.get("md5", "")))
                        for e in listing)
-        except (OSError, ValueError):
+        except (OSError, ValueError, LimitError):
             return False
 
     def _has_remote(self) -> bool:

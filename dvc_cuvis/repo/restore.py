@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import posixpath
 import tempfile
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dvc_cuvis._io import parse_yaml
+from dvc_cuvis.limits import LimitError, loads_json
 from dvc_cuvis.repo.git import Git
 
 __all__ = ["Intact", "dvc_intact", "git_intact"]
@@ -94,8 +94,8 @@ def _recorded(text: bytes | None, dvc_dir: str, cache: Path, wanted: set[str]
 def _listing(dir_object: Path, out: str, wanted: set[str]) -> dict[str, str]:
     """The md5s a ``.dir`` object records for ``wanted`` files of the output ``out``."""
     try:
-        entries = json.loads(dir_object.read_bytes())
-    except (OSError, ValueError):  # not in the local cache: that version cannot be read
+        entries = loads_json(dir_object.read_bytes(), dir_object)  # nesting bounded
+    except (OSError, ValueError, LimitError):  # not in the local cache: that version cannot be read
         return {}
     found: dict[str, str] = {}
     for entry in entries if isinstance(entries, list) else []:
