@@ -30,10 +30,12 @@ connections: []
 """
 
 
-def build_project(root: Path) -> Path:
-    """The example, materialized, with its cuvis-ai data group and trainrun, in ``root``."""
+def build_project(root: Path, *, sessions: int = 6, frames: int = 4,
+                  batch_size: int | None = 2) -> Path:
+    """The example, materialized, with its cuvis-ai data group and trainrun, in ``root``
+    (``batch_size`` None: the data group's default)."""
     ex = root / "example"
-    generate(ex / "data", sessions=6, frames=4, size=(8, 8), bands=4, seed=4)
+    generate(ex / "data", sessions=sessions, frames=frames, size=(8, 8), bands=4, seed=4)
     uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=ex / "data/npz",
                                                  out_dir=ex))
     write_universe(uni, ex / "universe.csv")
@@ -48,7 +50,7 @@ def build_project(root: Path) -> Path:
                  "--universe", str(ex / "materialized/universe.csv"),
                  "--splits", str(ex / "materialized/splits.json"),
                  "--out", str(root / "examples/data/dvc_example.yaml"),
-                 "--batch-size", "2"]) == 0
+                 *(["--batch-size", str(batch_size)] if batch_size else [])]) == 0
     return root
 
 

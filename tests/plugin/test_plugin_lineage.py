@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,24 +18,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("hydra")
 
-from dvc_cuvis.baking.core import BakeOptions, bake
-from dvc_cuvis.cli import main
-from dvc_cuvis.materialize import ReaderParams
-from dvc_cuvis.materialize import materialize_universe as materialize
-from dvc_cuvis.model.universe_io import read_universe, write_universe
-from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
-from examples.generate import generate
+from tests.helpers.plugin_project import REPO, TRAINRUN, build_project
 
-REPO = Path(__file__).resolve().parents[2]
-TRAINRUN = "dvc_rx_statistical.yaml"
-PIPELINE = """\
-metadata:
-  name: channel_mean
-nodes:
-- name: score
-  class_name: tests.helpers.nodes.ChannelMeanScore
-connections: []
-"""
 GIT = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
 
@@ -49,23 +32,7 @@ def git(root: Path, *args: str) -> str:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The example, materialized, with the repository's own trainrun, committed."""
-    root = tmp_path / "p"
-    ex = root / "example"
-    generate(ex / "data", sessions=4, frames=3, size=(8, 8), bands=4, seed=4)
-    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=ex / "data/npz",
-                                                 out_dir=ex))
-    write_universe(uni, ex / "universe.csv")
-    uni = read_universe(ex / "universe.csv")
-    (b,) = bake(uni, BakeOptions(strategy="random", seed=3, group_by="group"))
-    materialize(uni, b.config, ex / "materialized", ReaderParams())
-    (root / "examples/trainrun").mkdir(parents=True)
-    shutil.copy(REPO / "examples/trainrun" / TRAINRUN, root / "examples/trainrun")
-    (root / "examples/pipeline").mkdir()
-    (root / "examples/pipeline/rx_statistical.yaml").write_text(PIPELINE)
-    assert main(["export", "--no-params", "--to", "cuvis-ai",
-                 "--universe", str(ex / "materialized/universe.csv"),
-                 "--splits", str(ex / "materialized/splits.json"),
-                 "--out", str(root / "examples/data/dvc_example.yaml")]) == 0
+    root = build_project(tmp_path / "p", sessions=4, frames=3, batch_size=None)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "dataset")

@@ -26,6 +26,7 @@ from dvc_cuvis.model.resolution import resolve
 from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe
 from tests.helpers import nodes
+from tests.helpers.plugin_project import PIPELINE
 from tests.helpers.repos import copy, pristine
 from tests.helpers.shell import sh
 
@@ -33,14 +34,6 @@ pytestmark = pytest.mark.slow
 
 PLUGINS = Path(__file__).resolve().parents[2] / "dvc_cuvis" / "plugins"
 
-PIPELINE = """\
-metadata:
-  name: channel_mean
-nodes:
-- name: score
-  class_name: tests.helpers.nodes.ChannelMeanScore
-connections: []
-"""
 
 DATA = """\
 data_module: dvc_npz_multi
