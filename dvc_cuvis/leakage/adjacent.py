@@ -82,6 +82,8 @@ class Pairs:
     count: int
     pairs: tuple[dict[str, str], ...]  # {"a", "a_stage", "b", "b_stage"}, the first SHOWN
     k: int
+    #: every pair counted per pair of stages (train-val, train-test, val-test; zeros kept)
+    by_stages: tuple[tuple[str, str, int], ...] = ()
 
     def lines(self) -> list[str]:
         """One short text per named pair (``a (train) ~ b (test)``)."""
@@ -97,7 +99,11 @@ def adjacent_pairs(uni: Universe, stages: Mapping[str, npt.ArrayLike], k: int = 
     shown = [{"a": uni.uid(int(x)), "a_stage": EXCLUSIVE_STAGES[row_stage[x]],
               "b": uni.uid(int(y)), "b_stage": EXCLUSIVE_STAGES[row_stage[y]]}
              for x, y in zip(a[:SHOWN].tolist(), b[:SHOWN].tolist(), strict=True)]
-    return Pairs(len(a), tuple(shown), k)
+    lo, hi = np.minimum(row_stage[a], row_stage[b]), np.maximum(row_stage[a], row_stage[b])
+    per = tuple((EXCLUSIVE_STAGES[i], EXCLUSIVE_STAGES[j], int(((lo == i) & (hi == j)).sum()))
+                for i in range(len(EXCLUSIVE_STAGES))
+                for j in range(i + 1, len(EXCLUSIVE_STAGES)))
+    return Pairs(len(a), tuple(shown), k, per)
 
 
 def buffer_rows(uni: Universe, stages: Mapping[str, npt.ArrayLike], k: int

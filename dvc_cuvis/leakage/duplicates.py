@@ -16,11 +16,22 @@ import numpy as np
 
 from dvc_cuvis.leakage.index import query_pairs
 from dvc_cuvis.leakage.signatures import SHAPE_LENGTH, Signature
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 
 #: Perceptual-hash distance (bits) at most, and spectral-shape cosine at least, of a near pair;
 #: chosen from the planted cases measured by benchmarks/bench_leakage.py (docs/leakage.md).
 HAMMING = 5
 COSINE = 0.995
+#: The pairs of stages a leakage count is kept for, in the order reports list them.
+STAGE_PAIRS: tuple[tuple[str, str], ...] = tuple(
+    (a, b) for i, a in enumerate(EXCLUSIVE_STAGES) for b in EXCLUSIVE_STAGES[i + 1:])
+
+
+def stage_pair(a: str, b: str) -> tuple[str, str]:
+    """Two stages in the order :data:`STAGE_PAIRS` names them (train before val before
+    test), so a pair is counted once whichever of its frames sorts first."""
+    rank = {s: i for i, s in enumerate(EXCLUSIVE_STAGES)}
+    return (a, b) if (rank.get(a, len(rank)), a) <= (rank.get(b, len(rank)), b) else (b, a)
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,11 @@ class DuplicatePair:
     second_stage: str
     distance: int  # perceptual-hash bits apart (0 for exact)
 
+    @property
+    def stages(self) -> tuple[str, str]:
+        """Its two stages in report order (:func:`stage_pair`)."""
+        return stage_pair(self.first_stage, self.second_stage)
+
 
 @dataclass(frozen=True)
 class DuplicateAudit:
@@ -43,6 +59,21 @@ class DuplicateAudit:
     near: tuple[DuplicatePair, ...] = ()
     within_stage: int = 0  # frames whose content another frame of their stage repeats
     unsigned: tuple[str, ...] = field(default_factory=tuple)
+
+    def by_stages(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """Exact and near pairs counted per pair of stages: every pair of
+        :data:`STAGE_PAIRS` (zeros included), so metrics and reports keep their keys."""
+        counts = {pair: [0, 0] for pair in STAGE_PAIRS}
+        for col, pairs in enumerate((self.exact, self.near)):
+            for p in pairs:
+                counts.setdefault(p.stages, [0, 0])[col] += 1
+        return {pair: (n[0], n[1]) for pair, n in counts.items()}
+
+    def worst(self, most: int) -> tuple[DuplicatePair, ...]:
+        """The ``most`` pairs a reviewer looks at first: exact copies, then near pairs by
+        fewest hash bits apart (ties in name order)."""
+        near = sorted(self.near, key=lambda p: (p.distance, p.first, p.second))
+        return (*self.exact, *near)[:max(most, 0)]
 
 
 def _order(pair: DuplicatePair) -> tuple[str, str]:
