@@ -14,6 +14,9 @@ from dvc_cuvis.check.drift import (
     ensure,
     verify,
 )
+from dvc_cuvis.check.duplicates import (
+    split_audit,
+)
 from dvc_cuvis.check.verdicts import (
     VerdictMemo,
 )
@@ -27,5 +30,6 @@ __all__ = [
     "Finding",
     "VerdictMemo",
     "ensure",
+    "split_audit",
     "verify",
 ]

@@ -28,11 +28,12 @@ from dvc_cuvis.materialize.summary_store import (
 )
 from dvc_cuvis.model.constraints import ConstraintResult
 from dvc_cuvis.model.frame_names import frame_name
+from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 
 __all__ = ["CONTENT_DUPLICATE", "NEAR_DUPLICATE", "Duplicates", "check_duplicates",
-           "summaries_folder"]
+           "split_audit", "summaries_folder"]
 
 #: The checks' names (in ``check``'s constraints finding and ``check --json``).
 CONTENT_DUPLICATE = "content_duplicate"
@@ -103,6 +104,38 @@ def _signatures(res: Any, folder: Path, witness: list[tuple[str, Stamp | None]] 
     return stage_of, sigs
 
 
+def split_audit(res: Resolution, folder: Path | str) -> DuplicateAudit:
+    """The duplicate audit of a resolved split from the signatures a materialized folder
+    holds: the typed pairs ``check`` counts, for a notebook or the report.
+
+    Parameters
+    ----------
+    res : Resolution
+        The split resolved against its universe (:func:`dvc_cuvis.resolve`); train wins a
+        sample that sits in two stages, as in the check.
+    folder : Path or str
+        The folder materialize wrote (its ``summaries/`` shards hold the signatures).
+
+    Returns
+    -------
+    DuplicateAudit
+        ``exact`` and ``near`` cross-stage pairs (frozen :class:`DuplicatePair` values, sorted
+        by name), ``within_stage`` copies, ``unsigned`` samples (named, never guessed at);
+        ``by_stages()`` counts them per pair of stages, ``worst(n)`` picks the first to look at.
+
+    Raises
+    ------
+    DvcCuvisError
+        No such folder, or a damaged shard or signature record (named, with the fix).
+    """
+    where = Path(folder)
+    if not where.is_dir():
+        raise DvcCuvisError(f"{where}: no such materialized folder (--summaries names the "
+                            "folder materialize wrote: its frames/ and summaries/)")
+    stage_of, sigs = _signatures(res, where, None)
+    return audit(stage_of, sigs)
+
+
 def _pair(p: DuplicatePair) -> dict[str, Any]:
     out: dict[str, Any] = {"a": p.first, "a_stage": p.first_stage, "b": p.second,
                            "b_stage": p.second_stage}
@@ -149,6 +182,8 @@ def check_duplicates(res: Any, folder: Path | None, content: str, near: str, *,
                   "unsigned_frames": len(found.unsigned)}
     out.details["duplicates"] = {"exact": len(found.exact), "near": len(found.near),
                                  "unsigned": len(found.unsigned)}
+    out.details["duplicates_by_stages"] = {f"{a}_{b}": {"exact": n[0], "near": n[1]}
+                                           for (a, b), n in found.by_stages().items()}
     pairs: dict[str, Any] = {}
     for kind, severity, got, what in ((CONTENT_DUPLICATE, content, found.exact,
                                        "frames with one content"),

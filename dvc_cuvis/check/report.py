@@ -105,7 +105,8 @@ class DriftReport:
 
     def metrics(self) -> dict[str, bool | str | int]:
         """The metrics record ``--metrics`` writes: ``ok``, each check's status and, when the
-        duplicate checks ran, their counts."""
+        duplicate checks ran, their counts (in all, and per pair of stages: ``_train_val``,
+        ``_train_test``, ``_val_test``), so ``dvc metrics diff`` shows where copies went."""
         return {"ok": self.ok, **{f.check: f.status for f in self.findings},
                 **self._duplicate_counts()}
 
@@ -115,8 +116,13 @@ class DriftReport:
         counts = found.details.get("duplicates") if found is not None else None
         if not isinstance(counts, dict):
             return {}
-        return {"content_duplicates": int(counts["exact"]), "near_duplicates": int(counts["near"]),
-                "unsigned_frames": int(counts["unsigned"])}
+        out = {"content_duplicates": int(counts["exact"]), "near_duplicates": int(counts["near"]),
+               "unsigned_frames": int(counts["unsigned"])}
+        per_pair = found.details.get("duplicates_by_stages") if found is not None else None
+        for pair, n in (per_pair.items() if isinstance(per_pair, dict) else ()):
+            out[f"content_duplicates_{pair}"] = int(n["exact"])
+            out[f"near_duplicates_{pair}"] = int(n["near"])
+        return out
 
     def plot_rows(self) -> list[dict[str, str | int]]:
         """DVC plot data, one bar per check (1 = drift or violation), for ``dvc plots diff``."""
