@@ -25,6 +25,7 @@ from dvc_cuvis.review import svg
 
 if TYPE_CHECKING:
     from dvc_cuvis.model.compare import SplitDiff
+    from dvc_cuvis.review.leakage_pairs import LeakageFigures
     from dvc_cuvis.review.spectra import SplitSpectra
 
 STAGE_COLORS = {"train": "#4C72B0", "val": "#DD8452", "test": "#55A868", "predict": "#8172B3",
@@ -45,6 +46,7 @@ class ReportInput:
     pinned_hash: str | None = None
     spectra: SplitSpectra | None = None
     spectra_note: str = ""  # why there are no spectra, and how to get them
+    leakage: LeakageFigures | None = None  # None: no materialized folder, no section
 
 
 def _stage_chart(stats: dict[str, StageStats]) -> str:
@@ -121,6 +123,10 @@ def render(inp: ReportInput) -> str:
     parts.append(_categories_section(inp, stats))
     parts.append(_sources_section(res))
     parts.append(_checks_section(inp))
+    if inp.leakage is not None:
+        from dvc_cuvis.review.leakage_html import section as leakage_section
+
+        parts.append(leakage_section(inp.leakage))
     if inp.diff is not None:
         parts.append(_diff_section(inp.diff))
     body = "\n".join(parts)

@@ -1,6 +1,6 @@
 """The report workflow as one library call: :func:`report` resolves a split, runs the drift
-check, compares it with a base revision and draws its spectra (:class:`ReportResult`);
-:func:`write_report` writes the page and the spectra plot data.
+check, compares it with a base revision, draws its spectra and its leakage pairs
+(:class:`ReportResult`); :func:`write_report` writes the page and the spectra plot data.
 
 ``dvc-cuvis report`` is these two calls and a print, so a notebook gets the same page.
 """
@@ -28,6 +28,7 @@ from dvc_cuvis.sources import EnumerateOptions
 if TYPE_CHECKING:
     from dvc_cuvis.config.settings import Settings
     from dvc_cuvis.review.history import GitTree
+    from dvc_cuvis.review.leakage_pairs import LeakageFigures
 
 __all__ = ["ReportOptions", "ReportResult", "report", "write_report"]
 
@@ -123,8 +124,9 @@ class ReportResult:
 def report(opts: ReportOptions) -> ReportResult:
     """The report of a split as ``dvc-cuvis report`` makes it, from the options alone.
 
-    Its stages, constraints, drift verdict, change since ``opts.base`` and spectra, in one
-    call, so a notebook gets the page the command writes.
+    Its stages, constraints, drift verdict, change since ``opts.base``, spectra and (with a
+    materialized folder) leakage pairs, in one call, so a notebook gets the page the command
+    writes.
 
     Parameters
     ----------
@@ -185,7 +187,7 @@ def report(opts: ReportOptions) -> ReportResult:
     diff, base_version = _diff(opts) if opts.base else (None, None)
     spectra, note = _spectra(opts, res, base_version)
     shown = ReportInput(opts.page_title, res, constraints, drift, names, diff,
-                        cfg.universe_hash, spectra, note)
+                        cfg.universe_hash, spectra, note, _leakage(opts, res))
     rows: tuple[dict[str, object], ...] = ()
     if opts.spectra_plot and spectra is not None:
         from dvc_cuvis.review.spectra import plot_rows
@@ -238,6 +240,16 @@ def _spectra(opts: ReportOptions, res: Resolution,
     if opts.base:
         _base_shift(spectra, folder, base, opts.base)
     return spectra, ""
+
+
+def _leakage(opts: ReportOptions, res: Resolution) -> LeakageFigures | None:
+    """The leakage section's figures from the materialized folder the check reads
+    (``summaries``, else the universe's own when materialize wrote it); None without one."""
+    from dvc_cuvis.check.duplicates import summaries_folder
+    from dvc_cuvis.review.leakage_pairs import leakage_figures
+
+    folder = summaries_folder(Path(opts.universe), opts.summaries)
+    return leakage_figures(res, folder) if folder is not None else None
 
 
 def _base_shift(spectra: SplitSpectra, folder: Path, base: tuple[GitTree, Version] | None,

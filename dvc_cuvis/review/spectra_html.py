@@ -101,21 +101,25 @@ def _balance_rows(balance: list[Balance], threshold: float, base: bool = False) 
     return f'<table class="balance">{head}{"".join(rows)}</table>'
 
 
+def thumb_img(rgb: np.ndarray, uid: str, stage: str) -> str:
+    """A thumbnail (``[h, w, 3]`` uint8) as an inline BMP ``<img>``, scaled by a whole factor
+    so its pixels stay sharp, named by its sample and stage for scripts."""
+    height, width = rgb.shape[:2]
+    zoom = max(2, THUMB_SHOWN_PX // max(height, width, 1))
+    data = base64.b64encode(bmp(rgb)).decode("ascii")
+    return (f'<img class="thumb" data-uid="{html.escape(uid)}" '
+            f'data-stage="{html.escape(stage)}" title="{html.escape(uid)}" '
+            f'width="{width * zoom}" height="{height * zoom}" '
+            f'src="data:image/bmp;base64,{data}">')
+
+
 def _thumbnail_grid(spectra: SplitSpectra) -> str:
     parts = []
     for stage, thumbs in spectra.thumbnails.items():
         if not thumbs:
             continue
-        imgs = []
-        for uid, t in thumbs:
-            zoom = max(2, THUMB_SHOWN_PX // max(t["height"], t["width"], 1))
-            rgb = np.frombuffer(base64.b64decode(t["rgb"]), dtype=np.uint8).reshape(
-                t["height"], t["width"], 3)
-            data = base64.b64encode(bmp(rgb)).decode("ascii")
-            imgs.append(f'<img class="thumb" data-uid="{html.escape(uid)}" '
-                        f'data-stage="{stage}" title="{html.escape(uid)}" '
-                        f'width="{t["width"] * zoom}" height="{t["height"] * zoom}" '
-                        f'src="data:image/bmp;base64,{data}">')
+        imgs = [thumb_img(np.frombuffer(base64.b64decode(t["rgb"]), dtype=np.uint8).reshape(
+            t["height"], t["width"], 3), uid, stage) for uid, t in thumbs]
         parts.append(f"<h4>{stage}</h4><div class='thumbs'>{''.join(imgs)}</div>")
     return "".join(parts)
 
