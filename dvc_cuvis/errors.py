@@ -10,7 +10,7 @@ upstream's loaders (``load_splits``) raise that and callers catch it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 #: C0 controls (tab and newline included: one field is one line), DEL and C1 controls,
@@ -91,69 +91,53 @@ class ParamsError(DvcCuvisError):
 class OptionError(ParamsError):
     """An option value, or a combination of options, that a verb's options value refuses.
 
-    The message names each parameter as ``{name}`` (where its value came from) or ``{name!f}`` /
-    ``{name!g}`` (how to give it: the flag alone / with its placeholder), so a Python caller
-    reads the parameter names it typed and the CLI the flags or params keys its user gave
-    (:meth:`named`).  ``params`` lists the parameters the message names.
+    The one error of every options value (``BakeOptions``, ``CheckOptions``, ...): the rule
+    lives once, in the value, and its message names each parameter in ``params`` by a
+    ``{name}`` or ``{name!form}`` in ``template``, so a Python caller reads the parameter
+    names it typed (``folds must be ...``) and the CLI the flag or params key its user gave
+    (:meth:`named`).  The forms: ``{name}`` where the value came from, ``{name!f}`` how to
+    give it (the flag), ``{name!g}`` the same with its placeholder, ``{name!shown}`` the
+    value and where it came from, ``{name!aside}`` how to set a params value aside, and
+    ``{name!typo=other}`` a "did you mean" for a typed flag.  ``values`` holds the values
+    ``!shown`` names.  Other braces in the template are text.
     """
 
-    def __init__(self, template: str, *params: str) -> None:
+    def __init__(self, template: str, *params: str,
+                 values: Mapping[str, object] | None = None) -> None:
         """The error of ``template`` naming ``params``, shown by their parameter names."""
         self.template, self.params = template, params
-        super().__init__(self.named(lambda name, how: name))
-
-    def named(self, name_of: Callable[[str, str], str]) -> str:
-        """The message with each parameter named by ``name_of(name, how)``; ``how`` is ``""``
-        (where the value came from), ``"f"`` (the flag) or ``"g"`` (flag and placeholder)."""
-        if not self.params:
-            return self.template
-        names = "|".join(re.escape(p) for p in self.params)
-        return re.sub(r"\{(" + names + r")(?:!([fg]))?\}",
-                      lambda m: name_of(m.group(1), m.group(2) or ""), self.template)
-
-
-class OptionRuleError(ParamsError):
-    """An option value breaks a rule of its verb (a conflict, a range).
-
-    The rule lives once, in the verb's options value, which names each parameter it speaks
-    of by a ``{field}`` of ``template`` (``field -> parameter``): a Python caller reads the
-    parameter's name (``out_dir``), and the CLI re-words the same error with the flag or
-    params key the user set (:meth:`named`). A field's format spec picks the form:
-    ``{out}`` the name, ``{to:shown}`` the name with its value, ``{out:aside}`` how to set
-    a params value aside, ``{out:typo=out_dir}`` a "did you mean" for a typed flag.
-    """
-
-    def __init__(self, template: str, values: dict[str, object] | None = None,
-                 **fields: str) -> None:
-        self.template = template
-        self.fields = fields
         self.values = dict(values or {})
         super().__init__(self.named(self._bare))
 
     @property
     def param(self) -> str:
-        """The parameter the error is first about (``out_dir``)."""
-        return next(iter(self.fields.values()), "")
+        """The parameter the error is first about (``out_dir``), or ``""``."""
+        return self.params[0] if self.params else ""
 
-    def _bare(self, param: str, form: str) -> str:
+    def _bare(self, name: str, form: str) -> str:
         """How a Python caller reads a parameter: its name (and value)."""
         if form == "shown":
-            return f"{param}={self.values.get(param)!r}"
-        return "" if form == "aside" or form.startswith("typo=") else param
+            return f"{name}={self.values.get(name)!r}"
+        return "" if form == "aside" or form.startswith("typo=") else name
 
-    def named(self, name: Callable[[str, str], str]) -> str:
-        """The message with each parameter worded by ``name(parameter, form)``."""
-        return self.template.format_map({k: _Named(name, p) for k, p in self.fields.items()})
+    def forms(self) -> list[tuple[str, str]]:
+        """Each ``(name, form)`` the template names, in order (``form`` ``""`` for
+        ``{name}``)."""
+        return [(m.group(1), m.group(2) or "") for m in self._pattern().finditer(self.template)]
 
+    def named(self, name_of: Callable[[str, str], str]) -> str:
+        """The message with each parameter named by ``name_of(name, form)`` (the forms of
+        the class docstring: ``""``, ``"f"``, ``"g"``, ``"shown"``, ``"aside"``,
+        ``"typo=other"``)."""
+        if not self.params:
+            return self.template
+        return self._pattern().sub(lambda m: name_of(m.group(1), m.group(2) or ""),
+                                   self.template)
 
-class _Named:
-    """A parameter in an :class:`OptionError` template, worded on formatting."""
-
-    def __init__(self, name: Callable[[str, str], str], param: str) -> None:
-        self.name, self.param = name, param
-
-    def __format__(self, form: str) -> str:
-        return self.name(self.param, form)
+    def _pattern(self) -> re.Pattern[str]:
+        """``{name}`` or ``{name!form}`` for the parameters of this error."""
+        names = "|".join(re.escape(p) for p in self.params) or "(?!)"
+        return re.compile(r"\{(" + names + r")(?:!(f|g|shown|aside|typo=\w+))?\}")
 
 
 class EmptyStageError(DvcCuvisError):

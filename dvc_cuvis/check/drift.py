@@ -447,7 +447,7 @@ def verify(
 
     Raises
     ------
-    CheckOptionError
+    OptionError
         An impossible option (an unknown name in ``checks``, a bad severity), naming it.
     MissingSplitsFileError, MissingUniverseError
         The split or universe file does not exist (both are ``FileNotFoundError``).

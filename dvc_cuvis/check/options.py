@@ -2,7 +2,7 @@
 
 Built once — by :meth:`CheckOptions.from_settings` from ``check``'s settings (flag > params
 section > default), or by keyword construction from Python — and checked there: an
-impossible value is a :class:`CheckOptionError` naming the *parameter*, which the CLI
+impossible value is an :class:`~dvc_cuvis.errors.OptionError` naming the *parameter*, which the CLI
 names as the flag or params key it came from.  Every ``"auto"`` is resolved once, by
 :meth:`CheckOptions.resolved`; nothing below :func:`~dvc_cuvis.check.drift.verify` looks
 at ``"auto"`` again.
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Union
 from dvc_cuvis.check.report import CHECKS
 from dvc_cuvis.check.spectral import check_spectral_severity
 from dvc_cuvis.check.staged import Staged
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, OptionError
 from dvc_cuvis.leakage.adjacent import check_k
 from dvc_cuvis.model.universe import Universe
 
@@ -46,15 +46,9 @@ SEVERITY_FIELDS: tuple[str, ...] = ("adjacent_frames", "spectral_shift", "wavele
 _NOT_FIELDS = ("checks", "stage", "lock", "no_lock", "categories", "stat_cache")
 
 
-class CheckOptionError(DvcCuvisError):
-    """An impossible check option; ``param`` names the parameter (the CLI names the flag)."""
-
-    exit_code = 2
-
-    def __init__(self, param: str, message: str) -> None:
-        """The error for ``param``; ``message`` starts with the parameter's name or says it."""
-        super().__init__(message)
-        self.param = param
+#: The name this error had before every options value raised one type; kept so that code
+#: written against ``dvc_cuvis.check.CheckOptionError`` still imports and catches it.
+CheckOptionError = OptionError
 
 
 @dataclass(frozen=True)
@@ -167,20 +161,20 @@ def _rescan_options(s: Settings, universe: Path) -> tuple[EnumerateOptions | Non
 
 
 def _param(name: str, check: Callable[[object, str], object], value: object) -> None:
-    """``check(value, name)``; its error becomes a :class:`CheckOptionError` naming ``name``."""
+    """``check(value, name)``; its error becomes an :class:`OptionError` naming ``name``."""
     try:
-        check(value, name)
+        check(value, "{" + name + "}")
     except DvcCuvisError as exc:
-        raise CheckOptionError(name, str(exc)) from None
+        raise OptionError(str(exc), name) from None
 
 
 def _known_checks(checks: Iterable[str]) -> tuple[str, ...]:
-    """``checks`` as a tuple; a :class:`CheckOptionError` for an unknown name."""
+    """``checks`` as a tuple; an :class:`OptionError` for an unknown name."""
     wanted = tuple(checks)
     unknown = set(wanted) - set(CHECKS)
     if unknown:
-        raise CheckOptionError("checks", f"unknown check(s) {sorted(unknown)}; choose from "
-                                         f"{list(CHECKS)}")
+        raise OptionError(f"{{checks}}: unknown check(s) {sorted(unknown)}; choose from "
+                          f"{list(CHECKS)}", "checks")
     return wanted
 
 
@@ -193,6 +187,6 @@ def _stage_names(stages: Iterable[str] | None) -> tuple[str, ...] | None:
     stages = tuple(stages)
     bad = [s for s in stages if s not in STAGES]
     if bad or not stages:
-        raise CheckOptionError("stages", f"stage {', '.join(bad) or '(none)'}: choose from "
-                                         f"{', '.join(STAGES)}")
+        raise OptionError(f"{{stages}}: stage {', '.join(bad) or '(none)'}: choose from "
+                          f"{', '.join(STAGES)}", "stages")
     return tuple(dict.fromkeys(stages))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dvc_cuvis.config.specs import LEAKAGE
-from dvc_cuvis.errors import OptionRuleError, and_more, terminal
+from dvc_cuvis.errors import OptionError, and_more, terminal
 
 if TYPE_CHECKING:
     from cuvis_ai_schemas.training.data import DataSplitConfig
@@ -41,8 +41,8 @@ class ResolveOptions:
 
     def __post_init__(self) -> None:
         if self.group_leakage not in LEAKAGE:
-            raise OptionRuleError(f"{{g}} must be one of {', '.join(LEAKAGE)}",
-                              {"group_leakage": self.group_leakage}, g="group_leakage")
+            raise OptionError(f"{{group_leakage}} must be one of {', '.join(LEAKAGE)}",
+                              "group_leakage")
 
     @classmethod
     def from_settings(cls, s: Settings) -> ResolveOptions:

@@ -3,9 +3,7 @@ the module rules and the re-scan options that several verbs apply (no verb impor
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +11,7 @@ from typing import TYPE_CHECKING
 from dvc_cuvis.config.inputs import require_file as config_require_file
 from dvc_cuvis.config.inputs import split_paths
 from dvc_cuvis.config.settings import Settings
-from dvc_cuvis.errors import DvcCuvisError, OptionRuleError, ParamsError
+from dvc_cuvis.errors import DvcCuvisError
 
 if TYPE_CHECKING:
     from cuvis_ai_schemas.training.data import DataSplitConfig
@@ -29,7 +27,6 @@ __all__ = [
     "module_rules",
     "require_file",
     "rescan_options",
-    "rules_named_by",
     "split_paths",
 ]
 
@@ -100,31 +97,3 @@ def rescan_options(s: Settings, universe_path: Path, cache: StatCache,
     if s.flag("no_enumerate"):
         return None, "--no-enumerate"
     return EnumerateOptions.for_rescan(s.of("enumerate"), s.base, universe_path, cache, s.where)
-
-
-def _namer(s: Settings) -> Callable[[str, str], str]:
-    """How the CLI words a parameter in an :class:`OptionRuleError`: as the user set it."""
-    from dvc_cuvis.config.options import did_you_mean
-    from dvc_cuvis.config.settings import option
-
-    def name(param: str, form: str) -> str:
-        if form == "shown":
-            return s.shown(param)
-        if form == "aside":
-            return s.aside(param)
-        if form.startswith("typo="):
-            other = option(s.verb, form[len("typo="):])
-            return did_you_mean(other.flags[-1] if other is not None and s.typed(param)
-                                else None)
-        return s.origin(param)
-
-    return name
-
-
-@contextlib.contextmanager
-def rules_named_by(s: Settings) -> Iterator[None]:
-    """Re-word an options value's error with the flags and params keys of ``s``."""
-    try:
-        yield
-    except OptionRuleError as err:
-        raise ParamsError(err.named(_namer(s))) from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -75,28 +75,49 @@ def register_options(p: argparse.ArgumentParser, options: OptionSet) -> None:
 
 
 @contextmanager
-def named_by(s: Settings) -> Iterator[None]:
+def named_by(s: Settings, settings: Mapping[str, str] | None = None) -> Iterator[None]:
     """Turn a library's :class:`~dvc_cuvis.errors.OptionError` (which names parameters, as a
     Python caller typed them) into one line naming what this user gave: the flag typed, else
-    the params key and how to set it aside, so no error blames a flag that was never typed."""
+    the params key and how to set it aside, so no error blames a flag that was never typed.
+
+    ``settings``: the setting a parameter is read from where the names differ
+    (``{"stages": "stage"}``).  The one mapper of every verb; exit 2.
+    """
     try:
         yield
     except OptionError as exc:
-        raise ParamsError(option_named(exc, s)) from None
+        raise ParamsError(option_named(exc, s, settings)) from None
 
 
-def option_named(exc: OptionError, s: Settings) -> str:
-    """The message of ``exc`` with each parameter named by where ``s`` took it from."""
+def option_named(exc: OptionError, s: Settings, settings: Mapping[str, str] | None = None,
+                 ) -> str:
+    """The message of ``exc`` with each parameter named by where ``s`` took it from, and,
+    for a value read from the params file, how to set it aside (unless the message says)."""
     from dvc_cuvis.config.settings import option
 
-    def name_of(name: str, how: str) -> str:
-        if not how:
-            return s.origin(name)
+    setting = dict(settings or {})
+
+    def flag_of(name: str, how: str) -> str:
         opt = option(s.verb, name)
         flag = opt.flags[-1] if opt is not None else "--" + name.replace("_", "-")
         metavar = opt.metavar if opt is not None else None
         return f"{flag} {metavar}" if how == "g" and metavar else flag
 
-    origins = [n for n in exc.params if "{" + n + "}" in exc.template]
-    asides = "".join(dict.fromkeys(s.aside(n) for n in origins))
+    def name_of(param: str, how: str) -> str:
+        name = setting.get(param, param)
+        if how in ("f", "g"):
+            return flag_of(name, how)
+        if how == "shown":
+            return s.shown(name)
+        if how == "aside":
+            return s.aside(name)
+        if how.startswith("typo="):
+            other = setting.get(how[len("typo="):], how[len("typo="):])
+            return did_you_mean(flag_of(other, "f") if s.typed(name) else None)
+        return s.origin(name)
+
+    forms = exc.forms()
+    told = {p for p, how in forms if how == "aside"}
+    origins = [p for p, how in forms if not how and p not in told]
+    asides = "".join(dict.fromkeys(s.aside(setting.get(p, p)) for p in origins))
     return exc.named(name_of) + asides

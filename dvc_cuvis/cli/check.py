@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.cli._inputs import module_rules, require_file, split_paths
-from dvc_cuvis.cli._settings import register_options, verb_parser
+from dvc_cuvis.cli._settings import named_by, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import CHECK
 
@@ -99,10 +99,7 @@ _SETTING = {"stages": "stage"}
 
 def _options(s: Settings, universe_path: Path, staged: Staged | None) -> CheckOptions:
     """The check's options; an impossible one is named by its flag or params key."""
-    from dvc_cuvis.check.options import CheckOptionError, CheckOptions
-    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.check.options import CheckOptions
 
-    try:
+    with named_by(s, _SETTING):
         return CheckOptions.from_settings(s, universe_path, staged=staged)
-    except CheckOptionError as exc:
-        raise DvcCuvisError(f"{s.origin(_SETTING.get(exc.param, exc.param))}: {exc}") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, named_by, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import ENUMERATE
 
@@ -23,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
     """Scan a dataset into a canonical universe.csv plus universe metrics."""
     from dvc_cuvis.sources import EnumerateOptions, enumerate_dataset
 
-    done = enumerate_dataset(EnumerateOptions.from_settings(Settings(args)))
+    s = Settings(args)
+    with named_by(s):
+        done = enumerate_dataset(EnumerateOptions.from_settings(s))
     print(done.summary)
     for note in done.notes:
         print(f"dvc-cuvis: {note}", file=sys.stderr)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from dvc_cuvis.cli._inputs import rules_named_by
-from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, named_by, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import EXPORT
 
@@ -24,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from dvc_cuvis.interop.exporting import ExportOptions, export_split
 
     s = Settings(args)
-    with rules_named_by(s):
+    with named_by(s):
         done = export_split(ExportOptions.from_settings(s))
     print(done.summary)
     return EXIT_OK

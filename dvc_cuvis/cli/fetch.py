@@ -6,8 +6,7 @@ import argparse
 import json
 import sys
 
-from dvc_cuvis.cli._inputs import rules_named_by
-from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, named_by, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import FETCH
 
@@ -25,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from dvc_cuvis.repo.fetching import FetchOptions, fetch_stages
 
     s = Settings(args)
-    with rules_named_by(s):
+    with named_by(s, {"stages": "stage"}):
         done = fetch_stages(FetchOptions.from_settings(s))
     if args.json:
         sys.stdout.write(json.dumps(done.as_json(), indent=2) + "\n")

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from dvc_cuvis.cli._inputs import split_paths
-from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, named_by, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import DIFF, LOG
 
@@ -33,27 +33,23 @@ def add_parser(sub: Any) -> None:
 
 def run_diff(args: argparse.Namespace) -> int:
     """Per-sample difference of a split between two revisions (default HEAD vs workspace)."""
-    from dvc_cuvis.review.history_options import DiffOptions, OptionError
+    from dvc_cuvis.review.history_options import DiffOptions
     from dvc_cuvis.review.history_run import diff
 
     s = Settings(args)
-    try:
+    with named_by(s):
         options = DiffOptions.from_settings(s, split_paths(s))
-    except OptionError as exc:
-        raise exc.named(s.origin(exc.param)) from None
     sys.stdout.write(diff(options).output())
     return EXIT_OK
 
 
 def run_log(args: argparse.Namespace) -> int:
     """Commits that changed the split, with per-stage counts and samples moved."""
-    from dvc_cuvis.review.history_options import LogOptions, OptionError
+    from dvc_cuvis.review.history_options import LogOptions
     from dvc_cuvis.review.history_run import log
 
     s = Settings(args)
-    try:
+    with named_by(s):
         options = LogOptions.from_settings(s, split_paths(s))
-    except OptionError as exc:
-        raise exc.named(s.origin(exc.param)) from None
     sys.stdout.write(log(options).output())
     return EXIT_OK

@@ -9,6 +9,7 @@ from typing import Any
 from dvc_cuvis.cli._settings import (
     EXIT_CHECK_FAILED,
     EXIT_OK,
+    named_by,
     register_options,
     verb_parser,
 )
@@ -34,14 +35,11 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Each model's dataset version, and whether the split and data at ``--rev`` are still it."""
-    from dvc_cuvis.review.history_options import OptionError
     from dvc_cuvis.train.lineage_report import LineageOptions, lineage
 
     s = Settings(args)
-    try:
+    with named_by(s):
         options = LineageOptions.from_settings(s)
-    except OptionError as exc:
-        raise exc.named(s.origin(exc.param)) from None
     result = lineage(options)
     sys.stdout.write(result.output())
     return EXIT_CHECK_FAILED if result.exit_code else EXIT_OK

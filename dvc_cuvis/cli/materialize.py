@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dvc_cuvis.cli._inputs import require_file
-from dvc_cuvis.cli._settings import EXIT_OK, register_options, verb_parser
+from dvc_cuvis.cli._settings import EXIT_OK, named_by, register_options, verb_parser
 from dvc_cuvis.config.settings import Settings
 from dvc_cuvis.config.specs import MATERIALIZE
 from dvc_cuvis.errors import terminal
@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
         signed, shards = sign_materialized(out_dir)
         print(f"signed {signed} frame(s) of {out_dir} ({shards} summaries shard(s) written)")
         return EXIT_OK
-    opts = MaterializeOptions.from_settings(s)
+    with named_by(s):
+        opts = MaterializeOptions.from_settings(s)
     require_file(opts.universe, "universe", s)
     if opts.splits is not None:
         require_file(opts.splits, "splits", s)

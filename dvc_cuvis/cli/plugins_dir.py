@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from dvc_cuvis.cli._settings import EXIT_OK, verb_parser
-from dvc_cuvis.errors import DvcCuvisError
-
-#: The folder of the manifest (package data, beside the package's modules).
-PLUGINS_DIR = Path(__file__).resolve().parent.parent / "plugins"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,8 +16,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Print the absolute path of the folder holding ``dvc_cuvis.yaml``."""
-    if not (PLUGINS_DIR / "dvc_cuvis.yaml").is_file():
-        raise DvcCuvisError(f"{PLUGINS_DIR}: the plugin manifest dvc_cuvis.yaml is missing; "
-                            "reinstall dvc-cuvis (it ships as package data)")
-    print(PLUGINS_DIR)
+    from dvc_cuvis.plugin.manifest import plugins_dir
+
+    print(plugins_dir())
     return EXIT_OK

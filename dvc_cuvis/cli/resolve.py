@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
-from dvc_cuvis.cli._inputs import rules_named_by
 from dvc_cuvis.cli._settings import (
     EXIT_CHECK_FAILED,
     EXIT_OK,
+    named_by,
     register_options,
     verb_parser,
 )
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from dvc_cuvis.check.resolving import ResolveOptions, resolve_split
 
     s = Settings(args)
-    with rules_named_by(s):
+    with named_by(s):
         done = resolve_split(ResolveOptions.from_settings(s))
     for line in done.warnings():
         print(line, file=sys.stderr)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dvc_cuvis.config.specs import CONVENTIONS, CUVIS_AI, EXPORT
-from dvc_cuvis.errors import OptionRuleError
+from dvc_cuvis.errors import OptionError
 
 if TYPE_CHECKING:
     from dvc_cuvis.config.settings import Settings
@@ -40,16 +40,16 @@ class ExportOptions:
 
     def __post_init__(self) -> None:
         if self.to not in (*CONVENTIONS, CUVIS_AI):
-            raise OptionRuleError(f"{{to}} must be one of {', '.join((*CONVENTIONS, CUVIS_AI))}",
-                              {"to": self.to}, to="to")
+            raise OptionError(f"{{to}} must be one of {', '.join((*CONVENTIONS, CUVIS_AI))}",
+                              "to")
         if self.to == CUVIS_AI:
             return
         for name in ("out", "batch_size"):
             if getattr(self, name) is not None:  # the data group's: never silently ignored
-                typo = "{p:typo=out_dir}" if name == "out" else ""
-                raise OptionRuleError(f"{{p}} is for --to {CUVIS_AI} (one data-group file); "
-                                  f"{{to:shown}} writes a folder{typo}{{p:aside}}",
-                                  {"to": self.to}, p=name, to="to")
+                typo = "{out!typo=out_dir}" if name == "out" else ""
+                raise OptionError(f"{{{name}}} is for --to {CUVIS_AI} (one data-group file); "
+                                  f"{{to!shown}} writes a folder{typo}{{{name}!aside}}",
+                                  name, "to", values={"to": self.to})
 
     @classmethod
     def from_settings(cls, s: Settings) -> ExportOptions:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dvc_cuvis import limits
 from dvc_cuvis.config.specs import MATERIALIZE
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, OptionError
 from dvc_cuvis.model.frames import Compression
 
 if TYPE_CHECKING:
@@ -101,9 +101,9 @@ class MaterializeOptions:
                                      ("executor", self.executor, ("local", "dask")),
                                      ("sync", self.sync, ("auto", "fs", "file"))):
             if value not in choices:
-                raise DvcCuvisError(f"{name} {value!r}: choose {', '.join(choices)}")
+                raise OptionError(f"{{{name}}} {value!r}: choose {', '.join(choices)}", name)
         if type(self.jobs) is not int or self.jobs < 1:
-            raise DvcCuvisError(f"jobs {self.jobs!r}: expected a whole number >= 1")
+            raise OptionError(f"{{jobs}} {self.jobs!r}: expected a whole number >= 1", "jobs")
 
     @classmethod
     def from_settings(cls, s: Settings) -> MaterializeOptions:

@@ -1,5 +1,6 @@
 """The repository: the one git client, dvc.lock and dvc.yaml through DVC's resolver, what
-tracks a path, pulling a split's files, and setting a repository up (``init``).
+tracks a path, pulling a split's files, and setting a repository up (``init``,
+``install-hook``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from dvc_cuvis.repo.fetching import (
 from dvc_cuvis.repo.git import (
     Git,
     tracked_by,
+)
+from dvc_cuvis.repo.hooks import (
+    Installed,
+    install_hook,
 )
 from dvc_cuvis.repo.lockfile import (
     Change,
@@ -48,6 +53,7 @@ __all__ = [
     "Fetched",
     "Git",
     "Init",
+    "Installed",
     "LockFile",
     "LockReadError",
     "Stage",
@@ -56,6 +62,7 @@ __all__ = [
     "fetch_stages",
     "find_lock",
     "init_project",
+    "install_hook",
     "lookup",
     "not_pulled",
     "plan_fetch",

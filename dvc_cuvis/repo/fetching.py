@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dvc_cuvis.errors import OptionRuleError
+from dvc_cuvis.errors import OptionError
 from dvc_cuvis.repo.pull import FetchFile, FetchPlan, FetchResult
 
 if TYPE_CHECKING:
@@ -47,8 +47,8 @@ class FetchOptions:
 
     def __post_init__(self) -> None:
         if not self.stages:
-            raise OptionRuleError("fetch needs {stage}: one or more of train, val, test, predict",
-                              stage="stage")
+            raise OptionError("fetch needs {stages}: one or more of train, val, test, predict",
+                              "stages")
 
     @classmethod
     def from_settings(cls, s: Settings) -> FetchOptions:

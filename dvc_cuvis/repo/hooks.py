@@ -9,6 +9,7 @@ under another name), and a hooks folder another tool manages is refused without 
 from __future__ import annotations
 
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,10 +123,34 @@ def _set_aside(hook: Path, force: bool) -> Path | None:
     return kept
 
 
-def install_hook(folder: Path | str, *, params: str | None, force: bool, python: str,
-                 ) -> Installed:
-    """Install the pre-commit hook of the repository at ``folder``, run by ``python``:
-    ``dvc-cuvis install-hook`` as one call."""
+def install_hook(folder: Path | str = ".", *, params: str | None = None, force: bool = False,
+                 python: str | None = None) -> Installed:
+    """Install the pre-commit hook of the repository at ``folder``, so that no commit
+    records a split that does not match its data: ``dvc-cuvis install-hook`` as one call.
+
+    Parameters
+    ----------
+    folder
+        A folder inside the git repository (its hooks folder is found through git).
+    params
+        The params file the hook passes to ``check --staged`` (None: the check's own rule).
+    force
+        Keep a pre-commit hook that is not ours as ``pre-commit.before-dvc-cuvis`` and
+        replace it, and install into a folder ``core.hooksPath`` names (else both refused).
+    python
+        The interpreter the hook runs dvc-cuvis with (None: this one, ``sys.executable``).
+
+    Returns
+    -------
+    Installed
+        ``hook`` (the file written) and ``kept`` (where a previous hook went, or None).
+
+    Raises
+    ------
+    DvcCuvisError
+        Not a git repository, a hook that is not ours, or a managed hooks folder, without
+        ``force``.
+    """
     from dvc_cuvis._io import atomic_write_text
 
     with Git(folder, purpose="install-hook installs into a git repository") as git:
@@ -133,6 +158,6 @@ def install_hook(folder: Path | str, *, params: str | None, force: bool, python:
     hook = hooks / "pre-commit"
     kept = _set_aside(hook, force)
     hooks.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(hook, hook_script(params, python))
+    atomic_write_text(hook, hook_script(params, python or sys.executable))
     hook.chmod(0o755)
     return Installed(hook, kept)

@@ -231,7 +231,7 @@ def track_data(repo: Path, root: str) -> str:
 
 
 def init_project(
-    repo: Path, *, fmt: str, root: str, force: bool = False, track: bool = True,
+    repo: Path | str, *, fmt: str, root: str, force: bool = False, track: bool = True,
     files_only: bool = False,
 ) -> Init:
     """Write dvc.yaml and params.yaml into ``repo``, track the data, wire category names.
@@ -242,7 +242,29 @@ def init_project(
     spectra plot's template goes into ``.dvc/plots/``, and a ``.dvc/`` written before ``dvc
     init`` makes it refuse); ``files_only=True`` writes the two files into any folder and
     nothing else.
+
+    Parameters
+    ----------
+    repo
+        The folder of the pipeline, inside a git + DVC repository.
+    fmt
+        What the data is: ``cu3s``, ``tiff``, ``npz`` or ``universe``.
+    root
+        The dataset root, relative to ``repo``.
+
+    Returns
+    -------
+    Init
+        The files written, the ``.dvc`` file of the data (``tracked``), the ``.gitignore``
+        entries added, where category names come from, and notes for the user.
+
+    Raises
+    ------
+    DvcCuvisError
+        ``repo`` is not a folder of a git + DVC repository, ``root`` leaves it, a file
+        exists (without ``force``), or ``dvc add`` fails.
     """
+    repo = Path(repo)
     if not repo.is_dir():
         raise DvcCuvisError(f"{repo}: not a directory")
     root = Path(root).as_posix().rstrip("/")

@@ -13,32 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from dvc_cuvis.errors import DvcCuvisError, ParamsError
+from dvc_cuvis.errors import DvcCuvisError, OptionError
 
 if TYPE_CHECKING:
     from dvc_cuvis.config.settings import Settings
 
-__all__ = ["DiffOptions", "HistoryPaths", "LogOptions", "OptionError"]
+__all__ = ["DiffOptions", "HistoryPaths", "LogOptions"]
 
 #: How a diff is written: plain text, markdown (a pull-request comment) or JSON.
 DiffFormat = Literal["text", "md", "json"]
-
-
-class OptionError(ParamsError):
-    """An option breaks a rule; ``param`` names the parameter so that a front end can name
-    it in its own spelling (a flag, a params key)."""
-
-    def __init__(self, param: str, template: str) -> None:
-        """``template`` names the parameter as ``{param}``."""
-        self.param = param
-        self.template = template
-        super().__init__(template.format(param=param))
-
-    def named(self, name: str) -> OptionError:
-        """The same error naming the parameter as ``name`` (``--repo``)."""
-        err = OptionError(self.param, self.template)
-        err.args = (self.template.format(param=name),)
-        return err
 
 
 @dataclass(frozen=True)
@@ -90,7 +73,7 @@ class DiffOptions:
     def __post_init__(self) -> None:
         """Refuse an unknown format."""
         if self.fmt not in ("text", "md", "json"):
-            raise OptionError("fmt", "{param} must be text, md or json, got " + repr(self.fmt))
+            raise OptionError("{fmt} must be text, md or json, got " + repr(self.fmt), "fmt")
 
     @classmethod
     def from_revs(cls, revs: list[str], paths: HistoryPaths, **kw: object) -> DiffOptions:
@@ -99,9 +82,9 @@ class DiffOptions:
         if len(revs) > 2:
             raise DvcCuvisError("diff takes at most two revisions: [REV_A [REV_B]]")
         if paths.repo and not revs:
-            raise OptionError("repo", f"diff {{param}} {paths.repo} needs REV_A [REV_B] "
+            raise OptionError(f"diff {{repo}} {paths.repo} needs REV_A [REV_B] "
                               "(REV_B defaults to HEAD; another repository has no workspace "
-                              "to compare with)")
+                              "to compare with)", "repo")
         rev_a = revs[0] if revs else "HEAD"
         rev_b = revs[1] if len(revs) == 2 else ("HEAD" if paths.repo else None)
         return cls(paths, rev_a, rev_b, **kw)  # type: ignore[arg-type]
@@ -129,8 +112,8 @@ class LogOptions:
         """Refuse a negative commit count."""
         n = self.max_count
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
-            raise OptionError("max_count", "{param} must be a whole number of commits, got "
-                              + repr(n))
+            raise OptionError("{max_count} must be a whole number of commits, got " + repr(n),
+                              "max_count")
 
     @classmethod
     def from_settings(cls, s: Settings, paths: tuple[Path, Path]) -> LogOptions:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dvc_cuvis.config.specs import ENUMERATE
+from dvc_cuvis.config.specs import ENUMERATE, FORMATS
 from dvc_cuvis.digests import dvcignore
 from dvc_cuvis.digests.stat_cache import CacheMiss, StatCache
-from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.errors import DvcCuvisError, OptionError, and_more
 from dvc_cuvis.paths import PathGuard, is_within, walk_glob
 from dvc_cuvis.progress import progress
 
@@ -69,6 +69,15 @@ class EnumerateOptions:
     wavelengths: tuple[float, ...] | None = None  # tiff: --wavelengths, over each GDAL tag
     out: Path | None = None  # the universe.csv to write (None: out_dir / universe.csv)
     metrics: Path | None = None  # the universe metrics to write (None: none)
+
+    def __post_init__(self) -> None:
+        """Refuse a value no scan can use, naming the parameter."""
+        for name, value, choices in (("format", self.format, FORMATS),
+                                     ("executor", self.executor, ("local", "dask"))):
+            if value not in choices:
+                raise OptionError(f"{{{name}}} {value!r}: choose {', '.join(choices)}", name)
+        if type(self.jobs) is not int or self.jobs < 1:
+            raise OptionError(f"{{jobs}} {self.jobs!r}: expected a whole number >= 1", "jobs")
 
     @property
     def universe_csv(self) -> Path:

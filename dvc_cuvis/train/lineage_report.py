@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.review.history_options import OptionError
+from dvc_cuvis.errors import DvcCuvisError, OptionError
 from dvc_cuvis.train.lineage_compare import (
     Tree,
     compare_records,
@@ -49,7 +48,7 @@ class LineageOptions:
     def __post_init__(self) -> None:
         """Refuse paths beside ``compare``, and neither."""
         if self.compare is not None and self.paths:
-            raise OptionError("compare", "lineage {param} A B takes no other PATH")
+            raise OptionError("lineage {compare} A B takes no other PATH", "compare")
         if self.compare is None and not self.paths:
             raise DvcCuvisError("lineage needs a PATH (a .ckpt, a trainrun output folder or "
                                 "a dataset_lineage.json), or --compare A B")

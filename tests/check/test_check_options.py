@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis.baking import BakeOptions, bake
-from dvc_cuvis.check.drift import CheckOptionError, CheckOptions, verify
+from dvc_cuvis.check.drift import CheckOptions, verify
 from dvc_cuvis.check.facts import ContentDrift, UniverseFacts
 from dvc_cuvis.check.report import DriftReport, Finding
+from dvc_cuvis.errors import OptionError
 from dvc_cuvis.model.splits import save_splits
 from dvc_cuvis.model.universe_io import read_universe
 
@@ -58,7 +59,7 @@ def test_one_frozen_options_value_is_the_keyword_form(tmp_path: Path) -> None:
 ])
 def test_an_impossible_option_names_its_parameter(kwargs: dict[str, object], param: str,
                                                   text: str) -> None:
-    with pytest.raises(CheckOptionError) as err:
+    with pytest.raises(OptionError) as err:
         CheckOptions(**kwargs)  # type: ignore[arg-type]
     assert err.value.param == param and text in str(err.value) and err.value.exit_code == 2
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis.check.resolving import ResolveOptions, resolve_split
-from dvc_cuvis.errors import OptionRuleError
+from dvc_cuvis.errors import OptionError
 from dvc_cuvis.interop.exporting import ExportOptions, export_split
 from dvc_cuvis.repo.fetching import FetchOptions
 from dvc_cuvis.sources import EnumerateOptions
@@ -47,7 +47,7 @@ def test_a_partial_selector_fails_the_call_with_the_lines_the_cli_prints(tmp_pat
 
 
 def test_an_option_rule_names_the_parameter_not_a_flag() -> None:
-    with pytest.raises(OptionRuleError) as err:
+    with pytest.raises(OptionError) as err:
         ExportOptions(to="soma", out=Path("data.yaml"))
     assert err.value.param == "out"
     assert str(err.value) == ("out is for --to cuvis-ai (one data-group file); to='soma' "
@@ -55,10 +55,10 @@ def test_an_option_rule_names_the_parameter_not_a_flag() -> None:
     worded = err.value.named(lambda p, form: f"<{p}:{form}>")
     assert worded == ("<out:> is for --to cuvis-ai (one data-group file); <to:shown> writes a "
                       "folder<out:typo=out_dir><out:aside>")
-    for build, param in ((lambda: FetchOptions(stages=()), "stage"),
+    for build, param in ((lambda: FetchOptions(stages=()), "stages"),
                          (lambda: ResolveOptions(group_leakage="sometimes"), "group_leakage"),
                          (lambda: ExportOptions(to="excel"), "to")):
-        with pytest.raises(OptionRuleError) as err:
+        with pytest.raises(OptionError) as err:
             build()
         assert err.value.param == param and f"{param}" in str(err.value)
 

@@ -99,7 +99,7 @@ def _gui_session(stub: Any, root: Path) -> str:
     from cuvis_ai_core.grpc.v1 import cuvis_ai_pb2
     from cuvis_ai_schemas.plugin import load_plugin_manifest
 
-    from dvc_cuvis.cli.plugins_dir import PLUGINS_DIR
+    from dvc_cuvis.plugin.manifest import PLUGINS_DIR
 
     sid = stub.CreateSession(cuvis_ai_pb2.CreateSessionRequest()).session_id
     ours = load_plugin_manifest(PLUGINS_DIR / "dvc_cuvis.yaml")  # path made absolute
