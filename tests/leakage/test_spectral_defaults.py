@@ -122,7 +122,8 @@ def test_check_words_pairs_grids_and_tests_and_json_names_the_folder_used(
     for root, summaries in ((tmp_path / "npz", "out"), (tmp_path, "mat")):
         monkeypatch.chdir(root)
         run = cli("check", "--no-params", "--universe", "universe.csv", "--splits",
-                  "splits.json", "--no-lock", "--summaries", summaries)
+                  "splits.json", "--no-lock", "--summaries", summaries,
+                  "--content-duplicate", "error", "--near-duplicate", "warn")
         assert run.code == 1, run.err
         texts.append(run.out)
     text = "\n".join(texts)
