@@ -16,6 +16,7 @@ a severity also goes in :data:`SEVERITY_FIELDS` to be checked.  The steps read i
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,7 +156,8 @@ class CheckOptions:
                              self.allow_partial, self.allow_unpinned,
                              sorted((self.name_to_id or {}).items()),
                              # the summaries read, and what their constraints decide
-                             [str(self.summaries) if self.summaries is not None else None,
+                             [os.path.abspath(self.summaries) if self.summaries is not None
+                              else None,
                               self.content_duplicate, self.near_duplicate,
                               self.spectral_shift, self.wavelength_grid]]
         if self.stages is not None:  # a one-stage verdict never stands for the whole split's
