@@ -33,6 +33,7 @@ every option.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ from typing import Any
 from cuvis_ai_schemas.training.data import DataSplitConfig
 
 from dvc_cuvis.check.content import check_content
-from dvc_cuvis.check.duplicates import check_duplicates, summaries_folder
+from dvc_cuvis.check.duplicates import check_duplicates
 from dvc_cuvis.check.facts import OtherStagesAbsent, Plain, UniverseFacts, rescan_note
 from dvc_cuvis.check.failed_run import missing_input
 from dvc_cuvis.check.fixes import Workspace
@@ -49,8 +50,10 @@ from dvc_cuvis.check.not_pulled import explain_not_pulled, stage_outputs_not_pul
 from dvc_cuvis.check.options import CheckOptionError, CheckOptions, Current
 from dvc_cuvis.check.report import CHECKS, DriftReport, Finding
 from dvc_cuvis.check.selection import check_constraints, check_selection
+from dvc_cuvis.check.spectral import spectral_results
 from dvc_cuvis.check.staged import Staged
 from dvc_cuvis.check.staleness import check_staleness
+from dvc_cuvis.check.summaries import missing_note, read_split_summaries
 from dvc_cuvis.check.tokens import (
     TOKEN,
     detokenize,
@@ -221,14 +224,20 @@ def _selection_step(ctx: CheckContext) -> Finding | None:
 
 
 def _constraints_step(ctx: CheckContext) -> Finding:
-    """The split's constraints, group leakage, neighbouring frames and spectra."""
-    o = ctx.opts
-    folder = summaries_folder(ctx.target.uni_path or ctx.uni, o.summaries)
-    duplicates = check_duplicates(ctx.resolution, folder, o.content_duplicate, o.near_duplicate,
-                                  witness=ctx.witness)
-    return check_constraints(ctx.cfg, ctx.resolution, o.group_leakage,
-                             (o.adjacent_frames, o.adjacent_k),
-                             (o.spectral_shift, o.wavelength_grid, o.summaries), duplicates)
+    """The split's constraints, group leakage, neighbouring frames, duplicates and spectra
+    (the summaries they read are read once, each shard a witness of the verdict)."""
+    o, t, res = ctx.opts, ctx.target, ctx.resolution
+    wanted = {o.content_duplicate, o.near_duplicate, o.spectral_shift, o.wavelength_grid}
+    read = None
+    if o.summaries is not None and res is not None and wanted != {"off"}:
+        read = read_split_summaries(res, o.summaries, ctx.witness)
+    duplicates = check_duplicates(read, o.content_duplicate, o.near_duplicate)
+    say = functools.partial(missing_note, ws=t.ws, folder=o.summaries, universe=t.uni_path,
+                            splits=t.splits_path)
+    spectra = (spectral_results(res, read, o.spectral_shift, o.wavelength_grid, say)
+               if res is not None else None)
+    return check_constraints(ctx.cfg, res, o.group_leakage, (o.adjacent_frames, o.adjacent_k),
+                             spectra, duplicates)
 
 
 #: The checks :func:`verify` runs, in order (staleness runs first, outside: see verify).
@@ -320,7 +329,6 @@ def _memo(t: Target, opts: CheckOptions, cache: StatCache,
           vouched: Mapping[str, Sequence[str]]) -> VerdictMemo | None:
     """The verdict memo slot, where a remembered verdict may stand for this check."""
     if (opts.deep or opts.current is not None or vouched or t.uni_path is None
-            or opts.summaries is not None  # the summaries are read afresh
             or not set(opts.checks) - {"staleness"} or (opts.staged and opts.staged.paths)):
         return None
     return VerdictMemo.before_reading(cache, t.splits, t.universe, opts.memo_key())
@@ -397,13 +405,10 @@ def verify(
         (:mod:`dvc_cuvis.leakage.adjacent`).
     spectral_shift : {"error", "warn", "off"}, default "warn"
         Whether the stages' recording mean spectra differ (a permutation test over whole
-        recordings, :mod:`dvc_cuvis.leakage.shift`); needs ``summaries``.
+        recordings, :mod:`dvc_cuvis.leakage.shift`), from the frames' summaries.
     wavelength_grid : {"error", "warn", "off"}, default "error"
         Whether the split's frames lie on more than one wavelength grid
-        (:mod:`dvc_cuvis.leakage.grids`); needs ``summaries``.
-    summaries : path, optional
-        The materialized folder whose per-frame summaries the two checks read; without it
-        they are not run.
+        (:mod:`dvc_cuvis.leakage.grids`), from the frames' summaries.
     adjacent_k : int, default 1
         How many positions apart two frames still count as neighbours.
     content_duplicate : {"error", "warn", "off"}, default "error"
@@ -412,9 +417,11 @@ def verify(
     near_duplicate : {"error", "warn", "off"}, default "warn"
         Severity of the near-duplicate check: near copies in different stages.
     summaries : path-like, optional
-        The materialized folder whose summaries shards hold the frames' signatures; default
-        the universe's own folder when materialize wrote it (a ``summaries/`` beside it),
-        else the duplicate checks do not run.
+        The materialized folder whose summaries shards hold the frames' signatures and
+        spectral summaries; default the universe's own folder when materialize wrote it (a
+        ``summaries/`` beside it).  Without either the duplicate checks do not run and the
+        spectral checks say, once, that they did not, and the command that produces the
+        summaries.
     lock : path-like, "auto" or None, default "auto"
         The dvc.lock for the staleness check; None skips it.
     data_dir : str, optional
@@ -495,7 +502,7 @@ def verify(
 
     opts = dataclasses.replace(opts or CheckOptions(), **keywords)
     t = Target.of(splits, universe, opts.absolute_paths)
-    opts = opts.resolved(t.folder)
+    opts = opts.resolved(t.folder, t.uni_path)
     if opts.deep or (cache is None and opts.stat_cache is None):
         cache = StatCache(None)
     elif cache is None:

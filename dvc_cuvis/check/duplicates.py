@@ -3,7 +3,8 @@ hold one frame's content) and ``near_duplicate`` (near copies across stages), fr
 signatures materialize stored in its summaries shards; no frame is read.
 
 A split's sample is found in the materialized folder by the frame name materialize gives its
-``(source, index)``; its shard entry's ``signature`` record is read with
+``(source, index)`` (the shards read once for every constraint, by
+:mod:`dvc_cuvis.check.summaries`); its shard entry's ``signature`` record is read with
 :func:`~dvc_cuvis.leakage.signatures.from_record` and the stages are audited by
 :func:`~dvc_cuvis.leakage.duplicates.audit`.  A sample without a current signature is named,
 with the one command that signs it; a damaged shard or record raises (exit 2).
@@ -11,46 +12,28 @@ with the one command that signs it; a damaged shard or record raises (exit 2).
 
 from __future__ import annotations
 
-import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.digests.hashing import Stamp, stamp_of
-from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.check.summaries import SplitSummaries, read_split_summaries
+from dvc_cuvis.errors import and_more
 from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit
 from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, Signature, from_record
-from dvc_cuvis.materialize.summary_store import (
-    SUMMARIES_DIR,
-    load_summaries,
-    shard_of,
-)
+from dvc_cuvis.materialize.summary_store import shard_of
 from dvc_cuvis.model.constraints import ConstraintResult
-from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.resolution import Resolution
-from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 
 __all__ = ["CONTENT_DUPLICATE", "NEAR_DUPLICATE", "Duplicates", "check_duplicates",
-           "split_audit", "summaries_folder"]
+           "split_audit"]
 
 #: The checks' names (in ``check``'s constraints finding and ``check --json``).
 CONTENT_DUPLICATE = "content_duplicate"
 NEAR_DUPLICATE = "near_duplicate"
 #: The most pairs (and unsigned frames) a finding names one by one (the rest are counted).
 SHOWN = 20
-
-
-def summaries_folder(universe: Path | str | Universe, given: Path | str | None) -> Path | None:
-    """The materialized folder whose shards hold the signatures: ``given``, else the
-    universe's own folder when it is materialize's (a ``summaries/`` folder beside it)."""
-    if given:
-        return Path(given)
-    path = universe.path if isinstance(universe, Universe) else Path(universe)
-    if path is None or not (path.parent / SUMMARIES_DIR).is_dir():
-        return None
-    return path.parent
 
 
 @dataclass
@@ -67,40 +50,20 @@ class Duplicates:
         return any(r.failed for r in self.results)
 
 
-def _read_index(uni: Universe, pos: int) -> int:
-    """The index materialize names a sample's frame by (a whole-file sample: 0)."""
-    return 0 if uni.indexless is not None and bool(uni.indexless[pos]) else int(uni.indices[pos])
-
-
-def _signatures(res: Any, folder: Path, witness: list[tuple[str, Stamp | None]] | None
-                ) -> tuple[dict[str, str], dict[str, Signature | None]]:
+def _signatures(read: SplitSummaries) -> tuple[dict[str, str], dict[str, Signature | None]]:
     """Per sample of train/val/test (uid): its stage, and its stored signature (None:
-    unsigned, or of another version); a damaged record raises naming its shard. Each shard is
-    added to ``witness`` with its stamp taken before it is read (None when absent: a verdict
-    resting on a shard that may yet appear is never reused)."""
-    uni: Universe = res.universe
+    unsigned, or of another version); a damaged record raises naming its shard."""
+    uni: Universe = read.universe
     stage_of: dict[str, str] = {}
-    frames: dict[str, str] = {}
-    for stage in reversed(EXCLUSIVE_STAGES):  # train wins an overlap (no_split_overlap says so)
-        for pos in res.stages[stage].tolist():
-            uid = uni.uid(int(pos))
-            stage_of[uid] = stage
-            frames[uid] = frame_name(uni.source(int(pos)), _read_index(uni, int(pos)))
-    if witness is not None:
-        for shard in sorted({shard_of(f) for f in frames.values()}):
-            path = os.path.abspath(folder / shard)
-            try:
-                witness.append((path, stamp_of(os.stat(path))))
-            except OSError:
-                witness.append((path, None))
-    stored = load_summaries(folder, frames.values())
     sigs: dict[str, Signature | None] = {}
-    for uid, frame in frames.items():
-        entry = stored.get(frame)
+    for pos, stage in read.stage_of.items():
+        uid = uni.uid(pos)
+        stage_of[uid] = stage
+        entry = read.entry(pos)
         if entry is None or SIGNATURE_KEY not in entry:
             sigs[uid] = None
             continue
-        sigs[uid] = from_record(entry[SIGNATURE_KEY], folder / shard_of(frame))
+        sigs[uid] = from_record(entry[SIGNATURE_KEY], read.folder / shard_of(read.names[pos]))
     return stage_of, sigs
 
 
@@ -128,11 +91,7 @@ def split_audit(res: Resolution, folder: Path | str) -> DuplicateAudit:
     DvcCuvisError
         No such folder, or a damaged shard or signature record (named, with the fix).
     """
-    where = Path(folder)
-    if not where.is_dir():
-        raise DvcCuvisError(f"{where}: no such materialized folder (--summaries names the "
-                            "folder materialize wrote: its frames/ and summaries/)")
-    stage_of, sigs = _signatures(res, where, None)
+    stage_of, sigs = _signatures(read_split_summaries(res, Path(folder)))
     return audit(stage_of, sigs)
 
 
@@ -162,21 +121,18 @@ def sign_command(folder: Path) -> str:
     return f"dvc-cuvis materialize --sign-only --out-dir {shlex.quote(folder.as_posix())}"
 
 
-def check_duplicates(res: Any, folder: Path | None, content: str, near: str, *,
-                     witness: list[tuple[str, Stamp | None]] | None = None) -> Duplicates:
+def check_duplicates(read: SplitSummaries | None, content: str, near: str) -> Duplicates:
     """The duplicate constraints of a resolved split (severities ``content``, ``near``: error,
-    warn or off) from the signatures in ``folder``; nothing when it is None or both are off.
+    warn or off) from the signatures its summaries hold (``read``, from the materialized
+    folder); nothing when there are none or both are off.
 
     A violated constraint is listed; so are unsigned samples, as ``unavailable`` under the
-    first constraint that is on (an error then fails: its frames were not compared); each
-    shard read is added to ``witness`` (the verdict memo's)."""
+    first constraint that is on (an error then fails: its frames were not compared)."""
     out = Duplicates()
-    if folder is None or (content == "off" and near == "off") or res is None:
+    if read is None or (content == "off" and near == "off"):
         return out
-    if not folder.is_dir():
-        raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
-                            "folder materialize wrote: its frames/ and summaries/)")
-    stage_of, sigs = _signatures(res, folder, witness)
+    folder = read.folder
+    stage_of, sigs = _signatures(read)
     found: DuplicateAudit = audit(stage_of, sigs)
     out.counts = {"content_duplicates": len(found.exact), "near_duplicates": len(found.near),
                   "unsigned_frames": len(found.unsigned)}

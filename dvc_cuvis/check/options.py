@@ -16,6 +16,7 @@ a severity also goes in :data:`SEVERITY_FIELDS` to be checked.  The steps read i
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,8 @@ class CheckOptions:
     wavelength_grid: str = "error"
     content_duplicate: str = "error"
     near_duplicate: str = "warn"
+    #: the materialized folder whose summaries the leakage constraints read (None: the
+    #: universe's own when materialize wrote summaries there; resolved once by ``resolved``)
     summaries: Path | None = None
     lock: Path | str | None = "auto"
     data_dir: str | None = None
@@ -122,10 +125,12 @@ class CheckOptions:
         current, why = _rescan_options(s, universe)
         return dataclasses.replace(opts, current=current, not_rescanned=why)
 
-    def resolved(self, anchor: Path | None) -> CheckOptions:
+    def resolved(self, anchor: Path | None, universe: Path | None = None) -> CheckOptions:
         """These options with every ``"auto"`` resolved for a split in folder ``anchor``
         (None: the working folder): ``lock`` to a dvc.lock or None, ``stat_cache`` to a
-        file."""
+        file, ``summaries`` to the folder every summary-reading constraint reads (the one
+        given, else ``universe``'s own when materialize wrote summaries there) or None."""
+        from dvc_cuvis.check.summaries import summaries_folder
         from dvc_cuvis.digests.stat_cache import default_cache_path
         from dvc_cuvis.repo.lockfile import find_lock
 
@@ -135,14 +140,20 @@ class CheckOptions:
         cache = self.stat_cache
         if cache == "auto":
             cache = default_cache_path(anchor)
-        return dataclasses.replace(self, lock=Path(lock) if lock else None, stat_cache=cache)
+        return dataclasses.replace(self, lock=Path(lock) if lock else None, stat_cache=cache,
+                                   summaries=summaries_folder(universe, self.summaries))
 
     def memo_key(self) -> list[object]:
         """The options a remembered verdict is keyed by (those that change a verdict)."""
         key: list[object] = [sorted(set(self.checks) & set(CHECKS[:4])), self.group_leakage,
                              [self.adjacent_frames, self.adjacent_k], self.data_dir,
                              self.allow_partial, self.allow_unpinned,
-                             sorted((self.name_to_id or {}).items())]
+                             sorted((self.name_to_id or {}).items()),
+                             # the summaries read, and what their constraints decide
+                             [os.path.abspath(self.summaries) if self.summaries is not None
+                              else None,
+                              self.content_duplicate, self.near_duplicate,
+                              self.spectral_shift, self.wavelength_grid]]
         if self.stages is not None:  # a one-stage verdict never stands for the whole split's
             key.append(list(self.stages))
         return key

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from dvc_cuvis._io import write_json
 from dvc_cuvis.check.facts import Details, Facts, Json, Plain
-from dvc_cuvis.errors import and_more, terminal
+from dvc_cuvis.check.readable import detail_lines
+from dvc_cuvis.errors import terminal
 
 __all__ = ["CHECKS", "DriftReport", "Finding"]
 
@@ -147,27 +148,10 @@ class DriftReport:
             mark = {"ok": "ok  ", "skipped": "skip", "drift": "DRIFT", "violation": "FAIL",
                     "not-pulled": "PULL"}
             lines.append(f"  [{mark.get(f.status, f.status)}] {f.check}: {f.summary}")
-            for line in _detail_lines(f.details):
+            for line in detail_lines(f.details):
                 lines.append(f"         {line}")
             if f.failed and f.fix:
                 lines.append(f"         fix: {f.fix}")
         # names in a line are data: no control character of theirs reaches the terminal
         # (nor colorama's stream wrapper, which DVC installs), no newline starts a line
         return "\n".join(terminal(line) for line in lines) + "\n"
-
-
-def _detail_lines(details: Mapping[str, Json], limit: int = 8) -> list[str]:
-    out = []
-    for key, value in details.items():
-        if isinstance(value, list):
-            if not value:
-                continue
-            shown = ", ".join(str(v) for v in value[:limit])
-            more = and_more(len(value), limit)
-            out.append(f"{key}: {shown}{more}")
-        elif isinstance(value, dict):
-            if value:
-                out.append(f"{key}: " + ", ".join(f"{k}={v}" for k, v in value.items()))
-        elif value not in (None, ""):
-            out.append(f"{key}: {value}")
-    return out

@@ -11,9 +11,10 @@ from dvc_cuvis.check.duplicates import Duplicates
 from dvc_cuvis.check.facts import Details
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
-from dvc_cuvis.check.spectral import spectral_results
 from dvc_cuvis.errors import SelectorError, and_more
 from dvc_cuvis.leakage.adjacent import ADJACENT_FRAMES, adjacent_pairs
+from dvc_cuvis.leakage.grids import WAVELENGTH_GRID
+from dvc_cuvis.leakage.shift import SPECTRAL_SHIFT
 from dvc_cuvis.model.constraints import ConstraintResult, evaluate_constraints
 from dvc_cuvis.model.resolution import Resolution, resolve
 from dvc_cuvis.model.universe import Universe
@@ -88,11 +89,11 @@ def _hint(failed: list[ConstraintResult]) -> str:
 
 def check_constraints(cfg: DataSplitConfig, res: Resolution | None, group_leakage: str,
                       adjacent: tuple[str, int] = ("warn", 1),
-                      spectral: tuple[str, str, Path | None] = ("warn", "error", None),
+                      spectral: tuple[list[ConstraintResult], Details] | None = None,
                       duplicates: Duplicates | None = None) -> Finding:
     """The constraints finding (``res``: the resolution; None when it failed); ``adjacent``:
-    the severity and K of the neighbouring-frames check; ``spectral``: the severities of
-    the spectral shift and wavelength grid checks and the summaries folder they read;
+    the severity and K of the neighbouring-frames check; ``spectral``: what the spectral
+    shift and wavelength grid checks found (:func:`~dvc_cuvis.check.spectral.spectral_results`);
     ``duplicates``: what the duplicate constraints found (:mod:`dvc_cuvis.check.duplicates`)."""
     if res is None:
         return Finding("constraints", "skipped", "the split does not resolve")
@@ -100,7 +101,7 @@ def check_constraints(cfg: DataSplitConfig, res: Resolution | None, group_leakag
     near, pairs = _adjacent(res, *adjacent)
     if near is not None:
         results.append(near)
-    spectra, spectra_details = spectral_results(res, spectral[2], spectral[0], spectral[1])
+    spectra, spectra_details = spectral or ([], {})
     results.extend(spectra)
     dup = duplicates or Duplicates()
     results.extend(dup.results)
@@ -121,12 +122,24 @@ def check_constraints(cfg: DataSplitConfig, res: Resolution | None, group_leakag
                        ", ".join(f"{r.kind} {r.status}" for r in failed),
                        {"results": details, "offending": [o for r in failed for o in r.offending],
                         **extra},
-                       _hint(failed))
+                       _spectra_fix(failed, spectra_details) or _hint(failed))
     if not results:
-        return Finding("constraints", "ok", "no constraints declared")
+        return Finding("constraints", "ok", "no constraints declared", extra)
     return Finding("constraints", "ok", ", ".join(
         f"{r.kind} {r.status}" + (f" ({r.severity})" if r.status != "satisfied" else "")
         for r in results), {"results": details, **extra} if extra else {})
+
+
+def _spectra_fix(failed: list[ConstraintResult], spectra: Details) -> str:
+    """The fix line of a spectral constraint that failed for want of summaries: the command
+    that produces them ("" when none failed so)."""
+    note = spectra.get("missing_summaries")
+    if not isinstance(note, dict) or not any(
+            r.status == "unavailable" and r.kind in (WAVELENGTH_GRID, SPECTRAL_SHIFT)
+            for r in failed):
+        return ""
+    then = f", {note['then']}" if note.get("then") else ""
+    return f"produce the summaries: {note['fix']}{then}" if note.get("fix") else str(note["then"])
 
 
 def _duplicate_fix(dup: Duplicates) -> str:

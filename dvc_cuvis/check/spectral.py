@@ -1,5 +1,8 @@
 """The spectral constraints of check: ``wavelength_grid`` and ``spectral_shift``, both read
-from the per-frame summaries of a materialized folder (``--summaries DIR``), no cube read.
+from the per-frame summaries of a materialized folder (``--summaries DIR``, else the
+universe's own folder when materialize wrote summaries there), no cube read.  When no folder
+holds summaries, or some frames have none, they say so once, with the command that
+produces them.
 
 The summaries give each frame's wavelengths and mean spectrum; the universe gives its
 recording.  The grid check runs first: the shift test compares only frames on the split's
@@ -9,16 +12,17 @@ main grid (the one most frames are on).
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from dvc_cuvis.check.facts import Details
+from dvc_cuvis.check.summaries import Entry, SplitSummaries, shown_folder, split_positions
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.grids import WAVELENGTH_GRID, grids, same_grid
 from dvc_cuvis.leakage.shift import SPECTRAL_SHIFT, recording_means, shift_test
 from dvc_cuvis.model.constraints import ConstraintResult
-from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 
@@ -35,23 +39,15 @@ def check_spectral_severity(severity: object, named: str) -> str:
     return str(severity)
 
 
-def _frames(res: Resolution, summaries: Path) -> tuple[list[tuple[int, str, dict[str, Any]]], int]:
+def _frames(read: SplitSummaries) -> list[tuple[int, str, Entry]]:
     """(row, stage, summary entry) of every frame of train/val/test that has a summary, in
-    row order, and the count of those without one."""
-    from dvc_cuvis.materialize.summary_store import load_summaries
-
-    uni = res.universe
-    stage_of: dict[int, str] = {}
-    for st in reversed(EXCLUSIVE_STAGES):  # train wins an overlap
-        for p in res.stages[st].tolist():
-            stage_of[int(p)] = st
-    names = {}
-    for p in sorted(stage_of):
-        whole = uni.indexless is not None and bool(uni.indexless[p])
-        names[p] = frame_name(uni.source(p), 0 if whole else int(uni.indices[p]))
-    stored = load_summaries(summaries, names.values())
-    found = [(p, stage_of[p], stored[names[p]]) for p in sorted(names) if names[p] in stored]
-    return found, len(names) - len(found)
+    row order."""
+    found = []
+    for p in sorted(read.stage_of):
+        entry = read.entry(p)
+        if entry is not None:
+            found.append((p, read.stage_of[p], entry))
+    return found
 
 
 def _grid(frames: list[tuple[int, str, dict[str, Any]]], rec_names: list[str], codes: Any,
@@ -97,19 +93,39 @@ def _shift(frames: list[tuple[int, str, dict[str, Any]]], codes: Any,
                             "every stage holds recordings of each condition"), details
 
 
-def spectral_results(res: Resolution, summaries: Path | None, shift_severity: str,
-                     grid_severity: str) -> tuple[list[ConstraintResult], dict[str, Any]]:
+#: Why the spectral constraints read nothing when no folder holds summaries.
+NO_FOLDER = "no --summaries DIR given, and no summaries/ folder beside universe.csv"
+
+#: Says that constraints could not read every frame's summary: (kinds, why, the uids
+#: without one, how many frames) -> the note (:func:`~dvc_cuvis.check.summaries.missing_note`).
+Say = Callable[[list[str], str, list[str], int], Details]
+
+
+def spectral_results(res: Resolution, read: SplitSummaries | None, shift_severity: str,
+                     grid_severity: str, say: Say
+                     ) -> tuple[list[ConstraintResult], dict[str, Any]]:
     """The grid and shift results to list among the constraints (a satisfied one only when
-    asked for as an error), and their details for ``check --json``."""
-    if summaries is None or (shift_severity == "off" and grid_severity == "off"):
+    asked for as an error), and their details for ``check --json``; frames without a
+    summary (all of them, when no folder holds any) are said once, by ``say``."""
+    kinds = [k for k, sev in ((WAVELENGTH_GRID, grid_severity), (SPECTRAL_SHIFT, shift_severity))
+             if sev != "off"]
+    if not kinds:
         return [], {}
-    frames, missing = _frames(res, Path(summaries))
+    if read is None:  # not run: nothing to compare, said (never a failure)
+        uids = [res.universe.uid(p) for p in sorted(split_positions(res))]
+        return [], {"summaries": None, "missing_summaries": say(kinds, NO_FOLDER, uids,
+                                                                   len(uids))}
+    frames = _frames(read)
     rec_names, codes = res.universe.recordings()
+    shown = shown_folder(read.folder)
+    without = read.without(res.universe)
+    details: dict[str, Any] = {"summaries": shown, "without_summary": len(without)}
+    if without:
+        details["missing_summaries"] = say(kinds, f"{shown} holds no summary for them", without,
+                                           len(read.stage_of))
     out: list[ConstraintResult] = []
-    details: dict[str, Any] = {"summaries": str(summaries), "without_summary": missing}
     if not frames:
-        reason = (f"no spectral summaries in {summaries} for the split's frames: run "
-                  "dvc-cuvis materialize with summaries on")
+        reason = f"no spectral summary in {shown} for any of the split's frames"
         for kind, sev in ((WAVELENGTH_GRID, grid_severity), (SPECTRAL_SHIFT, shift_severity)):
             if sev != "off":
                 out.append(ConstraintResult(kind, sev, "unavailable", 0, (), reason))

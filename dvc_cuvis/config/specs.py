@@ -178,19 +178,19 @@ _ADJACENT = Option("adjacent_frames", "frames of one recording within --adjacent
                    "other in different stages", "warn", choices=ADJACENT)
 _ADJACENT_K = Option("adjacent_k", "how many frames apart still count as neighbours", 1, int)
 _SHIFT = Option("spectral_shift", "stages whose recordings' mean spectra differ (permutation "
-                "test over whole recordings; needs --summaries)", "warn", choices=ADJACENT)
+                "test over whole recordings, from the frames' summaries: see --summaries)", "warn",
+                choices=ADJACENT)
 _GRID = Option("wavelength_grid", "frames of the split on more than one wavelength grid "
-               "(needs --summaries)", "error", choices=ADJACENT)
+               "(from the frames' summaries: see --summaries)", "error", choices=ADJACENT)
 _CONTENT_DUP = Option("content_duplicate", "frames of one content (and frames without a "
                       "signature) in different stages", "error", choices=ADJACENT)
 _NEAR_DUP = Option("near_duplicate", "near-copy frames in different stages", "warn",
                    choices=ADJACENT)
 _CHECK_SUMMARIES = Option("summaries", "the materialized folder whose per-frame summaries the "
-                          "leakage checks read (spectral_shift and wavelength_grid run only "
-                          "with it; the duplicate checks default to the universe's folder when "
-                          "materialize wrote it)", metavar="DIR", path=True,
-                          shown="none (duplicates: the universe's folder when materialize "
-                          "wrote it)")
+                          "leakage checks read (duplicates, spectral shift, wavelength grids); "
+                          "without one the spectral checks say they did not run and how to "
+                          "produce the summaries", metavar="DIR", path=True,
+                          shown="the universe's folder when materialize wrote summaries there")
 _MODULE = Option("module", "apply this cuvis-ai-dataloader module's universe rules before "
                  "anything trains (npz_multi: materialized_path on every row, no split column, "
                  "one file per row)", choices=MODULES,

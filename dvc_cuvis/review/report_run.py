@@ -245,7 +245,7 @@ def _spectra(opts: ReportOptions, res: Resolution,
 def _leakage(opts: ReportOptions, res: Resolution) -> LeakageFigures | None:
     """The leakage section's figures from the materialized folder the check reads
     (``summaries``, else the universe's own when materialize wrote it); None without one."""
-    from dvc_cuvis.check.duplicates import summaries_folder
+    from dvc_cuvis.check.summaries import summaries_folder
     from dvc_cuvis.review.leakage_pairs import leakage_figures
 
     folder = summaries_folder(Path(opts.universe), opts.summaries)

@@ -683,7 +683,8 @@ def test_the_constraints_check_alone_names_every_result(tmp_path: Path) -> None:
     with its reason; no selection finding is reported when only constraints are asked."""
     small(tmp_path, LEAKY, group=True)
     r = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
-               checks=["constraints"])
+               checks=["constraints"], spectral_shift="off",  # no summaries: tests/leakage/
+               wavelength_grid="off")
     assert [f.check for f in r.findings] == ["constraints"]
     assert not r.ok and r.exit_code == 1
     c = r.finding("constraints")

@@ -380,11 +380,12 @@ def test_the_refusal_names_only_the_failed_checks_and_the_way_out(tmp_path: Path
     assert lines == [
         f"dvc_npz_multi: refusing to train: {DriftError(report).summary}",
         *block[drift:drift + 2],  # the failed checks' blocks of the report, as it shows them
-        *block[fail:fail + 4],
+        *block[fail:fail + 5],
         "  (no frame was read; to train on it anyway set data.params.verify: warn)"]
-    assert block[fail + 2:fail + 4] == ["         offending: g1", "         fix: re-bake with "
-                                        "a strategy that respects the constraint (e.g. "
-                                        "--group-by group, --ad-aware)"]
+    assert block[fail + 2] == "         offending: g1"
+    assert block[fail + 3].startswith("         wavelength_grid and spectral_shift not run: ")
+    assert block[fail + 4] == ("         fix: re-bake with a strategy that respects the "
+                               "constraint (e.g. --group-by group, --ad-aware)")
     assert block[drift + 2].startswith("  [skip] content: ")  # left out of the refusal
 
 

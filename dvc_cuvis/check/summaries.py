@@ -1,0 +1,164 @@
+"""Where ``check`` finds the frames' summaries, read once for every constraint that needs
+them (the duplicate and the spectral constraints), and what it says when they are missing.
+
+The folder is resolved once, in :meth:`~dvc_cuvis.check.options.CheckOptions.resolved`:
+``--summaries DIR`` when given, else the universe's own folder when materialize wrote
+summaries there (a ``summaries/`` folder beside universe.csv).  Each shard read is stamped
+before it is read and handed to the verdict memo as a witness, so a remembered verdict
+stands until a shard changes; an absent shard is witnessed as None (never remembered).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dvc_cuvis.check.facts import Details
+from dvc_cuvis.check.fixes import Workspace
+from dvc_cuvis.digests.hashing import Stamp, stamp_of
+from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard, shard_of
+from dvc_cuvis.model.frame_names import frame_name
+from dvc_cuvis.model.resolution import Resolution
+from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.paths import repo_root
+
+__all__ = ["Entry", "SplitSummaries", "missing_note", "read_split_summaries", "shown_folder",
+           "split_positions", "summaries_folder"]
+
+#: A frame's stored summary entry (a shard's JSON object: wavelengths, mean, signature...).
+Entry = dict[str, Any]
+#: The frames a note on missing summaries names one by one (the rest are counted).
+NAMED = 5
+
+
+def summaries_folder(universe: Path | str | Universe | None, given: Path | str | None
+                     ) -> Path | None:
+    """The materialized folder whose shards hold the summaries: ``given``, else the
+    universe's own folder when it is materialize's (a ``summaries/`` folder beside it)."""
+    if given:
+        return Path(given)
+    if universe is None:
+        return None
+    path = universe.path if isinstance(universe, Universe) else Path(universe)
+    if path is None or not (path.parent / SUMMARIES_DIR).is_dir():
+        return None
+    return path.parent
+
+
+def shown_folder(folder: Path) -> str:
+    """``folder`` as ``check --json`` names it: relative to its repository, else to the
+    working folder (never a machine path)."""
+    root = repo_root(folder)
+    start = root if root is not None else Path.cwd()
+    return Path(os.path.relpath(os.path.abspath(folder), os.path.abspath(start))).as_posix()
+
+
+@dataclass(frozen=True)
+class SplitSummaries:
+    """The stored summary entries of a split's train/val/test frames, read once."""
+
+    folder: Path
+    universe: Universe
+    #: position -> stage (train wins an overlap; insertion order: test, val, train)
+    stage_of: dict[int, str]
+    #: position -> its frame name in the materialized folder
+    names: dict[int, str]
+    #: frame name -> stored entry (frames without an entry are absent)
+    entries: dict[str, Entry]
+
+    def entry(self, pos: int) -> Entry | None:
+        """The stored entry of the frame at ``pos`` (None: it has no summary)."""
+        return self.entries.get(self.names[pos])
+
+    def without(self, universe: Universe) -> list[str]:
+        """The uids of the frames without a summary, in universe order."""
+        return [universe.uid(p) for p in sorted(self.names) if self.names[p] not in self.entries]
+
+
+def _read_index(uni: Universe, pos: int) -> int:
+    """The index materialize names a sample's frame by (a whole-file sample: 0)."""
+    return 0 if uni.indexless is not None and bool(uni.indexless[pos]) else int(uni.indices[pos])
+
+
+def split_positions(res: Resolution) -> dict[int, str]:
+    """Position -> stage of every train/val/test frame (train wins an overlap, which
+    no_split_overlap reports; insertion order: test, val, train)."""
+    stage_of: dict[int, str] = {}
+    for stage in reversed(EXCLUSIVE_STAGES):
+        for pos in res.stages[stage].tolist():
+            stage_of[int(pos)] = stage
+    return stage_of
+
+
+def read_split_summaries(res: Resolution, folder: Path,
+                         witness: list[tuple[str, Stamp | None]] | None = None
+                         ) -> SplitSummaries:
+    """Every train/val/test frame's stored entry, each shard read once; a damaged shard
+    raises naming it; each shard is added to ``witness`` with its stamp taken before it is
+    read (None when absent)."""
+    if not folder.is_dir():
+        raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
+                            "folder materialize wrote: its frames/ and summaries/)")
+    uni: Universe = res.universe
+    stage_of = split_positions(res)
+    names = {p: frame_name(uni.source(p), _read_index(uni, p)) for p in stage_of}
+    wanted: dict[str, list[str]] = {}
+    for name in names.values():
+        wanted.setdefault(shard_of(name), []).append(name)
+    entries: dict[str, Entry] = {}
+    for shard in sorted(wanted):
+        path = folder / shard
+        if witness is not None:
+            try:
+                witness.append((os.path.abspath(path), stamp_of(os.stat(path))))
+            except OSError:
+                witness.append((os.path.abspath(path), None))
+        stored = read_shard(path)
+        entries.update({n: stored[n] for n in wanted[shard] if n in stored})
+    return SplitSummaries(folder, uni, stage_of, names, entries)
+
+
+def _command(ws: Workspace, folder: Path | None, universe: Path | None,
+             splits: Path | None) -> tuple[str, str]:
+    """The one command that produces the summaries, and what to do after it."""
+    if folder is not None and (folder / "universe.csv").is_file():
+        target = folder
+    elif folder is None and universe is not None and (universe.parent / "frames").is_dir():
+        target = universe.parent  # a materialized universe written without summaries
+    else:
+        target = None
+    if target is not None:
+        return (f"dvc-cuvis materialize --sign-only --out-dir {shlex.quote(ws.rel(target))}",
+                "")
+    if universe is None or splits is None:
+        return "", ("materialize the split with dvc-cuvis materialize, then pass its folder "
+                    "as summaries")
+    out = folder if folder is not None else universe.parent / "materialized"
+    command = (f"dvc-cuvis materialize --universe {shlex.quote(ws.rel(universe))} --splits "
+               f"{shlex.quote(ws.rel(splits))} --out-dir {shlex.quote(ws.rel(out))}")
+    return command, ("" if folder is not None else
+                     f"then check with --summaries {shlex.quote(ws.rel(out))}")
+
+
+def missing_note(kinds: list[str], why: str, without: list[str], frames: int, ws: Workspace,
+                 folder: Path | None, universe: Path | None, splits: Path | None
+                 ) -> Details:
+    """The one note saying that ``kinds`` could not read every frame's summary: why, the
+    frames without one (counted, the first few named) and the command that produces them."""
+    command, then = _command(ws, folder, universe, splits)
+    named = without[:NAMED]
+    line = (f"{' and '.join(kinds)} {'not run' if len(without) == frames else 'incomplete'}: "
+            f"{why}; {len(without)} of {frames} frame(s) without a spectral summary: "
+            f"{', '.join(named)}{and_more(len(without), len(named))}")
+    if command:
+        line += f"; produce them: {command}" + (f", {then}" if then else "")
+    elif then:
+        line += f"; {then}"
+    return {"constraints": kinds, "why": why, "count": len(without), "frames": named,
+            "more": and_more(len(without), len(named)).strip(), "fix": command,
+            "then": then, "line": line}

@@ -1,0 +1,141 @@
+"""The spectral constraints find the summaries where the duplicate constraints do (the
+universe's own folder when materialize wrote them), say once when they cannot run with the
+command that produces the summaries (pasted here), keep the verdict memo until a shard
+changes, and ``check`` words every pair, grid and test (no Python repr); ``--json`` names
+the folder used.  Real frames and shards on disk, checked in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from dvc_cuvis.check.drift import verify
+from dvc_cuvis.digests.stat_cache import StatCache
+from dvc_cuvis.materialize import summary_store
+from dvc_cuvis.materialize.summary_store import shard_files
+from tests.leakage.test_duplicate_constraints import _planted
+from tests.leakage.test_shift_grids import planted
+
+
+def _spectra(report) -> dict:
+    return report.finding("constraints").details.get("spectra", {})
+
+
+def test_the_spectral_checks_read_the_universes_own_summaries(tmp_path: Path) -> None:
+    planted(tmp_path, drop_band=True)  # one val recording with a band less: two grids
+    mat = tmp_path / "mat"  # a materialized folder: universe.csv and splits.json beside summaries/
+    for name in ("universe.csv", "splits.json"):
+        shutil.copy(tmp_path / name, mat / name)
+    found = verify(mat / "splits.json", mat / "universe.csv", lock=None,
+                   checks=("selection", "constraints")).finding("constraints")
+    assert found.status == "violation" and "wavelength_grid violated" in found.summary
+    assert "missing_summaries" not in found.details["spectra"]
+
+
+def test_the_spectral_checks_say_once_when_they_cannot_run(tmp_path: Path, cli,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    _planted(tmp_path)  # npz frames, a raw universe.csv and its split; out/ materialized
+    monkeypatch.chdir(tmp_path)
+    raw = verify("splits.json", "universe.csv", lock=None, content_duplicate="off")
+    note = _spectra(raw)["missing_summaries"]
+    assert raw.ok and note["constraints"] == ["wavelength_grid", "spectral_shift"]
+    assert note["count"] == 13 and len(note["frames"]) == 5 and note["more"] == "(+8 more)"
+    assert "no --summaries DIR given" in note["why"]
+    assert raw.render().count("not run") == 1  # said once, for both constraints
+    assert note["fix"] == ("dvc-cuvis materialize --universe universe.csv --splits splits.json "
+                           "--out-dir materialized")
+    run = cli(*note["fix"].split()[1:])  # pasted as printed
+    assert run.code == 0, run.err
+    ran = verify("splits.json", "universe.csv", lock=None, content_duplicate="off",
+                 summaries="materialized")
+    assert "missing_summaries" not in _spectra(ran) and _spectra(ran)["wavelength_grid"]
+    one = verify("splits.json", "universe.csv", lock=None, wavelength_grid="off")
+    assert _spectra(one)["missing_summaries"]["constraints"] == ["spectral_shift"]
+    off = verify("splits.json", "universe.csv", lock=None, wavelength_grid="off",
+                 spectral_shift="off")
+    assert "spectra" not in off.finding("constraints").details  # off says nothing
+    # a materialized folder with a shard gone: its frames are named, the rest checked
+    shard = next(s for s in shard_files(Path("out")) if "rec0" in s.as_posix())
+    shard.unlink()
+    part = verify("out/splits.json", "out/universe.csv", lock=None, content_duplicate="off")
+    note = _spectra(part)["missing_summaries"]
+    assert note["count"] == 3 and note["frames"] == [
+        "rec0/f0.npz#0", "rec0/f1.npz#0", "rec0/f2.npz#0"]
+    assert "incomplete" in note["line"] and _spectra(part)["without_summary"] == 3
+    assert note["fix"] == "dvc-cuvis materialize --sign-only --out-dir out"
+    assert cli(*note["fix"].split()[1:]).code == 0
+    whole = verify("out/splits.json", "out/universe.csv", lock=None, content_duplicate="off")
+    assert "missing_summaries" not in _spectra(whole)
+
+
+def test_a_clean_verdict_with_summaries_is_kept_until_a_shard_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    planted(tmp_path)
+    reads: list[Path] = []
+    real = summary_store.read_shard
+
+    def counted(path: Path) -> dict:
+        reads.append(path)
+        return real(path)
+
+    for module in (summary_store, sys.modules.get("dvc_cuvis.check.summaries")):
+        if module is not None:  # wherever the check looks the shard reader up
+            monkeypatch.setattr(module, "read_shard", counted)
+    cache = StatCache(tmp_path / "stat-cache.bin")
+
+    def check(**kw: object):
+        reads.clear()
+        return verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
+                      cache=cache, checks=("selection", "constraints"),
+                      summaries=tmp_path / "mat", **kw)
+
+    first = check()
+    assert first.ok and not first.reused_verdict and reads
+    again = check()
+    assert again.reused_verdict and reads == []  # no summary read
+    assert again.finding("constraints") == first.finding("constraints")
+    shard = shard_files(tmp_path / "mat")[0]
+    st = shard.stat()
+    os.utime(shard, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # touched
+    touched = check()
+    assert not touched.reused_verdict and reads
+    assert check().reused_verdict
+    assert not check(wavelength_grid="warn").reused_verdict  # a severity is in the key
+    os.utime(tmp_path / "splits.json", ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10**9))
+    assert not check().reused_verdict and reads  # the split changed
+
+
+def test_check_words_pairs_grids_and_tests_and_json_names_the_folder_used(
+        tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    _planted(tmp_path / "npz")  # an exact copy across stages, neighbours across stages
+    planted(tmp_path, moved=2.0)  # near copies (the synthetic scenes), two grids
+    (tmp_path / ".git").mkdir()  # the repository the folder is named relative to
+    pair = r"\S+#\d+ \((train|val|test)\) ↔ \S+#\d+ \((train|val|test)\)"
+    texts = []
+    for root, summaries in ((tmp_path / "npz", "out"), (tmp_path, "mat")):
+        monkeypatch.chdir(root)
+        run = cli("check", "--no-params", "--universe", "universe.csv", "--splits",
+                  "splits.json", "--no-lock", "--summaries", summaries,
+                  "--content-duplicate", "error", "--near-duplicate", "warn")
+        assert run.code == 1, run.err
+        texts.append(run.out)
+    text = "\n".join(texts)
+    assert "{'" not in text and "[{" not in text and "['" not in text, text
+    assert re.search(rf"content duplicates: 1 pair\(s\): {pair}\n", text), text
+    assert re.search(rf"neighbouring frames \(within 1\): 7 pair\(s\): {pair};", text), text
+    assert re.search(rf"near duplicates: \d+ pair\(s\): {pair} \(Hamming \d\);", text), text
+    assert "wavelength grids: 30 bands 400–980 nm (test, train, val): 23 recording(s)" in text
+    assert re.search(r"spectral shift: val vs train: \d\.\d\dσ in \d+–\d+ nm, p = ", text)
+    monkeypatch.chdir(tmp_path / "mat")  # --json names the folder used, repository-relative
+    run = cli("check", "--no-params", "--universe", "../universe.csv", "--splits",
+              "../splits.json", "--no-lock", "--summaries", str(tmp_path / "mat") + "/",
+              "--json")
+    doc = json.loads(run.out)["checks"]["constraints"]["details"]["spectra"]
+    assert doc["summaries"] == "mat"
