@@ -19,6 +19,7 @@ from typing import Any
 
 from dvc_cuvis.digests.hashing import Stamp, stamp_of
 from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.leakage.clusters import SignatureSet
 from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit
 from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, Signature, from_record
 from dvc_cuvis.materialize.summary_store import (
@@ -32,7 +33,7 @@ from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 
 __all__ = ["CONTENT_DUPLICATE", "NEAR_DUPLICATE", "Duplicates", "check_duplicates",
-           "summaries_folder"]
+           "stored_signatures", "summaries_folder"]
 
 #: The checks' names (in ``check``'s constraints finding and ``check --json``).
 CONTENT_DUPLICATE = "content_duplicate"
@@ -59,11 +60,22 @@ class Duplicates:
     results: list[ConstraintResult] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    folder: Path | None = None  # the materialized folder the signatures were read from
 
     @property
     def failed(self) -> bool:
         """Whether one of its results fails the check."""
         return any(r.failed for r in self.results)
+
+    def rebake(self) -> str:
+        """The fix of a violated duplicate constraint: the bake remedy that keeps each cluster
+        of copies (and, when near copies failed, near copies) in one stage, pasteable."""
+        near = any(r.failed and r.kind == NEAR_DUPLICATE for r in self.results)
+        mode = "near" if near else "exact"
+        where = (f" --summaries {shlex.quote(self.folder.as_posix())}" if self.folder else "")
+        return (f"re-bake keeping each group of copies in one stage: add "
+                f"--keep-duplicates-together {mode}{where} to dvc-cuvis bake (params.yaml: "
+                f"bake.keep_duplicates_together: {mode}), then check again")
 
 
 def _read_index(uni: Universe, pos: int) -> int:
@@ -92,6 +104,12 @@ def _signatures(res: Any, folder: Path, witness: list[tuple[str, Stamp | None]] 
                 witness.append((path, stamp_of(os.stat(path))))
             except OSError:
                 witness.append((path, None))
+    return stage_of, _stored(folder, frames)
+
+
+def _stored(folder: Path, frames: dict[str, str]) -> dict[str, Signature | None]:
+    """Per sample (uid -> frame name): its stored signature (None: unsigned, or of another
+    version); a damaged record raises naming its shard."""
     stored = load_summaries(folder, frames.values())
     sigs: dict[str, Signature | None] = {}
     for uid, frame in frames.items():
@@ -100,7 +118,24 @@ def _signatures(res: Any, folder: Path, witness: list[tuple[str, Stamp | None]] 
             sigs[uid] = None
             continue
         sigs[uid] = from_record(entry[SIGNATURE_KEY], folder / shard_of(frame))
-    return stage_of, sigs
+    return sigs
+
+
+def stored_signatures(uni: Universe, given: Path | str | None) -> SignatureSet:
+    """The signatures of every sample of ``uni`` stored in the materialized folder ``given``
+    (else the universe's own, as the duplicate checks find it), so a bake can keep copies in
+    one stage; no such folder is an error naming the option that gives it."""
+    folder = summaries_folder(uni, given)
+    if folder is None:
+        raise DvcCuvisError(f"{uni.path or 'universe'}: no materialized folder beside it holds "
+                            "the frames' signatures; give --summaries DIR (bake.summaries: "
+                            "the folder dvc-cuvis materialize wrote)")
+    if not folder.is_dir():
+        raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
+                            "folder materialize wrote: its frames/ and summaries/)")
+    frames = {uni.uid(p): frame_name(uni.source(p), _read_index(uni, p))
+              for p in range(len(uni))}
+    return SignatureSet(_stored(folder, frames), folder.as_posix(), sign_command(folder))
 
 
 def _pair(p: DuplicatePair) -> dict[str, Any]:
@@ -143,6 +178,7 @@ def check_duplicates(res: Any, folder: Path | None, content: str, near: str, *,
     if not folder.is_dir():
         raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
                             "folder materialize wrote: its frames/ and summaries/)")
+    out.folder = folder
     stage_of, sigs = _signatures(res, folder, witness)
     found: DuplicateAudit = audit(stage_of, sigs)
     out.counts = {"content_duplicates": len(found.exact), "near_duplicates": len(found.near),
