@@ -12,6 +12,7 @@ announced with the bake's other moves (:mod:`dvc_cuvis.baking.moves`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 import numpy as np
 
 from dvc_cuvis.baking.groups import Together, group_rows

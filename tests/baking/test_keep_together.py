@@ -134,11 +134,11 @@ def test_unsigned_frames_are_said_and_no_signature_at_all_is_refused(tmp_path: P
     assert any(w.startswith("1 frame(s) without a signature were not compared "
                             "(--keep-duplicates-together): r02.cu3s#1; sign them: "
                             "sign them here") for w in result.warnings), result.warnings
-    with pytest.raises(DvcCuvisError, match="no frame of .* has a signature.*sign them here"):
+    with pytest.raises(DvcCuvisError, match=r"no frame of .* has a signature.*sign them here"):
         bake_run(opts, _reader({}))
     with pytest.raises(OptionError, match="pass signatures="):
         bake_run(opts)
-    with pytest.raises(OptionError, match="keep_duplicates_together.*base"):
+    with pytest.raises(OptionError, match=r"keep_duplicates_together.*base"):
         BakeOptions(keep_duplicates_together="exact", base="b.json").check()
     with pytest.raises(OptionError, match="choose one of off, exact, near"):
         BakeOptions(keep_duplicates_together="yes").check()
@@ -208,8 +208,8 @@ def test_the_remedy_check_prints_pasted_into_bake_passes_the_check(
         assert run.code == 0, run.out
     # the params route: the same keys under bake in params.yaml
     (tmp_path / "params.yaml").write_text(
-        "bake:\n  group_by: sample\n  seed: %d\n  keep_duplicates_together: near\n"
-        "  summaries: out\n" % seed)
+        f"bake:\n  group_by: sample\n  seed: {seed}\n  keep_duplicates_together: near\n"
+        "  summaries: out\n")
     assert cli("bake", "--universe", "universe.csv", "--out", "splits.json").code == 0
     assert cli(*check_cmd, "--near-duplicate", "error").code == 0
     # no materialized folder beside a raw universe, or one without a signature: exit 2
