@@ -147,7 +147,7 @@ def bake(
     given = {"from_csv": from_csv, "rule": rule is not None, "base": base is not None}
     check_sources(opts.folds, [n for n, on in given.items() if on])
     if any(given.values()):
-        if together:
+        if together or opts.keep_duplicates_together != "off":
             raise OptionError("{keep_duplicates_together} merges the groups a strategy "
                               "assigns; a CSV column, a rule or a base split places every "
                               "sample already", "keep_duplicates_together")
