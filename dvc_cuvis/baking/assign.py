@@ -9,7 +9,7 @@ from typing import TypedDict
 import numpy as np
 from cuvis_ai_schemas.training.data import DataSplitConfig, Selector
 
-from dvc_cuvis.baking.groups import UNASSIGNED, Groups, StageCodes
+from dvc_cuvis.baking.groups import UNASSIGNED, Groups, StageCodes, Together
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.baking.splitters import Folds, HashSplitter, Splitter, anomaly_rule, splitter
 from dvc_cuvis.errors import DvcCuvisError, OptionError, and_more
@@ -42,10 +42,11 @@ def _apply_ad_aware(uni: Universe, stages: dict[str, Positions], opts: BakeOptio
 
 
 def split_universe(
-    uni: Universe, opts: BakeOptions, lent: list[str] | None = None
+    uni: Universe, opts: BakeOptions, lent: list[str] | None = None, together: Together = ()
 ) -> dict[str, Positions]:
-    """Per-stage positions for ``uni`` by strategy and grouping."""
-    groups = Groups.of(uni, opts.group_by)
+    """Per-stage positions for ``uni`` by strategy and grouping (the groups of each set of
+    rows in ``together`` merged)."""
+    groups = Groups.of(uni, opts.group_by, together)
     split = splitter(opts)
     per_group = split.assign(groups)
     if lent is not None:
@@ -56,10 +57,11 @@ def split_universe(
 
 
 def fold_splits(
-    uni: Universe, opts: BakeOptions, lent: list[str] | None = None
+    uni: Universe, opts: BakeOptions, lent: list[str] | None = None, together: Together = ()
 ) -> list[dict[str, Positions]]:
-    """K folds: a test holdout by strategy, then K validation folds over the remaining groups."""
-    groups = Groups.of(uni, opts.group_by)
+    """K folds: a test holdout by strategy, then K validation folds over the remaining groups
+    (the groups of each set of rows in ``together`` merged)."""
+    groups = Groups.of(uni, opts.group_by, together)
     folds = Folds(splitter(opts, val_ratio=0.0), opts.folds)
     out = []
     for per_group in folds.split(groups):

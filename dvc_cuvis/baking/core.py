@@ -19,8 +19,9 @@ from dvc_cuvis.baking.assign import (
     stages_from_rule,
 )
 from dvc_cuvis.baking.baked import Baked, baked_split
+from dvc_cuvis.baking.groups import Together
 from dvc_cuvis.baking.options import BakeOptions, check_sources
-from dvc_cuvis.errors import DvcCuvisError, SelectorError
+from dvc_cuvis.errors import DvcCuvisError, OptionError, SelectorError
 from dvc_cuvis.leakage.recordings import BLOCK, flat_note
 from dvc_cuvis.model.universe import Universe
 
@@ -34,6 +35,7 @@ def bake(
     base: DataSplitConfig | None = None,
     name_to_id: dict[str, int] | None = None,
     where: str = "",
+    together: Together = (),
 ) -> list[Baked]:
     """Bake ``uni`` into one split (or one per fold) by the chosen source of assignment.
 
@@ -63,6 +65,9 @@ def bake(
         Category name to id, for a ``rule`` with ``categories`` selectors.
     where : str, default ""
         Names ``rule``/``base`` in error messages.
+    together : tuple of tuple of int, optional
+        Sets of rows whose groups are merged into one before a strategy assigns them (the
+        clusters of duplicate frames, :mod:`dvc_cuvis.baking.together`).
 
     Returns
     -------
@@ -142,8 +147,12 @@ def bake(
     given = {"from_csv": from_csv, "rule": rule is not None, "base": base is not None}
     check_sources(opts.folds, [n for n, on in given.items() if on])
     if any(given.values()):
+        if together or opts.keep_duplicates_together != "off":
+            raise OptionError("{keep_duplicates_together} merges the groups a strategy "
+                              "assigns; a CSV column, a rule or a base split places every "
+                              "sample already", "keep_duplicates_together")
         return [_sourced(uni, opts, from_csv, rule, base, name_to_id, where)]
-    out = _strategy_bake(uni, opts)
+    out = _strategy_bake(uni, opts, together)
     by_recording = opts.group_by in ("auto", "group", "recording") or opts.group_by.startswith(
         BLOCK)
     note = flat_note(uni) if by_recording else None
@@ -152,11 +161,11 @@ def bake(
     return out
 
 
-def _strategy_bake(uni: Universe, opts: BakeOptions) -> list[Baked]:
+def _strategy_bake(uni: Universe, opts: BakeOptions, together: Together) -> list[Baked]:
     """One split, or one per fold, by ``opts.strategy``."""
     lent: list[str] = []
     if opts.folds:
-        folds = fold_splits(uni, opts, lent)
+        folds = fold_splits(uni, opts, lent, together)
         out = []
         for j, stages in enumerate(folds):
             fold_info: dict[str, object] = {"fold": j, "folds": opts.folds}
@@ -165,7 +174,7 @@ def _strategy_bake(uni: Universe, opts: BakeOptions) -> list[Baked]:
             out.append(baked_split(uni, stages, opts, source=opts.strategy, extra=fold_info,
                                    fold=j, strategy=True))
         return out
-    stages = split_universe(uni, opts, lent)
+    stages = split_universe(uni, opts, lent, together)
     return [baked_split(uni, stages, opts, source=opts.strategy,
                         extra={"lent_groups": lent} if lent else None, strategy=True)]
 

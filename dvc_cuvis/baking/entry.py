@@ -8,16 +8,24 @@ moved since the committed split, and the warnings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from dvc_cuvis.baking.baked import Baked, bake_imported, plot_data
 from dvc_cuvis.baking.core import bake
 from dvc_cuvis.baking.options import BakeOptions
+from dvc_cuvis.baking.together import Kept, keep_together
 from dvc_cuvis.errors import OptionError
+from dvc_cuvis.leakage.clusters import SignatureSet
 from dvc_cuvis.model.universe import Universe
 
-__all__ = ["BakeResult", "PlotFiles", "bake_run", "write_bake"]
+__all__ = ["BakeResult", "PlotFiles", "SignatureReader", "bake_run", "write_bake"]
+
+#: Reads the stored signatures of a universe's samples from a materialized folder (given, or
+#: None: the universe's own folder); :func:`dvc_cuvis.check.duplicates.stored_signatures` is
+#: the one the CLI passes (it lives above this package, beside the duplicate checks).
+SignatureReader = Callable[[Universe, "Path | str | None"], SignatureSet]
 
 #: DVC plot rows per file name (``stages.json``: one row per stage, ...), in write order.
 PlotFiles = tuple[tuple[str, tuple[dict[str, object], ...]], ...]
@@ -58,7 +66,7 @@ class BakeResult:
                 f"universe_hash {self.universe_hash[:12]}")
 
 
-def bake_run(opts: BakeOptions) -> BakeResult:
+def bake_run(opts: BakeOptions, signatures: SignatureReader | None = None) -> BakeResult:
     """One bake run as ``dvc-cuvis bake`` makes it, from the options alone.
 
     A notebook gets the same split, metrics, plot rows, moves and warnings as the command.
@@ -70,6 +78,9 @@ def bake_run(opts: BakeOptions) -> BakeResult:
         universe read; a strategy, ``folds``, ``from_csv``, ``rule``, ``base`` or imported
         folds (``from_glovita``/``from_soma``/``from_indices``); ``out``/``out_dir``,
         ``metrics`` and ``plots`` for :func:`write_bake`; ``by_sample`` for the moves.
+    signatures : SignatureReader, optional
+        Reads the frames' stored signatures, needed by ``keep_duplicates_together``: pass
+        :func:`dvc_cuvis.check.duplicates.stored_signatures`, as the CLI does.
 
     Returns
     -------
@@ -118,18 +129,23 @@ def bake_run(opts: BakeOptions) -> BakeResult:
     opts.check_outputs()
     uni = read_universe(Path(opts.universe))
     names = load_category_map(opts.categories) if opts.categories else None
+    kept = _kept(uni, opts, signatures)
     baked = _imported(uni, opts)
     if baked is None:
-        baked = _baked(uni, opts, names)
+        baked = _baked(uni, opts, names, kept)
+    if opts.keep_duplicates_together != "off":
+        for b in baked:
+            b.metrics["keep_duplicates_together"] = kept.metrics
     folded = len(baked) > 1 if opts.imported else bool(opts.folds)
-    warnings = [w for w in (b.empty_warning() for b in baked) if w]
+    warnings = [*kept.warnings, *(w for w in (b.empty_warning() for b in baked) if w)]
     moves: list[str] = []
     plots: PlotFiles = ()
     if not folded:
         from dvc_cuvis.baking.moves import moves_of
         from dvc_cuvis.model.splits import dumps_splits
 
-        moves = moves_of(baked[0], uni, opts, dumps_splits(baked[0].config).encode("utf-8"))
+        moves = moves_of(baked[0], uni, opts, dumps_splits(baked[0].config).encode("utf-8"),
+                         kept.together)
         if opts.plots:
             plots = tuple((name, tuple(rows))
                           for name, rows in plot_data(baked[0], uni, names).items())
@@ -138,14 +154,27 @@ def bake_run(opts: BakeOptions) -> BakeResult:
                       tuple(warnings), plots)
 
 
-def _baked(uni: Universe, opts: BakeOptions, names: dict[str, int] | None) -> list[Baked]:
+def _kept(uni: Universe, opts: BakeOptions, signatures: SignatureReader | None) -> Kept:
+    """The clusters ``keep_duplicates_together`` merges (none when it is off)."""
+    if opts.keep_duplicates_together == "off":
+        return Kept()
+    if signatures is None:
+        raise OptionError("{keep_duplicates_together} reads the frames' stored signatures: "
+                          "pass signatures=dvc_cuvis.check.duplicates.stored_signatures",
+                          "keep_duplicates_together")
+    return keep_together(uni, opts, signatures(uni, opts.summaries))
+
+
+def _baked(uni: Universe, opts: BakeOptions, names: dict[str, int] | None,
+           kept: Kept) -> list[Baked]:
     """The split(s) by a strategy, the ``split`` column, a rule or a base split."""
     from dvc_cuvis.model.splits import load_splits
 
     return bake(uni, opts, from_csv=opts.from_csv,
                 rule=load_splits(opts.rule) if opts.rule else None,
                 base=load_splits(opts.base) if opts.base else None,
-                name_to_id=names, where=str(opts.rule or opts.base or ""))
+                name_to_id=names, where=str(opts.rule or opts.base or ""),
+                together=kept.together)
 
 
 def _imported(uni: Universe, opts: BakeOptions) -> list[Baked] | None:

@@ -20,9 +20,50 @@ TRAIN, VAL, TEST, UNASSIGNED = 0, 1, 2, -1
 #: A notion of "anomalous" over a sample's category ids (see :mod:`dvc_cuvis.model.universe`).
 AnomalyRule = Callable[[Sequence[int]], bool]
 StageCodes = npt.NDArray[np.int8]
+#: Sets of rows (universe positions) whose groups a bake merges into one group.
+Together = tuple[tuple[int, ...], ...]
 
 
-def group_rows(uni: Universe, group_by: str) -> tuple[list[str], npt.NDArray[np.int64]]:
+def group_rows(uni: Universe, group_by: str, together: Together = ()
+               ) -> tuple[list[str], npt.NDArray[np.int64]]:
+    """Group ids in canonical first-appearance order and a per-row group number; the groups
+    of each set of rows in ``together`` are merged into one (:func:`merge_groups`)."""
+    names, of_row = _group_rows(uni, group_by)
+    return merge_groups(names, of_row, together) if together else (names, of_row)
+
+
+def merge_groups(names: list[str], of_row: npt.NDArray[np.int64], together: Together
+                 ) -> tuple[list[str], npt.NDArray[np.int64]]:
+    """The groups after merging, for each set of rows in ``together``, the groups those rows
+    belong to (a group stays whole): a merged group is named by the smallest of its members'
+    names, so adding rows that join no set never renames a group (stable under growth)."""
+    root = np.arange(len(names), dtype=np.int64)
+
+    def find(g: int) -> int:
+        while root[g] != g:
+            root[g] = root[root[g]]
+            g = int(root[g])
+        return g
+
+    for rows in together:
+        gs = sorted({find(int(g)) for g in of_row[np.asarray(rows, dtype=np.int64)].tolist()})
+        for g in gs[1:]:
+            root[g] = gs[0]
+    top = np.array([find(g) for g in range(len(names))], dtype=np.int64)
+    smallest: dict[int, str] = {}
+    for g, t in enumerate(top.tolist()):
+        if t not in smallest or names[g] < smallest[t]:
+            smallest[t] = names[g]
+    merged = top[of_row]
+    _, first = np.unique(merged, return_index=True)
+    order = np.argsort(first, kind="stable")  # merged groups by first appearance
+    rank = np.empty(int(merged.max()) + 1 if len(merged) else 0, dtype=np.int64)
+    kept = np.unique(merged)[order]
+    rank[kept] = np.arange(len(kept))
+    return [smallest[int(t)] for t in kept.tolist()], rank[merged]
+
+
+def _group_rows(uni: Universe, group_by: str) -> tuple[list[str], npt.NDArray[np.int64]]:
     """Group ids in canonical first-appearance order and a per-row group number."""
     n = block_size(group_by)
     if n is not None:
@@ -55,10 +96,10 @@ class Groups:
     ids: npt.NDArray[np.int64] | None = None  # the view's group numbers (None: all, in order)
 
     @classmethod
-    def of(cls, uni: Universe, group_by: str) -> Groups:
+    def of(cls, uni: Universe, group_by: str, together: Together = ()) -> Groups:
         """Group the universe's rows by ``group_by`` (auto/source/group/sample/recording/
-        block:N)."""
-        names, of_row = group_rows(uni, group_by)
+        block:N), the groups of each set of rows in ``together`` merged into one."""
+        names, of_row = group_rows(uni, group_by, together)
         return cls(uni, names, of_row)
 
     def __len__(self) -> int:

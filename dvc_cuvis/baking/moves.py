@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from dvc_cuvis.baking.baked import Baked
-from dvc_cuvis.baking.groups import group_rows
+from dvc_cuvis.baking.groups import Together, group_rows
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.limits import loads_json
@@ -96,28 +96,34 @@ def _lent(metrics: bytes | None) -> frozenset[str]:
 
 
 def moved(old: Committed, uni: Universe, baked: Baked, opts: BakeOptions,
-          by_sample: bool = False) -> list[str]:
+          by_sample: bool = False, together: Together = ()) -> list[str]:
     """One line per recording whose existing samples the bake moved (per group with
-    ``by_sample``): count, stages and why, so a reseed over npz frames stays readable."""
+    ``by_sample``): count, stages and why, so a reseed over npz frames stays readable;
+    ``together``: the rows whose groups the bake merged (``keep_duplicates_together``)."""
     new = Version("bake", uni, baked.stages, None, [])
     diff = diff_versions(old.version, new)
     keep = (diff.frm != NEW) & (diff.to != REMOVED)
     if not keep.any():
         return []
-    names, of_row = group_rows(uni, opts.group_by)
+    names, of_row = group_rows(uni, opts.group_by, together)
+    joined = _joined(uni, opts, names, of_row) if together else np.zeros(len(uni), dtype=bool)
     row = _rows(uni)
-    counts: dict[tuple[str, int, int], int] = {}
+    counts: dict[tuple[str, int, int, bool], int] = {}
     for s, i, f, t in zip(diff.src[keep].tolist(), diff.index[keep].tolist(),
                           diff.frm[keep].tolist(), diff.to[keep].tolist(), strict=True):
-        group = names[int(of_row[row[(diff.sources[s], i)]])]
-        counts[(group, f, t)] = counts.get((group, f, t), 0) + 1
+        r = row[(diff.sources[s], i)]
+        at = (names[int(of_row[r])], f, t, bool(joined[r]))
+        counts[at] = counts.get(at, 0) + 1
     lent_now = frozenset(baked.metrics.get("lent_groups") or ())
     own = {stage: bool({names[g] for g in np.unique(of_row[pos]).tolist()} - lent_now)
            for stage, pos in baked.stages.items()}  # a group of its own, not a loan
     summed: dict[tuple[str, int, int, str], int] = {}
-    for (group, f, t), n in counts.items():
+    for (group, f, t, merged), n in counts.items():
         frm, to = ALL_NAMES[f], ALL_NAMES[t]
-        why = _why(group, frm, to, (old.lent, lent_now), own.get(frm, False), baked, opts)
+        why = (_why(group, frm, to, (old.lent, lent_now), own.get(frm, False), baked, opts)
+               if not merged or to == "unassigned" else
+               f"moved from {frm} to {to}: kept in one group with its duplicates, {group} "
+               f"(--keep-duplicates-together {opts.keep_duplicates_together})")
         key = (group if by_sample else recording_of(group), f, t, why)
         summed[key] = summed.get(key, 0) + n
     lines = []
@@ -128,6 +134,15 @@ def moved(old: Committed, uni: Universe, baked: Baked, opts: BakeOptions,
         lines = [*lines[:NAMED], f"... and {rest} more samples moved ({len(lines) - NAMED} "
                  "more groups or transitions)"]
     return lines
+
+
+def _joined(uni: Universe, opts: BakeOptions, names: list[str], of_row: np.ndarray
+            ) -> np.ndarray:
+    """Per row: did merging put it in another group's stage (its own group's name is not the
+    merged group's)?"""
+    own_names, own_of_row = group_rows(uni, opts.group_by)
+    own = np.array(own_names, dtype=object)[own_of_row]
+    return own != np.array(names, dtype=object)[of_row]
 
 
 def _rows(uni: Universe) -> dict[tuple[str, int], int]:
@@ -166,10 +181,11 @@ def _why(group: str, frm: str, to: str, lent: tuple[frozenset[str], frozenset[st
             "grouping differ from the committed split's)")
 
 
-def moves_of(baked: Baked, uni: Universe, opts: BakeOptions, text: bytes) -> list[str]:
+def moves_of(baked: Baked, uni: Universe, opts: BakeOptions, text: bytes,
+             together: Together = ()) -> list[str]:
     """:func:`moved` against the split committed at ``opts.out`` (none when there is none, or
     when ``text``, the splits.json this bake writes, has the same bytes)."""
     old = committed(opts.out, opts.universe, opts.metrics)
     if old is None or text == old.splits:
         return []  # nothing committed, or the same split: nothing moved
-    return moved(old, uni, baked, opts, opts.by_sample)
+    return moved(old, uni, baked, opts, opts.by_sample, together)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from cuvis_ai_schemas.training.data import Constraint
 
 from dvc_cuvis import limits
-from dvc_cuvis.config.specs import BAKE, GROUP_BY, PREDICT, STRATEGIES
+from dvc_cuvis.config.specs import BAKE, GROUP_BY, KEEP_TOGETHER, PREDICT, STRATEGIES
 from dvc_cuvis.errors import DvcCuvisError, OptionError
 from dvc_cuvis.leakage.adjacent import check_k
 from dvc_cuvis.leakage.recordings import block_size
@@ -90,6 +90,8 @@ class BakeOptions:
     allow_removed: bool = BAKE.default("allow_removed")
     allow_empty: bool = BAKE.default("allow_empty")
     buffer: int = BAKE.default("buffer")
+    keep_duplicates_together: str = BAKE.default("keep_duplicates_together")
+    summaries: Path | str | None = None
     universe: Path | str = _UNIVERSE
     out: Path | str = _OUT
     out_dir: Path | str | None = None
@@ -112,7 +114,8 @@ class BakeOptions:
         check_folds(values["folds"])  # first: K folds cost K arrays, so refuse a bomb early
         raw = values.get("constraints")
         paths = {n: _path(values.get(n)) for n in (
-            "out_dir", "metrics", "plots", "rule", "base", "categories", *IMPORTS)}
+            "out_dir", "metrics", "plots", "rule", "base", "categories", "summaries",
+            *IMPORTS)}
         opts = cls(
             strategy=values["strategy"], seed=values["seed"], val_ratio=values["val_ratio"],
             test_ratio=values["test_ratio"], group_by=values["group_by"],
@@ -122,7 +125,9 @@ class BakeOptions:
                          else parse_constraints(raw, where=f"{where}: bake.constraints")),
             allow_removed=bool(values["allow_removed"]),
             allow_empty=bool(values["allow_empty"]),
-            buffer=values["buffer"], universe=values["universe"], out=values["out"],
+            buffer=values["buffer"],
+            keep_duplicates_together=values["keep_duplicates_together"],
+            universe=values["universe"], out=values["out"],
             from_csv=bool(values["from_csv"]), id_column=str(values["id_column"]),
             by_sample=bool(values["by_sample"]), **paths,
         )
@@ -162,6 +167,10 @@ class BakeOptions:
         chosen = [n for n in IMPORTS if getattr(self, n)]
         if len(chosen) > 1:
             raise OptionError(_choose_one(IMPORTS, chosen), *IMPORTS)
+        if chosen and self.keep_duplicates_together != "off":
+            raise OptionError(f"{{keep_duplicates_together}} merges the groups a strategy "
+                              f"assigns; imported folds ({{{chosen[0]}}}) are placed already",
+                              "keep_duplicates_together", chosen[0])
 
     def check(self) -> None:
         """Refuse impossible values and combinations with a message naming the parameter."""
@@ -182,6 +191,14 @@ class BakeOptions:
         elif isinstance(self.buffer, bool) or not isinstance(self.buffer, int):
             raise OptionError(f"{{buffer}} must be a whole number (0: off), got {self.buffer!r}",
                               "buffer")
+        if self.keep_duplicates_together not in KEEP_TOGETHER:
+            raise OptionError(f"unknown {{keep_duplicates_together}} "
+                              f"{self.keep_duplicates_together!r}; choose one of "
+                              f"{', '.join(KEEP_TOGETHER)}", "keep_duplicates_together")
+        if self.keep_duplicates_together != "off" and self.sources:
+            raise OptionError(f"{{keep_duplicates_together}} merges the groups a strategy "
+                              f"assigns; {{{self.sources[0]}}} places every sample already",
+                              "keep_duplicates_together", self.sources[0])
         self._check_numbers()
         check_folds(self.folds)
         if self.predict not in PREDICT:

@@ -17,17 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.check.summaries import SplitSummaries, read_split_summaries
-from dvc_cuvis.errors import and_more
+from dvc_cuvis.check.summaries import (
+    SplitSummaries,
+    read_split_summaries,
+    summaries_folder,
+)
+from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.leakage.clusters import SignatureSet
 from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit
 from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, Signature, from_record
-from dvc_cuvis.materialize.summary_store import shard_of
+from dvc_cuvis.materialize.summary_store import load_summaries, shard_of
 from dvc_cuvis.model.constraints import ConstraintResult
+from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.universe import Universe
 
 __all__ = ["CONTENT_DUPLICATE", "NEAR_DUPLICATE", "Duplicates", "check_duplicates",
-           "split_audit"]
+           "split_audit", "stored_signatures"]
 
 #: The checks' names (in ``check``'s constraints finding and ``check --json``).
 CONTENT_DUPLICATE = "content_duplicate"
@@ -43,11 +49,22 @@ class Duplicates:
     results: list[ConstraintResult] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    folder: Path | None = None  # the materialized folder the signatures were read from
 
     @property
     def failed(self) -> bool:
         """Whether one of its results fails the check."""
         return any(r.failed for r in self.results)
+
+    def rebake(self) -> str:
+        """The fix of a violated duplicate constraint: the bake remedy that keeps each cluster
+        of copies (and, when near copies failed, near copies) in one stage, pasteable."""
+        near = any(r.failed and r.kind == NEAR_DUPLICATE for r in self.results)
+        mode = "near" if near else "exact"
+        where = (f" --summaries {shlex.quote(self.folder.as_posix())}" if self.folder else "")
+        return (f"re-bake keeping each group of copies in one stage: add "
+                f"--keep-duplicates-together {mode}{where} to dvc-cuvis bake (params.yaml: "
+                f"bake.keep_duplicates_together: {mode}), then check again")
 
 
 def _signatures(read: SplitSummaries) -> tuple[dict[str, str], dict[str, Signature | None]]:
@@ -65,6 +82,42 @@ def _signatures(read: SplitSummaries) -> tuple[dict[str, str], dict[str, Signatu
             continue
         sigs[uid] = from_record(entry[SIGNATURE_KEY], read.folder / shard_of(read.names[pos]))
     return stage_of, sigs
+
+
+def _stored(folder: Path, frames: dict[str, str]) -> dict[str, Signature | None]:
+    """Per sample (uid -> frame name): its stored signature (None: unsigned, or of another
+    version); a damaged record raises naming its shard."""
+    stored = load_summaries(folder, frames.values())
+    sigs: dict[str, Signature | None] = {}
+    for uid, frame in frames.items():
+        entry = stored.get(frame)
+        if entry is None or SIGNATURE_KEY not in entry:
+            sigs[uid] = None
+            continue
+        sigs[uid] = from_record(entry[SIGNATURE_KEY], folder / shard_of(frame))
+    return sigs
+
+
+def stored_signatures(uni: Universe, given: Path | str | None) -> SignatureSet:
+    """The signatures of every sample of ``uni`` stored in the materialized folder ``given``
+    (else the universe's own, as the duplicate checks find it), so a bake can keep copies in
+    one stage; no such folder is an error naming the option that gives it."""
+    folder = summaries_folder(uni, given)
+    if folder is None:
+        raise DvcCuvisError(f"{uni.path or 'universe'}: no materialized folder beside it holds "
+                            "the frames' signatures; give --summaries DIR (bake.summaries: "
+                            "the folder dvc-cuvis materialize wrote)")
+    if not folder.is_dir():
+        raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
+                            "folder materialize wrote: its frames/ and summaries/)")
+    frames = {uni.uid(p): frame_name(uni.source(p), _frame_index(uni, p))
+              for p in range(len(uni))}
+    return SignatureSet(_stored(folder, frames), folder.as_posix(), sign_command(folder))
+
+
+def _frame_index(uni: Universe, pos: int) -> int:
+    """The index materialize names a sample's frame by (a whole-file sample: 0)."""
+    return 0 if uni.indexless is not None and bool(uni.indexless[pos]) else int(uni.indices[pos])
 
 
 def split_audit(res: Resolution, folder: Path | str) -> DuplicateAudit:
@@ -132,6 +185,7 @@ def check_duplicates(read: SplitSummaries | None, content: str, near: str) -> Du
     if read is None or (content == "off" and near == "off"):
         return out
     folder = read.folder
+    out.folder = folder
     stage_of, sigs = _signatures(read)
     found: DuplicateAudit = audit(stage_of, sigs)
     out.counts = {"content_duplicates": len(found.exact), "near_duplicates": len(found.near),

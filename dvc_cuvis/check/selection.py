@@ -147,5 +147,4 @@ def _duplicate_fix(dup: Duplicates) -> str:
     unsigned = dup.details.get("duplicate_pairs", {}).get("unsigned")
     if any(r.failed and r.status == "unavailable" for r in dup.results) and unsigned:
         return str(unsigned["fix"])
-    return ("re-bake so that copies of one frame share a stage (give them one 'group' cell, "
-            "or drop the copy from universe.csv), then check again")
+    return dup.rebake()

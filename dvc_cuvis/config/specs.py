@@ -104,6 +104,9 @@ STRATEGIES: tuple[str, ...] = ("hash", "random", "stratified", "multilabel")
 #: session file, or the folder of frame files); also ``block:N``, N contiguous frames of a
 #: recording.
 GROUP_BY: tuple[str, ...] = ("auto", "source", "group", "sample", "recording")
+#: What ``bake --keep-duplicates-together`` merges into one group: frames of one content
+#: (``exact``), also near copies (``near``), or nothing (``off``).
+KEEP_TOGETHER: tuple[str, ...] = ("off", "exact", "near")
 #: The predict stage: ``all`` (written empty = the whole universe) or a copy of test.
 PREDICT: tuple[str, ...] = ("all", "test")
 
@@ -127,6 +130,12 @@ BAKE = OptionSet(
            "(N contiguous frames of a recording)", "auto"),
     Option("buffer", "leave out of every stage the first K frames after each stage boundary "
            "inside a recording (0: off)", 0, int, shown="0, off"),
+    Option("keep_duplicates_together", "merge each cluster of frames of one content (exact) "
+           "or of near copies too (near) into one group, with the groups its frames belong "
+           "to, from the signatures materialize stored", "off", choices=KEEP_TOGETHER),
+    Option("summaries", "the materialized folder whose signatures --keep-duplicates-together "
+           "reads", metavar="DIR", path=True,
+           shown="the universe's folder when materialize wrote it"),
     Option("ad_aware", "train on normal samples only: anomalous ones stay out of train", False,
            bool),
     Option("folds", "K-fold: a test holdout + K validation folds", 0, int,
