@@ -165,7 +165,7 @@ def test_blocks_and_a_buffer_leave_a_split_whose_check_passes(tmp_path: Path, cl
                       "splits.json", "--no-lock", "--adjacent-frames", "error", "--adjacent-k", "1")
     assert checked_cli.code == 0 and "adjacent_frames satisfied" in checked_cli.out
     bad_k = cli("check", "--no-params", "--no-lock", "--adjacent-k", "0")
-    assert bad_k.code == 2 and bad_k.err.count("\n") == 1 and "adjacent_k" in bad_k.err
+    assert bad_k.code == 2 and bad_k.err.count("\n") == 1 and "--adjacent-k" in bad_k.err
     for bad, match in (("block:0", "block:N needs N a whole number"),
                        ("block:x", "block:N needs N")):
         with pytest.raises(DvcCuvisError, match=match):
