@@ -78,11 +78,15 @@ def _adjacent(res: Resolution, severity: str, k: int) -> tuple[ConstraintResult 
                     "more": more.strip()}
 
 
-def _hint(failed: list[ConstraintResult]) -> str:
-    """What to do about the first failed constraint that has its own remedy."""
-    for r in failed:
-        if r.kind in HINTS:
-            return HINTS[r.kind]
+def _hint(failed: list[ConstraintResult], dup: Duplicates, first: str = "") -> str:
+    """What to do about the failed constraints: each one's own remedy, ``first`` (the
+    command that produces missing summaries) then the duplicate fix first, so that no remedy
+    hides behind another's (a planted copy used to hide the neighbour and grid remedies)."""
+    remedies = [first] if first else []
+    remedies += [_duplicate_fix(dup)] if dup.failed else []
+    remedies += [HINTS[r.kind] for r in failed if r.kind in HINTS]
+    if remedies:
+        return "; ".join(dict.fromkeys(remedies))
     return ("re-bake with a strategy that respects the constraint (e.g. --group-by group, "
             "--ad-aware)")
 
@@ -112,17 +116,12 @@ def check_constraints(cfg: DataSplitConfig, res: Resolution | None, group_leakag
     if spectra_details:
         extra["spectra"] = spectra_details
     extra.update(dup.details)
-    if dup.failed:
-        return Finding("constraints", "violation",
-                       ", ".join(f"{r.kind} {r.status}" for r in failed),
-                       {"results": details, "offending": [o for r in failed for o in r.offending],
-                        **extra}, _duplicate_fix(dup))
     if failed:
         return Finding("constraints", "violation",
                        ", ".join(f"{r.kind} {r.status}" for r in failed),
                        {"results": details, "offending": [o for r in failed for o in r.offending],
                         **extra},
-                       _spectra_fix(failed, spectra_details) or _hint(failed))
+                       _hint(failed, dup, _spectra_fix(failed, spectra_details)))
     if not results:
         return Finding("constraints", "ok", "no constraints declared", extra)
     return Finding("constraints", "ok", ", ".join(

@@ -154,35 +154,3 @@ def test_unsigned_frames_are_named_with_the_command_that_signs_them(tmp_path: Pa
               out / "splits.json", "--no-lock", "--metrics", tmp_path / "m.json")
     assert run.code == 2 and str(shards[0]) in run.err and "Traceback" not in run.err
     assert not (tmp_path / "m.json").exists()
-
-
-@pytest.mark.slow  # one dvc repro in a copy of the committed README workflow
-def test_a_planted_copy_through_dvc_repro_fails_the_check_stage(built: Path,
-                                                                 tmp_path: Path) -> None:
-    import yaml
-
-    from tests.helpers.repos import copy
-    from tests.helpers.shell import run
-
-    repo = copy(built, tmp_path / "repo")
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["check"]["summaries"] = params["materialize"]["out_dir"]
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    original = sorted((repo / "data/npz").rglob("*.npz"))[0]
-    with np.load(original) as z:  # the frame re-saved compressed as recordings of their own
-        arrays = dict(z)
-    for k in range(3):
-        (repo / f"data/npz/copied{k}").mkdir()
-        np.savez_compressed(repo / f"data/npz/copied{k}/f0.npz",
-                            **{**arrays, "source": np.array(f"copied{k}")})
-    done = run("dvc", "repro", "check", cwd=repo)  # check and the stages it needs, no report
-    said = done.stdout + done.stderr
-    assert done.returncode != 0 and "content_duplicate violated" in said, said
-    checked = run("dvc-cuvis", "check", "--params", "params.yaml", "--json", cwd=repo)
-    assert checked.returncode == 1, checked.stderr
-    found = json.loads(checked.stdout)["checks"]["constraints"]["details"]
-    pairs = found["duplicate_pairs"]["content_duplicate"]["pairs"]
-    rel = original.relative_to(repo / "data/npz").as_posix()
-    named = {rel, *(f"copied{k}/f0.npz" for k in range(3))}
-    assert pairs and all({p["a"].split("#")[0], p["b"].split("#")[0]} <= named for p in pairs)
-    assert all(p["a_stage"] != p["b_stage"] for p in pairs)

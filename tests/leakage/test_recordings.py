@@ -3,7 +3,6 @@ leave a split whose check passes: real npz frames enumerated, baked and checked 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -183,28 +182,3 @@ def test_an_unnamed_frame_joins_the_group_its_folder_names(tmp_path: Path) -> No
     names, codes = read_universe(tmp_path / "universe.csv").groups()
     assert [names[c] for c in codes.tolist()] == [
         "day1-a", "day1-a", "day1-a", "b/", "b/", "x", "y", "c/"]
-
-
-@pytest.mark.slow  # one dvc repro in a copy of the committed README workflow
-def test_blocks_and_a_buffer_through_dvc_repro_say_their_moves(built: Path, tmp_path: Path,
-                                                               cli, monkeypatch) -> None:
-    import yaml
-
-    from tests.helpers.repos import copy
-    from tests.helpers.shell import sh
-
-    repo = copy(built, tmp_path / "repo")
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["enumerate"]["group"] = "none"  # no source member read: the folder is the recording
-    params["bake"].update({"group_by": "block:1", "buffer": 1})
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    out = sh("dvc", "repro", cwd=repo)
-    buffered = json.loads((repo / "metrics/splits.json").read_text())["buffered"]
-    assert buffered  # frames next to a block of another stage are left out, and listed
-    said = [ln for ln in out.splitlines() if "for no stage: within 1 frame(s)" in ln]
-    assert said and all(ln.startswith("dvc-cuvis: warning: ") for ln in said), out
-    monkeypatch.chdir(repo)
-    r = cli("check", "--params", "params.yaml", "--adjacent-frames", "error", "--json")
-    assert r.code == 0, r.err
-    found = json.loads(r.out)["checks"]["constraints"]
-    assert "adjacent_frames satisfied" in found["summary"]
