@@ -57,9 +57,9 @@ class StageShift:
         a, b = name(self.labels[0]), name(self.labels[1])
         extra = "".join(f"; {n} frame(s) at {at} without a summary"
                         for n, at in zip(self.unsummarized, (a, b), strict=True) if n)
-        extra += "".join(f"; {n} frame(s) at {at} on another grid left out"
-                         for n, at in zip(self.off_grid, (a, b), strict=True) if n)
         t = self.test
+        extra += "".join(f"; {n} frame(s) at {at} on another grid left out"  # of a test
+                         for n, at in zip(self.off_grid, (a, b), strict=True) if n and t)
         if t is None:
             at = (a, b)[self.at]
             return self.stage + {

@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.errors import terminal
 from dvc_cuvis.materialize.summaries import summarize, to_record
-from dvc_cuvis.materialize.summary_store import shard_of, write_shard
+from dvc_cuvis.materialize.summary_store import read_shard, shard_files, shard_of, write_shard
 from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.splits import dumps_splits
 from dvc_cuvis.model.universe import Universe
@@ -170,6 +170,19 @@ def test_summaries_that_cannot_be_read_are_one_line_with_the_command(
     work = tmp_path / "repo"
     shutil.copytree(repo, work, symlinks=True)
     monkeypatch.chdir(work)
+    for shard in shard_files(work / "materialized"):  # the workspace re-sampled: a band less
+        entries = read_shard(shard)
+        for e in entries.values():
+            e["wavelengths"], e["mean"] = e["wavelengths"][:-1], e["mean"][:-1]
+        write_shard(shard, entries, fsync=False)
+    section = _diff("HEAD", None).split("spectra (", 1)[1].splitlines()
+    assert section[1:4] == [f"  {s}: no wavelength grid is shared by its frames at both "
+                            "revisions" for s in ("train", "val", "test")]
+    assert section[4:6] == ["  the split's wavelength grid changed: 16 bands 400–850 nm -> "
+                            "15 bands 400–820 nm", "  wavelength grid changed for 20 "
+                            "recording(s):"]
+    assert len(section) == 6 + 20 and "    day19.cu3s: 16 bands 400–850 nm -> 15 bands " \
+        "400–820 nm" in section
     lock = yaml.safe_load(sh("git", "show", "HEAD~1:dvc.lock", cwd=work))
     md5 = lock["stages"]["materialize"]["outs"][0]["md5"]
     (work / ".dvc/cache/files/md5" / md5[:2] / md5[2:]).unlink()  # HEAD~1's listing
