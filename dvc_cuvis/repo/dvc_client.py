@@ -66,8 +66,12 @@ def cache_path(root: Path, md5: str) -> Path:
 
 
 class CacheLocator:
-    """Where the local DVC cache of the repository ``root`` keeps objects: the repository's
-    configuration (its ``cache.dir``) is read on the first object asked for, once."""
+    """Where the local DVC cache of the repository ``root`` keeps objects.
+
+    An object is named by its md5, so one found in DVC's default place holds the right bytes
+    whatever ``cache.dir`` says: it is taken without importing DVC.  Only for an object not
+    there is the repository's configuration read (on the first such object, once).
+    """
 
     def __init__(self, root: Path) -> None:
         """Locate objects of the repository at ``root`` (nothing is read yet)."""
@@ -75,7 +79,11 @@ class CacheLocator:
         self._where: Callable[[str], str] | None = None
 
     def __call__(self, md5: str) -> Path:
-        """The path of the object ``md5`` (as :func:`cache_path`)."""
+        """The path of the object ``md5``: the default place when it is there, else where
+        the repository's DVC configuration puts it (as :func:`cache_path`)."""
+        default = self.root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+        if default.is_file():
+            return default
         if self._where is None:
             try:
                 from dvc.repo import Repo
@@ -83,8 +91,7 @@ class CacheLocator:
                 with Repo(str(self.root)) as repo:
                     self._where = repo.cache.local.oid_to_path  # a pure path computation
             except Exception:  # no DVC repository or an unreadable config: the default
-                base = self.root / ".dvc" / "cache" / "files" / "md5"
-                self._where = lambda oid: str(base / oid[:2] / oid[2:])
+                self._where = lambda oid: str(default.parent.parent / oid[:2] / oid[2:])
         return Path(self._where(md5))
 
 
