@@ -67,7 +67,8 @@ class StageShift:
                 "unsummarized": f": no frame at {at} has a summary",
                 "no grid": ": no wavelength grid is shared by its frames at both revisions",
             }.get(self.untested, ": not tested") + extra
-        where = f"{t.nm[0]:g}–{t.nm[1]:g} nm"
+        where = (f"{t.nm[0]:g}–{t.nm[1]:g} nm" if t.nm[0] != t.nm[1]  # a range of one band:
+                 else f"{t.nm[0]:g} nm")  # its centre
         if t.p_value is None:
             return (f"{self.stage}: {t.note} (largest difference {t.statistic:.2f}σ in "
                     f"{where}){extra}")
