@@ -371,7 +371,13 @@ DIFF = OptionSet("diff", *_HISTORY,
                  Option("all", "list every changed sample", False, bool,
                         shown="the first 20"),
                  Option("by_sample", "one line per changed sample instead of one per "
-                        "recording", False, bool, shown="one line per recording"))
+                        "recording", False, bool, shown="one line per recording"),
+                 Option("summaries", "the materialized folder whose per-frame summaries the "
+                        "spectral comparison reads at both revisions (no cube is read)",
+                        metavar="DIR", path=True,
+                        shown="the materialize section's out_dir, else none"),
+                 Option("no_spectra", "leave the spectral comparison out", False, bool,
+                        shown="compared when a materialized folder is known"))
 
 #: The ``log`` verb's options.
 LOG = OptionSet("log", *_HISTORY,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TOLERANCE_NM", "WAVELENGTH_GRID", "Grid", "grid_changes", "grid_label", "grids",
-           "same_grid"]
+__all__ = ["TOLERANCE_NM", "WAVELENGTH_GRID", "Grid", "changed_grids", "grid_changes",
+           "grid_label", "grids", "same_grid"]
 
 #: The check's name (in ``check``'s constraints finding and ``check --json``).
 WAVELENGTH_GRID = "wavelength_grid"
@@ -88,15 +88,23 @@ def grids(wavelengths: Sequence[Sequence[float]], recordings: Sequence[str],
     return sorted(out, key=lambda g: (-g.frames, len(g.wavelengths), g.wavelengths))
 
 
-def grid_changes(before: Mapping[str, Sequence[float]], after: Mapping[str, Sequence[float]],
-                 tolerance: float = TOLERANCE_NM) -> list[str]:
-    """Per recording present in both versions whose grid changed: one line naming it, so
-    ``diff`` can say that a recording was recalibrated or re-sampled."""
-    lines = []
+def changed_grids(before: Mapping[str, Sequence[float]], after: Mapping[str, Sequence[float]],
+                  tolerance: float = TOLERANCE_NM
+                  ) -> list[tuple[str, tuple[float, ...], tuple[float, ...]]]:
+    """Per recording present in both versions whose grid changed (sorted by name): the
+    recording and its grid before and after, so a caller can word or serialize the change."""
+    out = []
     for rec in sorted(set(before) & set(after)):
         a = tuple(float(w) for w in before[rec])
         b = tuple(float(w) for w in after[rec])
         if not same_grid(a, b, tolerance):
-            lines.append(f"{rec}: wavelength grid changed from {grid_label(a)} to "
-                         f"{grid_label(b)}")
-    return lines
+            out.append((rec, a, b))
+    return out
+
+
+def grid_changes(before: Mapping[str, Sequence[float]], after: Mapping[str, Sequence[float]],
+                 tolerance: float = TOLERANCE_NM) -> list[str]:
+    """Per recording present in both versions whose grid changed: one line naming it, so
+    ``diff`` can say that a recording was recalibrated or re-sampled."""
+    return [f"{rec}: wavelength grid changed from {grid_label(a)} to {grid_label(b)}"
+            for rec, a, b in changed_grids(before, after, tolerance)]

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dvc_cuvis.errors import DvcCuvisError, RepoError, first_line
 
-__all__ = ["DvcReadError", "DvcRevision", "cache_path", "pull_paths", "read_at"]
+__all__ = ["CacheLocator", "DvcReadError", "DvcRevision", "cache_path", "cache_paths",
+           "pull_paths", "read_at"]
 
 
 class DvcReadError(RepoError):
@@ -62,6 +63,43 @@ def cache_path(root: Path, md5: str) -> Path:
             return Path(repo.cache.local.oid_to_path(md5))
     except Exception:  # no DVC repository or an unreadable config: DVC's default place
         return root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+
+
+class CacheLocator:
+    """Where the local DVC cache of the repository ``root`` keeps objects.
+
+    An object is named by its md5, so one found in DVC's default place holds the right bytes
+    whatever ``cache.dir`` says: it is taken without importing DVC.  Only for an object not
+    there is the repository's configuration read (on the first such object, once).
+    """
+
+    def __init__(self, root: Path) -> None:
+        """Locate objects of the repository at ``root`` (nothing is read yet)."""
+        self.root = root
+        self._where: Callable[[str], str] | None = None
+
+    def __call__(self, md5: str) -> Path:
+        """The path of the object ``md5``: the default place when it is there, else where
+        the repository's DVC configuration puts it (as :func:`cache_path`)."""
+        default = self.root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+        if default.is_file():
+            return default
+        if self._where is None:
+            try:
+                from dvc.repo import Repo
+
+                with Repo(str(self.root)) as repo:
+                    self._where = repo.cache.local.oid_to_path  # a pure path computation
+            except Exception:  # no DVC repository or an unreadable config: the default
+                self._where = lambda oid: str(default.parent.parent / oid[:2] / oid[2:])
+        return Path(self._where(md5))
+
+
+def cache_paths(root: Path, md5s: Sequence[str]) -> list[Path]:
+    """Where the local DVC cache of ``root`` keeps each object of ``md5s``, with the
+    repository's configuration read once for all of them (as :func:`cache_path`)."""
+    locate = CacheLocator(root)
+    return [locate(md5) for md5 in md5s]
 
 
 def pull_paths(root: Path, paths: Sequence[str], remote: str | None, what: str) -> None:

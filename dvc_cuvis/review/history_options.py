@@ -69,6 +69,8 @@ class DiffOptions:
     #: One line per changed sample instead of one per recording.
     by_sample: bool = False
     fmt: DiffFormat = "text"
+    #: The materialized folder whose summaries the spectral section compares (None: none).
+    summaries: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse an unknown format."""
@@ -95,7 +97,22 @@ class DiffOptions:
         fmt: DiffFormat = "json" if s.args.json else ("md" if s.args.md else "text")
         return cls.from_revs(list(s.args.revs), HistoryPaths.from_settings(s, paths),
                              all=bool(s.get("all")), by_sample=bool(s.get("by_sample")),
-                             fmt=fmt)
+                             fmt=fmt, summaries=_summaries(s))
+
+
+def _summaries(s: Settings) -> str | None:
+    """The materialized folder of the spectral section: the flag or key, else (in this
+    repository) the materialize section's out_dir; None with ``no_spectra`` or when none."""
+    if s.get("no_spectra"):
+        return None
+    if getattr(s.args, "repo", None):  # another repository: only a folder named for it
+        given = getattr(s.args, "summaries", None)
+        return str(given) if given else None
+    folder = s.get("summaries")
+    if folder is None:
+        value = s.of("materialize").get("out_dir")
+        folder = s.from_file("out_dir", value, "materialize") if value else None
+    return str(folder) if folder else None
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-from dvc_cuvis.model.compare import SplitDiff, diff_versions
+from dvc_cuvis.model.compare import SplitDiff, Version, diff_versions
 from dvc_cuvis.review.history import GitTree, load_pair, open_tree
 from dvc_cuvis.review.history_options import DiffOptions, HistoryPaths, LogOptions
 from dvc_cuvis.review.log import LogEntry, render_log, split_log
-from dvc_cuvis.review.render import render_markdown, render_text
+from dvc_cuvis.review.render import (
+    render_markdown,
+    render_spectra_markdown,
+    render_spectra_text,
+    render_text,
+)
+
+if TYPE_CHECKING:
+    from dvc_cuvis.review.spectra_diff import SpectraDiff
 
 __all__ = ["DiffResult", "LogResult", "diff", "log"]
 
@@ -44,18 +53,28 @@ class DiffResult:
 
     diff: SplitDiff
     options: DiffOptions
+    #: the spectral comparison (None: no materialized folder to read summaries from)
+    spectra: SpectraDiff | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The ``--json`` object (every changed sample with ``all``, else the first 200)."""
-        return self.diff.to_dict(limit=None if self.options.all else 200)
+        doc = self.diff.to_dict(limit=None if self.options.all else 200)
+        if self.spectra is not None:
+            doc["spectra"] = self.spectra.to_dict()
+        return doc
 
     def output(self) -> str:
         """The text the CLI prints, in the options' format."""
         limit = None if self.options.all else 20
         if self.options.fmt == "json":
             return json.dumps(self.to_dict(), ensure_ascii=False, default=str) + "\n"
-        render = render_markdown if self.options.fmt == "md" else render_text
-        return render(self.diff, limit=limit, by_sample=self.options.by_sample)
+        md = self.options.fmt == "md"
+        render = render_markdown if md else render_text
+        out = render(self.diff, limit=limit, by_sample=self.options.by_sample)
+        if self.spectra is not None:
+            out += (render_spectra_markdown if md else render_spectra_text)(self.spectra,
+                                                                           limit=limit)
+        return out
 
 
 def diff(options: DiffOptions) -> DiffResult:
@@ -64,7 +83,22 @@ def diff(options: DiffOptions) -> DiffResult:
     tree = open_tree(options.paths.repo)
     at = repo_paths(options.paths, tree)
     pair = load_pair(tree, options.rev_a, options.rev_b, at.splits, at.universe, at.params)
-    return DiffResult(diff_versions(*pair), options)
+    return DiffResult(diff_versions(*pair), options, _spectra(options, tree, *pair))
+
+
+def _spectra(options: DiffOptions, tree: GitTree, a: Version, b: Version
+             ) -> SpectraDiff | None:
+    """The spectral comparison when a materialized folder is named (``--repo`` reads git
+    alone: the summaries are data, so it says it does not compare them)."""
+    from dvc_cuvis.review.spectra_diff import SpectraDiff, spectra_diff
+
+    folder = options.summaries
+    if folder is None:
+        return None
+    if options.paths.repo:
+        return SpectraDiff(folder, a.label, b.label,
+                           why=f"--repo reads git alone, and the summaries in {folder} are data")
+    return spectra_diff(tree, a, options.rev_a, b, options.rev_b, tree.rel(folder))
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from dvc_cuvis.errors import shorten, terminal
 from dvc_cuvis.model.compare import SplitDiff, recording_of
 from dvc_cuvis.model.splits import STAGES
-from dvc_cuvis.review.markdown import code_cell, code_fence, code_span
+from dvc_cuvis.review.markdown import code_cell, code_fence, code_span, md_text
+
+if TYPE_CHECKING:
+    from dvc_cuvis.review.spectra_diff import SpectraDiff
 
 
 def _constraint_line(constraints: Sequence[Mapping[str, object]]) -> str:
@@ -174,4 +178,28 @@ def render_markdown(d: SplitDiff, *, limit: int | None = 20, by_sample: bool = F
                   f"{code_cell(shorten(repr(vb)))} |" for k, va, vb in d.params]
     lines += ["", f"Constraints before: {_constraint_line(a.constraints)}  ",
               f"Constraints after: {_constraint_line(b.constraints)}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_spectra_text(sp: SpectraDiff, *, limit: int | None = 20) -> str:
+    """The spectral section of ``diff``: control characters in names shown as escapes."""
+    return "".join(terminal(line) + "\n" for line in sp.lines(limit))
+
+
+def render_spectra_markdown(sp: SpectraDiff, *, limit: int | None = 20) -> str:
+    """The spectral section of ``diff --md``: text from data as literal text (names of
+    recordings in a fence they cannot close, the rest escaped or in code spans)."""
+    if not sp.compared:
+        fix = f"; {code_span(sp.fix)} brings them" if sp.fix else ""
+        return f"\n**Spectra** not compared: {md_text(sp.why)}{fix}\n"
+    lines = ["", f"**Spectra** (summaries in {code_span(sp.folder)}; {code_span(sp.b)} "
+             f"against {code_span(sp.a)}, unit: recording):", ""]
+    lines += [f"- **{line}**" if flagged else f"- {line}"  # our words; revisions in code
+              for flagged, line in sp.stage_lines(code_span)]
+    lines += [f"- {line}" for line in sp.grid_lines()]
+    if sp.grid_changes:
+        lines += ["", f"<details><summary>Wavelength grid changed for {len(sp.grid_changes)} "
+                  "recording(s)</summary>", ""]
+        lines += _code_block([terminal(line) for line in sp.recording_lines(limit)])
+        lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

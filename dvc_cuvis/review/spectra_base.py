@@ -8,23 +8,30 @@ left out and the report says so: ``--base`` otherwise reads git alone, never a r
 
 from __future__ import annotations
 
-import json
 import posixpath
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from dvc_cuvis._io import parse_yaml
 from dvc_cuvis.digests.hashing import is_folder_hash
-from dvc_cuvis.errors import DvcCuvisError
+from dvc_cuvis.errors import DvcCuvisError, first_line
+from dvc_cuvis.limits import loads_json
 from dvc_cuvis.materialize.summaries import RECIPE
 from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard
 from dvc_cuvis.model.compare import Version
-from dvc_cuvis.repo.dvc_client import cache_path
+from dvc_cuvis.repo.dvc_client import CacheLocator
 from dvc_cuvis.review.history import GitTree
 from dvc_cuvis.review.spectra import Balance, read_index, shifted_ranges, smd, stage_spectrum
 
 
 def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
-    """The ``.dir`` md5 dvc.lock records for the output ``folder`` (None: no such output)."""
+    """The ``.dir`` md5 dvc.lock records for the output ``folder`` (None: no such output);
+    a pushed dvc.lock is read within the alias and nesting budget."""
+    from dvc_cuvis.config.bounded_yaml import check_yaml_budget
+
+    check_yaml_budget(lock_text, where)
     lock = parse_yaml(lock_text, where)
     for stage in (lock.get("stages") or {}).values() if isinstance(lock, dict) else ():
         for out in stage.get("outs") or [] if isinstance(stage, dict) else []:
@@ -35,45 +42,83 @@ def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
     return None
 
 
-def base_entries(tree: GitTree, rev: str, folder: str) -> tuple[dict[str, dict[str, Any]], str]:
+_MD5 = re.compile(r"[0-9a-f]{32}")
+#: Frame name -> its summary entry, as a shard holds it.
+Entries = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class AtRevision:
+    """A materialized folder's summaries at a revision, or why they are not at hand."""
+
+    entries: Entries
+    why: str = ""
+    #: what is not in the local cache: "listing" (the folder's ``.dir``), "shard", or ""
+    missing: str = ""
+
+
+def summaries_at(tree: GitTree, rev: str, folder: str,
+                 shards: Collection[str] | None = None,
+                 locate: CacheLocator | None = None) -> AtRevision:
     """The summaries entries of ``folder`` (repository-relative) at ``rev`` from the local
-    cache, or why they are not at hand."""
+    DVC cache (only the ``shards`` named, relative to the folder, when given; ``locate``:
+    the cache's place, found once for several revisions), or why not."""
+    locate = locate or CacheLocator(tree.root)
     try:
         dir_md5 = _dir_md5(tree.read(rev, "dvc.lock"), folder, f"{rev}:dvc.lock")
     except DvcCuvisError as exc:
-        return {}, f"dvc.lock at {rev} cannot be read ({exc})"
+        return AtRevision({}, f"dvc.lock at {rev} cannot be read ({exc})")
     if dir_md5 is None:
-        return {}, f"dvc.lock at {rev} records no output {folder}"
-    listing = cache_path(tree.root, dir_md5)  # DVC keeps a folder's listing as <md5>.dir
+        return AtRevision({}, f"dvc.lock at {rev} records no output {folder}")
+    listing = locate(dir_md5)  # a folder's listing: <md5>.dir
     if not listing.is_file():
-        return {}, (f"{folder} at {rev} is not in the local DVC cache (`dvc fetch` at that "
-                    "revision brings it)")
+        return AtRevision({}, f"{folder} at {rev} is not in the local DVC cache", "listing")
     where = f"{folder} at {rev}: its listing in the local DVC cache"
     try:
-        items = json.loads(listing.read_bytes())  # JSON is UTF-8
-    except (OSError, ValueError) as exc:
-        return {}, f"{where} cannot be read ({exc})"
+        items = loads_json(listing.read_bytes(), where)
+    except (OSError, ValueError, DvcCuvisError) as exc:
+        return AtRevision({}, f"{where} cannot be read ({first_line(exc)})")
     if not isinstance(items, list):
-        return {}, f"{where} is not a list of files"
-    entries: dict[str, dict[str, Any]] = {}
+        return AtRevision({}, f"{where} is not a list of files")
+    wanted: list[tuple[str, str]] = []
     for item in items:
         rel, md5 = (item.get("relpath"), item.get("md5")) if isinstance(item, dict) else (
             None, None)
         if not (isinstance(rel, str) and rel.startswith(SUMMARIES_DIR + "/")):
             continue
-        shard = cache_path(tree.root, str(md5))
+        if shards is not None and rel not in shards:
+            continue
+        if not (isinstance(md5, str) and _MD5.fullmatch(md5)):  # no object by that name
+            return AtRevision({}, f"{folder}/{rel} at {rev} is not in the local DVC cache",
+                              "shard")
+        wanted.append((rel, md5))
+    entries: Entries = {}
+    for rel, md5 in wanted:
+        shard = locate(md5)
         if not shard.is_file():
-            return {}, f"{folder}/{rel} at {rev} is not in the local DVC cache"
+            return AtRevision({}, f"{folder}/{rel} at {rev} is not in the local DVC cache",
+                              "shard")
         try:  # a shard of another recipe holds nothing comparable: it reads as empty
             entries.update(read_shard(shard))
         except DvcCuvisError as exc:
-            return {}, f"{folder}/{rel} at {rev} cannot be read from the local DVC cache ({exc})"
-    if not entries:
-        return {}, f"{folder} at {rev} holds no spectral summaries (of recipe {RECIPE})"
-    return entries, ""
+            return AtRevision({}, f"{folder}/{rel} at {rev} cannot be read from the local "
+                              f"DVC cache ({exc})")
+    if not entries and shards is None:
+        return AtRevision({}, f"{folder} at {rev} holds no spectral summaries (of recipe "
+                          f"{RECIPE})")
+    return AtRevision(entries)
 
 
-def train_shift(base: Version, entries: dict[str, dict[str, Any]],
+def base_entries(tree: GitTree, rev: str, folder: str) -> tuple[Entries, str]:
+    """The summaries entries of ``folder`` (repository-relative) at ``rev`` from the local
+    cache, or why they are not at hand."""
+    got = summaries_at(tree, rev, folder)
+    if got.missing == "listing":
+        return {}, got.why + " (`dvc fetch` at that revision brings it)"
+    return got.entries, got.why
+
+
+def train_shift(base: Version, entries: Entries,
                 now: dict[tuple[float, ...], list[dict[str, Any]]], threshold: float
                 ) -> tuple[list[Balance], str]:
     """The balance of train at the base against train now, per shared wavelength grid."""

@@ -198,3 +198,28 @@ def test_a_damaged_listing_or_shard_and_a_shard_of_another_recipe_are_said(
     shard.write_text(json.dumps({"recipe": RECIPE - 1, "frames": {"a/x.npz": _entry(1.0)}}))
     assert base_entries(tree, "v1", "materialized") == (
         {}, f"materialized at v1 holds no spectral summaries (of recipe {RECIPE})")
+
+
+def test_a_hostile_lock_or_listing_is_a_line_and_no_read_outside_the_cache(
+        tmp_path: Path) -> None:
+    """A pushed dvc.lock with an alias bomb, a listing nested past the ceiling and a shard
+    named by a path instead of an md5: each is one line, never a crash or a read elsewhere."""
+    tree = _repo(tmp_path, {"a%summary.json": {"a/x.npz": _entry(1.0)}})
+    tree.files["dvc.lock"] = (b"a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+                              + b"".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n".encode()
+                                         for p, n in zip("abc", "bcd", strict=True))
+                              + _lock())
+    entries, why = base_entries(tree, "v1", "materialized")
+    assert entries == {} and why.startswith("dvc.lock at v1 cannot be read (") \
+        and "aliases" in why, why
+    tree.files["dvc.lock"] = _lock()
+    listing = tmp_path / ".dvc" / "cache" / "files" / "md5" / "d1" / ("d1" * 15 + ".dir")
+    listing.write_text("[" * 5000 + "]" * 5000)
+    entries, why = base_entries(tree, "v1", "materialized")
+    assert entries == {} and "cannot be read" in why and "nest" in why, why
+    outside = tmp_path / "elsewhere.json"  # a summaries shard anywhere but in the cache
+    outside.write_text(json.dumps({"recipe": RECIPE, "frames": {"z/y.npz": _entry(5.0)}}))
+    listing.write_text(json.dumps([{"relpath": "summaries/a%summary.json",
+                                    "md5": "../../../../../elsewhere.json"}]))
+    assert base_entries(tree, "v1", "materialized") == (
+        {}, "materialized/summaries/a%summary.json at v1 is not in the local DVC cache")
