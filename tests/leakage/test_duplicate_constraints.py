@@ -9,67 +9,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import DriftError, verify
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, from_record, signature
-from dvc_cuvis.materialize import ReaderParams
-from dvc_cuvis.materialize import materialize_universe as materialize
 from dvc_cuvis.materialize.summary_store import shard_files
-from dvc_cuvis.model.frames import Compression, npz_bytes, read_npz
-from dvc_cuvis.model.splits import save_splits
-from dvc_cuvis.model.universe_io import read_universe, write_universe
-from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from dvc_cuvis.model.frames import read_npz
 from dvc_cuvis.train.datamodule import guard
-
-
-def _scene(seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:24, 0:24]
-    img = np.zeros((24, 24, 4))
-    for _ in range(4):
-        cy, cx, s = rng.uniform(0, 24), rng.uniform(0, 24), rng.uniform(3, 8)
-        img += np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * s * s))[..., None] \
-            * rng.uniform(0.2, 1, 4)
-    return img.astype(np.float32)
-
-
-def _planted(root: Path) -> tuple[str, str]:
-    """Enumerate 4 recordings x 3 distinct frames plus one copy of ``rec0/f0`` (re-saved
-    compressed, so its md5 differs) as its own recording, bake per sample with a seed that
-    puts the copy in another stage, materialize; returns the pair's uids."""
-    data = root / "data"
-    for r in range(4):
-        for k in range(3):
-            (data / f"rec{r}").mkdir(parents=True, exist_ok=True)
-            (data / f"rec{r}" / f"f{k}.npz").write_bytes(npz_bytes(
-                {"cube": _scene(10 * r + k), "wavelengths": np.arange(4, dtype=np.int32)},
-                Compression()))
-    (data / "copy").mkdir()
-    (data / "copy" / "f0.npz").write_bytes(npz_bytes(
-        {"cube": _scene(0), "wavelengths": np.arange(4, dtype=np.int32)},
-        Compression.parse("deflate")))
-    uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=data, out_dir=root, jobs=1))
-    write_universe(uni, root / "universe.csv")
-    uni = read_universe(root / "universe.csv")
-    pair = ("rec0/f0.npz#0", "copy/f0.npz#0")
-    for seed in range(50):
-        (baked,) = bake(uni, BakeOptions(seed=seed, group_by="sample"))
-        stage = {uni.uid(int(p)): s for s in ("train", "val", "test")
-                 for p in baked.stages[s].tolist()}
-        if pair[0] in stage and pair[1] in stage and stage[pair[0]] != stage[pair[1]]:
-            break
-    save_splits(baked.config, root / "splits.json")
-    materialize(uni, baked.config, root / "out", ReaderParams(), jobs=1)
-    return pair
+from tests.helpers.leakage import planted_copy
 
 
 def test_a_planted_copy_is_refused_by_check_and_the_guard(tmp_path: Path, cli) -> None:
-    first, second = _planted(tmp_path)
+    first, second = planted_copy(tmp_path)
     out = tmp_path / "out"
     stored = {}  # materialize signed each frame as it wrote it: the npz cube's signature
     for shard in shard_files(out):
@@ -114,7 +67,7 @@ def test_a_planted_copy_is_refused_by_check_and_the_guard(tmp_path: Path, cli) -
 
 def test_unsigned_frames_are_named_with_the_command_that_signs_them(tmp_path: Path,
                                                                      cli) -> None:
-    _planted(tmp_path)
+    planted_copy(tmp_path)
     out = tmp_path / "out"
     cache = StatCache(tmp_path / "stat-cache.bin")  # a clean verdict is remembered...
     for _ in range(2):

@@ -247,7 +247,8 @@ def test_the_printed_remedies_pasted_into_bake_part_the_neighbours(planted: Plan
     code, found, _ = _check(planted.repo, "--adjacent-frames", "error")
     assert code == 1
     fix = found["fix"]  # every failed constraint's remedy, the duplicate fix first
-    assert fix.startswith("re-bake so that copies of one frame share a stage"), fix
+    assert fix.startswith("re-bake keeping each group of copies in one stage: add "
+                          "--keep-duplicates-together exact"), fix
     assert "re-materialize the recordings named on one wavelength grid" in fix, fix
     remedy = re.search(r"--group-by (\S+) or (block:N), or --buffer K", fix)
     assert remedy, fix

@@ -10,20 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import verify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.grids import grid_changes, grids
 from dvc_cuvis.leakage.shift import recording_means, shift_test
-from dvc_cuvis.materialize.summaries import summarize, to_record
-from dvc_cuvis.materialize.summary_store import shard_of, write_shard
-from dvc_cuvis.model.frame_names import frame_name
-from dvc_cuvis.model.splits import save_splits
-from dvc_cuvis.model.universe import Universe
-from dvc_cuvis.model.universe_io import write_universe
-
-WL = np.arange(400.0, 1000.0, 20.0)  # 30 bands
-BRIGHT = (WL >= 700) & (WL < 800)  # the planted band range: 700-780 nm
+from tests.helpers.leakage import BRIGHT, WL, planted_summaries
 
 
 def homogeneous(rng: np.random.Generator, recordings: int, frames: int
@@ -90,45 +81,6 @@ def test_grids_name_the_recordings_of_each_and_a_change_between_versions() -> No
         "c/: wavelength grid changed from 30 bands 400–980 nm to 30 bands 402–982 nm"]
 
 
-RECS, PER = 24, 3
-
-
-def planted(root: Path, *, bright: bool = False, moved: float = 0.0, drop_band: bool = False
-            ) -> dict[str, list[str]]:
-    """A grouped bake of 24 recordings (cu3s sessions of 3 frames) and their summary shards;
-    ``bright``: half the test frames 15 % brighter in 700-780 nm; ``moved``: one train
-    recording's centres moved; ``drop_band``: one val recording with a band less."""
-    uni = Universe.from_records([{"source": f"day{r:02d}.cu3s", "index": i}
-                                 for r in range(RECS) for i in range(PER)])
-    (split,) = bake(uni, BakeOptions(seed=3))
-    save_splits(split.config, root / "splits.json")
-    write_universe(uni, root / "universe.csv")
-    stage = {uni.source(int(p)): s for s in ("train", "val", "test")
-             for p in split.stages[s].tolist()}
-    by_stage: dict[str, list[str]] = {}
-    for src, st in sorted(stage.items()):
-        by_stage.setdefault(st, []).append(src)
-    rng = np.random.default_rng(2)
-    shards: dict[str, dict[str, dict]] = {}
-    for r in range(RECS):
-        src = f"day{r:02d}.cu3s"
-        level = 1.0 + 0.05 * rng.standard_normal()
-        wl = WL.copy()
-        if moved and src == by_stage["train"][0]:
-            wl = wl + moved
-        cut = drop_band and src == by_stage["val"][0]
-        for i in range(PER):
-            cube = (level + 0.01 * rng.standard_normal((2, 2, len(WL)))).astype(np.float32)
-            if bright and stage[src] == "test" and i % 2 == 0:
-                cube[..., BRIGHT] *= 1.15
-            rec = to_record(summarize(cube[..., :-1] if cut else cube, wl[:-1] if cut else wl,
-                                      None, with_thumbnail=False))
-            name = frame_name(src, i)
-            shards.setdefault(shard_of(name), {})[name] = {"source": src, "index": i,
-                                                            "md5": f"m{r}.{i}", **rec}
-    for shard, entries in shards.items():
-        write_shard(root / "mat" / shard, entries)
-    return by_stage
 
 
 def constraints(root: Path, **kw: object) -> dict:
@@ -139,13 +91,13 @@ def constraints(root: Path, **kw: object) -> dict:
 
 
 def test_check_flags_a_half_shifted_test_stage_and_passes_the_plain_one(tmp_path: Path) -> None:
-    planted(tmp_path)
+    planted_summaries(tmp_path)
     plain = constraints(tmp_path)
     assert plain["status"] == "ok" and "spectral_shift" not in plain["details"]["results"]
     tests = plain["details"]["spectra"]["spectral_shift"]["tests"]
     assert {(t["a"], t["b"]) for t in tests} == {("train", "val"), ("train", "test"),
                                                 ("val", "test")}
-    planted(tmp_path, bright=True)
+    planted_summaries(tmp_path, bright=True)
     warned = constraints(tmp_path)
     assert warned["status"] == "ok" and "spectral_shift violated (warn)" in warned["summary"]
     refused = constraints(tmp_path, spectral_shift="error")
@@ -160,9 +112,9 @@ def test_check_flags_a_half_shifted_test_stage_and_passes_the_plain_one(tmp_path
 
 def test_check_refuses_a_recalibrated_recording_and_a_different_band_count(
         tmp_path: Path) -> None:
-    by_stage = planted(tmp_path, moved=0.3)  # within the 0.5 nm tolerance: one grid
+    by_stage = planted_summaries(tmp_path, moved=0.3)  # within the 0.5 nm tolerance: one grid
     assert constraints(tmp_path)["status"] == "ok"
-    planted(tmp_path, moved=2.0, drop_band=True)
+    planted_summaries(tmp_path, moved=2.0, drop_band=True)
     refused = constraints(tmp_path)  # wavelength_grid is an error by default
     assert refused["status"] == "violation" and "wavelength_grid violated" in refused["summary"]
     offending = refused["details"]["offending"]
@@ -180,7 +132,7 @@ def test_the_cli_check_carries_both_tests_in_json_and_exits_1_on_an_error(
         ) -> None:
     from dvc_cuvis.cli import main
 
-    planted(tmp_path, bright=True, moved=2.0)
+    planted_summaries(tmp_path, bright=True, moved=2.0)
     monkeypatch.chdir(tmp_path)
     argv = ["check", "--universe", "universe.csv", "--splits", "splits.json", "--no-lock",
             "--checks", "selection,constraints", "--summaries", "mat", "--json"]
@@ -197,7 +149,7 @@ def test_the_guard_refuses_a_split_on_two_grids_before_setup(tmp_path: Path) -> 
     from dvc_cuvis.check.drift import DriftError
     from dvc_cuvis.train.datamodule import guard
 
-    planted(tmp_path, drop_band=True)
+    planted_summaries(tmp_path, drop_band=True)
     calls: list[str | None] = []
     module = type("DM", (), {"setup": lambda self, stage=None: calls.append(stage)})
     kw = {"splits": tmp_path / "splits.json", "universe": tmp_path / "universe.csv",
@@ -217,7 +169,7 @@ def test_the_reports_balance_table_uses_the_shift_test(tmp_path: Path) -> None:
     from dvc_cuvis.review.spectra import split_spectra
     from dvc_cuvis.review.spectra_html import section
 
-    planted(tmp_path, bright=True)
+    planted_summaries(tmp_path, bright=True)
     res = resolve(load_splits(tmp_path / "splits.json"), read_universe(tmp_path / "universe.csv"))
     (grid,) = split_spectra(res, tmp_path / "mat").grids
     pairs = {(b.stage_a, b.stage_b): b for b in grid.balance}

@@ -19,8 +19,7 @@ from dvc_cuvis.check.drift import verify
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.materialize import summary_store
 from dvc_cuvis.materialize.summary_store import shard_files
-from tests.leakage.test_duplicate_constraints import _planted
-from tests.leakage.test_shift_grids import planted
+from tests.helpers.leakage import planted_copy, planted_summaries
 
 
 def _spectra(report) -> dict:
@@ -28,7 +27,7 @@ def _spectra(report) -> dict:
 
 
 def test_the_spectral_checks_read_the_universes_own_summaries(tmp_path: Path) -> None:
-    planted(tmp_path, drop_band=True)  # one val recording with a band less: two grids
+    planted_summaries(tmp_path, drop_band=True)  # one val recording with a band less: two grids
     mat = tmp_path / "mat"  # a materialized folder: universe.csv and splits.json beside summaries/
     for name in ("universe.csv", "splits.json"):
         shutil.copy(tmp_path / name, mat / name)
@@ -41,7 +40,7 @@ def test_the_spectral_checks_read_the_universes_own_summaries(tmp_path: Path) ->
 def test_the_spectral_checks_say_once_when_they_cannot_run(tmp_path: Path, cli,
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
-    _planted(tmp_path)  # npz frames, a raw universe.csv and its split; out/ materialized
+    planted_copy(tmp_path)  # npz frames, a raw universe.csv and its split; out/ materialized
     monkeypatch.chdir(tmp_path)
     raw = verify("splits.json", "universe.csv", lock=None, content_duplicate="off")
     note = _spectra(raw)["missing_summaries"]
@@ -77,7 +76,7 @@ def test_the_spectral_checks_say_once_when_they_cannot_run(tmp_path: Path, cli,
 
 def test_a_clean_verdict_with_summaries_is_kept_until_a_shard_changes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    planted(tmp_path)
+    planted_summaries(tmp_path)
     reads: list[Path] = []
     real = summary_store.read_shard
 
@@ -114,8 +113,8 @@ def test_a_clean_verdict_with_summaries_is_kept_until_a_shard_changes(
 
 def test_check_words_pairs_grids_and_tests_and_json_names_the_folder_used(
         tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    _planted(tmp_path / "npz")  # an exact copy across stages, neighbours across stages
-    planted(tmp_path, moved=2.0)  # near copies (the synthetic scenes), two grids
+    planted_copy(tmp_path / "npz")  # an exact copy across stages, neighbours across stages
+    planted_summaries(tmp_path, moved=2.0)  # near copies (the synthetic scenes), two grids
     (tmp_path / ".git").mkdir()  # the repository the folder is named relative to
     pair = r"\S+#\d+ \((train|val|test)\) ↔ \S+#\d+ \((train|val|test)\)"
     texts = []
