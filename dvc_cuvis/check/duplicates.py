@@ -19,8 +19,8 @@ from typing import Any
 
 from dvc_cuvis.digests.hashing import Stamp, stamp_of
 from dvc_cuvis.errors import DvcCuvisError, and_more
-from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit
-from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, Signature, from_record
+from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit_columns
+from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, columns_from_records
 from dvc_cuvis.materialize.summary_store import (
     SUMMARIES_DIR,
     load_summaries,
@@ -72,11 +72,11 @@ def _read_index(uni: Universe, pos: int) -> int:
 
 
 def _signatures(res: Any, folder: Path, witness: list[tuple[str, Stamp | None]] | None
-                ) -> tuple[dict[str, str], dict[str, Signature | None]]:
-    """Per sample of train/val/test (uid): its stage, and its stored signature (None:
-    unsigned, or of another version); a damaged record raises naming its shard. Each shard is
-    added to ``witness`` with its stamp taken before it is read (None when absent: a verdict
-    resting on a shard that may yet appear is never reused)."""
+                ) -> DuplicateAudit:
+    """The audit of the samples of train/val/test from their stored signatures, read as
+    columns (unsigned: none, or of another version); a damaged record raises naming its
+    shard. Each shard is added to ``witness`` with its stamp taken before it is read (None
+    when absent: a verdict resting on a shard that may yet appear is never reused)."""
     uni: Universe = res.universe
     stage_of: dict[str, str] = {}
     frames: dict[str, str] = {}
@@ -93,14 +93,15 @@ def _signatures(res: Any, folder: Path, witness: list[tuple[str, Stamp | None]] 
             except OSError:
                 witness.append((path, None))
     stored = load_summaries(folder, frames.values())
-    sigs: dict[str, Signature | None] = {}
-    for uid, frame in frames.items():
-        entry = stored.get(frame)
-        if entry is None or SIGNATURE_KEY not in entry:
-            sigs[uid] = None
-            continue
-        sigs[uid] = from_record(entry[SIGNATURE_KEY], folder / shard_of(frame))
-    return stage_of, sigs
+    uids = sorted(stage_of)
+    entries = [stored.get(frames[u]) for u in uids]
+    held = [k for k, e in enumerate(entries) if e is not None and SIGNATURE_KEY in e]
+    signed, cols = columns_from_records(
+        [entries[k][SIGNATURE_KEY] for k in held],  # type: ignore[index]
+        [folder / shard_of(frames[uids[k]]) for k in held])
+    ok = [uids[k] for k, s in zip(held, signed.tolist(), strict=True) if s]
+    unsigned = sorted(set(uids) - set(ok))
+    return audit_columns(ok, [stage_of[u] for u in ok], cols, unsigned)
 
 
 def _pair(p: DuplicatePair) -> dict[str, Any]:
@@ -143,8 +144,7 @@ def check_duplicates(res: Any, folder: Path | None, content: str, near: str, *,
     if not folder.is_dir():
         raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
                             "folder materialize wrote: its frames/ and summaries/)")
-    stage_of, sigs = _signatures(res, folder, witness)
-    found: DuplicateAudit = audit(stage_of, sigs)
+    found = _signatures(res, folder, witness)
     out.counts = {"content_duplicates": len(found.exact), "near_duplicates": len(found.near),
                   "unsigned_frames": len(found.unsigned)}
     out.details["duplicates"] = {"exact": len(found.exact), "near": len(found.near),

@@ -17,9 +17,10 @@ import hashlib
 import itertools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -216,3 +217,100 @@ def from_record(rec: object, where: Path | str) -> Signature | None:
         raise DamagedSignatureError(where, f"'crops' is not a list of {CROPS} 16-digit hex hashes")
     return Signature(content, int(phash, 16), tuple(float(v) for v in shape),
                      tuple(int(h, 16) for h in crops))
+
+
+@dataclass(frozen=True)
+class SignatureColumns:
+    """Many frames' signatures as arrays, one row per frame: what the audit reads, so that a
+    million frames cost array operations, never a Python object per frame."""
+
+    content: np.ndarray  # [n] bytes (S16): the content digest
+    phash: np.ndarray  # [n] uint64: the perceptual hash of the centre
+    shape: np.ndarray  # [n, SHAPE_LENGTH] float64: the spectral shape, zero-padded
+    crops: np.ndarray  # [n, CROPS] uint64: the crops' hashes (rows without crops: zeros)
+    cropped: np.ndarray  # [n] bool: whether the frame has crop hashes
+
+    def __len__(self) -> int:
+        """The frames held."""
+        return len(self.phash)
+
+
+def columns(sigs: Sequence[Signature]) -> SignatureColumns:
+    """Signatures as columns (see :class:`SignatureColumns`)."""
+    shape = np.zeros((len(sigs), SHAPE_LENGTH))
+    crops = np.zeros((len(sigs), CROPS), dtype=np.uint64)
+    cropped = np.zeros(len(sigs), dtype=bool)
+    for i, s in enumerate(sigs):
+        shape[i, :len(s.shape)] = s.shape
+        if s.crops:
+            crops[i], cropped[i] = s.crops, True
+    return SignatureColumns(
+        np.frombuffer(bytes.fromhex("".join(s.content for s in sigs)), dtype="S16").copy(),
+        np.array([s.phash for s in sigs], dtype=np.uint64), shape, crops, cropped)
+
+
+def _hex_words(texts: list[str], size: int) -> np.ndarray | None:
+    """``texts`` (each ``size`` lowercase hex digits) as big-endian words in one pass; None
+    when one is not."""
+    if set(map(type, texts)) - {str} or set(map(len, texts)) - {size}:
+        return None
+    joined = "".join(texts)
+    if joined and not _HEX.match(joined):
+        return None
+    return np.frombuffer(bytes.fromhex(joined), dtype=f">u{size // 2}" if size == 16
+                         else f"S{size // 2}")
+
+
+def _shape_column(shapes: list[list[Any]]) -> np.ndarray | None:
+    """The spectral shapes as a zero-padded float64 ``[n, SHAPE_LENGTH]`` array; None when
+    one is not a list of 1 to SHAPE_LENGTH finite unit-range numbers."""
+    if (set(map(type, shapes)) - {list}
+            or not all(1 <= len(v) <= SHAPE_LENGTH for v in shapes)
+            or set(map(type, itertools.chain.from_iterable(shapes))) - {float, int}):
+        return None
+    lengths = set(map(len, shapes))
+    if len(lengths) == 1 and SHAPE_LENGTH in lengths:
+        out = np.array(shapes, dtype=np.float64).reshape(len(shapes), SHAPE_LENGTH)
+    else:
+        out = np.zeros((len(shapes), SHAPE_LENGTH))
+        for i, v in enumerate(shapes):
+            out[i, :len(v)] = v
+    return out if bool((np.isfinite(out) & (np.abs(out) <= 1.0)).all()) else None
+
+
+def _read_columns(recs: list[dict[str, Any]]) -> SignatureColumns | None:
+    """Records of the current version as columns in one pass of each field; None when one of
+    them is not what :func:`from_record` accepts."""
+    crop_lists = [r.get("crops", []) for r in recs]
+    if set(map(type, crop_lists)) - {list} or set(map(len, crop_lists)) - {0, CROPS}:
+        return None
+    content = _hex_words([r.get("content") for r in recs], 32)  # type: ignore[misc]
+    phash = _hex_words([r.get("phash") for r in recs], 16)  # type: ignore[misc]
+    crops = _hex_words(list(itertools.chain.from_iterable(crop_lists)), 16)
+    shape = _shape_column([r.get("shape") for r in recs])  # type: ignore[misc]
+    if content is None or phash is None or crops is None or shape is None:
+        return None
+    cropped = np.array([len(c) == CROPS for c in crop_lists], dtype=bool)
+    table = np.zeros((len(recs), CROPS), dtype=np.uint64)
+    table[cropped] = crops.astype(np.uint64).reshape(-1, CROPS)
+    return SignatureColumns(content.copy(), phash.astype(np.uint64), shape, table, cropped)
+
+
+def columns_from_records(records: Sequence[object], where: Sequence[Path | str]
+                         ) -> tuple[np.ndarray, SignatureColumns]:
+    """Stored records as columns: which records hold a signature of the current version
+    (``[n]`` bool; another version counts as none), and their columns, in order. It
+    accepts and refuses exactly what :func:`from_record` does, with the same error naming
+    ``where[i]``, but reads each field of all records at once."""
+    version = [r.get("v") if type(r) is dict else None for r in records]
+    current = np.array([type(v) is int and v == SIGNATURE_VERSION for v in version], dtype=bool)
+    other = np.array([type(v) is int and v != SIGNATURE_VERSION for v in version], dtype=bool)
+    fast = None
+    if bool((current | other).all()):
+        fast = _read_columns([cast(dict[str, Any], r) for r, ok
+                              in zip(records, current.tolist(), strict=True) if ok])
+    if fast is not None:
+        return current, fast
+    sigs = [from_record(r, w) for r, w in zip(records, where, strict=True)]  # raises: says why
+    return (np.array([s is not None for s in sigs], dtype=bool),
+            columns([s for s in sigs if s is not None]))
