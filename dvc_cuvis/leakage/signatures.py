@@ -17,6 +17,7 @@ import hashlib
 import itertools
 import math
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +29,11 @@ from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.frames import crc32
 
 #: The version of the signature recipe; a record of another version counts as absent.
-SIGNATURE_VERSION = 2
+#: 3: the content digest is of one CRC-32 of all the data bytes (2: of each quarter's), the
+#: CRC the frame writer takes anyway, so signing a frame makes no pass over its bytes.
+SIGNATURE_VERSION = 3
 #: The record's key in a frame's summary entry.
 SIGNATURE_KEY = "signature"
-#: The slices of a frame's bytes whose CRC-32s make its content digest.
-_QUARTERS = 4
 #: Values in the spectral shape.
 SHAPE_LENGTH = 16
 #: Side of the reduced image the perceptual hash is taken from.
@@ -51,6 +52,7 @@ CROPS = 8
 SAMPLE_PIXELS = 4096
 
 _HEX = re.compile(r"[0-9a-f]+\Z")
+_LITTLE = sys.byteorder == "little"
 
 
 class DamagedSignatureError(DvcCuvisError):
@@ -73,25 +75,24 @@ class Signature:
     crops: tuple[int, ...] = ()  # the hashes of the CROPS crops shifted around the centre
 
 
-def content_digest(array: np.ndarray) -> str:
+def content_digest(array: np.ndarray, data_crc: int | None = None) -> str:
     """The digest of an array's data in canonical form, so a container never changes it.
 
-    It is the sha256 (first 128 bits) of the dtype, the shape and the zip CRC-32 of each
-    quarter of the C-order bytes: one pass of the fastest checksum the system has
-    (:func:`~dvc_cuvis.model.frames.crc32`), since materialize takes it for every frame it
-    writes. Any change within a quarter changes that quarter's CRC unless it is crafted to
-    collide: this pairs copies for the leakage checks, it is not the frames' integrity (their
-    md5 is)."""
+    It is the sha256 (first 128 bits) of the dtype, the shape and the zip CRC-32 of the
+    C-order little-endian bytes. ``data_crc``: that CRC where the caller has it already (the
+    frame writer takes it for the zip member: :func:`~dvc_cuvis.model.frames.npz_parts`);
+    it is used only for a C-contiguous array stored little-endian, else the bytes are read
+    (:func:`~dvc_cuvis.model.frames.crc32`, the fastest checksum the system has). Any change
+    of the data changes the CRC unless it is crafted to collide: this pairs copies for the
+    leakage checks, it is not the frames' integrity (their md5 is)."""
     arr = np.asarray(array)
-    dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
-    canon = np.ascontiguousarray(arr, dtype=dtype)
-    data = memoryview(canon.reshape(-1).view(np.uint8).data) if canon.size else memoryview(b"")
-    cuts = [len(data) * k // _QUARTERS for k in range(_QUARTERS + 1)]
-    crcs = [crc32(data[a:b]) for a, b in itertools.pairwise(cuts)]
-    h = hashlib.sha256()
-    h.update(f"{canon.dtype.str}|{','.join(str(n) for n in canon.shape)}|"
-             f"{','.join(f'{c:08x}' for c in crcs)}\n".encode("ascii"))
-    return h.hexdigest()[:32]
+    little = arr.dtype.byteorder in "<|" or (arr.dtype.byteorder == "=" and _LITTLE)
+    if data_crc is None or not (little and arr.flags.c_contiguous):
+        dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
+        arr = np.ascontiguousarray(arr, dtype=dtype)
+        data_crc = crc32(arr.reshape(-1).view(np.uint8).data) if arr.size else 0
+    text = f"{arr.dtype.str}|{','.join(str(n) for n in arr.shape)}|{data_crc:08x}\n"
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
 
 
 def sample_grid(cube: np.ndarray) -> np.ndarray:
@@ -104,13 +105,22 @@ def sample_grid(cube: np.ndarray) -> np.ndarray:
     return arr[::step, ::step]
 
 
-def _block_means(image: np.ndarray, side: int) -> np.ndarray:
-    """The image reduced to at most ``side`` x ``side`` cells by area means (any size)."""
-    rows, cols = image.shape
+@functools.lru_cache(maxsize=256)
+def _cells(rows: int, cols: int, side: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the cells of a ``rows`` x ``cols`` image start (rows, columns) and their pixel
+    counts, at most ``side`` x ``side`` of them (cached: the crops of a run share sizes)."""
     r_edges = np.linspace(0, rows, min(side, rows) + 1).astype(np.intp)
     c_edges = np.linspace(0, cols, min(side, cols) + 1).astype(np.intp)
-    sums = np.add.reduceat(np.add.reduceat(image, r_edges[:-1], axis=0), c_edges[:-1], axis=1)
     counts = np.outer(np.diff(r_edges), np.diff(c_edges))
+    for a in (r_edges, c_edges, counts):
+        a.flags.writeable = False
+    return r_edges[:-1], c_edges[:-1], counts
+
+
+def _block_means(image: np.ndarray, side: int) -> np.ndarray:
+    """The image reduced to at most ``side`` x ``side`` cells by area means (any size)."""
+    r_starts, c_starts, counts = _cells(*image.shape, side)
+    sums = np.add.reduceat(np.add.reduceat(image, r_starts, axis=0), c_starts, axis=1)
     return np.asarray(sums / counts, dtype=np.float64)
 
 
@@ -135,8 +145,8 @@ def _hash_image(image: np.ndarray) -> int:
     full = np.zeros((_GRID, _GRID))
     rows, cols = grid.shape
     full[:rows, :cols] = _dct_matrix(rows) @ grid @ _dct_matrix(cols).T
-    bits = full[_LOW_ROWS, _LOW_COLS] > 0
-    return int(sum(1 << i for i, b in enumerate(bits.tolist()) if b))
+    bits = np.packbits(full[_LOW_ROWS, _LOW_COLS] > 0, bitorder="little")  # bit i: i-th
+    return int(bits.view("<u8")[0])
 
 
 def crop_step(rows: int, cols: int) -> int:
@@ -172,18 +182,21 @@ def spectral_shape(cube: np.ndarray) -> tuple[float, ...]:
     """The mean spectrum of a cube reduced to a few values and normalised, so gain cancels."""
     arr = np.asarray(cube, dtype=np.float64)
     spectrum = arr.reshape(-1, arr.shape[-1]) if arr.ndim == 3 else arr.reshape(-1, 1)
-    finite = np.isfinite(spectrum).all(axis=1)
-    mean = spectrum[finite].mean(axis=0) if finite.any() else np.zeros(spectrum.shape[1])
+    mean = spectrum.mean(axis=0)  # finite exactly when every value is (float64 sums)
+    if not np.isfinite(mean).all():
+        finite = np.isfinite(spectrum).all(axis=1)
+        mean = spectrum[finite].mean(axis=0) if finite.any() else np.zeros(spectrum.shape[1])
     parts = [float(p.mean()) for p in np.array_split(mean, min(SHAPE_LENGTH, len(mean)))]
     norm = math.sqrt(sum(v * v for v in parts))
     return tuple(round(v / norm, 6) if norm > 0 else 0.0 for v in parts)
 
 
-def signature(cube: np.ndarray) -> Signature:
-    """The signature of one ``[H, W, C]`` cube (its data array, whatever file held it)."""
+def signature(cube: np.ndarray, data_crc: int | None = None) -> Signature:
+    """The signature of one ``[H, W, C]`` cube (its data array, whatever file held it);
+    ``data_crc``: the CRC-32 of its bytes where the caller has it (:func:`content_digest`)."""
     grid = np.asarray(sample_grid(cube), dtype=np.float64)  # one float64 copy for both
     centre, crops = perceptual_hashes(grid)
-    return Signature(content_digest(cube), centre, spectral_shape(grid), crops)
+    return Signature(content_digest(cube, data_crc), centre, spectral_shape(grid), crops)
 
 
 def to_record(sig: Signature) -> dict[str, Any]:
