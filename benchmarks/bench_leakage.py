@@ -6,7 +6,7 @@ How to run (from the repository root)::
     .venv/bin/python -m benchmarks.bench_leakage --materialize   # ... and signing at materialize
     .venv/bin/python -m benchmarks.bench_leakage --quick         # smoke test (small sizes)
 
-Targets (issue 42, 2 cores): the cross-stage audit from stored signatures over 100k frames
+Targets (2 cores): the cross-stage audit from stored signatures over 100k frames
 <= 2 s and <= 1 GiB, over 1M synthetic signatures <= 15 s and <= 4 GiB; the signatures add
 <= 3 % to materialize.  The near-duplicate threshold is chosen from the planted table (recall
 on noisy sigma = 2 % / shifted +-3 px / gain +-5 % copies, false pairs among distinct scenes).

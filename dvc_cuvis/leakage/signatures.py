@@ -262,23 +262,28 @@ def columns(sigs: Sequence[Signature]) -> SignatureColumns:
         np.array([s.phash for s in sigs], dtype=np.uint64), shape, crops, cropped)
 
 
-def _hex_words(texts: list[str], size: int) -> np.ndarray | None:
+def _hex_words(texts: list[object], size: int) -> np.ndarray | None:
     """``texts`` (each ``size`` lowercase hex digits) as big-endian words in one pass; None
     when one is not."""
-    if set(map(type, texts)) - {str} or set(map(len, texts)) - {size}:
+    if set(map(type, texts)) - {str}:
         return None
-    joined = "".join(texts)
+    strings = cast(list[str], texts)
+    if set(map(len, strings)) - {size}:
+        return None
+    joined = "".join(strings)
     if joined and not _HEX.match(joined):
         return None
     return np.frombuffer(bytes.fromhex(joined), dtype=f">u{size // 2}" if size == 16
                          else f"S{size // 2}")
 
 
-def _shape_column(shapes: list[list[Any]]) -> np.ndarray | None:
+def _shape_column(values: list[object]) -> np.ndarray | None:
     """The spectral shapes as a zero-padded float64 ``[n, SHAPE_LENGTH]`` array; None when
     one is not a list of 1 to SHAPE_LENGTH finite unit-range numbers."""
-    if (set(map(type, shapes)) - {list}
-            or not all(1 <= len(v) <= SHAPE_LENGTH for v in shapes)
+    if set(map(type, values)) - {list}:
+        return None
+    shapes = cast(list[list[float]], values)
+    if (not all(1 <= len(v) <= SHAPE_LENGTH for v in shapes)
             or set(map(type, itertools.chain.from_iterable(shapes))) - {float, int}):
         return None
     lengths = set(map(len, shapes))
@@ -291,16 +296,19 @@ def _shape_column(shapes: list[list[Any]]) -> np.ndarray | None:
     return out if bool((np.isfinite(out) & (np.abs(out) <= 1.0)).all()) else None
 
 
-def _read_columns(recs: list[dict[str, Any]]) -> SignatureColumns | None:
+def _read_columns(recs: list[dict[str, object]]) -> SignatureColumns | None:
     """Records of the current version as columns in one pass of each field; None when one of
     them is not what :func:`from_record` accepts."""
-    crop_lists = [r.get("crops", []) for r in recs]
-    if set(map(type, crop_lists)) - {list} or set(map(len, crop_lists)) - {0, CROPS}:
+    lists = [r.get("crops", []) for r in recs]
+    if set(map(type, lists)) - {list}:
         return None
-    content = _hex_words([r.get("content") for r in recs], 32)  # type: ignore[misc]
-    phash = _hex_words([r.get("phash") for r in recs], 16)  # type: ignore[misc]
+    crop_lists = cast(list[list[object]], lists)
+    if set(map(len, crop_lists)) - {0, CROPS}:
+        return None
+    content = _hex_words([r.get("content") for r in recs], 32)
+    phash = _hex_words([r.get("phash") for r in recs], 16)
     crops = _hex_words(list(itertools.chain.from_iterable(crop_lists)), 16)
-    shape = _shape_column([r.get("shape") for r in recs])  # type: ignore[misc]
+    shape = _shape_column([r.get("shape") for r in recs])
     if content is None or phash is None or crops is None or shape is None:
         return None
     cropped = np.array([len(c) == CROPS for c in crop_lists], dtype=bool)
@@ -320,7 +328,7 @@ def columns_from_records(records: Sequence[object], where: Sequence[Path | str]
     other = np.array([type(v) is int and v != SIGNATURE_VERSION for v in version], dtype=bool)
     fast = None
     if bool((current | other).all()):
-        fast = _read_columns([cast(dict[str, Any], r) for r, ok
+        fast = _read_columns([cast(dict[str, object], r) for r, ok
                               in zip(records, current.tolist(), strict=True) if ok])
     if fast is not None:
         return current, fast
