@@ -69,7 +69,7 @@ class DamagedSignatureError(DvcCuvisError):
 class Signature:
     """One frame's signature: content digest, perceptual hash and spectral shape."""
 
-    content: str  # 128-bit hex digest of dtype, shape and the CRC-32s of the C-order bytes
+    content: str  # 128-bit hex digest of dtype, shape and the CRC-32 of the C-order bytes
     phash: int  # 64-bit spatial perceptual hash (of the centre crop)
     shape: tuple[float, ...]  # L2-normalised mean spectrum, SHAPE_LENGTH values (or fewer)
     crops: tuple[int, ...] = ()  # the hashes of the CROPS crops shifted around the centre
