@@ -372,6 +372,10 @@ STATE_ALLOWED = {
         "a Dask worker process's DVC state reader: the worker process is its owner",
     "dvc_cuvis/leakage/signatures.py: cache _dct_matrix":
         "a pure function of a small int (the DCT basis of a side), bounded (64 sides)",
+    "dvc_cuvis/leakage/signatures.py: cache _cells":
+        "a pure function of an image size (where its cells start, read-only), bounded (256)",
+    "dvc_cuvis/model/frames.py: cache _zeros_operator":
+        "a pure function of a length (one 32-bit polynomial), bounded (64 lengths)",
 }
 #: Entries another change removes (none left: the lineage memos are owned by their keeper).
 STATE_PENDING: set[str] = set()

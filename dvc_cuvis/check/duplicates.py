@@ -24,8 +24,13 @@ from dvc_cuvis.check.summaries import (
 )
 from dvc_cuvis.errors import DvcCuvisError, and_more
 from dvc_cuvis.leakage.clusters import SignatureSet
-from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit
-from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, Signature, from_record
+from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit_columns
+from dvc_cuvis.leakage.signatures import (
+    SIGNATURE_KEY,
+    Signature,
+    columns_from_records,
+    from_record,
+)
 from dvc_cuvis.materialize.summary_store import load_summaries, shard_of
 from dvc_cuvis.model.constraints import ConstraintResult
 from dvc_cuvis.model.frame_names import frame_name
@@ -67,21 +72,26 @@ class Duplicates:
                 f"bake.keep_duplicates_together: {mode}), then check again")
 
 
-def _signatures(read: SplitSummaries) -> tuple[dict[str, str], dict[str, Signature | None]]:
-    """Per sample of train/val/test (uid): its stage, and its stored signature (None:
-    unsigned, or of another version); a damaged record raises naming its shard."""
+def _signatures(read: SplitSummaries) -> DuplicateAudit:
+    """The audit of the samples of train/val/test from their stored signatures, read as
+    columns (unsigned: none, or of another version); a damaged record raises naming its
+    shard."""
     uni: Universe = read.universe
     stage_of: dict[str, str] = {}
-    sigs: dict[str, Signature | None] = {}
+    frames: dict[str, str] = {}
     for pos, stage in read.stage_of.items():
         uid = uni.uid(pos)
         stage_of[uid] = stage
-        entry = read.entry(pos)
-        if entry is None or SIGNATURE_KEY not in entry:
-            sigs[uid] = None
-            continue
-        sigs[uid] = from_record(entry[SIGNATURE_KEY], read.folder / shard_of(read.names[pos]))
-    return stage_of, sigs
+        frames[uid] = read.names[pos]
+    uids = sorted(stage_of)
+    entries = [read.entries.get(frames[u]) for u in uids]
+    held = [k for k, e in enumerate(entries) if e is not None and SIGNATURE_KEY in e]
+    signed, cols = columns_from_records(
+        [entries[k][SIGNATURE_KEY] for k in held],  # type: ignore[index]
+        [read.folder / shard_of(frames[uids[k]]) for k in held])
+    ok = [uids[k] for k, sg in zip(held, signed.tolist(), strict=True) if sg]
+    unsigned = sorted(set(uids) - set(ok))
+    return audit_columns(ok, [stage_of[u] for u in ok], cols, unsigned)
 
 
 def _stored(folder: Path, frames: dict[str, str]) -> dict[str, Signature | None]:
@@ -144,8 +154,7 @@ def split_audit(res: Resolution, folder: Path | str) -> DuplicateAudit:
     DvcCuvisError
         No such folder, or a damaged shard or signature record (named, with the fix).
     """
-    stage_of, sigs = _signatures(read_split_summaries(res, Path(folder)))
-    return audit(stage_of, sigs)
+    return _signatures(read_split_summaries(res, Path(folder)))
 
 
 def _pair(p: DuplicatePair) -> dict[str, Any]:
@@ -186,8 +195,7 @@ def check_duplicates(read: SplitSummaries | None, content: str, near: str) -> Du
         return out
     folder = read.folder
     out.folder = folder
-    stage_of, sigs = _signatures(read)
-    found: DuplicateAudit = audit(stage_of, sigs)
+    found = _signatures(read)
     out.counts = {"content_duplicates": len(found.exact), "near_duplicates": len(found.near),
                   "unsigned_frames": len(found.unsigned)}
     out.details["duplicates"] = {"exact": len(found.exact), "near": len(found.near),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvc_cuvis.leakage.duplicates import COSINE, HAMMING
-from dvc_cuvis.leakage.index import _near_in_buckets, chunks
+from dvc_cuvis.leakage.index import near_pairs
 from dvc_cuvis.leakage.signatures import SHAPE_LENGTH, Signature
 
 __all__ = ["SignatureSet", "duplicate_clusters"]
@@ -63,17 +63,7 @@ def _near_pairs(sigs: list[Signature], hamming: int, cosine: float) -> np.ndarra
     crops = np.array([h for s in sigs for h in s.crops], dtype=np.uint64)
     owner = np.concatenate([np.arange(len(sigs)), np.repeat(
         np.arange(len(sigs)), [len(s.crops) for s in sigs])]).astype(np.int64)
-    queries = np.concatenate([central, crops])
-    found: list[np.ndarray] = []
-    for offset, width in chunks(hamming):
-        mask = np.uint64((1 << width) - 1)
-        for qi, ci, _dist in _near_in_buckets(central, queries,
-                                              (central >> np.uint64(offset)) & mask,
-                                              (queries >> np.uint64(offset)) & mask, hamming):
-            a = owner[qi]
-            other = a != ci
-            found.append(np.stack([a[other], ci[other]], axis=1))
-    pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
+    pairs = near_pairs(central, np.concatenate([central, crops]), owner, hamming)
     if not len(pairs):
         return pairs
     shapes = np.zeros((len(sigs), SHAPE_LENGTH))

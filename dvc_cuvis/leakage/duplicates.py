@@ -8,14 +8,19 @@ are counted, never guessed at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from dvc_cuvis.leakage.index import query_pairs
-from dvc_cuvis.leakage.signatures import SHAPE_LENGTH, Signature
+from dvc_cuvis.leakage.signatures import (
+    CROPS,
+    Signature,
+    SignatureColumns,
+    columns,
+)
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 
 #: Perceptual-hash distance (bits) at most, and spectral-shape cosine at least, of a near pair;
@@ -80,18 +85,22 @@ def _order(pair: DuplicatePair) -> tuple[str, str]:
     return pair.first, pair.second
 
 
-def _shapes(sigs: list[Signature]) -> np.ndarray:
-    out = np.zeros((len(sigs), SHAPE_LENGTH))
-    for i, s in enumerate(sigs):
-        out[i, :len(s.shape)] = s.shape
-    return out
+def _codes(content: np.ndarray) -> np.ndarray:
+    """One integer per distinct 16-byte digest, numbered in digest order (two integer sorts,
+    not a sort of byte strings)."""
+    words = np.ascontiguousarray(content).view(">u8").reshape(-1, 2)
+    order = np.lexsort((words[:, 1], words[:, 0]))
+    ordered = words[order]
+    new = np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)]
+    codes = np.empty(len(content), dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return codes
 
 
-def _exact(uids: list[str], stages: list[str], content: np.ndarray
-           ) -> tuple[list[DuplicatePair], int]:
+def _exact(uids: Sequence[str], stages: Sequence[str], content: np.ndarray,
+           stage_code: np.ndarray) -> tuple[list[DuplicatePair], int]:
     """Cross-stage pairs of one content, and the frames a frame of their stage repeats."""
-    stage_code = np.unique(np.array(stages), return_inverse=True)[1]
-    within = len(uids) - len(np.unique(content * len(stages) + stage_code))
+    within = len(uids) - len(np.unique(content * (int(stage_code.max()) + 1) + stage_code))
     order = np.argsort(content, kind="stable")
     ordered = content[order]
     dup = np.flatnonzero(ordered[1:] == ordered[:-1])  # only contents held more than once
@@ -107,24 +116,38 @@ def _exact(uids: list[str], stages: list[str], content: np.ndarray
     return exact, within
 
 
-def _near(uids: list[str], stages: list[str], sigs: list[Signature], content: np.ndarray,
-          hamming: int, cosine: float) -> list[DuplicatePair]:
+def _near(uids: Sequence[str], stages: Sequence[str], cols: SignatureColumns,
+          content: np.ndarray, stage_code: np.ndarray, hamming: int, cosine: float
+          ) -> list[DuplicatePair]:
     """Cross-stage near pairs: a hash (centre or shifted crop) of one within ``hamming`` bits
     of the other's centre, spectral shapes of cosine at least ``cosine``, contents unequal."""
-    central = np.array([s.phash for s in sigs], dtype=np.uint64)
-    crops = [h for s in sigs for h in s.crops]
-    owner = np.concatenate([np.arange(len(sigs)), np.repeat(
-        np.arange(len(sigs)), [len(s.crops) for s in sigs])]).astype(np.int64)
-    queries = np.concatenate([central, np.array(crops, dtype=np.uint64)])
-    group = np.unique(np.array(stages), return_inverse=True)[1]
-    pairs, dist = query_pairs(central, queries, owner, group, hamming)
+    owner = np.concatenate([np.arange(len(cols)), np.repeat(
+        np.flatnonzero(cols.cropped), CROPS)]).astype(np.int64)
+    queries = np.concatenate([cols.phash, cols.crops[cols.cropped].ravel()])
+    pairs, dist = query_pairs(cols.phash, queries, owner, stage_code, hamming)
     if not len(pairs):
         return []
-    shapes = _shapes(sigs)
-    cos = np.einsum("ij,ij->i", shapes[pairs[:, 0]], shapes[pairs[:, 1]])
+    cos = np.einsum("ij,ij->i", cols.shape[pairs[:, 0]], cols.shape[pairs[:, 1]])
     keep = (cos >= cosine) & (content[pairs[:, 0]] != content[pairs[:, 1]])
     return [DuplicatePair("near", uids[i], stages[i], uids[j], stages[j], int(d))
             for (i, j), d in zip(pairs[keep].tolist(), dist[keep].tolist(), strict=True)]
+
+
+def audit_columns(uids: Sequence[str], stages: Sequence[str], cols: SignatureColumns,
+                  unsigned: Sequence[str] = (), *, hamming: int = HAMMING,
+                  cosine: float = COSINE) -> DuplicateAudit:
+    """The audit of signed samples given as columns (``uids`` sorted, ``stages`` and the rows
+    of ``cols`` in their order), so a stored million is audited without a Python object per
+    frame; ``unsigned`` (sorted) is passed through."""
+    if not len(uids):
+        return DuplicateAudit(unsigned=tuple(unsigned))
+    content = _codes(cols.content)
+    code_of = {name: k for k, name in enumerate(sorted(set(stages)))}
+    stage_code = np.fromiter(map(code_of.__getitem__, stages), dtype=np.int64, count=len(uids))
+    exact, within = _exact(uids, stages, content, stage_code)
+    near = _near(uids, stages, cols, content, stage_code, hamming, cosine)
+    return DuplicateAudit(tuple(sorted(exact, key=_order)), tuple(near), within,
+                          tuple(unsigned))
 
 
 def audit(stage_of: Mapping[str, str], signatures: Mapping[str, Signature | None], *,
@@ -134,11 +157,5 @@ def audit(stage_of: Mapping[str, str], signatures: Mapping[str, Signature | None
     uids = sorted(u for u in stage_of if signatures.get(u) is not None)
     unsigned = tuple(sorted(u for u in stage_of if signatures.get(u) is None))
     sigs = [s for s in (signatures[u] for u in uids) if s is not None]
-    if not sigs:
-        return DuplicateAudit(unsigned=unsigned)
-    stages = [stage_of[u] for u in uids]
-    content = np.unique(np.array([s.content for s in sigs]), return_inverse=True)[1]
-    exact, within = _exact(uids, stages, content.astype(np.int64))
-    near = _near(uids, stages, sigs, content, hamming, cosine)
-    return DuplicateAudit(tuple(sorted(exact, key=_order)), tuple(sorted(near, key=_order)),
-                          within, unsigned)
+    return audit_columns(uids, [stage_of[u] for u in uids], columns(sigs), unsigned,
+                         hamming=hamming, cosine=cosine)

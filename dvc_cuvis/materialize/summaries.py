@@ -274,10 +274,12 @@ def _thumbnail_of_grid(grid: np.ndarray, wavelengths: np.ndarray) -> Thumbnail:
 def summarize(
     cube: np.ndarray, wavelengths: np.ndarray, class_mask: np.ndarray | None = None, *,
     ceiling: float | None = None, with_thumbnail: bool = False, signed: bool = True,
+    cube_crc: int | None = None,
 ) -> FrameSummary:
     """The spectral summary of one ``[H, W, C]`` cube (the module's recipe), with its
     signature (:mod:`dvc_cuvis.leakage.signatures`) unless ``signed`` is False: the cube is in
-    memory here, so the duplicate checks never read it again."""
+    memory here, so the duplicate checks never read it again (``cube_crc``: the CRC-32 of
+    its bytes the frame writer took, so the signature makes no pass of its own)."""
     height, width, channels = cube.shape
     step = sample_step(height, width)
     grid = cube[::step, ::step]  # the sample, a view
@@ -303,7 +305,7 @@ def summarize(
         _f32(std), cats,
         _thumbnail_of_grid(sample.reshape(grid.shape), np.asarray(wavelengths))
         if with_thumbnail else None,
-        signature(cube) if signed else None,
+        signature(cube, cube_crc) if signed else None,
     )
 
 

@@ -103,13 +103,14 @@ def _write_task(task: Task, writer: FrameWriter) -> list[_Pending]:
     written: list[_Pending] = []
     try:
         for _index, name, arrays, origin, ceiling in _read_frames(task):
-            summary = _summary(task, name, arrays, ceiling)
+            crcs: dict[str, int] = {}  # the members' data CRCs: the signature's digest
             try:
                 handle = writer.write(Path(task.out_dir) / name, arrays, task.params.compress,
-                                      fsync=task.fsync, origin=origin)
+                                      fsync=task.fsync, origin=origin, data_crcs=crcs)
             except zipfile.BadZipFile as exc:  # the input's CRC, checked while writing
                 raise DvcCuvisError(f"{task.path}: cannot read npz frame ({exc})") from None
-            written.append((name, handle, summary))
+            written.append((name, handle, _summary(task, name, arrays, ceiling,
+                                                   crcs.get("cube"))))
     except DvcCuvisError:
         raise
     except Exception as exc:  # a reader or the disk failed on an input we did not foresee
@@ -124,13 +125,15 @@ def _write_task(task: Task, writer: FrameWriter) -> list[_Pending]:
     return written
 
 
-def _summary(task: Task, name: str, arrays: dict[str, np.ndarray], ceiling: float | None
-             ) -> Summary | None:
-    """The frame's spectral summary as stored (None when summaries are off)."""
+def _summary(task: Task, name: str, arrays: dict[str, np.ndarray], ceiling: float | None,
+             cube_crc: int | None = None) -> Summary | None:
+    """The frame's spectral summary as stored (None when summaries are off; ``cube_crc``:
+    the CRC-32 of the cube's bytes, taken by the frame writer)."""
     if not task.summaries:
         return None
     return to_record(summarize(arrays["cube"], arrays["wavelengths"], arrays.get("class_mask"),
-                               ceiling=ceiling, with_thumbnail=name in task.thumbs))
+                               ceiling=ceiling, with_thumbnail=name in task.thumbs,
+                               cube_crc=cube_crc))
 
 
 def _read_frames(

@@ -137,7 +137,8 @@ def npz_bytes(arrays: dict[str, np.ndarray], compression: Compression) -> bytes:
 
 
 def npz_parts(arrays: dict[str, np.ndarray], compression: Compression,
-              origin: NpzInput | None = None) -> list[Buffer]:
+              origin: NpzInput | None = None,
+              data_crcs: dict[str, int] | None = None) -> list[Buffer]:
     """The bytes of :func:`npz_bytes` as pieces whose concatenation is the file.
 
     A stored member's array data is a view of the array itself, not a copy: the zip
@@ -151,6 +152,10 @@ def npz_parts(arrays: dict[str, np.ndarray], compression: Compression,
     and the ``.npy`` header is the same) takes its CRC from the input's zip entry instead
     of a pass over the data — valid only once ``origin.verify()`` has passed, which
     :func:`write_frame` ensures before the file gets its name.
+
+    ``data_crcs``: filled with the CRC-32 of each C-contiguous array's data bytes (its
+    member's CRC less its ``.npy`` header, :func:`crc32_without_prefix`), so a frame's
+    content digest costs no pass of its own.
     """
     sink = _Parts()
     with zipfile.ZipFile(sink, "w", allowZip64=True) as zf:
@@ -164,15 +169,18 @@ def npz_parts(arrays: dict[str, np.ndarray], compression: Compression,
             pieces = _npy_pieces(arr)
             if level is None:
                 info.file_size = sum(len(p) for p in pieces)  # as writestr sets it
-                crc = origin.crc_of(arr, pieces) if origin is not None else None
-                if crc is not None:
-                    _write_known_crc(zf, sink, info, pieces, crc)
-                    continue
+            crc = origin.crc_of(arr, pieces) if origin is not None and level is None else None
+            if crc is not None:
+                _write_known_crc(zf, sink, info, pieces, crc)
+            elif level is None:
                 with zf.open(info, "w") as dest:
                     for piece in pieces:
                         dest.write(piece)
             else:
                 zf.writestr(info, b"".join(pieces), compresslevel=level)
+            if data_crcs is not None and len(pieces) == 2:  # [header, data]: C order
+                data_crcs[key] = crc32_without_prefix(info.CRC, zlib.crc32(pieces[0]),
+                                                      len(pieces[1]))
     return sink.parts
 
 
@@ -321,10 +329,11 @@ class FrameWriter:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def write(self, path: Path | str, arrays: dict[str, np.ndarray], compression: Compression,
-              *, fsync: bool = True,
-              origin: NpzInput | None = None) -> FrameHandle:
-        """Write one frame as :func:`write_frame` does; returns a handle for :meth:`result`."""
-        parts = npz_parts(arrays, compression, origin)
+              *, fsync: bool = True, origin: NpzInput | None = None,
+              data_crcs: dict[str, int] | None = None) -> FrameHandle:
+        """Write one frame as :func:`write_frame` does; returns a handle for :meth:`result`
+        (``data_crcs``: see :func:`npz_parts`)."""
+        parts = npz_parts(arrays, compression, origin, data_crcs)
         size = sum(memoryview(part).nbytes for part in parts)
         while len(self._pending) >= 2:  # never more than two frames' bytes held for hashing
             self._pending.pop(0).result()
@@ -388,6 +397,41 @@ def crc32(data: Buffer) -> int:
         return zlib.crc32(data)
     arr = np.frombuffer(data, dtype=np.uint8)  # the buffer's address, without a copy
     return int(fn(0, arr.ctypes.data, arr.nbytes))
+
+
+#: The CRC-32 polynomial, bit-reversed (zip's convention).
+_CRC_POLY = 0xEDB88320
+
+
+def _crc_multiply(a: int, b: int) -> int:
+    """The product of two polynomials modulo the CRC-32 polynomial (bit-reversed form)."""
+    product, bit = 0, 1 << 31
+    while bit:
+        if a & bit:
+            product ^= b
+        b = (b >> 1) ^ _CRC_POLY if b & 1 else b >> 1
+        bit >>= 1
+    return product
+
+
+@functools.lru_cache(maxsize=64)
+def _zeros_operator(length: int) -> int:
+    """x to the power of ``8 * length`` modulo the polynomial: what appending ``length``
+    bytes does to a CRC register (cached: a run's frames share a few sizes)."""
+    result, square, power = 1 << 31, 1 << 30, 8 * length  # x^0, x^1
+    while power:
+        if power & 1:
+            result = _crc_multiply(result, square)
+        square = _crc_multiply(square, square)
+        power >>= 1
+    return result
+
+
+def crc32_without_prefix(whole: int, prefix: int, length: int) -> int:
+    """The CRC-32 of the last ``length`` bytes of a buffer, from the whole buffer's CRC and
+    its prefix's: CRC-32 is linear, so the prefix's part is shifted past those bytes and
+    taken out, with no pass over them."""
+    return whole ^ _crc_multiply(_zeros_operator(length), prefix)
 
 
 @functools.cache

@@ -14,7 +14,7 @@ import pytest
 from dvc_cuvis.check.drift import DriftError, verify
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, from_record, signature
+from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, SIGNATURE_VERSION, from_record, signature
 from dvc_cuvis.materialize.summary_store import shard_files
 from dvc_cuvis.model.frames import read_npz
 from dvc_cuvis.train.datamodule import guard
@@ -98,7 +98,8 @@ def test_unsigned_frames_are_named_with_the_command_that_signs_them(tmp_path: Pa
     assert "content_duplicate violated" in again.summary  # compared now: the copy is found
     # a damaged shard: exit 2 naming it, nothing written
     doc = json.loads(shards[0].read_text())
-    next(iter(doc["frames"].values()))[SIGNATURE_KEY] = {"v": 2, "content": "not hex"}
+    next(iter(doc["frames"].values()))[SIGNATURE_KEY] = {"v": SIGNATURE_VERSION,
+                                                         "content": "not hex"}
     shards[0].write_text(json.dumps(doc))
     with pytest.raises(DvcCuvisError, match="damaged or foreign frame signature"):
         verify(out / "splits.json", out / "universe.csv", lock=None)

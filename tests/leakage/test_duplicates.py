@@ -12,11 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dvc_cuvis.leakage import index
-from dvc_cuvis.leakage.duplicates import audit
+from dvc_cuvis.leakage.duplicates import audit, audit_columns
 from dvc_cuvis.leakage.index import popcount, query_pairs
 from dvc_cuvis.leakage.signatures import (
     SIGNATURE_VERSION,
     DamagedSignatureError,
+    Signature,
+    columns,
+    columns_from_records,
     from_record,
     signature,
     to_record,
@@ -131,3 +134,89 @@ def test_a_copy_shifted_by_three_pixels_is_a_near_pair(seed):
     res = audit({"a": "train", "b": "test"},
                 {"a": signature(base), "b": signature(copy.astype(np.float32))})
     assert [(p.kind, p.first, p.second) for p in res.near] == [("near", "a", "b")]
+
+
+def _planted_signatures(rng: np.random.Generator, n: int) -> tuple[dict[str, str], dict]:
+    """n signatures in three stages: random hashes, and near copies of earlier frames (a
+    centre or a crop within 0-9 bits, the shape alike or not), exact copies, frames without
+    crops."""
+    stages = ["train", "val", "test"]
+    base = rng.normal(size=(n, 16))
+    shapes = base / np.linalg.norm(base, axis=1, keepdims=True)
+    centre = rng.integers(0, 2**63, n, dtype=np.uint64)
+    crops = rng.integers(0, 2**63, (n, 8), dtype=np.uint64)
+    content = [f"{rng.integers(0, 2**62):032x}" for _ in range(n)]
+    for k in range(n // 2, n):
+        src = int(rng.integers(0, n // 2))
+        flips = np.uint64(sum(1 << int(b) for b in rng.choice(64, rng.integers(0, 10), False)))
+        picked = int(rng.integers(0, 9))  # copy the source's centre (0) or one of its crops
+        centre[k] = (centre[src] if picked == 0 else crops[src, picked - 1]) ^ flips
+        if rng.random() < 0.8:
+            shapes[k] = shapes[src] + rng.normal(0, 0.01 if rng.random() < 0.7 else 0.2, 16)
+            shapes[k] /= np.linalg.norm(shapes[k])
+        if rng.random() < 0.1:
+            content[k] = content[src]
+    sigs = {f"u{k:04d}": Signature(content[k], int(centre[k]),
+                                   tuple(round(float(v), 6) for v in shapes[k]),
+                                   () if k % 7 == 0 else tuple(int(h) for h in crops[k]))
+            for k in range(n)}
+    return {u: stages[int(rng.integers(0, 3))] for u in sigs}, sigs
+
+
+def _all_pairs(stage_of: dict[str, str], sigs: dict, hamming: int, cosine: float
+               ) -> tuple[list[tuple], list[tuple]]:
+    """The audit by brute force: every cross-stage pair compared on every hash."""
+    uids = sorted(sigs)
+    centre = np.array([sigs[u].phash for u in uids], dtype=np.uint64)
+    hashes = np.array([(sigs[u].phash, *(sigs[u].crops or (sigs[u].phash,) * 8)) for u in uids],
+                      dtype=np.uint64)
+    to_centre = popcount(hashes[:, :, None] ^ centre[None, None, :]).min(axis=1)  # [i, j]
+    dist = np.minimum(to_centre, to_centre.T)
+    shapes = np.array([sigs[u].shape for u in uids])
+    cos = shapes @ shapes.T
+    exact, near = [], []
+    for i, j in zip(*np.triu_indices(len(uids), 1), strict=True):
+        a, b = uids[i], uids[j]
+        if stage_of[a] == stage_of[b]:
+            continue
+        if sigs[a].content == sigs[b].content:
+            exact.append((a, b))
+        elif dist[i, j] <= hamming and cos[i, j] >= cosine:
+            near.append((a, b, int(dist[i, j])))
+    return exact, near
+
+
+@pytest.mark.parametrize(("seed", "hamming"), [(1, 5), (2, 8), (3, 2)])
+def test_the_audit_from_columns_equals_all_pairs_compared(seed, hamming):
+    # the index's two bucket lookups (a table of every key for the denser chunks of
+    # hamming 8, binary searches for the sparse 21-22-bit ones), radius 0 (hamming 2) and 1
+    stage_of, sigs = _planted_signatures(np.random.default_rng(seed), 300)
+    exact, near = _all_pairs(stage_of, sigs, hamming, 0.995)
+    assert len(near) > 10 and exact  # the reference holds pairs of both kinds
+    res = audit(stage_of, sigs, hamming=hamming)
+    assert [(p.first, p.second) for p in res.exact] == exact
+    assert [(p.first, p.second, p.distance) for p in res.near] == near
+    records = [to_record(sigs[u]) for u in sorted(sigs)]
+    signed, cols = columns_from_records(records, ["shard"] * len(records))
+    assert signed.all()
+    uids = sorted(sigs)
+    again = audit_columns(uids, [stage_of[u] for u in uids], cols, hamming=hamming)
+    assert again == res
+
+
+def test_signatures_read_as_columns_are_what_each_record_reads():
+    rng = np.random.default_rng(8)
+    sigs = [signature(_scene(rng)) for _ in range(3)]
+    short = {**to_record(sigs[0]), "shape": [0.5, 0.5], "crops": []}
+    recs = [to_record(sigs[0]), {**to_record(sigs[1]), "v": 99}, short, to_record(sigs[2])]
+    signed, cols = columns_from_records(recs, ["s"] * 4)
+    assert signed.tolist() == [True, False, True, True]
+    want = columns([from_record(r, "s") for r in recs if r["v"] == SIGNATURE_VERSION])
+    for name in ("content", "phash", "shape", "crops", "cropped"):
+        assert np.array_equal(getattr(cols, name), getattr(want, name)), name
+    assert cols.shape[1].tolist() == [0.5, 0.5] + [0.0] * 14 and not cols.cropped[1]
+    for bad in ({**to_record(sigs[1]), "shape": [True] * 16},  # a bool is not a number
+                {**to_record(sigs[1]), "crops": ["0" * 15, "0" * 17] + ["0" * 16] * 6},
+                {**to_record(sigs[1]), "phash": "0" * 15 + "G"}, [1]):
+        with pytest.raises(DamagedSignatureError, match=r"^shard-2: damaged"):
+            columns_from_records([recs[0], recs[2], bad], ["shard-0", "shard-1", "shard-2"])

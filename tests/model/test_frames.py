@@ -490,3 +490,28 @@ def test_worker_groups_keep_task_order_and_balance_two_workers() -> None:
     assert [[t.path for t in g] for g in executors._groups(mixed, 2)] == [
         ["f0"], ["f1"], ["f2", "f3"]]  # 35 frames: groups of up to 5, a bigger task alone
     assert [len(g) for g in executors._groups(small[:3], 1)] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("compress", ["none", "deflate:1"])
+def test_the_writer_gives_each_members_data_crc(tmp_path: Path, compress: str) -> None:
+    # the signature's content digest takes the cube's CRC from here: it must be the CRC of
+    # the data bytes alone, whether taken from the input's entry, by zipfile, or deflated
+    import zlib
+
+    from dvc_cuvis.model.frames import FrameWriter, crc32_without_prefix, read_npz_input
+
+    cube = np.random.default_rng(2).random((8, 8, 12)).astype(np.float32)
+    src = read_npz_input(_input_npz(tmp_path / "in.npz", cube, ""))
+    z = src.arrays
+    arrays = frame_arrays(z["cube"], z["wavelengths"], "s", z["class_mask"], None, "t")
+    for origin in (src, None):
+        crcs: dict[str, int] = {}
+        with FrameWriter() as writer:
+            writer.result(writer.write(tmp_path / "out.npz", arrays, Compression.parse(compress),
+                                       origin=origin, data_crcs=crcs))
+        assert "cube" in crcs
+        assert crcs == {k: zlib.crc32(np.ascontiguousarray(arrays[k]).tobytes()) for k in crcs}
+    for head, n in ((b"", 0), (b"x" * 77, 1), (os.urandom(200), (1 << 20) + 3)):
+        tail = os.urandom(n)
+        assert crc32_without_prefix(zlib.crc32(head + tail), zlib.crc32(head), n) == \
+            zlib.crc32(tail)
