@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,8 @@ class GitTree:
                 raise DvcCuvisError(f"{path} is tracked by DVC: reading it needs dvc") from None
             raise DvcCuvisError(
                 f"{path} is tracked by DVC at revision {where} but cannot be read "
-                f"({exc.reason}); fetch its data (`dvc fetch --rev {rev}` or `dvc pull`) or "
+                f"({exc.reason}); fetch its data (`dvc fetch --all-commits {shlex.quote(path)}`: "
+                "every revision's copy of it; DVC's fetch has no single-revision option) or "
                 "check the DVC remote"
             ) from None
 
