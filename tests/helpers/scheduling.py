@@ -20,6 +20,7 @@ ONE_WORKER_MODULES = frozenset({
     "tests/review/test_spectra_report.py", "tests/plugin/test_plugin_train.py",
     "tests/train/test_version_trainrun.py", "tests/review/test_remote_history.py",
     "tests/materialize/test_dask_cluster.py", "tests/review/test_history.py",
+    "tests/check/test_fix_lines.py",
     "tests/leakage/test_planted_pipeline.py",
 })
 

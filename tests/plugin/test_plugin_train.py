@@ -176,18 +176,23 @@ def test_a_mistyped_parameter_is_refused(proj: Path, reads: list[int]) -> None:
 
 
 def _cli(root: Path) -> subprocess.CompletedProcess[str]:
-    """The documented command (docs/training.md), run from the trainrun's folder."""
-    plugins_dir = subprocess.run([sys.executable, "-m", "dvc_cuvis", "plugins-dir"],
-                                 capture_output=True, text=True, check=True).stdout.strip()
-    restore = Path(sys.executable).parent / "restore-trainrun"
+    """The documented command (docs/training.md: ``restore-trainrun`` with ``--plugins-dir
+    $(dvc-cuvis plugins-dir)``), run from the trainrun's folder in a child forked from this
+    process: its entry point, exit code and output are the command's, without paying for
+    torch, Lightning and cuvis-ai-core's imports again (tests/helpers/forked.py)."""
+    from cuvis_ai_core.utils.restore import restore_trainrun_cli
+
+    from dvc_cuvis.plugin import plugins_dir
+    from tests.helpers import forked
+
+    argv = ["restore-trainrun", "--trainrun-path", TRAINRUN, "--mode", "train",
+            "--plugins-dir", str(plugins_dir()), "--override", f"output_dir={root / 'out'}"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [str(restore), "--trainrun-path", TRAINRUN, "--mode", "train",
-         "--plugins-dir", plugins_dir, "--override", f"output_dir={root / 'out'}"],
-        cwd=root / "examples/trainrun", capture_output=True, text=True, env=env, timeout=600)
+    return forked.call(restore_trainrun_cli, root / "examples/trainrun", env, argv=argv,
+                       timeout=600)
 
 
-@pytest.mark.slow  # ~7 s
+@pytest.mark.slow  # ~3 s
 @pytest.mark.child_process
 def test_restore_trainrun_cli_exits_non_zero_on_drift(proj: Path) -> None:
     ok = _cli(proj)

@@ -193,23 +193,27 @@ window.addEventListener('load', () => {
 @pytest.mark.slow
 def test_base_compares_train_at_a_revision_from_the_local_dvc_cache(tmp_path: Path) -> None:
     """A real pipeline (init, dvc repro) committed; train brightened; report --base HEAD."""
-    import sys
+    import contextlib
 
     import yaml
 
+    from dvc_cuvis.cli import main
     from tests.helpers.shell import sh
 
     dvc = ("dvc",)  # DVC's command line, in this process (tests/helpers/shell.py)
-    cli = str(Path(sys.executable).with_name("dvc-cuvis"))
+
+    def cli(*args: str) -> None:  # dvc-cuvis's entry point, in this process
+        with contextlib.chdir(tmp_path):
+            assert main(list(args)) == 0
     _write(tmp_path, 0.0, None)
     sh("git", "init", "-q", cwd=tmp_path)
     sh(*dvc, "init", "-q", cwd=tmp_path)
-    sh(cli, "init", "--format", "npz", "--root", "data", cwd=tmp_path)
+    cli("init", "--format", "npz", "--root", "data")
     params = yaml.safe_load((tmp_path / "params.yaml").read_text())
     params["enumerate"]["group"] = "parent"
     params["bake"].update({"val_ratio": 0.2, "test_ratio": 0.2, "seed": 3})
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    sh(*dvc, "repro", "-q", cwd=tmp_path)
+    sh(*dvc, "repro", "-q", "materialize", cwd=tmp_path)  # what the report reads; no report stage
     sh("git", "add", "-A", cwd=tmp_path)
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v1", cwd=tmp_path)
     splits = json.loads((tmp_path / "splits.json").read_text())
@@ -220,17 +224,15 @@ def test_base_compares_train_at_a_revision_from_the_local_dvc_cache(tmp_path: Pa
                 members = dict(z)
             members["cube"][..., (WL >= 600) & (WL <= 700)] += 0.2
             np.savez(f, **members)
-    sh(*dvc, "repro", "-q", cwd=tmp_path)
-    sh(cli, "report", "--params", "params.yaml", "--base", "HEAD", "--out", "r.html",
-       cwd=tmp_path)
+    sh(*dvc, "repro", "-q", "materialize", cwd=tmp_path)
+    cli("report", "--params", "params.yaml", "--base", "HEAD", "--out", "r.html")
     page = (tmp_path / "r.html").read_text()
     (row,) = [a for a in _pairs(page).values() if a.get("base") == "true"]
     assert row["stage-a"] == "train at HEAD" and row["flagged"] == "true"
     lo, hi = (float(v) for v in row["range"].split(",")[0].split("-"))
     assert 600 <= lo <= hi <= 700
     shutil.rmtree(tmp_path / ".dvc" / "cache")  # the base's summaries gone from the cache
-    sh(cli, "report", "--params", "params.yaml", "--base", "HEAD", "--out", "r.html",
-       cwd=tmp_path)
+    cli("report", "--params", "params.yaml", "--base", "HEAD", "--out", "r.html")
     page = (tmp_path / "r.html").read_text()
     assert "train at HEAD is left out" in page and "not in the local DVC cache" in page
 
