@@ -41,7 +41,7 @@ Targets (every baseline is measured in the same run):
    npz_multi's ``__getitem__`` work (``np.load`` + all 4 arrays) and ``np.stack`` into
    batches of 8 over the same frames in a shuffled order.  Ratio = baseline / ours;
    median of 3 interleaved passes after one warm-up pass each.  num_workers=2 is reported
-   (info).  --quick: 80 frames.
+   (info).  --quick: 32 frames, one round.
 3. ``guard()`` on cuvis-ai-dataloader's ``MultiNpzDataModule`` over the same materialized
    set, warm stat cache: the guard's added time (median guarded ``setup("fit")`` minus
    median unguarded, fresh module instances each time, construction untimed, 9 interleaved
@@ -342,7 +342,7 @@ def write_sources(root: Path, folders: int, per_folder: int, shape: tuple[int, i
 
 def build_materialized(args: argparse.Namespace, work: Path, rng: np.random.Generator,
                        log: Log) -> Path:
-    folders, per = (8, 10) if args.quick else (20, 20)
+    folders, per = (4, 8) if args.quick else (20, 20)
     base = work / "dm"
     t0 = time.perf_counter()
     n = write_sources(base / "src", folders, per, (64, 64, 61), rng)
@@ -440,7 +440,7 @@ def bench_loader(args: argparse.Namespace, mat: Path, work: Path, rng: np.random
             torch.set_num_threads(threads)
 
     one_thread_pass()  # warm-up
-    repeat = 3
+    repeat = 1 if args.quick else 3
     ours_t, base_t, t1_t = [], [], []
     for _ in range(repeat):  # interleaved
         base_t.append(timed(baseline_pass, paths, indices, rng)[0])
@@ -892,7 +892,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     return _common.finish(
         rows, args, total=log.elapsed, notes=notes, profiles=profiles,
-        quick_note="(--quick: 200 frames for check, 80 frames for the loader; targets not "
+        quick_note="(--quick: 200 frames for check, 32 frames for the loader; targets not "
                    "enforced)")
 
 

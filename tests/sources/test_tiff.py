@@ -18,7 +18,7 @@ from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import format_universe, parse_universe_bytes, read_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
 from examples.generate import generate
-from tests.helpers.cli import Run, run_subprocess
+from tests.helpers.cli import Run, run_forked, run_subprocess
 
 tifffile = pytest.importorskip("tifffile")
 Image = pytest.importorskip("PIL.Image")
@@ -87,10 +87,10 @@ def test_enumerate_cli_pins_upstream_hash(tmp_path: Path, monkeypatch) -> None:
 
 def test_bake_and_resolve_agree_with_upstream_on_tiff(tmp_path: Path, monkeypatch) -> None:
     root = scrap_folder(tmp_path / "ds")
-    r = run_subprocess("enumerate", "--format", "tiff", "--root", root, "--out",
+    r = run_forked("enumerate", "--format", "tiff", "--root", root, "--out",
                        root / "universe.csv", "--no-params")
     assert r.code == 0, r.err
-    r = run_subprocess("bake", "--universe", root / "universe.csv", "--out",
+    r = run_forked("bake", "--universe", root / "universe.csv", "--out",
                        root / "splits.json", "--val-ratio", "0.2", "--test-ratio", "0.2",
                        "--no-params")
     assert r.code == 0, r.err
@@ -129,12 +129,12 @@ def test_materialized_tiff_frames_load_in_npz_multi(tmp_path: Path) -> None:
     """The npz universe speaks npz_multi (an integer index per row: the cube's read position
     0); its sources — and so the split's files selectors — are the raw universe's."""
     root = scrap_folder(tmp_path / "ds")
-    assert run_subprocess("enumerate", "--format", "tiff", "--root", root, "--out",
+    assert run_forked("enumerate", "--format", "tiff", "--root", root, "--out",
                           root / "universe.csv", "--no-params").code == 0
-    assert run_subprocess("bake", "--universe", root / "universe.csv", "--out",
+    assert run_forked("bake", "--universe", root / "universe.csv", "--out",
                           root / "splits.json", "--val-ratio", "0.2", "--test-ratio", "0.2",
                           "--no-params").code == 0
-    r = run_subprocess("materialize", "--universe", root / "universe.csv", "--splits",
+    r = run_forked("materialize", "--universe", root / "universe.csv", "--splits",
                        root / "splits.json", "--out-dir", root / "npz", "--no-params")
     assert r.code == 0, r.err
     raw, npz = read_universe(root / "universe.csv"), read_universe(root / "npz/universe.csv")
@@ -172,12 +172,12 @@ def test_example_generator_tiffs_are_whole_file_samples(tmp_path: Path, monkeypa
 
 
 def enumerate_cli(root: Path, *extra: str) -> Run:
-    return run_subprocess("enumerate", "--format", "tiff", "--root", root, "--out",
+    return run_forked("enumerate", "--format", "tiff", "--root", root, "--out",
                           root / "universe.csv", "--no-params", *extra)
 
 
 def materialize_cli(root: Path) -> Run:
-    return run_subprocess("materialize", "--universe", root / "universe.csv", "--out-dir",
+    return run_forked("materialize", "--universe", root / "universe.csv", "--out-dir",
                           root / "npz", "--select", "all", "--no-params")
 
 
