@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.cli import Run, run_subprocess
+from tests.helpers.cli import Run, run_forked
 from tests.helpers.shell import sh
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -50,7 +50,7 @@ def make_repo(tmp_path: Path, fmt: str) -> tuple[Path, str]:
 
 
 def init(repo: Path, *args: str) -> Run:
-    return run_subprocess("init", "--dir", repo, *args)
+    return run_forked("init", "--dir", repo, *args)
 
 
 @pytest.mark.slow  # dvc init + dvc add, 2-3 s each
