@@ -355,7 +355,7 @@ _CACHES = {"cache", "lru_cache"}
 STATE_ALLOWED = {
     "dvc_cuvis/_io.py: cache _syncfs":
         "libc's syncfs function or None: a fact of the process, not of any input",
-    "dvc_cuvis/model/frames.py: cache _libdeflate_crc32":
+    "dvc_cuvis/model/zip_crc.py: cache _libdeflate_crc32":
         "the libdeflate function or None, checked against zlib: a fact of the process",
     "dvc_cuvis/check/verdicts.py: cache _installed_code_id":
         "the digest of the code this process runs: it cannot change under the process",
@@ -374,7 +374,7 @@ STATE_ALLOWED = {
         "a pure function of a small int (the DCT basis of a side), bounded (64 sides)",
     "dvc_cuvis/leakage/signatures.py: cache _cells":
         "a pure function of an image size (where its cells start, read-only), bounded (256)",
-    "dvc_cuvis/model/frames.py: cache _zeros_operator":
+    "dvc_cuvis/model/zip_crc.py: cache _zeros_operator":
         "a pure function of a length (one 32-bit polynomial), bounded (64 lengths)",
 }
 #: Entries another change removes (none left: the lineage memos are owned by their keeper).
