@@ -105,8 +105,9 @@ from dvc_cuvis._io import atomic_write_bytes
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.materialize import MaterializeResult, ReaderParams
 from dvc_cuvis.materialize import materialize_universe as materialize
+from dvc_cuvis.model.frame_bytes import npz_bytes
 from dvc_cuvis.model.frame_names import frame_name
-from dvc_cuvis.model.frames import Compression, frame_arrays, npz_bytes
+from dvc_cuvis.model.frames import Compression, frame_arrays
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 

@@ -26,7 +26,8 @@ from dvc_cuvis._io import atomic_write_text, write_json
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.materialize import ReaderParams
 from dvc_cuvis.materialize import materialize_universe as materialize
-from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model.frame_bytes import npz_bytes
+from dvc_cuvis.model.frames import Compression
 from dvc_cuvis.model.splits import load_splits, save_splits
 from dvc_cuvis.model.universe_io import format_universe, read_universe
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe

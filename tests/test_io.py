@@ -1,8 +1,10 @@
-"""YAML is read through C parsers, ours and DVC's, with the same data as the pure-Python ones:
-every stage and every ``dvc`` process parses dvc.yaml, dvc.lock and params.yaml."""
+"""_io: YAML is read through C parsers, ours and DVC's, with the same data as the pure-Python
+ones (every stage and every ``dvc`` process parses dvc.yaml, dvc.lock and params.yaml), and an
+atomic write that fails keeps the old file and leaves no temp file."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,45 @@ def test_dvc_reads_its_files_through_ruamels_c_parser() -> None:
 
     assert YAML(typ="safe").Parser.__module__.startswith("ruamel.yaml.clib"), (
         "ruamel.yaml.clib is missing: install the package's dependencies")
+
+
+@pytest.mark.parametrize("fail", ["write", "fsync", "interrupt", "rename"])
+def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temp(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: str) -> None:
+    import errno
+
+    from dvc_cuvis._io import atomic_write_bytes
+
+    target = tmp_path / "f.npz"
+    target.write_bytes(b"old frame")
+    real_write = os.write
+    calls: list[int] = []
+
+    def half_then_full(fd: int, data: memoryview) -> int:
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data[: len(data) // 2])
+
+    def fail_with(exc: BaseException):  # type: ignore[no-untyped-def]
+        def raiser(*_a: object, **_k: object) -> None:
+            raise exc
+        return raiser
+
+    with monkeypatch.context() as m:
+        if fail == "write":
+            m.setattr(os, "write", half_then_full)
+        elif fail == "fsync":
+            m.setattr(os, "fsync", fail_with(OSError(errno.EIO, "I/O error")))
+        elif fail == "interrupt":
+            m.setattr(os, "fsync", fail_with(KeyboardInterrupt()))
+        else:
+            m.setattr(os, "replace", fail_with(OSError(errno.EXDEV, "cross-device link")))
+        with pytest.raises((OSError, KeyboardInterrupt)):
+            atomic_write_bytes(target, b"new frame " * 10_000)
+    assert fail != "write" or len(calls) == 2  # a partial temp file really existed
+    assert target.read_bytes() == b"old frame"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.npz"]  # no temp file left
+    atomic_write_bytes(target, b"new frame")  # and the next write of that path goes through
+    assert target.read_bytes() == b"new frame" and [p.name for p in tmp_path.iterdir()] == [
+        "f.npz"]

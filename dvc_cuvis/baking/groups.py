@@ -14,7 +14,8 @@ import numpy.typing as npt
 
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.recordings import block_size, blocks
-from dvc_cuvis.model.universe import ANOMALOUS, Universe
+from dvc_cuvis.model.anomalous import ANOMALOUS
+from dvc_cuvis.model.universe import Universe
 
 TRAIN, VAL, TEST, UNASSIGNED = 0, 1, 2, -1
 #: A notion of "anomalous" over a sample's category ids (see :mod:`dvc_cuvis.model.universe`).

@@ -36,7 +36,7 @@ from dvc_cuvis.baking.groups import TEST, TRAIN, VAL, AnomalyRule, Groups, Stage
 from dvc_cuvis.baking.options import BakeOptions
 from dvc_cuvis.config.specs import STRATEGIES
 from dvc_cuvis.errors import OptionError
-from dvc_cuvis.model.universe import ANOMALOUS, ANOMALOUS_FOR_PARITY
+from dvc_cuvis.model.anomalous import ANOMALOUS, ANOMALOUS_FOR_PARITY
 
 
 def _hash01(seed: int, key: str, salt: str = "") -> float:
@@ -305,9 +305,9 @@ def iterative_stratify(
 def anomaly_rule(opts: BakeOptions) -> AnomalyRule:
     """The notion of "anomalous" a bake uses (its strata and ``--ad-aware``).
 
-    :data:`~dvc_cuvis.model.universe.ANOMALOUS` (ids ``!= 0``), except for the resolve-splits
+    :data:`~dvc_cuvis.model.anomalous.ANOMALOUS` (ids ``!= 0``), except for the resolve-splits
     drop-ins (``random``/``stratified`` without folds), which keep
-    :data:`~dvc_cuvis.model.universe.ANOMALOUS_FOR_PARITY` (any id) so that their membership
+    :data:`~dvc_cuvis.model.anomalous.ANOMALOUS_FOR_PARITY` (any id) so that their membership
     stays resolve-splits' own.  Folds exist only here: they use the rule.
     """
     if opts.strategy in PARITY_STRATEGIES and not opts.folds:

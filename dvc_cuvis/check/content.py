@@ -20,7 +20,7 @@ from dvc_cuvis.digests.hashing import Stamp, stamp_of
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import DIGEST_COLUMNS, Universe
-from dvc_cuvis.paths import PathGuard
+from dvc_cuvis.paths.guard import PathGuard
 from dvc_cuvis.repo.lockfile import vouched_below
 
 __all__ = ["check_content"]

@@ -9,7 +9,7 @@ each reported on its own, each in a module of its own:
    universe.csv (and, given the enumerate options, universe.csv against what is on disk
    now: added, removed, renamed, re-digested); it also notes samples on which the two
    upstream notions of "anomalous" disagree
-   (:data:`dvc_cuvis.model.universe.ANOMALOUS_FOR_PARITY`);
+   (:data:`dvc_cuvis.model.anomalous.ANOMALOUS_FOR_PARITY`);
 2. **content** (:mod:`~dvc_cuvis.check.content`) — every physical file against its recorded
    ``md5`` (stat cache; ``deep`` re-hashes everything);
 3. **selection** (:mod:`~dvc_cuvis.check.selection`) — every selector resolves, and resolves

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
-from dvc_cuvis.paths import ancestors, dvc_root
+from dvc_cuvis.paths.roots import ancestors, dvc_root
 
 __all__ = ["Workspace"]
 

@@ -18,7 +18,7 @@ from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe import Universe
-from dvc_cuvis.paths import require_dvc_root
+from dvc_cuvis.paths.roots import require_dvc_root
 from dvc_cuvis.repo.pull import not_pulled, pending_files
 
 __all__ = ["explain_not_pulled", "stage_outputs_not_pulled"]

@@ -25,7 +25,7 @@ from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
-from dvc_cuvis.paths import repo_root
+from dvc_cuvis.paths.roots import repo_root
 
 __all__ = ["Entry", "SplitSummaries", "missing_note", "read_split_summaries", "shown_folder",
            "split_positions", "summaries_folder"]

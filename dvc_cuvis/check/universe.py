@@ -2,7 +2,7 @@
 data on disk now (samples added, removed, renamed, re-digested).
 
 It also notes samples on which the two upstream notions of "anomalous" disagree
-(:data:`dvc_cuvis.model.universe.ANOMALOUS_FOR_PARITY`).
+(:data:`dvc_cuvis.model.anomalous.ANOMALOUS_FOR_PARITY`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from dvc_cuvis.check.facts import DiskDiff, UniverseFacts, UniverseProblem
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.check.report import Finding
 from dvc_cuvis.check.tokens import tokenized_hash
-from dvc_cuvis.model.universe import Universe, anomaly_notions_differ, anomaly_notions_note
+from dvc_cuvis.model.anomalous import anomaly_notions_differ, anomaly_notions_note
+from dvc_cuvis.model.universe import Universe
 
 __all__ = ["check_universe", "compare_with_disk"]
 

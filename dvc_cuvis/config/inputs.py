@@ -56,7 +56,7 @@ def require_file(path: Path, what: str, s: Settings) -> None:
     """One line for a missing input; inside a DVC pipeline it suggests ``dvc repro``."""
     if path.exists():
         return
-    from dvc_cuvis.paths import repo_root
+    from dvc_cuvis.paths.roots import repo_root
 
     pipeline = (s.base / "dvc.yaml").is_file() or Path("dvc.yaml").is_file()
     if pipeline:

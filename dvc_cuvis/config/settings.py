@@ -66,7 +66,7 @@ def find_params(explicit: str | None, no_params: bool) -> Path | None:
     here = Path("params.yaml")
     if _params_file(here):
         return here
-    from dvc_cuvis.paths import repo_root
+    from dvc_cuvis.paths.roots import repo_root
 
     root = repo_root(Path.cwd())
     if root is not None and _params_file(root / "params.yaml"):

@@ -5,7 +5,7 @@ What we read of DVC's internals sits behind two small modules, a pair:
 - :mod:`dvc_cuvis.digests.dvc_state` -- *how* DVC's state database is read (and given our md5s):
   where ``Repo.site_cache_dir`` puts it, its schema, dvc-data's query and DVC's token rule;
 - this module -- *what* is trusted of it and for which file: the repository a file lies in
-  (:func:`dvc_cuvis.paths.dvc_root_of`), DVC's physical keys, only DVC 3 ``md5`` entries, and
+  (:func:`dvc_cuvis.paths.roots.dvc_root_of`), DVC's physical keys, only DVC 3 ``md5`` entries, and
   DVC's own ``Repo().state`` where the direct reader cannot answer.
 
 The stat cache (:class:`dvc_cuvis.digests.stat_cache.StatCache`) asks :class:`DvcKnownHashes` before
@@ -20,7 +20,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.digests.hashing import Stamp, is_folder_hash
-from dvc_cuvis.paths import dvc_root_of
+from dvc_cuvis.paths.roots import dvc_root_of
 
 if TYPE_CHECKING:
     from dvc_cuvis.digests.dvc_state import StateDb

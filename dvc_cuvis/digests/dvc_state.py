@@ -230,7 +230,7 @@ def hand_over(files: Iterable[tuple[str, Stamp, str]]) -> int:
     """
     if not hand_over_enabled():
         return 0
-    from dvc_cuvis.paths import dvc_root_of
+    from dvc_cuvis.paths.roots import dvc_root_of
 
     by_root: dict[str, list[tuple[str, Stamp, str]]] = {}
     roots: dict[str, str | None] = {}

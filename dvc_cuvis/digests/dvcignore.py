@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.paths import dvc_root_of
+from dvc_cuvis.paths.roots import dvc_root_of
 
 IGNORE_FILE = ".dvcignore"
 #: names that make DVC's walk differ from a plain one when met below a folder: an ignore

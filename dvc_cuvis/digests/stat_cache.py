@@ -64,7 +64,7 @@ from dvc_cuvis.digests import hashing
 from dvc_cuvis.digests.dvc_hashes import DvcKnownHashes, dvc_hashes_enabled
 from dvc_cuvis.digests.hashing import DIR_KEY, Stamp, stamp_of
 from dvc_cuvis.limits import loads_json
-from dvc_cuvis.paths import dvc_root
+from dvc_cuvis.paths.roots import dvc_root
 
 MAGIC = b"dvc-cuvis stat cache 2\n"
 

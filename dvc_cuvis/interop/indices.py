@@ -16,7 +16,9 @@ import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.interop.folds import Folds, check_disjoint
-from dvc_cuvis.model.frames import Compression, npz_bytes, read_npz_input
+from dvc_cuvis.model.frame_bytes import npz_bytes
+from dvc_cuvis.model.frame_read import read_npz_input
+from dvc_cuvis.model.frames import Compression
 from dvc_cuvis.model.universe import Universe
 
 KEYS = ("train", "val", "test", "predict")

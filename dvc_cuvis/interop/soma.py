@@ -22,7 +22,8 @@ import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError, MissingFileError
 from dvc_cuvis.interop.folds import Folds, check_disjoint, column_ids, id_index, map_ids
-from dvc_cuvis.model.universe import Universe, is_anomalous
+from dvc_cuvis.model.anomalous import is_anomalous
+from dvc_cuvis.model.universe import Universe
 
 LOCATION_COLUMNS = ("image_path", "mask_path", "label_mask_path", "points_path",
                     "coordinates_path")

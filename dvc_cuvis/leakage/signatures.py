@@ -26,7 +26,7 @@ from typing import Any, cast
 import numpy as np
 
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.model.frames import crc32
+from dvc_cuvis.model.zip_crc import crc32
 
 #: The version of the signature recipe; a record of another version counts as absent.
 #: 3: the content digest is of one CRC-32 of all the data bytes (2: of each quarter's), the
@@ -80,9 +80,9 @@ def content_digest(array: np.ndarray, data_crc: int | None = None) -> str:
 
     It is the sha256 (first 128 bits) of the dtype, the shape and the zip CRC-32 of the
     C-order little-endian bytes. ``data_crc``: that CRC where the caller has it already (the
-    frame writer takes it for the zip member: :func:`~dvc_cuvis.model.frames.npz_parts`);
+    frame writer takes it for the zip member: :func:`~dvc_cuvis.model.frame_bytes.npz_parts`);
     it is used only for a C-contiguous array stored little-endian, else the bytes are read
-    (:func:`~dvc_cuvis.model.frames.crc32`, the fastest checksum the system has). Any change
+    (:func:`~dvc_cuvis.model.zip_crc.crc32`, the fastest checksum the system has). Any change
     of the data changes the CRC unless it is crafted to collide: this pairs copies for the
     leakage checks, it is not the frames' integrity (their md5 is)."""
     arr = np.asarray(array)

@@ -8,7 +8,7 @@ Output folder layout (one DVC output, ``persist: true``)::
                           a whole-file TIFF sample becomes npz_multi's (source, 0), re-pinned)
     OUT/manifest.json     per frame: recipe key, md5 and size of the written file
 
-*Deterministic*: frame bytes come from :mod:`dvc_cuvis.model.frames` (sorted members, fixed
+*Deterministic*: frame bytes come from :mod:`dvc_cuvis.model.frame_bytes` (sorted members, fixed
 zip timestamps and attributes, never pickled), ``source`` is the logical id, and nothing
 depends on the checkout path.  *Incremental*: a frame's recipe key covers
 the source file's content md5, the index, every reader and writer parameter and the
@@ -80,7 +80,7 @@ from dvc_cuvis.materialize.tasks import (
 from dvc_cuvis.model.splits import DataSplitConfig, dumps_splits, load_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import format_universe, read_universe
-from dvc_cuvis.paths import dvc_root_of
+from dvc_cuvis.paths.roots import dvc_root_of
 from dvc_cuvis.progress import progress
 
 

@@ -28,7 +28,8 @@ from dvc_cuvis.model.resolution import check_pinned_universe
 from dvc_cuvis.model.selectors import Resolver
 from dvc_cuvis.model.splits import STAGES, DataSplitConfig
 from dvc_cuvis.model.universe import Universe
-from dvc_cuvis.paths import PathGuard, owned_files, owned_folder
+from dvc_cuvis.paths.guard import PathGuard
+from dvc_cuvis.paths.owned import owned_files, owned_folder
 
 FORMAT_VERSION = 2  # 2: frames/<source>.<index>.npz (1: frames/<source>/<index>.npz)
 

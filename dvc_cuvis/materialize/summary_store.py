@@ -30,7 +30,7 @@ from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, SIGNATURE_VERSION, signa
 from dvc_cuvis.leakage.signatures import to_record as signature_record
 from dvc_cuvis.limits import LimitError, NestingError, loads_json
 from dvc_cuvis.materialize.summaries import RECIPE, summarize, to_record
-from dvc_cuvis.paths import owned_files, owned_folder
+from dvc_cuvis.paths.owned import owned_files, owned_folder
 
 #: The folder of a materialized output holding the shards.
 SUMMARIES_DIR = "summaries"
@@ -218,7 +218,7 @@ def sign_frames(out_dir: Path, frames: Mapping[str, tuple[str, int, str]]) -> tu
     gets a whole summary taken from its npz (the input dtype's saturation ceiling is not
     known there). Returns (frames signed, shards written).
     """
-    from dvc_cuvis.model.frames import read_npz
+    from dvc_cuvis.model.frame_read import read_npz
 
     by_shard: dict[str, list[str]] = {}
     for name in frames:

@@ -16,7 +16,9 @@ import numpy as np
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.options import ReaderParams
 from dvc_cuvis.materialize.summaries import ceiling_of, summarize, to_record
-from dvc_cuvis.model.frames import FrameHandle, FrameWriter, NpzInput, frame_arrays, open_npz_input
+from dvc_cuvis.model.frame_bytes import FrameHandle, FrameWriter
+from dvc_cuvis.model.frame_read import NpzInput, open_npz_input
+from dvc_cuvis.model.frames import frame_arrays
 
 _CHUNK = 32  # frames per task: small enough to balance two workers, large enough to amortize
 
@@ -60,7 +62,7 @@ def run_tasks(tasks: list[Task]) -> list[list[Written]]:
     """:func:`run_task` of each task, in order, with one writer for all of them.
 
     A frame's md5 is taken while the next frame (of this task or the next) is read and
-    written (:class:`~dvc_cuvis.model.frames.FrameWriter`): with one small file per frame, as
+    written (:class:`~dvc_cuvis.model.frame_bytes.FrameWriter`): with one small file per frame, as
     npz inputs are, that overlap is what keeps a worker near the speed of its md5.
     """
     return list(_run_tasks(tasks))

@@ -14,7 +14,8 @@ from dvc_cuvis.model.compare import (
     diff_versions,
 )
 from dvc_cuvis.model.constraints import evaluate_constraints
-from dvc_cuvis.model.frames import FrameWriter, read_npz, write_frame
+from dvc_cuvis.model.frame_bytes import FrameWriter, write_frame
+from dvc_cuvis.model.frame_read import read_npz
 from dvc_cuvis.model.ids import (
     MAX_RANGE_IDS,
     parse_id_range,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,6 +34,16 @@ import numpy as np
 import numpy.typing as npt
 
 from dvc_cuvis.errors import UniverseError
+from dvc_cuvis.model.anomalous import is_anomalous
+from dvc_cuvis.model.universe_rows import (
+    as_index,
+    cell_bytes,
+    indexless_mask,
+    is_canonical,
+    refuse_duplicates,
+    refuse_shared_whole_files,
+    split_tags,
+)
 
 #: Columns every universe.csv carries.
 REQUIRED_COLUMNS: tuple[str, ...] = ("source", "index")
@@ -48,53 +57,16 @@ DIGEST_COLUMNS: tuple[tuple[str, str], ...] = (("materialized_path", "md5"),
 #: Columns holding paths relative to the CSV; a ``..`` component is refused.
 PATH_COLUMNS: tuple[str, ...] = ("materialized_path", "annotation")
 
-_INT_RE = re.compile(r"^[0-9]+$")
-
 IntArray = npt.NDArray[np.int64]
 
 
-# -- "anomalous": one rule, one named exception --------------------------------------------
-
-
-def is_anomalous(category_ids: Sequence[int]) -> bool:
-    """THE rule: a sample is anomalous when it carries a category id other than 0.
-
-    0 is the background (normal) class, as cuvis-ai-core's ``no_train_anomalous``
-    constraint reads it.  The checks, the report, and the bake strategies that exist only
-    here (hash, multilabel, folds) all use this rule.
-    """
-    return any(c != 0 for c in category_ids)
-
-
-def is_anomalous_for_parity(category_ids: Sequence[int]) -> bool:
-    """The exception: *any* category id, 0 included, makes a sample anomalous.
-
-    cuvis-ai-dataloader's ``resolve-splits`` reads it so; the ``random`` and
-    ``stratified`` bakes (their strata and ``--ad-aware``) keep it only so that they
-    produce the same membership as ``resolve-splits``.  Nothing else may use it.  The two
-    notions differ exactly on samples whose ids are all 0 (see
-    :func:`anomaly_notions_differ`), which the check and the report point out.
-    """
-    return bool(category_ids)
-
-
-#: The one "anomalous" rule (ids ``!= 0``), and its one named exception (any id, for parity).
-ANOMALOUS = is_anomalous
-ANOMALOUS_FOR_PARITY = is_anomalous_for_parity
-
-
-def anomaly_notions_differ(uni: Universe) -> int:
-    """Samples that one notion calls anomalous and the other normal (ids all 0)."""
-    if not uni.has_column("category_ids"):
-        return 0
-    return int((uni.anomalous() != uni.anomalous(ANOMALOUS_FOR_PARITY)).sum())
-
-
-def anomaly_notions_note(samples: int) -> str:
-    """What the check and the report say when ``samples`` rows make the notions differ."""
-    return (f"{samples} sample(s) carry only category id 0 (background): normal for the "
-            "checks, the report and the hash/multilabel/fold bakes, anomalous for the "
-            "random/stratified --ad-aware bakes (resolve-splits' notion, kept for parity)")
+def _order_columns(
+    cols: Mapping[str, npt.NDArray[np.bytes_]],
+) -> dict[str, npt.NDArray[np.bytes_]]:
+    """Known columns in vocabulary order, then extra columns in their given order."""
+    known = [c for c in (*OPTIONAL_COLUMNS, *PROVENANCE_COLUMNS) if c in cols]
+    rest = [c for c in cols if c not in known]
+    return {c: cols[c] for c in (*known, *rest)}
 
 
 def uid_prefix(source: str) -> str:
@@ -178,6 +150,24 @@ class Sample:
         return Path(self.source).stem
 
 
+def _recording_layout(names: Sequence[str], codes: npt.NDArray[np.int32]
+                      ) -> tuple[list[str], bool]:
+    """Per source its recording (see :meth:`Universe.recording_layout`), and ``flat``."""
+    frames = np.bincount(codes, minlength=len(names)) if len(codes) else np.zeros(len(names))
+    per_source = list(names)
+    folders: dict[int, str] = {}
+    for k, name in enumerate(names):
+        if frames[k] == 1 and not name.casefold().endswith(".cu3s"):
+            head, sep, _tail = name.rstrip("/").rpartition("/")
+            folders[k] = head if sep else "."
+    flat = len(set(folders.values())) < 2
+    if not flat:
+        for k, folder in folders.items():
+            per_source[k] = folder + "/"
+    return per_source, flat and len(folders) > 1
+
+
+
 class Universe:
     """A canonically ordered, duplicate-free sample universe (columnar, immutable)."""
 
@@ -215,20 +205,20 @@ class Universe:
         if len(idx_a) != n or any(len(v) != n for v in cols.values()):
             raise UniverseError("universe columns have different lengths", path=path)
         line_a = np.asarray(lines, dtype=np.int32) if lines is not None else None
-        none_a = _indexless_mask(indexless, n, path)
+        none_a = indexless_mask(indexless, n, path)
         if none_a is not None:
             idx_a = np.where(none_a, 0, idx_a)
-        if n > 1 and not _is_canonical(codes_a, idx_a):
+        if n > 1 and not is_canonical(codes_a, idx_a):
             perm = np.lexsort((idx_a, codes_a))
             codes_a, idx_a = codes_a[perm], idx_a[perm]
             cols = {k: v[perm] for k, v in cols.items()}
             line_a = line_a[perm] if line_a is not None else None
             none_a = none_a[perm] if none_a is not None else None
-            _refuse_duplicates(names, codes_a, idx_a, line_a, none_a, path)
+            refuse_duplicates(names, codes_a, idx_a, line_a, none_a, path)
         if n and (int(idx_a.min()) < 0):
             raise UniverseError("index values must be >= 0", path=path)
         if none_a is not None:
-            _refuse_shared_whole_files(names, codes_a, none_a, line_a, path)
+            refuse_shared_whole_files(names, codes_a, none_a, line_a, path)
         self._codes = codes_a
         self._indices = idx_a
         self._columns = cols
@@ -270,15 +260,15 @@ class Universe:
         n = len(sources)
         codes = np.fromiter((rank[s] for s in sources), np.int32, n)
         del sources
-        indices = np.fromiter((_as_index(i) for i in columns["index"]), np.int64, n)
-        indexless = indices < 0  # _as_index: -1 = no index (None or an empty cell)
+        indices = np.fromiter((as_index(i) for i in columns["index"]), np.int64, n)
+        indexless = indices < 0  # as_index: -1 = no index (None or an empty cell)
         cols = {}
         for k, values in columns.items():
             if k in REQUIRED_COLUMNS:
                 continue
             if len(values) != n:
                 raise UniverseError(f"column {k!r} has {len(values)} values for {n} rows")
-            cols[k] = np.array([_cell_bytes(v) for v in values], dtype=np.bytes_)
+            cols[k] = np.array([cell_bytes(v) for v in values], dtype=np.bytes_)
         return cls(names, codes, indices, _order_columns(cols), path=path,
                    indexless=indexless if indexless.any() else None)
 
@@ -488,7 +478,7 @@ class Universe:
         col = self._columns.get("tags")
         if col is None:
             return [()] * len(self)
-        return [_split_tags(b) for b in col.tolist()]
+        return [split_tags(b) for b in col.tolist()]
 
     @cached_property
     def category_table(self) -> tuple[list[tuple[int, ...]], npt.NDArray[np.intp]]:
@@ -597,121 +587,3 @@ class Universe:
         none = self._indexless[pos] if self._indexless is not None else None
         return Universe(names, remap[codes], self._indices[pos], cols, path=self.path,
                         indexless=none)
-
-
-# -- helpers -----------------------------------------------------------------------------
-
-
-def _recording_layout(names: Sequence[str], codes: npt.NDArray[np.int32]
-                      ) -> tuple[list[str], bool]:
-    """Per source its recording (see :meth:`Universe.recording_layout`), and ``flat``."""
-    frames = np.bincount(codes, minlength=len(names)) if len(codes) else np.zeros(len(names))
-    per_source = list(names)
-    folders: dict[int, str] = {}
-    for k, name in enumerate(names):
-        if frames[k] == 1 and not name.casefold().endswith(".cu3s"):
-            head, sep, _tail = name.rstrip("/").rpartition("/")
-            folders[k] = head if sep else "."
-    flat = len(set(folders.values())) < 2
-    if not flat:
-        for k, folder in folders.items():
-            per_source[k] = folder + "/"
-    return per_source, flat and len(folders) > 1
-
-
-def _order_columns(
-    cols: Mapping[str, npt.NDArray[np.bytes_]],
-) -> dict[str, npt.NDArray[np.bytes_]]:
-    """Known columns in vocabulary order, then extra columns in their given order."""
-    known = [c for c in (*OPTIONAL_COLUMNS, *PROVENANCE_COLUMNS) if c in cols]
-    rest = [c for c in cols if c not in known]
-    return {c: cols[c] for c in (*known, *rest)}
-
-
-def _as_index(value: object) -> int:
-    """A record's index as an int; -1 stands for "no index" (None or an empty cell)."""
-    if value is None:
-        return -1
-    if isinstance(value, bool) or not isinstance(value, int | np.integer | str):
-        raise UniverseError(f"index {value!r} is not an integer")
-    if isinstance(value, str):
-        if not value.strip():
-            return -1
-        if not _INT_RE.match(value.strip()):
-            raise UniverseError(f"index {value!r} is not a non-negative integer")
-        return int(value.strip())
-    if value < 0:
-        raise UniverseError(f"index {value} must be >= 0")
-    return int(value)
-
-
-def _indexless_mask(indexless: npt.ArrayLike | None, n: int,
-                    path: Path | None) -> npt.NDArray[np.bool_] | None:
-    """The whole-file row mask as a bool array of ``n`` rows, or None when no row is one."""
-    if indexless is None:
-        return None
-    mask = np.asarray(indexless, dtype=bool)
-    if len(mask) != n:
-        raise UniverseError("universe columns have different lengths", path=path)
-    return mask if mask.any() else None
-
-
-def _is_canonical(codes: npt.NDArray[np.int32], indices: IntArray) -> bool:
-    """True when the rows are strictly ascending by ``(source code, index)``."""
-    c0, c1, i0, i1 = codes[:-1], codes[1:], indices[:-1], indices[1:]
-    return bool(np.all((c1 > c0) | ((c1 == c0) & (i1 > i0))))
-
-
-def _refuse_duplicates(names: Sequence[str], codes: npt.NDArray[np.int32], indices: IntArray,
-                       lines: npt.NDArray[np.int32] | None,
-                       indexless: npt.NDArray[np.bool_] | None, path: Path | None) -> None:
-    """Refuse the first repeated ``(source, index)`` of rows in canonical order."""
-    dup = np.flatnonzero((codes[1:] == codes[:-1]) & (indices[1:] == indices[:-1]))
-    if not len(dup):
-        return
-    j = int(dup[0])
-    src, ix = names[int(codes[j])], int(indices[j])
-    if indexless is not None and (indexless[j] or indexless[j + 1]):
-        _refuse_mixed(names[int(codes[j])], lines, j, path)
-    where = ""
-    if lines is not None:
-        a, b = sorted((int(lines[j]), int(lines[j + 1])))
-        where = f" (lines {a} and {b})"
-    raise UniverseError(
-        f"duplicate identity (source, index)=({src!r}, {ix}){where}; "
-        "each (source, index) must appear once — remove or renumber the row",
-        path=path,
-    )
-
-
-def _refuse_shared_whole_files(names: Sequence[str], codes: npt.NDArray[np.int32],
-                               indexless: npt.NDArray[np.bool_],
-                               lines: npt.NDArray[np.int32] | None, path: Path | None) -> None:
-    """A whole-file row is the only row of its source (its uid is the bare source)."""
-    counts = np.bincount(codes, minlength=len(names))
-    shared = np.flatnonzero(indexless & (counts[codes] > 1))
-    if len(shared):
-        _refuse_mixed(names[int(codes[shared[0]])], lines, int(shared[0]), path)
-
-
-def _refuse_mixed(source: str, lines: npt.NDArray[np.int32] | None, row: int,
-                  path: Path | None) -> None:
-    where = f" (line {int(lines[row])})" if lines is not None else ""
-    raise UniverseError(
-        f"source {source!r} has a row with an empty index (the whole file is one sample, uid "
-        f"= source){where} and other rows of the same source; give every row of a source an "
-        "index, or keep only the one row with the empty index",
-        path=path,
-    )
-
-
-def _cell_bytes(value: object) -> bytes:
-    if value is None:
-        return b""
-    if isinstance(value, list | tuple):
-        return ";".join(str(v) for v in value).encode("utf-8")
-    return str(value).encode("utf-8")
-
-
-def _split_tags(cell: bytes) -> tuple[str, ...]:
-    return tuple(t.strip() for t in cell.decode("utf-8").split(";") if t.strip())

@@ -34,7 +34,6 @@ from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.errors import MissingUniverseError, SelectorError, UniverseError
 from dvc_cuvis.model.ids import MAX_RANGE_IDS, parse_id_range
 from dvc_cuvis.model.universe import (
-    _INT_RE,
     OPTIONAL_COLUMNS,
     PATH_COLUMNS,
     REQUIRED_COLUMNS,
@@ -42,6 +41,7 @@ from dvc_cuvis.model.universe import (
     Universe,
     _order_columns,
 )
+from dvc_cuvis.model.universe_rows import INT_RE
 
 __all__ = ["format_universe", "parse_universe_bytes", "read_header", "read_universe",
            "write_universe"]
@@ -471,13 +471,13 @@ class _Builder:
         ranged = False
         for r, raw in enumerate(cells.tolist()):
             text = raw.decode("utf-8").strip()
-            if _INT_RE.match(text) and len(text) <= 18:
+            if INT_RE.match(text) and len(text) <= 18:
                 values.append(int(text))
                 continue
             if not text:  # an empty cell: the whole file is one sample (no index)
                 values.append(-1)
                 continue
-            if _INT_RE.match(text):
+            if INT_RE.match(text):
                 raise UniverseError(f"column 'index': {text} is too large for a read position",
                                     path=self.path, line=int(lines[r]))
             try:  # the one range grammar and limit, as selectors read it (ASCII digits only)

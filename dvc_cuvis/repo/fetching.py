@@ -74,7 +74,7 @@ class FetchOptions:
         """The options with the repository found (once: every later step reads ``root``)."""
         if self.root is not None:
             return self
-        from dvc_cuvis.paths import require_dvc_root
+        from dvc_cuvis.paths.roots import require_dvc_root
 
         return dataclasses.replace(
             self, root=require_dvc_root(self.universe.resolve().parent).resolve())

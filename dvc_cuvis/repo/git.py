@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
 from dvc_cuvis.errors import RepoError, first_line
-from dvc_cuvis.paths import ancestors, repo_root
+from dvc_cuvis.paths.roots import ancestors, repo_root
 from dvc_cuvis.repo.lockfile import LockReadError, declared_outs, stage_definitions
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from dvc_cuvis.config.params import diff_params
 from dvc_cuvis.digests.hashing import dir_hash, is_folder_hash
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError, RepoError, YamlError
-from dvc_cuvis.paths import PathGuard, ancestors, is_within
+from dvc_cuvis.paths.guard import PathGuard, is_within
+from dvc_cuvis.paths.roots import ancestors
 from dvc_cuvis.repo.resolved import resolved_stages
 
 #: Stages whose own record is not the pipeline's state (a previous check or report).

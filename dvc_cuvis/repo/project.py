@@ -20,7 +20,7 @@ from pathlib import Path
 
 from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.paths import ancestors, dvc_root
+from dvc_cuvis.paths.roots import ancestors, dvc_root
 from dvc_cuvis.repo.plot_templates import SPECTRA, SPECTRA_TEMPLATE, template_text
 
 #: What to do after ``dvc-cuvis init`` (printed by it, and shown as is in the README).

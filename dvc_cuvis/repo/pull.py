@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.model.universe import DIGEST_COLUMNS, Universe
-from dvc_cuvis.paths import require_dvc_root
+from dvc_cuvis.paths.roots import require_dvc_root
 
 if TYPE_CHECKING:
     from dvc.repo import Repo
@@ -185,7 +185,7 @@ def dvc_error(exc: Exception, what: str, log: _DvcLog | None = None) -> DvcCuvis
 def rows_files(uni: Universe, positions: Iterable[int], base: Path, root: Path) -> list[FetchFile]:
     """The files universe rows need (frame and annotation, with their recorded md5), as
     repository-relative posix paths; rows naming the same file share one entry."""
-    from dvc_cuvis.paths import resolve_inside
+    from dvc_cuvis.paths.guard import resolve_inside
 
     found: dict[str, str] = {}  # file -> the digest its first row records
     samples: Counter[str] = Counter()

@@ -152,7 +152,7 @@ class _Sources:
 
     def _has_remote(self) -> bool:
         if self._remote is None:
-            from dvc_cuvis.paths import dvc_root
+            from dvc_cuvis.paths.roots import dvc_root
             from dvc_cuvis.repo.pull import pull_command
 
             root = dvc_root(self.folder)

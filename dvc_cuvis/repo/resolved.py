@@ -30,7 +30,7 @@ from typing import Any
 
 from dvc_cuvis._io import atomic_write_text
 from dvc_cuvis.limits import loads_json
-from dvc_cuvis.paths import dvc_root
+from dvc_cuvis.paths.roots import dvc_root
 
 #: Bump when what the memo holds changes.
 MEMO_VERSION = 1

@@ -78,8 +78,8 @@ def _thumbnail(folder: Path, res: Resolution, pos: int) -> np.ndarray:
     """A sample's thumbnail from its materialized npz frame (bounded, inside ``folder``)."""
     from dvc_cuvis.materialize.summaries import thumbnail
     from dvc_cuvis.model.frame_names import frame_name
-    from dvc_cuvis.model.frames import read_npz
-    from dvc_cuvis.paths import resolve_inside
+    from dvc_cuvis.model.frame_read import read_npz
+    from dvc_cuvis.paths.guard import resolve_inside
     from dvc_cuvis.review.spectra import read_index
 
     uni = res.universe

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dvc_cuvis.check.drift import DriftReport
+from dvc_cuvis.model.anomalous import anomaly_notions_differ, anomaly_notions_note
 from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, STAGE_CODE_NAMES, STAGES
 from dvc_cuvis.model.stats import StageStats, stage_stats
-from dvc_cuvis.model.universe import anomaly_notions_differ, anomaly_notions_note
 from dvc_cuvis.review import svg
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ def write(path: Path, text: str) -> None:
     """
     from dvc_cuvis._io import atomic_write_text
     from dvc_cuvis.errors import DvcCuvisError
-    from dvc_cuvis.paths import repo_root
+    from dvc_cuvis.paths.roots import repo_root
     from dvc_cuvis.repo.git import tracked_by
 
     folder = Path(os.path.abspath(path.parent))

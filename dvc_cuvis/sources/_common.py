@@ -21,7 +21,8 @@ from dvc_cuvis.config.specs import ENUMERATE, FORMATS
 from dvc_cuvis.digests import dvcignore
 from dvc_cuvis.digests.stat_cache import CacheMiss, StatCache
 from dvc_cuvis.errors import DvcCuvisError, OptionError, and_more
-from dvc_cuvis.paths import PathGuard, is_within, walk_glob
+from dvc_cuvis.paths.guard import PathGuard, is_within
+from dvc_cuvis.paths.walk import walk_glob
 from dvc_cuvis.progress import progress
 
 if TYPE_CHECKING:
@@ -202,7 +203,7 @@ def list_files(root: Path, pattern: str) -> list[str]:
 
     Hidden files and folders are skipped; directories that match are dropped later, when
     the caller stats each file anyway.  A symlink to a folder is not descended
-    (:func:`~dvc_cuvis.paths.walk_glob`: each file is listed once, under its own path, and
+    (:func:`~dvc_cuvis.paths.walk.walk_glob`: each file is listed once, under its own path, and
     a loop of links ends): one inside the root is named in a warning, one leading out of it
     is refused.  Inside a DVC repository, what DVC's ignore rules
     leave out (``.dvcignore`` files, nested ones included; DVC's default patterns;
@@ -244,7 +245,7 @@ class Located:
 def locate(root: Path, rels: list[str]) -> list[Located]:
     """Stat every listed file once; directories are dropped; symlinks out of ``root`` refused.
 
-    Folders go through :class:`~dvc_cuvis.paths.PathGuard` (one ``lstat`` per new folder)
+    Folders go through :class:`~dvc_cuvis.paths.guard.PathGuard` (one ``lstat`` per new folder)
     and every file is ``lstat``-ed anyway, so a symlink anywhere on the way that leaves the
     dataset root is caught without resolving every path.
     """

@@ -13,7 +13,7 @@ from typing import Any
 
 from dvc_cuvis.digests.stat_cache import stamp_key
 from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
-from dvc_cuvis.model.universe import is_anomalous
+from dvc_cuvis.model.anomalous import is_anomalous
 from dvc_cuvis.sources._common import (
     EnumerateOptions,
     Scan,

@@ -66,7 +66,7 @@ class DoorError(DvcCuvisError):
 def npz_verdict(path: Path) -> list[str]:
     """What is wrong with one npz frame ([] when materialize can read it): one entry per
     member, each naming the member and what was expected (no path: a function of bytes)."""
-    from dvc_cuvis.model.frames import load_npz_bytes
+    from dvc_cuvis.model.frame_read import load_npz_bytes
 
     data = Path(path).read_bytes()
     problems: list[str] = []
@@ -85,8 +85,8 @@ def _members_one_by_one(data: bytes, infos: list[zipfile.ZipInfo]
                         ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Every array member read on its own (within its declared sizes, as materialize reads
     it), to name the one that fails and how."""
-    from dvc_cuvis.model.frames import crc32
     from dvc_cuvis.model.npz_members import npy_members, read_member
+    from dvc_cuvis.model.zip_crc import crc32
 
     arrays: dict[str, np.ndarray] = {}
     problems: list[str] = []
@@ -278,7 +278,7 @@ def _dvc_file_hint(root: Path, dvc_file: str, fix: str, files: Sequence[str] = (
     ``dvc checkout --force FILE`` where the .dvc file as it is records the intact bytes,
     ``dvc get . FILE --rev REV -o FILE --force`` where an earlier version does; never a
     checkout of the whole .dvc file."""
-    from dvc_cuvis.paths import repo_root
+    from dvc_cuvis.paths.roots import repo_root
     from dvc_cuvis.repo.restore import WORK_TREE, dvc_intact
 
     base = (repo_root(Path(os.path.abspath(root))) or Path(".")).resolve()

@@ -50,7 +50,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 def frame_info(path: Path) -> dict[str, Any]:
     """Logical ``source`` and distinct non-zero ``class_mask`` ids of one npz frame."""
-    from dvc_cuvis.model.frames import NpzInput
+    from dvc_cuvis.model.frame_read import NpzInput
     from dvc_cuvis.model.npz_members import StoredMember, read_members
 
     try:

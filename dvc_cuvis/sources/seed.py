@@ -52,7 +52,7 @@ import numpy as np
 
 from dvc_cuvis._io import parse_yaml
 from dvc_cuvis.digests.stat_cache import StatCache
-from dvc_cuvis.paths import ancestors
+from dvc_cuvis.paths.roots import ancestors
 from dvc_cuvis.repo.git import Git
 from dvc_cuvis.repo.lockfile import LockFile, Stage
 

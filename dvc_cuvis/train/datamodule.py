@@ -34,12 +34,12 @@ from dvc_cuvis.check.drift import (
 )
 from dvc_cuvis.digests.stat_cache import StatCache, open_stat_cache
 from dvc_cuvis.errors import DvcCuvisError, MissingExtraError
-from dvc_cuvis.model.frames import read_npz
+from dvc_cuvis.model.frame_read import read_npz
 from dvc_cuvis.model.resolution import resolve
 from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe
-from dvc_cuvis.paths import PathGuard
+from dvc_cuvis.paths.guard import PathGuard
 from dvc_cuvis.train.lightning_env import datamodule_base, host_of, package_of, pick_package
 from dvc_cuvis.train.lineage_hooks import Lineage
 from dvc_cuvis.train.lineage_values import JsonRecord

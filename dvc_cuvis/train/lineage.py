@@ -33,7 +33,7 @@ from dvc_cuvis.check.drift import DriftReport
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe import Universe
-from dvc_cuvis.paths import ancestors
+from dvc_cuvis.paths.roots import ancestors
 from dvc_cuvis.repo.git import Stamp, worktree_dirty
 from dvc_cuvis.train.lineage_data import data_entries, rel_to
 from dvc_cuvis.train.lineage_memo import FactsKey, LineageMemo, Witnessed

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dvc_cuvis.paths import ancestors
+from dvc_cuvis.paths.roots import ancestors
 from dvc_cuvis.repo.lockfile import REPORTING_COMMANDS, LockFile, LockReadError, find_lock
 from dvc_cuvis.train.lineage_memo import LineageMemo
 from dvc_cuvis.train.lineage_values import DataEntry

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dvc_cuvis.errors import DvcCuvisError, RepoError
-from dvc_cuvis.paths import owned_folder
+from dvc_cuvis.paths.owned import owned_folder
 from dvc_cuvis.train.stages import setup_stages
 
 if TYPE_CHECKING:

@@ -151,7 +151,8 @@ def _planted_files(root: Path) -> tuple[int, Path]:
     their originals, materialized to ``out``; returns the seed and the universe."""
     from dvc_cuvis.baking import bake
     from dvc_cuvis.materialize import ReaderParams, materialize_universe
-    from dvc_cuvis.model.frames import Compression, npz_bytes
+    from dvc_cuvis.model.frame_bytes import npz_bytes
+    from dvc_cuvis.model.frames import Compression
     from dvc_cuvis.model.splits import save_splits
     from dvc_cuvis.model.universe_io import write_universe
     from dvc_cuvis.sources import EnumerateOptions, enumerate_universe

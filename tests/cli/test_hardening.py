@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from dvc_cuvis.cli import main
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.model.universe_io import parse_universe_bytes
-from dvc_cuvis.paths import resolve_inside
+from dvc_cuvis.paths.guard import resolve_inside
 from examples.generate import generate
 from tests.helpers import crashpoints, forked
 

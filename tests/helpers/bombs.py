@@ -248,7 +248,7 @@ def main(root: Path) -> None:
     import pycocotools.coco  # noqa: F401
     import tifffile  # noqa: F401
 
-    from dvc_cuvis.model.frames import read_npz
+    from dvc_cuvis.model.frame_read import read_npz
     from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
     from dvc_cuvis.sources.coco import class_mask, load_coco
 

@@ -57,7 +57,7 @@ POINTS = {
     "io.after-rename": "_io: os.replace, after the call",
     "stat_cache.save": "digests.stat_cache: atomic_write_bytes, before the call",
     "materialize.locked": "materialize.core: output_lock, once the lock is held",
-    "materialize.frame-written": "model.frames: FrameWriter.write, after it returns",
+    "materialize.frame-written": "model.frame_bytes: FrameWriter.write, after it returns",
     "materialize.before-manifest": "materialize.core: _write_manifest, on entry",
     "materialize.synced": "materialize.core: sync_file_system, after it returns",
 }
@@ -146,7 +146,7 @@ def _patches(hit: Hits) -> list[tuple[Any, str, Any]]:
     from dvc_cuvis import _io
     from dvc_cuvis.digests import stat_cache
     from dvc_cuvis.materialize import core
-    from dvc_cuvis.model import frames
+    from dvc_cuvis.model import frame_bytes
 
     def wrap(owner: Any, attr: str, make: Callable[[Any], Any]) -> tuple[Any, str, Any]:
         if attr not in vars(owner):
@@ -161,7 +161,7 @@ def _patches(hit: Hits) -> list[tuple[Any, str, Any]]:
             m, flock=_before(m.flock, hit, "io.before-lock"))),
         wrap(stat_cache, "atomic_write_bytes", lambda f: _before(f, hit, "stat_cache.save")),
         wrap(core, "output_lock", lambda f: _held(f, hit, "materialize.locked")),
-        wrap(frames.FrameWriter, "write",
+        wrap(frame_bytes.FrameWriter, "write",
              lambda f: _after(f, hit, "materialize.frame-written")),
         wrap(core, "_write_manifest", lambda f: _before(f, hit, "materialize.before-manifest")),
         wrap(core, "sync_file_system", lambda f: _after(f, hit, "materialize.synced")),

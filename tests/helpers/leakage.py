@@ -12,8 +12,9 @@ from dvc_cuvis.materialize import ReaderParams
 from dvc_cuvis.materialize import materialize_universe as materialize
 from dvc_cuvis.materialize.summaries import summarize, to_record
 from dvc_cuvis.materialize.summary_store import shard_of, write_shard
+from dvc_cuvis.model.frame_bytes import npz_bytes
 from dvc_cuvis.model.frame_names import frame_name
-from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model.frames import Compression
 from dvc_cuvis.model.splits import save_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe, write_universe

@@ -16,7 +16,7 @@ from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, SIGNATURE_VERSION, from_record, signature
 from dvc_cuvis.materialize.summary_store import shard_files
-from dvc_cuvis.model.frames import read_npz
+from dvc_cuvis.model.frame_read import read_npz
 from dvc_cuvis.train.datamodule import guard
 from tests.helpers.leakage import planted_copy
 

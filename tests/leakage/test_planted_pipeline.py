@@ -22,7 +22,9 @@ import pytest
 
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import DriftError
-from dvc_cuvis.model.frames import Compression, npz_bytes, read_npz
+from dvc_cuvis.model.frame_bytes import npz_bytes
+from dvc_cuvis.model.frame_read import read_npz
+from dvc_cuvis.model.frames import Compression
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.train.datamodule import guard

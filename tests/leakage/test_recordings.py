@@ -13,7 +13,8 @@ from dvc_cuvis.check.drift import DriftError, verify
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage.adjacent import adjacent_pairs
 from dvc_cuvis.leakage.recordings import frame_positions
-from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model.frame_bytes import npz_bytes
+from dvc_cuvis.model.frames import Compression
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES, save_splits
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe, write_universe

@@ -21,8 +21,9 @@ from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.materialize.core import materialize_universe as materialize
 from dvc_cuvis.materialize.lock import output_lock
 from dvc_cuvis.materialize.options import ReaderParams
+from dvc_cuvis.model.frame_bytes import npz_bytes
 from dvc_cuvis.model.frame_names import frame_name
-from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model.frames import Compression
 from dvc_cuvis.model.resolution import resolve
 from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe, write_universe

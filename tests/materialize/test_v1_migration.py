@@ -16,11 +16,9 @@ from dvc_cuvis.materialize import core, planning, v1_names
 from dvc_cuvis.materialize.core import materialize_universe as materialize
 from dvc_cuvis.materialize.options import ReaderParams
 from dvc_cuvis.materialize.planning import FORMAT_VERSION
+from dvc_cuvis.model.frame_bytes import npz_bytes
 from dvc_cuvis.model.frame_names import frame_name
-from dvc_cuvis.model.frames import (
-    Compression,
-    npz_bytes,
-)
+from dvc_cuvis.model.frames import Compression
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 from tests.helpers.files import write_session

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import dvc_cuvis.repo
-from dvc_cuvis import _io, paths
+from dvc_cuvis import _io
+from dvc_cuvis.paths import roots
 from dvc_cuvis.repo import git as repo
 from dvc_cuvis.repo import lockfile
 
@@ -44,23 +45,23 @@ def project(tmp_path: Path) -> Path:
 
 def test_roots(project: Path, tmp_path: Path) -> None:
     deep = project / "data/a/b"
-    assert paths.repo_root(deep) == project
-    assert paths.dvc_root(deep) == project
+    assert roots.repo_root(deep) == project
+    assert roots.dvc_root(deep) == project
     (project / "data/a/.dvc").mkdir()  # a subrepository: its own DVC root
-    assert paths.dvc_root(project / "data/a/b/x") == project / "data/a"
+    assert roots.dvc_root(project / "data/a/b/x") == project / "data/a"
     memo: dict[str, str | None] = {}
-    assert paths.dvc_root(deep, memo) == project / "data/a" and memo[str(deep)] == str(
+    assert roots.dvc_root(deep, memo) == project / "data/a" and memo[str(deep)] == str(
         project / "data/a")
     (project / "data/a/.dvc").rmdir()
-    assert paths.dvc_root(deep, memo) == project / "data/a"  # the caller's memo answers
-    assert paths.dvc_root(deep) == project
+    assert roots.dvc_root(deep, memo) == project / "data/a"  # the caller's memo answers
+    assert roots.dvc_root(deep) == project
     outside = tmp_path / "outside"
     outside.mkdir()
-    assert paths.repo_root(outside) is None and paths.dvc_root(outside) is None
+    assert roots.repo_root(outside) is None and roots.dvc_root(outside) is None
     # the string form, as hashing's bridge to DVC walks many files with one memo
     strings: dict[str, str | None] = {}
-    assert paths.dvc_root_of(str(deep), strings) == str(project) == strings[str(project / "data")]
-    assert paths.dvc_root_of(str(outside), strings) is None and strings[str(outside)] is None
+    assert roots.dvc_root_of(str(deep), strings) == str(project) == strings[str(project / "data")]
+    assert roots.dvc_root_of(str(outside), strings) is None and strings[str(outside)] is None
 
 
 def test_find_lock_stops_at_the_repository_root(project: Path, tmp_path: Path) -> None:

@@ -33,8 +33,9 @@ from dvc_cuvis.leakage.signatures import SIGNATURE_KEY
 from dvc_cuvis.materialize import ReaderParams, materialize_universe
 from dvc_cuvis.materialize.summaries import thumbnail
 from dvc_cuvis.materialize.summary_store import shard_files, sign_materialized
-from dvc_cuvis.model import frames
-from dvc_cuvis.model.frames import Compression, npz_bytes
+from dvc_cuvis.model import frame_read
+from dvc_cuvis.model.frame_bytes import npz_bytes
+from dvc_cuvis.model.frames import Compression
 from dvc_cuvis.model.splits import load_splits
 from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.review.report_run import ReportOptions, report
@@ -147,8 +148,8 @@ def test_the_report_lists_planted_pairs_per_stage_pair_and_draws_the_worst(
         tmp_path: Path, monkeypatch) -> None:
     out = _planted(tmp_path)
     read: list[str] = []
-    real_read = frames.read_npz
-    monkeypatch.setattr(frames, "read_npz", lambda p: read.append(p) or real_read(p))
+    real_read = frame_read.read_npz
+    monkeypatch.setattr(frame_read, "read_npz", lambda p: read.append(p) or real_read(p))
     opts = ReportOptions(universe=tmp_path / "universe.csv", splits=tmp_path / "splits.json",
                          out=tmp_path / "r.html", check=False, summaries=out)
     page = report(opts).html

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dvc_cuvis.limits import LimitError
-from dvc_cuvis.model.frames import load_npz_bytes
+from dvc_cuvis.model.frame_read import load_npz_bytes
 from dvc_cuvis.sources.door import npz_verdict
 from tests.helpers import bombs
 from tests.helpers.shell import ENV

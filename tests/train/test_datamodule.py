@@ -144,7 +144,9 @@ def test_guard_runs_the_check_before_an_upstream_setup(materialized: Path, drift
 
 
 def test_read_npz_matches_np_load_for_every_writer(tmp_path: Path) -> None:
-    from dvc_cuvis.model.frames import Compression, npz_bytes, read_npz
+    from dvc_cuvis.model.frame_bytes import npz_bytes
+    from dvc_cuvis.model.frame_read import read_npz
+    from dvc_cuvis.model.frames import Compression
 
     rng = np.random.default_rng(1)
     arrays = {"cube": rng.random((6, 5, 4), dtype=np.float32),
