@@ -14,9 +14,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from dvc_cuvis._io import parse_yaml
 from dvc_cuvis.digests.hashing import is_folder_hash
 from dvc_cuvis.errors import DvcCuvisError, first_line
+from dvc_cuvis.leakage.shift import Shift, recording_means, shift_test
 from dvc_cuvis.limits import loads_json
 from dvc_cuvis.materialize.summaries import RECIPE
 from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard
@@ -121,7 +124,9 @@ def base_entries(tree: GitTree, rev: str, folder: str) -> tuple[Entries, str]:
 def train_shift(base: Version, entries: Entries,
                 now: dict[tuple[float, ...], list[dict[str, Any]]], threshold: float
                 ) -> tuple[list[Balance], str]:
-    """The balance of train at the base against train now, per shared wavelength grid."""
+    """The balance of train at the base against train now, per shared wavelength grid: the
+    per-band SMD, and the shift test over recordings (the unit a stage is drawn in, as
+    between stages), whose verdict decides where it can run."""
     from dvc_cuvis.model.frame_names import frame_name
 
     uni = base.universe
@@ -132,9 +137,38 @@ def train_shift(base: Version, entries: Entries,
             by_grid.setdefault(tuple(entry["wavelengths"]), []).append(entry)
     out: list[Balance] = []
     for grid, rows in sorted(by_grid.items()):
-        a, b = stage_spectrum(rows), stage_spectrum(now.get(grid, []))
+        now_rows = now.get(grid, [])
+        a, b = stage_spectrum(rows), stage_spectrum(now_rows)
         values = smd(a, b) if a is not None and b is not None else None
-        if values is not None:
-            ranges = shifted_ranges(values, grid, threshold)
-            out.append(Balance(f"train at {base.label}", "train", values, ranges, bool(ranges)))
+        if values is None:
+            continue
+        ranges = shifted_ranges(values, grid, threshold)
+        test = _base_test(rows, now_rows, grid, base.label)
+        flagged = test.flagged if test is not None and test.p_value is not None else bool(ranges)
+        out.append(Balance(f"train at {base.label}", "train", values, ranges, flagged, test))
     return out, "" if out else f"no train frames at {base.label} share a grid with train now"
+
+
+def _recording_spectra(rows: list[dict[str, Any]]) -> np.ndarray | None:
+    """Per recording (by the universe's rule, from each entry's source) the mean spectrum of
+    its frames (None: an entry without its source or a finite mean)."""
+    from dvc_cuvis.model.universe import Universe
+
+    if any(not isinstance(e.get("source"), str) or any(v is None for v in e["mean"])
+           for e in rows):
+        return None
+    uni = Universe.from_records([{"source": e["source"], "index": int(e.get("index") or 0)}
+                                 for e in rows])
+    codes = uni.recordings()[1]
+    return recording_means(np.array([e["mean"] for e in rows], dtype=np.float64),
+                           [int(c) for c in codes])[1]
+
+
+def _base_test(then: list[dict[str, Any]], now: list[dict[str, Any]],
+               grid: tuple[float, ...], label: str) -> Shift | None:
+    """The shift test of train at the base against train now over their recordings (None:
+    an entry that cannot say its recording or mean)."""
+    a, b = _recording_spectra(then), _recording_spectra(now)
+    if a is None or b is None:
+        return None
+    return shift_test(a, b, grid, stage_a=f"train at {label}", stage_b="train")

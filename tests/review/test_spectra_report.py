@@ -18,11 +18,13 @@ SESSIONS = 5
 FRAMES = 10
 
 
-def _write(root: Path, shift: float, shifted: str | None) -> None:
-    """SESSIONS recordings of FRAMES frames; ``shifted`` brighter by ``shift`` in 600-700 nm."""
+def _write(root: Path, shift: float, shifted: str | None, sessions: int = SESSIONS,
+           frames: int = FRAMES) -> None:
+    """``sessions`` recordings of ``frames`` frames; ``shifted`` brighter by ``shift`` in
+    600-700 nm."""
     rng = np.random.default_rng(11)
-    for s in range(SESSIONS):
-        for f in range(FRAMES):
+    for s in range(sessions):
+        for f in range(frames):
             cube = 0.5 + 0.01 * rng.standard_normal((12, 10, len(WL)))
             mask = np.zeros((12, 10), np.uint8)
             mask[:6] = 1
@@ -205,7 +207,7 @@ def test_base_compares_train_at_a_revision_from_the_local_dvc_cache(tmp_path: Pa
     def cli(*args: str) -> None:  # dvc-cuvis's entry point, in this process
         with contextlib.chdir(tmp_path):
             assert main(list(args)) == 0
-    _write(tmp_path, 0.0, None)
+    _write(tmp_path, 0.0, None, sessions=14, frames=2)  # enough recordings to permute
     sh("git", "init", "-q", cwd=tmp_path)
     sh(*dvc, "init", "-q", cwd=tmp_path)
     cli("init", "--format", "npz", "--root", "data")
@@ -231,6 +233,12 @@ def test_base_compares_train_at_a_revision_from_the_local_dvc_cache(tmp_path: Pa
     assert row["stage-a"] == "train at HEAD" and row["flagged"] == "true"
     lo, hi = (float(v) for v in row["range"].split(",")[0].split("-"))
     assert 600 <= lo <= hi <= 700
+    # the verdict is the shift test over recordings, as between stages (its cell names it)
+    (cells,) = re.findall(r'<tr class="balance" [^>]*data-base="true"[^>]*>(.*?)</tr>', page)
+    test_cell = re.findall(r"<td>(.*?)</td>", cells)[3]
+    assert test_cell.startswith("max-T ") and " recordings)" in test_cell, test_cell
+    t_lo, t_hi = (float(v) for v in re.search(r"in ([\d.]+)–([\d.]+) nm", test_cell).groups())
+    assert 600 <= t_lo <= t_hi <= 700, test_cell
     shutil.rmtree(tmp_path / ".dvc" / "cache")  # the base's summaries gone from the cache
     cli("report", "--params", "params.yaml", "--base", "HEAD", "--out", "r.html")
     page = (tmp_path / "r.html").read_text()
