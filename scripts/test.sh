@@ -21,6 +21,7 @@ took() { echo "time: $1 $((SECONDS - T0)) s" >&2; T0=$SECONDS; }
 LOW=.venv/dvc-low
 low_install() {
     { [ -x "$LOW/bin/python" ] || "$PY" -m venv "$LOW"; } \
+    && "$LOW/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip \
     && "$LOW/bin/python" -m pip install -q --no-compile --disable-pip-version-check \
         "dvc==3.54.0" "pathspec<0.13" "cuvis-ai-schemas>=0.14.2,<0.15" "pydantic>=2.12" \
         "numpy>=2.0" gitpython pyyaml "ruamel.yaml.clib>=0.2.7" "tifffile>=2024.1" \
