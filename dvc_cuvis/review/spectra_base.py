@@ -47,7 +47,9 @@ def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
 
 _MD5 = re.compile(r"[0-9a-f]{32}")
 #: Frame name -> its summary entry, as a shard holds it.
-Entries = dict[str, dict[str, Any]]
+#: A frame's stored summary entry, and the entries of a folder by frame name.
+Entry = dict[str, Any]
+Entries = dict[str, Entry]
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ def base_entries(tree: GitTree, rev: str, folder: str) -> tuple[Entries, str]:
 
 
 def train_shift(base: Version, entries: Entries,
-                now: dict[tuple[float, ...], list[dict[str, Any]]], threshold: float
+                now: dict[tuple[float, ...], list[Entry]], threshold: float
                 ) -> tuple[list[Balance], str]:
     """The balance of train at the base against train now, per shared wavelength grid: the
     per-band SMD, and the shift test over recordings (the unit a stage is drawn in, as
@@ -130,7 +132,7 @@ def train_shift(base: Version, entries: Entries,
     from dvc_cuvis.model.frame_names import frame_name
 
     uni = base.universe
-    by_grid: dict[tuple[float, ...], list[dict[str, Any]]] = {}
+    by_grid: dict[tuple[float, ...], list[Entry]] = {}
     for pos in base.stages["train"].tolist():
         entry = entries.get(frame_name(uni.source(pos), read_index(uni, pos)))
         if entry is not None:
@@ -149,7 +151,7 @@ def train_shift(base: Version, entries: Entries,
     return out, "" if out else f"no train frames at {base.label} share a grid with train now"
 
 
-def _recording_spectra(rows: list[dict[str, Any]]) -> np.ndarray | None:
+def _recording_spectra(rows: list[Entry]) -> np.ndarray | None:
     """Per recording (by the universe's rule, from each entry's source) the mean spectrum of
     its frames (None: an entry without its source or a finite mean)."""
     from dvc_cuvis.model.universe import Universe
@@ -164,7 +166,7 @@ def _recording_spectra(rows: list[dict[str, Any]]) -> np.ndarray | None:
                            [int(c) for c in codes])[1]
 
 
-def _base_test(then: list[dict[str, Any]], now: list[dict[str, Any]],
+def _base_test(then: list[Entry], now: list[Entry],
                grid: tuple[float, ...], label: str) -> Shift | None:
     """The shift test of train at the base against train now over their recordings (None:
     an entry that cannot say its recording or mean)."""
