@@ -41,9 +41,11 @@ def chunks(threshold: int) -> list[tuple[int, int]]:
     ``len(chunks) * (radius + 1) > threshold``, and never fewer than three."""
     per = radius(threshold) + 1
     count = max(_MIN_CHUNKS, min(64, -(-(threshold + 1) // per)))
-    widths = [64 // count + (1 if i < 64 % count else 0) for i in range(count)]
-    offsets = np.cumsum([0, *widths[:-1]]).tolist()
-    return list(zip((int(o) for o in offsets), widths, strict=True))
+    out: list[tuple[int, int]] = []
+    for i in range(count):
+        width = 64 // count + (1 if i < 64 % count else 0)
+        out.append((sum(w for _, w in out), width))
+    return out
 
 
 def _key_order(keys: np.ndarray, width: int) -> np.ndarray:
@@ -132,13 +134,13 @@ def query_pairs(central: np.ndarray, queries: np.ndarray, owner: np.ndarray,
         for a, b, dist in _group_pairs(c, q, own, probers, hashes, threshold):
             lo, hi = np.minimum(a, b), np.maximum(a, b)
             found.append((lo * n + hi) * 65 + dist)  # one sortable key: the pair, then distance
-    packed = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-    if not len(packed):
+    if not found:  # each key found is of a near pair
         return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    packed = np.unique(np.concatenate(found))
     pair = packed // 65
     first_of = np.r_[True, pair[1:] != pair[:-1]]  # per pair, the least distance first
     pair = pair[first_of]
-    return (np.stack([pair // n, pair % n], axis=1).astype(np.int64),
+    return (np.stack(np.divmod(pair, n), axis=1).astype(np.int64),
             (packed[first_of] % 65).astype(np.int64))
 
 
@@ -159,5 +161,5 @@ def near_pairs(central: np.ndarray, queries: np.ndarray, owner: np.ndarray,
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
     pair = np.unique(np.concatenate(found))
-    return np.stack([pair // n, pair % n], axis=1).astype(np.int64)
+    return np.stack(np.divmod(pair, n), axis=1).astype(np.int64)
 
