@@ -68,7 +68,7 @@ def _buckets(keys: np.ndarray, width: int, probes: np.ndarray
         starts = np.cumsum(counts, dtype=np.int32) - counts
         return order, starts[probes], counts[probes]
     sorted_keys = keys[order]
-    lo = np.searchsorted(sorted_keys, probes, side="left")
+    lo = np.searchsorted(sorted_keys, probes)
     return order, lo, np.searchsorted(sorted_keys, probes, side="right") - lo
 
 
@@ -79,7 +79,7 @@ def _near_in_buckets(ordered: np.ndarray, probe_hash: np.ndarray, lo: np.ndarray
     probe's hash (``probe_hash``) against the hashes of its bucket (``count`` of them from
     ``lo`` in ``ordered``), expanded :data:`BATCH` pairs at a time so memory stays bounded
     however many share a key; only the few near ones are traced back to their probe."""
-    ends = np.cumsum(count, dtype=np.int64)
+    ends = np.cumsum(count)  # int64 (numpy sums int32 in int64)
     start = 0
     while start < len(lo):
         base = int(ends[start] - count[start])
@@ -93,7 +93,7 @@ def _near_in_buckets(ordered: np.ndarray, probe_hash: np.ndarray, lo: np.ndarray
             near = np.flatnonzero(dist <= threshold)
             if len(near):
                 probe = start + np.searchsorted(ends[start:stop] - base, near, side="right")
-                yield probe, pos[near], dist[near].astype(np.int64)
+                yield probe, pos[near], dist[near]
         start = stop
 
 

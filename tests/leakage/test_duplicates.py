@@ -268,3 +268,19 @@ def test_the_key_order_is_a_stable_sort_of_keys_of_any_chunk_width():
     for width in (4, 16, 17, 22):  # 4 bits: every key repeated many times
         keys = rng.integers(0, 1 << width, 3000).astype(np.int32)
         assert index._key_order(keys, width).tolist() == np.argsort(keys, kind="stable").tolist()
+
+
+def test_a_chunk_s_buckets_are_counted_in_a_table_only_where_its_keys_are_dense():
+    # a table of every key costs 2**width slots: at most _TABLE_SLOTS_PER_HASH per hash
+    # indexed; sparser chunks search the sorted keys. Both give the same buckets.
+    rng = np.random.default_rng(2)
+    for width, n, table in ((8, 16, True), (8, 15, False), (5, 2, True), (5, 1, False),
+                            (22, 100, False), (4, 100, True)):
+        keys = rng.integers(0, 1 << width, n).astype(np.int32)
+        probes = rng.integers(0, 1 << width, 50).astype(np.int32)
+        with mock.patch.object(index.np, "bincount", wraps=np.bincount) as counted:
+            order, lo, count = index._buckets(keys, width, probes)
+        assert counted.called == table, (width, n)
+        ordered = keys[order]
+        assert all((ordered[a:a + c] == p).all() and c == (keys == p).sum()
+                   for a, c, p in zip(lo.tolist(), count.tolist(), probes.tolist(), strict=True))
