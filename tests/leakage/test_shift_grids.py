@@ -12,7 +12,7 @@ import pytest
 
 from dvc_cuvis.check.drift import verify
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.leakage.grids import Grid, changed_grids, grid_changes, grid_label, grids
+from dvc_cuvis.leakage.grids import Grid, changed_grids, grid_changes, grid_label, grids, same_grid
 from dvc_cuvis.leakage.shift import recording_means, shift_test
 from tests.helpers.leakage import BRIGHT, WL, planted_summaries
 
@@ -198,3 +198,9 @@ def test_a_grid_in_words_and_json_and_a_change_within_a_tolerance() -> None:
     assert grid_changes(before, after, tolerance=2.0) == []
     assert grid_changes(before, after) == [
         "a/: wavelength grid changed from 2 bands 450–500 nm to 2 bands 451–501 nm"]
+    assert same_grid([450.0, 500.0], [450.5, 499.5]) and not same_grid([450.0], [450.75])
+    found = grids([[450.0, 500.0], [451.0, 501.0], [451.0, 501.0]], ["r0/", "r1/", "r1/"],
+                  ["train", "test", "test"], tolerance=2.0)
+    assert [g.record() for g in found] == [{"bands": 2, "nm": [450.0, 500.0], "frames": 3,
+                                           "recordings": ["r0/", "r1/"],
+                                           "stages": ["test", "train"]}]
