@@ -13,7 +13,12 @@
 #                                     materialize's summary steps (core_summaries: the
 #                                     functions of materialize/core.py that record the
 #                                     summaries; tasks_summary: materialize/tasks.py's
-#                                     _summary, which takes one); default: all
+#                                     _summary, which takes one), the leakage modules
+#                                     (leak_signatures, leak_index, leak_duplicates,
+#                                     leak_adjacent, leak_recordings, leak_grids, leak_shift,
+#                                     leak_clusters), the content checks (check_duplicates,
+#                                     check_spectral, check_summaries, check_readable) or the
+#                                     bake's keep-together (bake_together); default: all
 #
 # Environment: JOBS (workers, default 2), DVC_CUVIS_HYPOTHESIS_EXAMPLES (default 25), FRESH=1 (forget earlier results: rm -rf mutants/),
 # RECHECK=1 (run the earlier survivors and "no tests" mutants again first: mutmut keeps a verdict until the code of
@@ -25,7 +30,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 KNOWN=(drift selectors splits split_state resolution constraints stats plugin report tokens
        universe content selection staleness facts fixes summaries summary_store spectra
-       spectra_html spectra_base svg review_report core_summaries tasks_summary)  # keep in step with only_mutate in pyproject.toml
+       spectra_html spectra_base svg review_report core_summaries tasks_summary
+       leak_signatures leak_index leak_duplicates leak_adjacent leak_recordings leak_grids
+       leak_shift leak_clusters check_duplicates check_spectral check_summaries check_readable
+       bake_together)  # keep in step with only_mutate in pyproject.toml
 # each name -> its module under dvc_cuvis/ (the package map: docs/architecture.md)
 declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=model/splits
                     [split_state]=model/split_state [resolution]=model/resolution
@@ -38,7 +46,14 @@ declare -A PATH_OF=([drift]=check/drift [selectors]=model/selectors [splits]=mod
                     [spectra]=review/spectra [spectra_html]=review/spectra_html
                     [spectra_base]=review/spectra_base
                     [svg]=review/svg [review_report]=review/report
-                    [core_summaries]=materialize/core [tasks_summary]=materialize/tasks)
+                    [core_summaries]=materialize/core [tasks_summary]=materialize/tasks
+                    [leak_signatures]=leakage/signatures [leak_index]=leakage/index
+                    [leak_duplicates]=leakage/duplicates [leak_adjacent]=leakage/adjacent
+                    [leak_recordings]=leakage/recordings [leak_grids]=leakage/grids
+                    [leak_shift]=leakage/shift [leak_clusters]=leakage/clusters
+                    [check_duplicates]=check/duplicates [check_spectral]=check/spectral
+                    [check_summaries]=check/summaries [check_readable]=check/readable
+                    [bake_together]=baking/together)
 # a name that covers some functions of its module only (the rest of the module is not run)
 declare -A FUNCS_OF=([core_summaries]="_thumbnails _refresh_summaries _record_results"
                      [tasks_summary]="_summary")

@@ -41,7 +41,7 @@ class _Union:
     """Union-find over ``n`` items, the smaller index as each set's root."""
 
     def __init__(self, n: int) -> None:
-        self.parent = np.arange(n, dtype=np.int64)
+        self.parent = np.arange(n)  # int64
 
     def find(self, i: int) -> int:
         root = i
@@ -62,7 +62,7 @@ def _near_pairs(sigs: list[Signature], hamming: int, cosine: float) -> np.ndarra
     central = np.array([s.phash for s in sigs], dtype=np.uint64)
     crops = np.array([h for s in sigs for h in s.crops], dtype=np.uint64)
     owner = np.concatenate([np.arange(len(sigs)), np.repeat(
-        np.arange(len(sigs)), [len(s.crops) for s in sigs])]).astype(np.int64)
+        np.arange(len(sigs)), [len(s.crops) for s in sigs])])
     pairs = near_pairs(central, np.concatenate([central, crops]), owner, hamming)
     if not len(pairs):
         return pairs

@@ -41,9 +41,11 @@ def chunks(threshold: int) -> list[tuple[int, int]]:
     ``len(chunks) * (radius + 1) > threshold``, and never fewer than three."""
     per = radius(threshold) + 1
     count = max(_MIN_CHUNKS, min(64, -(-(threshold + 1) // per)))
-    widths = [64 // count + (1 if i < 64 % count else 0) for i in range(count)]
-    offsets = np.cumsum([0, *widths[:-1]]).tolist()
-    return list(zip((int(o) for o in offsets), widths, strict=True))
+    out: list[tuple[int, int]] = []
+    for i in range(count):
+        width = 64 // count + (1 if i < 64 % count else 0)
+        out.append((sum(w for _, w in out), width))
+    return out
 
 
 def _key_order(keys: np.ndarray, width: int) -> np.ndarray:
@@ -66,7 +68,7 @@ def _buckets(keys: np.ndarray, width: int, probes: np.ndarray
         starts = np.cumsum(counts, dtype=np.int32) - counts
         return order, starts[probes], counts[probes]
     sorted_keys = keys[order]
-    lo = np.searchsorted(sorted_keys, probes, side="left")
+    lo = np.searchsorted(sorted_keys, probes)
     return order, lo, np.searchsorted(sorted_keys, probes, side="right") - lo
 
 
@@ -77,7 +79,7 @@ def _near_in_buckets(ordered: np.ndarray, probe_hash: np.ndarray, lo: np.ndarray
     probe's hash (``probe_hash``) against the hashes of its bucket (``count`` of them from
     ``lo`` in ``ordered``), expanded :data:`BATCH` pairs at a time so memory stays bounded
     however many share a key; only the few near ones are traced back to their probe."""
-    ends = np.cumsum(count, dtype=np.int64)
+    ends = np.cumsum(count)  # int64 (numpy sums int32 in int64)
     start = 0
     while start < len(lo):
         base = int(ends[start] - count[start])
@@ -91,7 +93,7 @@ def _near_in_buckets(ordered: np.ndarray, probe_hash: np.ndarray, lo: np.ndarray
             near = np.flatnonzero(dist <= threshold)
             if len(near):
                 probe = start + np.searchsorted(ends[start:stop] - base, near, side="right")
-                yield probe, pos[near], dist[near].astype(np.int64)
+                yield probe, pos[near], dist[near]
         start = stop
 
 
@@ -132,13 +134,13 @@ def query_pairs(central: np.ndarray, queries: np.ndarray, owner: np.ndarray,
         for a, b, dist in _group_pairs(c, q, own, probers, hashes, threshold):
             lo, hi = np.minimum(a, b), np.maximum(a, b)
             found.append((lo * n + hi) * 65 + dist)  # one sortable key: the pair, then distance
-    packed = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-    if not len(packed):
+    if not found:  # each key found is of a near pair
         return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    packed = np.unique(np.concatenate(found))
     pair = packed // 65
     first_of = np.r_[True, pair[1:] != pair[:-1]]  # per pair, the least distance first
     pair = pair[first_of]
-    return (np.stack([pair // n, pair % n], axis=1).astype(np.int64),
+    return (np.stack(np.divmod(pair, n), axis=1).astype(np.int64),
             (packed[first_of] % 65).astype(np.int64))
 
 
@@ -159,5 +161,5 @@ def near_pairs(central: np.ndarray, queries: np.ndarray, owner: np.ndarray,
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
     pair = np.unique(np.concatenate(found))
-    return np.stack([pair // n, pair % n], axis=1).astype(np.int64)
+    return np.stack(np.divmod(pair, n), axis=1).astype(np.int64)
 

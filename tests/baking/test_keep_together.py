@@ -219,3 +219,60 @@ def test_the_remedy_check_prints_pasted_into_bake_passes_the_check(
     (tmp_path / "empty").mkdir()
     run = cli(*bake_cmd, "--keep-duplicates-together", "exact", "--summaries", "empty")
     assert run.code == 2 and "has a signature" in run.err and "--sign-only" in run.err
+
+
+def test_what_keeping_copies_together_says_word_for_word(tmp_path: Path) -> None:
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.model.universe import Universe
+
+    sigs = _signatures(range(4))
+    sigs["r01.cu3s#0"] = sigs["r00.cu3s#0"]  # one cluster of two recordings
+    for u in ("r02.cu3s#0", "r02.cu3s#1", "r03.cu3s#0", "r03.cu3s#1"):
+        del sigs[u]
+    uni = read_universe(_universe(tmp_path / "universe.csv", range(4)))
+    opts = BakeOptions(universe=uni.path, keep_duplicates_together="exact")
+    kept = keep_together(uni, opts, SignatureSet(sigs, "mem", "sign here"))
+    assert kept.warnings == (
+        "--keep-duplicates-together exact: 1 cluster(s) of duplicate frames kept in one stage "
+        "each; 1 group(s) merged into others, 2 frame(s) placed with their cluster's group "
+        "(the split metrics count them under 'keep_duplicates_together')",
+        "4 frame(s) without a signature were not compared (--keep-duplicates-together): "
+        "r02.cu3s#0, r02.cu3s#1, r03.cu3s#0 (+1 more); sign them: sign here")
+    near = keep_together(uni, BakeOptions(universe=uni.path, keep_duplicates_together="near"),
+                         SignatureSet(sigs, "mem", "sign here"))
+    assert near.warnings[0].startswith("--keep-duplicates-together near: 1 cluster(s) of "
+                                       "duplicate or near-duplicate frames kept in one stage")
+    alone = {u: s for u, s in _signatures(range(4)).items()}  # no copy, all signed
+    assert keep_together(uni, opts, SignatureSet(alone, "mem", "x")).warnings == ()
+    for where, path in ((uni.path, uni.path), ("the universe", None)):
+        bare = Universe.from_records([{"source": "r00.cu3s", "index": 0}], path=path)
+        with pytest.raises(DvcCuvisError) as err:
+            keep_together(bare, opts, SignatureSet({}, "mem", "sign here"))
+        assert str(err.value) == (
+            f"mem: no frame of {where} has a signature, so --keep-duplicates-together exact "
+            "has nothing to compare; materialize the frames (the signatures are stored in its "
+            "summaries/) or sign them: sign here")
+
+
+def test_near_clusters_join_chains_crops_and_the_cosine_bound() -> None:
+    shape = (1.0,) + (0.0,) * 15
+
+    def sig(n: int, phash: int, crops: tuple[int, ...] = ()) -> Signature:
+        return Signature(f"{n:032x}", phash, shape, crops)
+
+    def bits(*at: int) -> int:
+        return sum(1 << b for b in at)
+
+    # a chain a~c, c~d, b~d (3 bits apart each; the ends 6 or 9 apart) is one cluster
+    h = 0x0123456789ABCDEF
+    chain = {"a": sig(0, h), "c": sig(1, h ^ bits(1, 2, 3)),
+             "d": sig(2, h ^ bits(1, 2, 3, 10, 11, 12)),
+             "b": sig(3, h ^ bits(1, 2, 3, 10, 11, 12, 20, 21, 22))}
+    assert duplicate_clusters(chain, "near") == [("a", "b", "c", "d")]
+    # a hash below 2**63 with crops: the crop whose low 11 bits are set pairs with the other
+    crops = tuple(0x3F00_0000_0000_07FF + k * (1 << 40) for k in range(8))
+    assert duplicate_clusters({"x": sig(4, 0x1000, crops), "y": sig(5, crops[0] ^ 1)},
+                              "near") == [("x", "y")]
+    # spectral shapes exactly at the cosine bound pair, as in the audit (cos >= bound)
+    twins = {"p": sig(6, h), "q": sig(7, h ^ 1)}
+    assert duplicate_clusters(twins, "near", cosine=1.0) == [("p", "q")]

@@ -603,7 +603,10 @@ def test_the_mutation_setup_names_real_modules_and_fast_tests() -> None:
                           "splits split_state resolution constraints stats plugin report "
                           "tokens universe content selection staleness facts fixes summaries "
                           "summary_store spectra spectra_html spectra_base svg review_report "
-                          "core_summaries tasks_summary\n")
+                          "core_summaries tasks_summary leak_signatures leak_index "
+                          "leak_duplicates leak_adjacent leak_recordings leak_grids leak_shift "
+                          "leak_clusters check_duplicates check_spectral check_summaries "
+                          "check_readable bake_together\n")
 
 
 def test_every_failed_constraint_is_named(tmp_path: Path) -> None:

@@ -220,3 +220,67 @@ def test_signatures_read_as_columns_are_what_each_record_reads():
                 {**to_record(sigs[1]), "phash": "0" * 15 + "G"}, [1]):
         with pytest.raises(DamagedSignatureError, match=r"^shard-2: damaged"):
             columns_from_records([recs[0], recs[2], bad], ["shard-0", "shard-1", "shard-2"])
+
+
+def test_the_chunks_tile_the_hash_as_few_as_the_pigeonhole_needs():
+    # the cost of the index follows its chunks: radius 1 from a distance of 3, and at the
+    # default distance three chunks of 21-22 bits (index.py's docstring)
+    assert [index.radius(t) for t in (0, 2, 3, 5, 64)] == [0, 0, 1, 1, 1]
+    assert index.chunks(5) == [(0, 22), (22, 21), (43, 21)]
+    for t in range(140):
+        got = index.chunks(t)
+        per = index.radius(t) + 1
+        offsets, widths = [o for o, _ in got], [w for _, w in got]
+        assert offsets == [sum(widths[:i]) for i in range(len(got))] and sum(widths) == 64
+        assert widths == sorted(widths, reverse=True) and widths[0] - widths[-1] <= 1
+        assert len(got) * per > t or len(got) == 64  # pigeonhole: some chunk is near
+        assert (len(got) - 1) * per <= t or len(got) == 3  # and no chunk more than needed
+
+
+def test_the_index_reads_any_integer_hashes_and_answers_int64_arrays():
+    # 64 bits counted whatever the integer type (an XOR read as signed is negative)
+    assert popcount(np.array([-1, 5], dtype=np.int64)).tolist() == [64, 2]
+    assert popcount(np.array([3], dtype=np.uint64)).dtype == np.int64
+    central = [1, 2, 1 << 40, 0xFFFF]  # Python ints: numpy reads them as int64
+    pairs, dist = query_pairs(central, central, [0, 1, 2, 3], [0, 1, 1, 0], 5)
+    assert pairs.tolist() == [[0, 1], [0, 2]] and dist.tolist() == [2, 2]
+    assert pairs.dtype == dist.dtype == np.int64
+    assert index.near_pairs(central, central, [0, 1, 2, 3], 5).tolist() == [
+        [0, 1], [0, 2], [1, 2]]
+    for far in ([0xFF, 0xFF << 56], [0, (1 << 40) - 1]):  # no pair: empty int64 arrays
+        pairs, dist = query_pairs(np.array(far, dtype=np.uint64), np.array(far, dtype=np.uint64),
+                                  [0, 1], [0, 1], 5)
+        assert (pairs.shape, pairs.dtype, dist.shape, dist.dtype) == ((0, 2), np.int64, (0,),
+                                                                     np.int64)
+        near = index.near_pairs(np.array(far, dtype=np.uint64), np.array(far, dtype=np.uint64),
+                                [0, 1], 5)
+        assert (near.shape, near.dtype) == ((0, 2), np.int64)
+    none = np.zeros(0, dtype=np.uint64)
+    assert (index.near_pairs(none, none, [], 5).shape, index.near_pairs(none, none, [], 5).dtype
+            ) == ((0, 2), np.int64)
+    one_group = query_pairs(np.array([1, 1], dtype=np.uint64), np.array([1, 1], dtype=np.uint64),
+                            [0, 1], [0, 0], 5)
+    assert one_group[0].shape == (0, 2) and one_group[1].shape == (0,)
+
+
+def test_the_key_order_is_a_stable_sort_of_keys_of_any_chunk_width():
+    rng = np.random.default_rng(5)
+    for width in (4, 16, 17, 22):  # 4 bits: every key repeated many times
+        keys = rng.integers(0, 1 << width, 3000).astype(np.int32)
+        assert index._key_order(keys, width).tolist() == np.argsort(keys, kind="stable").tolist()
+
+
+def test_a_chunk_s_buckets_are_counted_in_a_table_only_where_its_keys_are_dense():
+    # a table of every key costs 2**width slots: at most _TABLE_SLOTS_PER_HASH per hash
+    # indexed; sparser chunks search the sorted keys. Both give the same buckets.
+    rng = np.random.default_rng(2)
+    for width, n, table in ((8, 16, True), (8, 15, False), (5, 2, True), (5, 1, False),
+                            (22, 100, False), (4, 100, True)):
+        keys = rng.integers(0, 1 << width, n).astype(np.int32)
+        probes = rng.integers(0, 1 << width, 50).astype(np.int32)
+        with mock.patch.object(index.np, "bincount", wraps=np.bincount) as counted:
+            order, lo, count = index._buckets(keys, width, probes)
+        assert counted.called == table, (width, n)
+        ordered = keys[order]
+        assert all((ordered[a:a + c] == p).all() and c == (keys == p).sum()
+                   for a, c, p in zip(lo.tolist(), count.tolist(), probes.tolist(), strict=True))

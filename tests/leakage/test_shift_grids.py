@@ -12,7 +12,7 @@ import pytest
 
 from dvc_cuvis.check.drift import verify
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.leakage.grids import grid_changes, grids
+from dvc_cuvis.leakage.grids import Grid, changed_grids, grid_changes, grid_label, grids, same_grid
 from dvc_cuvis.leakage.shift import recording_means, shift_test
 from tests.helpers.leakage import BRIGHT, WL, planted_summaries
 
@@ -179,3 +179,28 @@ def test_the_reports_balance_table_uses_the_shift_test(tmp_path: Path) -> None:
     assert not pairs[("train", "val")].flagged
     page = section(split_spectra(res, tmp_path / "mat"), "", {})
     assert f"p = {shifted.test.p_value:.3g} (9+7 recordings)" in page
+
+
+def test_a_grid_in_words_and_json_and_a_change_within_a_tolerance() -> None:
+    recs = tuple(f"r{k}/" for k in range(7))
+    wl = (450.0, 500.0, 900.0)
+    assert [Grid(wl, recs[:n], ("test", "train"), 9).line() for n in (5, 6, 7)] == [
+        "3 bands 450–900 nm (test, train): r0/, r1/, r2/, r3/, r4/",
+        "3 bands 450–900 nm (test, train): r0/, r1/, r2/, r3/, r4/ and 1 more",
+        "3 bands 450–900 nm (test, train): r0/, r1/, r2/, r3/, r4/ and 2 more"]
+    assert grid_label(()) == "0 bands"
+    assert Grid((), ("r0/",), ("val",), 1).record() == {
+        "bands": 0, "nm": [], "recordings": ["r0/"], "stages": ["val"], "frames": 1}
+    before = {"a/": [450.0, 500.0], "b/": [450.0, 500.0], "gone/": [1.0]}
+    after = {"a/": [451.0, 501.0], "b/": [450.2, 500.0], "new/": [2.0]}
+    assert changed_grids(before, after) == [("a/", (450.0, 500.0), (451.0, 501.0))]
+    assert changed_grids(before, after, tolerance=2.0) == []
+    assert grid_changes(before, after, tolerance=2.0) == []
+    assert grid_changes(before, after) == [
+        "a/: wavelength grid changed from 2 bands 450–500 nm to 2 bands 451–501 nm"]
+    assert same_grid([450.0, 500.0], [450.5, 499.5]) and not same_grid([450.0], [450.75])
+    found = grids([[450.0, 500.0], [451.0, 501.0], [451.0, 501.0]], ["r0/", "r1/", "r1/"],
+                  ["train", "test", "test"], tolerance=2.0)
+    assert [g.record() for g in found] == [{"bands": 2, "nm": [450.0, 500.0], "frames": 3,
+                                           "recordings": ["r0/", "r1/"],
+                                           "stages": ["test", "train"]}]
