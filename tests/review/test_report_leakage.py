@@ -41,6 +41,7 @@ from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.review.report_run import ReportOptions, report
 from dvc_cuvis.review.spectra_html import bmp
 from dvc_cuvis.sources import EnumerateOptions, enumerate_universe
+from tests.helpers.leakage import scene
 
 HOSTILE = "x<script>`y.npz"
 WAVELENGTHS = np.array([450, 550, 650, 750], dtype=np.int32)
@@ -53,23 +54,12 @@ LAYOUT = {  # source -> (stage, scene, gain)
 VOID = {"img", "meta", "br", "hr", "input", "link", "source", "wbr", "col", "area"}
 
 
-def _scene(seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:24, 0:24]
-    img = np.zeros((24, 24, 4))
-    for _ in range(4):
-        cy, cx, s = rng.uniform(0, 24), rng.uniform(0, 24), rng.uniform(3, 8)
-        img += np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * s * s))[..., None] \
-            * rng.uniform(0.2, 1, 4)
-    return img.astype(np.float32)
-
-
 def _planted(root: Path) -> Path:
     """Enumerate the frames of LAYOUT, write its split and materialize it into root/out."""
     data = root / "data"
-    for source, (_stage, scene, gain) in LAYOUT.items():
+    for source, (_stage, seed, gain) in LAYOUT.items():
         (data / source).parent.mkdir(parents=True, exist_ok=True)
-        cube = (_scene(scene) * np.float32(gain)).astype(np.float32)
+        cube = (scene(seed) * np.float32(gain)).astype(np.float32)
         (data / source).write_bytes(npz_bytes({"cube": cube, "wavelengths": WAVELENGTHS},
                                               Compression()))
     uni, _ = enumerate_universe(EnumerateOptions(format="npz", root=data, out_dir=root, jobs=1))
@@ -166,7 +156,7 @@ def test_the_report_lists_planted_pairs_per_stage_pair_and_draws_the_worst(
     for pair in sec.pairs:
         for img in pair["imgs"]:
             source = img["data-uid"].removesuffix("#0")
-            cube = (_scene(LAYOUT[source][1]) * np.float32(LAYOUT[source][2])).astype(
+            cube = (scene(LAYOUT[source][1]) * np.float32(LAYOUT[source][2])).astype(
                 np.float32)
             assert _image(img) == bmp(thumbnail(cube, WAVELENGTHS).array()), source
             assert img["data-stage"] == LAYOUT[source][0]
