@@ -156,11 +156,14 @@ def _recording_spectra(rows: list[Entry]) -> np.ndarray | None:
     its frames (None: an entry without its source or a finite mean)."""
     from dvc_cuvis.model.universe import Universe
 
-    if any(not isinstance(e.get("source"), str) or any(v is None for v in e["mean"])
-           for e in rows):
+    if any(not isinstance(e.get("source"), str) or type(e.get("index", 0)) is not int
+           or any(v is None for v in e["mean"]) for e in rows):
+        return None  # a shard pushed by anyone: what it does not say plainly is not guessed
+    try:
+        uni = Universe.from_records([{"source": e["source"], "index": e.get("index", 0)}
+                                     for e in rows])
+    except DvcCuvisError:  # a source no universe would hold (absolute, "..", a control)
         return None
-    uni = Universe.from_records([{"source": e["source"], "index": int(e.get("index") or 0)}
-                                 for e in rows])
     codes = uni.recordings()[1]
     return recording_means(np.array([e["mean"] for e in rows], dtype=np.float64),
                            [int(c) for c in codes])[1]

@@ -223,3 +223,15 @@ def test_a_hostile_lock_or_listing_is_a_line_and_no_read_outside_the_cache(
                                     "md5": "../../../../../elsewhere.json"}]))
     assert base_entries(tree, "v1", "materialized") == (
         {}, "materialized/summaries/a%summary.json at v1 is not in the local DVC cache")
+
+
+def test_a_pushed_shard_whose_index_is_no_integer_leaves_the_shift_test_out() -> None:
+    """A base revision's shard is data anyone could push: an index that is no integer makes
+    the base row fall back to the SMD rule (no test), never an internal error."""
+    from dvc_cuvis.review.spectra_base import _recording_spectra
+
+    good = [{"source": "a/x.npz", "index": 0, "mean": [1.0, 2.0]},
+            {"source": "b/y.npz", "index": 0, "mean": [1.0, 2.5]}]
+    assert _recording_spectra(good) is not None
+    for index in ("abc", 1.5, None, True):
+        assert _recording_spectra([{**good[0], "index": index}, good[1]]) is None
