@@ -198,12 +198,13 @@ def report(opts: ReportOptions) -> ReportResult:
 
 def _drift(cfg: DataSplitConfig, uni: Universe, names: dict[str, int] | None,
            opts: ReportOptions) -> DriftReport:
-    """The same check ``dvc-cuvis check`` runs (re-scan included): the one call of verify."""
+    """The same check ``dvc-cuvis check`` runs (re-scan included): the one call of verify,
+    reading the summaries the leakage section reads, so its constraints name those pairs."""
     from dvc_cuvis.check.drift import verify
 
     return verify(cfg, uni, name_to_id=names, lock="auto", cache=opts.cache,
                   current=opts.rescan, allow_partial=opts.allow_partial,
-                  allow_unpinned=opts.allow_unpinned)
+                  allow_unpinned=opts.allow_unpinned, summaries=opts.summaries)
 
 
 def _diff(opts: ReportOptions) -> tuple[SplitDiff, tuple[GitTree, Version] | None]:

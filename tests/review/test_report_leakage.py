@@ -19,6 +19,7 @@ near/b.npz             test   scene 1, 5 % brighter: near, train–test
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -162,6 +163,12 @@ def test_the_report_lists_planted_pairs_per_stage_pair_and_draws_the_worst(
             assert img["data-stage"] == LAYOUT[source][0]
     assert len({str(Path(p).relative_to(out)) for p in read}) == len(read) == 6  # only those
     assert "<script>" not in page and "x&lt;script&gt;`y.npz#0" in page  # text, not markup
+
+    # the page's drift check reads the same summaries: its constraints name these pairs
+    drift = report(dataclasses.replace(opts, check=True)).shown.drift
+    assert drift is not None and not drift.ok
+    found = json.dumps(drift.finding("constraints").details)
+    assert "content_duplicate" in found and "copy/a.npz#0" in found, found
 
     # metrics: the check's counts per pair of stages
     metrics = verify(tmp_path / "splits.json", tmp_path / "universe.csv", lock=None,
