@@ -50,10 +50,10 @@ from dvc_cuvis.check.not_pulled import explain_not_pulled, stage_outputs_not_pul
 from dvc_cuvis.check.options import CheckOptionError, CheckOptions, Current
 from dvc_cuvis.check.report import CHECKS, DriftReport, Finding
 from dvc_cuvis.check.selection import check_constraints, check_selection
-from dvc_cuvis.check.spectral import spectral_results
+from dvc_cuvis.check.spectral import NO_FOLDER, spectral_results
 from dvc_cuvis.check.staged import Staged
 from dvc_cuvis.check.staleness import check_staleness
-from dvc_cuvis.check.summaries import missing_note, read_split_summaries
+from dvc_cuvis.check.summaries import missing_note, read_split_summaries, unpulled
 from dvc_cuvis.check.tokens import (
     TOKEN,
     detokenize,
@@ -228,13 +228,16 @@ def _constraints_step(ctx: CheckContext) -> Finding:
     (the summaries they read are read once, each shard a witness of the verdict)."""
     o, t, res = ctx.opts, ctx.target, ctx.resolution
     wanted = {o.content_duplicate, o.near_duplicate, o.spectral_shift, o.wavelength_grid}
-    read = None
+    read, absent = None, NO_FOLDER
     if o.summaries is not None and res is not None and wanted != {"off"}:
-        read = read_split_summaries(res, o.summaries, ctx.witness)
+        if unpulled(o.summaries, o.lock if isinstance(o.lock, Path) else None):
+            absent = f"{t.ws.rel(o.summaries)} is a DVC output that is not pulled"
+        else:
+            read = read_split_summaries(res, o.summaries, ctx.witness)
     duplicates = check_duplicates(read, o.content_duplicate, o.near_duplicate)
     say = functools.partial(missing_note, ws=t.ws, folder=o.summaries, universe=t.uni_path,
-                            splits=t.splits_path)
-    spectra = (spectral_results(res, read, o.spectral_shift, o.wavelength_grid, say)
+                            splits=t.splits_path, pull=absent != NO_FOLDER)
+    spectra = (spectral_results(res, read, o.spectral_shift, o.wavelength_grid, say, absent)
                if res is not None else None)
     return check_constraints(ctx.cfg, res, o.group_leakage, (o.adjacent_frames, o.adjacent_k),
                              spectra, duplicates)

@@ -102,18 +102,19 @@ Say = Callable[[list[str], str, list[str], int], Details]
 
 
 def spectral_results(res: Resolution, read: SplitSummaries | None, shift_severity: str,
-                     grid_severity: str, say: Say
+                     grid_severity: str, say: Say, absent: str = NO_FOLDER
                      ) -> tuple[list[ConstraintResult], dict[str, Any]]:
     """The grid and shift results to list among the constraints (a satisfied one only when
     asked for as an error), and their details for ``check --json``; frames without a
-    summary (all of them, when no folder holds any) are said once, by ``say``."""
+    summary (all of them, when no folder is read: why ``absent``) are said once, by
+    ``say``."""
     kinds = [k for k, sev in ((WAVELENGTH_GRID, grid_severity), (SPECTRAL_SHIFT, shift_severity))
              if sev != "off"]
     if not kinds:
         return [], {}
     if read is None:  # not run: nothing to compare, said (never a failure)
         uids = [res.universe.uid(p) for p in sorted(split_positions(res))]
-        return [], {"summaries": None, "missing_summaries": say(kinds, NO_FOLDER, uids,
+        return [], {"summaries": None, "missing_summaries": say(kinds, absent, uids,
                                                                    len(uids))}
     frames = _frames(read)
     rec_names, codes = res.universe.recordings()

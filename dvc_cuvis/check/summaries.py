@@ -26,9 +26,10 @@ from dvc_cuvis.model.resolution import Resolution
 from dvc_cuvis.model.splits import EXCLUSIVE_STAGES
 from dvc_cuvis.model.universe import Universe
 from dvc_cuvis.paths.roots import repo_root
+from dvc_cuvis.repo.lockfile import LockFile, LockReadError, find_lock
 
 __all__ = ["Entry", "SplitSummaries", "missing_note", "read_split_summaries", "shown_folder",
-           "split_positions", "summaries_folder"]
+           "split_positions", "summaries_folder", "unpulled"]
 
 #: A frame's stored summary entry (a shard's JSON object: wavelengths, mean, signature...).
 Entry = dict[str, Any]
@@ -48,6 +49,26 @@ def summaries_folder(universe: Path | str | Universe | None, given: Path | str |
     if path is None or not (path.parent / SUMMARIES_DIR).is_dir():
         return None
     return path.parent
+
+
+def unpulled(folder: Path, lock: Path | None) -> bool:
+    """Whether ``folder`` is absent because it is a DVC output that is not pulled (dvc.lock
+    records it, or a ``.dvc`` file tracks it): a clone, where ``dvc pull`` brings it, not a
+    wrong ``--summaries``. ``lock``: the dvc.lock to read (None: the project's own, also
+    when the check was told to leave dvc.lock aside, as this only names the fix)."""
+    if folder.exists():
+        return False
+    if folder.with_name(folder.name + ".dvc").is_file():
+        return True
+    lock = lock or find_lock(folder.parent)
+    if lock is None:
+        return False
+    try:
+        recorded = LockFile.read(lock)
+    except LockReadError:
+        return False
+    rel = recorded.rel(folder)
+    return any(stage.writes(rel) for stage in recorded.stages)
 
 
 def shown_folder(folder: Path) -> str:
@@ -124,8 +145,11 @@ def read_split_summaries(res: Resolution, folder: Path,
 
 
 def _command(ws: Workspace, folder: Path | None, universe: Path | None,
-             splits: Path | None) -> tuple[str, str]:
-    """The one command that produces the summaries, and what to do after it."""
+             splits: Path | None, pull: bool = False) -> tuple[str, str]:
+    """The one command that produces the summaries, and what to do after it (``pull``: the
+    folder is a DVC output not pulled, which ``dvc pull`` brings)."""
+    if pull and folder is not None:
+        return f"dvc pull {shlex.quote(ws.rel(folder))}", ""
     if folder is not None and (folder / "universe.csv").is_file():
         target = folder
     elif folder is None and universe is not None and (universe.parent / "frames").is_dir():
@@ -146,11 +170,12 @@ def _command(ws: Workspace, folder: Path | None, universe: Path | None,
 
 
 def missing_note(kinds: list[str], why: str, without: list[str], frames: int, ws: Workspace,
-                 folder: Path | None, universe: Path | None, splits: Path | None
-                 ) -> Details:
+                 folder: Path | None, universe: Path | None, splits: Path | None,
+                 pull: bool = False) -> Details:
     """The one note saying that ``kinds`` could not read every frame's summary: why, the
-    frames without one (counted, the first few named) and the command that produces them."""
-    command, then = _command(ws, folder, universe, splits)
+    frames without one (counted, the first few named) and the command that produces them
+    (``pull``: the folder is a DVC output not pulled)."""
+    command, then = _command(ws, folder, universe, splits, pull)
     named = without[:NAMED]
     line = (f"{' and '.join(kinds)} {'not run' if len(without) == frames else 'incomplete'}: "
             f"{why}; {len(without)} of {frames} frame(s) without a spectral summary: "

@@ -135,6 +135,7 @@ enumerate:
 check:
   universe: universe.csv
   splits: splits.json
+  summaries: materialized
 {categories}report:
   universe: universe.csv
   splits: splits.json

@@ -64,8 +64,13 @@ def test_a_clean_pipeline_says_ok_and_exits_0(repo: Path, cli, monkeypatch) -> N
         "dvc.lock vouches that the data is what it was enumerated from")
     assert checks["selection"]["summary"] == (
         "every selector resolves fully: train=15 val=6 test=3 predict=24")
+    # init's check stage reads the materialized summaries, so the leakage checks run; two
+    # of these 8 x 8-pixel frames hash alike (docs/leakage.md: small frames), a warning
     assert checks["constraints"]["summary"] == (
-        "no_split_overlap satisfied, no_train_anomalous violated (warn), group_leakage satisfied")
+        "no_split_overlap satisfied, no_train_anomalous violated (warn), group_leakage "
+        "satisfied, wavelength_grid satisfied, near_duplicate violated (warn)")
+    assert checks["constraints"]["details"]["duplicates"] == {"exact": 0, "near": 1,
+                                                             "unsigned": 0}
 
 
 def test_edited_data_and_params_are_stale(repo: Path, cli, monkeypatch) -> None:
@@ -774,6 +779,10 @@ def test_a_clone_that_has_not_pulled_is_told_to_pull(fresh_clone: Path, cli,
     assert "[PULL] content: 8 frames not pulled: `dvc pull`\n" in text.out
     assert "[PULL] staleness: 2 path(s)" in text.out and "[DRIFT]" not in text.out
     assert text.err == ""
+    # the summaries init's check reads are not pulled either: not run, and pulled by the fix
+    note = checks["constraints"]["details"]["spectra"]["missing_summaries"]
+    assert note["why"] == "materialized is a DVC output that is not pulled"
+    assert (note["fix"], note["then"], note["count"]) == ("dvc pull materialized", "", 8)
 
 
 @pytest.mark.slow  # a git clone of a pushed pipeline, ~2 s each
@@ -786,6 +795,8 @@ def test_a_clone_that_has_not_pulled_without_dvc_lock(fresh_clone: Path, cli,
     assert checks["content"]["summary"] == "8 frames not pulled: `dvc pull`"
     assert "[PULL] content: 8 frames not pulled: `dvc pull`\n" in text.out
     assert "[skip] staleness: no dvc.lock\n" in text.out and text.err == ""
+    spectra = checks["constraints"]["details"]["spectra"]
+    assert spectra["missing_summaries"]["fix"] == "dvc pull materialized"
     # without the staleness check at all: the same advice, and only the checks asked for
     text, code, checks = check(cli, fresh_clone, monkeypatch, "--checks", "universe,content")
     assert code == 1 and verdict(text.out) == "FAILED", text.out + text.err

@@ -145,7 +145,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Planted:
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["bake"].update({"group_by": "sample", "seed": seed})
     params["materialize"]["jobs"] = 1
-    params["check"]["summaries"] = params["materialize"]["out_dir"]
+    assert params["check"]["summaries"] == params["materialize"]["out_dir"]  # init's default
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     done = run("dvc", "repro", "check", cwd=repo)  # check and the stages it needs, no report
     with (repo / ".gitignore").open("a") as fh:  # DVC ignores a stage's outputs only when

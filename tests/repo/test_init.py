@@ -74,6 +74,8 @@ def test_init_writes_the_pipeline_for_each_format(tmp_path: Path, fmt: str) -> N
     assert "metrics" not in params["check"] and "out" not in params["report"]
     assert params["enumerate"]["format"] == fmt and params["enumerate"]["root"] == root
     assert params["bake"]["universe"] == "universe.csv"
+    # the check stage reads the summaries materialize writes: the leakage checks run
+    assert params["check"]["summaries"] == params["materialize"]["out_dir"] == "materialized"
     assert set(params) >= {"enumerate", "bake", "materialize", "check", "report", "resolve"}
     # DVC itself reads the stages, and the data root is tracked by a .dvc file
     listed = dvc("stage", "list", cwd=repo)
