@@ -20,6 +20,7 @@ from dvc_cuvis.check.facts import Details
 from dvc_cuvis.check.fixes import Workspace
 from dvc_cuvis.digests.hashing import Stamp, stamp_of
 from dvc_cuvis.errors import DvcCuvisError, and_more
+from dvc_cuvis.leakage.signatures import SIGNATURE_KEY
 from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard, shard_of
 from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.resolution import Resolution
@@ -35,6 +36,9 @@ __all__ = ["Entry", "SplitSummaries", "missing_note", "read_split_summaries", "s
 Entry = dict[str, Any]
 #: The frames a note on missing summaries names one by one (the rest are counted).
 NAMED = 5
+#: The fields of a stored entry the constraints read (the rest is let go with its shard, so a
+#: check holds three fields per frame, not the whole summary).
+KEPT = ("mean", "wavelengths", SIGNATURE_KEY)
 
 
 def summaries_folder(universe: Path | str | Universe | None, given: Path | str | None
@@ -116,12 +120,21 @@ def split_positions(res: Resolution) -> dict[int, str]:
     return stage_of
 
 
+def _kept(entry: Entry, grids: dict[str, object]) -> Entry:
+    """The :data:`KEPT` fields of a stored entry, its wavelengths one shared list per grid
+    (``grids``: the grids met so far, by their text)."""
+    kept = {k: entry[k] for k in KEPT if k in entry}
+    if isinstance(kept.get("wavelengths"), list):
+        kept["wavelengths"] = grids.setdefault(repr(kept["wavelengths"]), kept["wavelengths"])
+    return kept
+
+
 def read_split_summaries(res: Resolution, folder: Path,
                          witness: list[tuple[str, Stamp | None]] | None = None
                          ) -> SplitSummaries:
-    """Every train/val/test frame's stored entry, each shard read once; a damaged shard
-    raises naming it; each shard is added to ``witness`` with its stamp taken before it is
-    read (None when absent)."""
+    """Every train/val/test frame's stored entry (its :data:`KEPT` fields), each shard read
+    once; a damaged shard raises naming it; each shard is added to ``witness`` with its
+    stamp taken before it is read (None when absent)."""
     if not folder.is_dir():
         raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
                             "folder materialize wrote: its frames/ and summaries/)")
@@ -132,6 +145,7 @@ def read_split_summaries(res: Resolution, folder: Path,
     for name in names.values():
         wanted.setdefault(shard_of(name), []).append(name)
     entries: dict[str, Entry] = {}
+    grids: dict[str, object] = {}
     for shard in sorted(wanted):
         path = folder / shard
         if witness is not None:
@@ -140,7 +154,7 @@ def read_split_summaries(res: Resolution, folder: Path,
             except OSError:
                 witness.append((os.path.abspath(path), None))
         stored = read_shard(path)
-        entries.update({n: stored[n] for n in wanted[shard] if n in stored})
+        entries.update({n: _kept(stored[n], grids) for n in wanted[shard] if n in stored})
     return SplitSummaries(folder, uni, stage_of, names, entries)
 
 

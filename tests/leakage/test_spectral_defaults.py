@@ -16,9 +16,13 @@ from pathlib import Path
 import pytest
 
 from dvc_cuvis.check.drift import verify
+from dvc_cuvis.check.summaries import KEPT, read_split_summaries
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.materialize import summary_store
-from dvc_cuvis.materialize.summary_store import shard_files
+from dvc_cuvis.materialize.summary_store import read_shard, shard_files
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
+from dvc_cuvis.model.universe_io import read_universe
 from tests.helpers.leakage import planted_copy, planted_summaries
 
 
@@ -35,6 +39,19 @@ def test_the_spectral_checks_read_the_universes_own_summaries(tmp_path: Path) ->
                    checks=("selection", "constraints")).finding("constraints")
     assert found.status == "violation" and "wavelength_grid violated" in found.summary
     assert "missing_summaries" not in found.details["spectra"]
+
+
+def test_a_check_keeps_three_fields_a_frame_and_one_list_a_grid(tmp_path: Path) -> None:
+    planted_summaries(tmp_path, drop_band=True)  # two grids: 30 bands, and 29 in one recording
+    res = resolve(load_splits(tmp_path / "splits.json"), read_universe(tmp_path / "universe.csv"))
+    read = read_split_summaries(res, tmp_path / "mat")
+    stored = {n: e for shard in shard_files(tmp_path / "mat") for n, e in read_shard(shard).items()}
+    assert read.entries and set(read.entries) <= set(stored)
+    for name, entry in read.entries.items():  # the fields the constraints read, as stored
+        assert entry == {k: stored[name][k] for k in KEPT if k in stored[name]}
+        assert set(entry) == {"mean", "wavelengths", "signature"} < set(stored[name])
+    grids = {id(e["wavelengths"]): len(e["wavelengths"]) for e in read.entries.values()}
+    assert sorted(grids.values()) == [29, 30]  # one list per grid, shared by its frames
 
 
 def test_the_spectral_checks_say_once_when_they_cannot_run(tmp_path: Path, cli,
