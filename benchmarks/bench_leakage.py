@@ -5,6 +5,7 @@ How to run (from the repository root)::
     .venv/bin/python -m benchmarks.bench_leakage                 # planted table, 100k + 1M audit
     .venv/bin/python -m benchmarks.bench_leakage --materialize   # ... and signing at materialize
     .venv/bin/python -m benchmarks.bench_leakage --quick         # smoke test (small sizes)
+    .venv/bin/python -m benchmarks.bench_leakage --shards        # ... and the check's shard read
 
 Targets (2 cores): the cross-stage audit from stored signatures over 100k frames
 <= 2 s and <= 1 GiB, over 1M synthetic signatures <= 15 s and <= 4 GiB; the signatures add
@@ -26,16 +27,21 @@ included, the same), an untimed warm-up pair, then interleaved rounds whose orde
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import resource
 import statistics
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import _common
+from dvc_cuvis.check.duplicates import check_duplicates
+from dvc_cuvis.check.summaries import read_split_summaries
 from dvc_cuvis.leakage.duplicates import COSINE, HAMMING, audit, audit_columns
 from dvc_cuvis.leakage.index import popcount
 from dvc_cuvis.leakage.signatures import (
@@ -45,6 +51,11 @@ from dvc_cuvis.leakage.signatures import (
     columns_from_records,
     signature,
 )
+from dvc_cuvis.materialize.summary_store import dumps_shard, shard_files, shard_of
+from dvc_cuvis.model.frame_names import frame_name
+from dvc_cuvis.model.resolution import resolve
+from dvc_cuvis.model.splits import load_splits
+from dvc_cuvis.model.universe_io import read_universe
 
 
 def _scene(rng: np.random.Generator, h: int = 72, w: int = 72, c: int = 32) -> np.ndarray:
@@ -163,6 +174,73 @@ def scale(n: int, seed: int, hamming: int, limit_s: float, from_records: bool) -
     return got
 
 
+def _shard_folder(root: Path, recordings: int, frames: int, bands: int, seed: int
+                  ) -> Path:
+    """A materialized folder's universe.csv, splits.json and summary shards (no frames) for
+    ``recordings`` x ``frames`` frames, each entry as materialize writes it: mean and std over
+    ``bands`` bands, two categories' means, the signature; recordings alternate stages."""
+    rng = np.random.default_rng(seed)
+    wl = [float(400 + 10 * b) for b in range(bands)]
+    sources = {"train": [], "val": [], "test": []}
+    for r in range(recordings):
+        entries = {}
+        for k in range(frames):
+            source = f"rec{r:05d}/f{k:04d}.npz"
+            mean = [round(float(v), 9) for v in rng.random(bands)]
+            sources[("train", "train", "val", "test")[r % 4]].append(source)
+            entries[frame_name(source, 0)] = {
+                "categories": {"0": {"mean": mean, "pixels": 60000},
+                               "1": {"mean": mean, "pixels": 5536}},
+                "index": "0", "invalid": 0, "md5": f"{r:016x}{k:016x}", "mean": mean,
+                "sampled": 4096, "saturated": None, "shape": [256, 256, bands], "std": mean,
+                "signature": {"v": SIGNATURE_VERSION, "content": f"{r:016x}{k:016x}",
+                              "phash": f"{int(rng.integers(2**62)):016x}",
+                              "shape": [round(float(v), 6) for v in rng.random(16) / 4],
+                              "crops": [f"{int(h):016x}" for h in rng.integers(2**62, size=8)]},
+                "source": source, "wavelengths": wl}
+        shard = root / shard_of(next(iter(entries)))
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        shard.write_text(dumps_shard(entries), encoding="utf-8")
+    rows = "".join(f"{s},0\n" for stage in sources.values() for s in stage)
+    (root / "universe.csv").write_text("source,index\n" + rows, encoding="utf-8")
+    uni = read_universe(root / "universe.csv")
+    split = {"universe_hash": uni.hash, "predict": [], **{
+        stage: [{"kind": "files", "paths": paths}] for stage, paths in sources.items()}}
+    (root / "splits.json").write_text(json.dumps(split), encoding="utf-8")
+    return root
+
+
+def _shards_child(root: Path, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    res = resolve(load_splits(root / "splits.json"), read_universe(root / "universe.csv"))
+    t0, c0 = time.perf_counter(), time.process_time()
+    read = read_split_summaries(res, root)
+    found = check_duplicates(read, "error", "warn")
+    took, cpu = time.perf_counter() - t0, time.process_time() - c0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    t1 = time.perf_counter()
+    for shard in shard_files(root):
+        json.loads(shard.read_bytes())
+    out.put({"wall": took, "cpu": cpu, "rss_gib": rss, "frames": len(read.entries),
+             "near": found.counts.get("near_duplicates", 0),
+             "parse_wall": time.perf_counter() - t1})
+
+
+def shards_cost(n: int, seed: int, workdir: Path | None) -> dict:
+    """The check's read of ``n`` frames' summary shards plus the duplicate audit, end to end,
+    in a child (peak RSS); the baseline: ``json.loads`` of the same shards alone."""
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        root = _shard_folder(Path(tmp), max(1, n // 100), min(n, 100), 61, seed)
+        q: mp.Queue = mp.Queue()  # type: ignore[type-arg]
+        p = mp.get_context("fork").Process(target=_shards_child, args=(root, q))
+        p.start()
+        got: dict = q.get()
+        p.join()
+    print(f"check's summaries read + duplicate audit, {got['frames']:,} frames: "
+          f"{got['wall']:.2f} s (CPU {got['cpu']:.2f} s), peak RSS {got['rss_gib']:.2f} GiB; "
+          f"json.loads of the shards alone {got['parse_wall']:.2f} s")
+    return got
+
+
 def materialize_cost(folders: int, frames: int, rounds: int, seed: int) -> dict:
     """End-to-end materialize with and without signatures (see the module's notes): the
     medians of the rounds' on / off wall and CPU ratios, and the signatures' own CPU share."""
@@ -244,6 +322,8 @@ def main() -> int:
     ap.add_argument("--materialize", action="store_true",
                     help="also measure materialize with and without signatures")
     ap.add_argument("--rounds", type=int, default=3, help="audit rounds per size (median)")
+    ap.add_argument("--shards", action="store_true",
+                    help="also measure the check's read of 100k frames' summary shards")
     ap.set_defaults(seed=0)  # the seed docs/leakage.md's planted table was measured with
     args = ap.parse_args()
     enforce = not args.quick
@@ -259,6 +339,12 @@ def main() -> int:
                  _common.Row("signatures_share", "signatures' own CPU / materialize CPU",
                              100 * got["share"], "%", goal_kind="max_abs", goal_value=3,
                              enforce=enforce)]
+    if args.shards:
+        got = shards_cost(2000 if args.quick else 100_000, args.seed, args.workdir)
+        rows += [_common.Row("shards_100k_s", "summaries read + audit, 100k frames (vs parse)",
+                             got["wall"], "s", baseline=got["parse_wall"], details=got),
+                 _common.Row("shards_100k_rss", "summaries read + audit, peak RSS",
+                             got["rss_gib"], "GiB")]
     planted(40 if args.quick else 200, args.seed)
     sizes = ((2000, 2.0, 1.0, True),) if args.quick else (
         (100_000, 2.0, 1.0, True), (1_000_000, 15.0, 4.0, False))
