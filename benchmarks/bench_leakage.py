@@ -181,7 +181,7 @@ def _shard_folder(root: Path, recordings: int, frames: int, bands: int, seed: in
     ``bands`` bands, two categories' means, the signature; recordings alternate stages."""
     rng = np.random.default_rng(seed)
     wl = [float(400 + 10 * b) for b in range(bands)]
-    sources = {"train": [], "val": [], "test": []}
+    sources: dict[str, list[str]] = {"train": [], "val": [], "test": []}
     for r in range(recordings):
         entries = {}
         for k in range(frames):
