@@ -86,13 +86,13 @@ def content_digest(array: np.ndarray, data_crc: int | None = None) -> str:
     of the data changes the CRC unless it is crafted to collide: this pairs copies for the
     leakage checks, it is not the frames' integrity (their md5 is)."""
     arr = np.asarray(array)
-    little = arr.dtype.byteorder in "<|" or (arr.dtype.byteorder == "=" and _LITTLE)
+    little = arr.dtype.byteorder in ("<", "|") or (arr.dtype.byteorder == "=" and _LITTLE)
     if data_crc is None or not (little and arr.flags.c_contiguous):
         dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
         arr = np.ascontiguousarray(arr, dtype=dtype)
-        data_crc = crc32(arr.reshape(-1).view(np.uint8).data) if arr.size else 0
+        data_crc = crc32(arr.reshape(-1).view(np.uint8).data)  # 0 for no bytes
     text = f"{arr.dtype.str}|{','.join(str(n) for n in arr.shape)}|{data_crc:08x}\n"
-    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def sample_grid(cube: np.ndarray) -> np.ndarray:
@@ -120,8 +120,8 @@ def _cells(rows: int, cols: int, side: int) -> tuple[np.ndarray, np.ndarray, np.
 def _block_means(image: np.ndarray, side: int) -> np.ndarray:
     """The image reduced to at most ``side`` x ``side`` cells by area means (any size)."""
     r_starts, c_starts, counts = _cells(*image.shape, side)
-    sums = np.add.reduceat(np.add.reduceat(image, r_starts, axis=0), c_starts, axis=1)
-    return np.asarray(sums / counts, dtype=np.float64)
+    sums = np.add.reduceat(np.add.reduceat(image, r_starts), c_starts, axis=1)
+    return sums / counts  # float64, as the image is
 
 
 @functools.lru_cache(maxsize=64)
@@ -164,9 +164,7 @@ def perceptual_hashes(cube: np.ndarray) -> tuple[int, tuple[int, ...]]:
     image = arr.mean(axis=2) if arr.ndim == 3 else arr.reshape(arr.shape[0], -1)
     image = np.where(np.isfinite(image), image, 0.0)
     rows, cols = image.shape
-    m = crop_step(rows, cols)
-    if m == 0:
-        return _hash_image(image), ()
+    m = crop_step(rows, cols)  # 0: the centre is the whole image, and no crops
     centre = _hash_image(image[m:rows - m, m:cols - m])
     crops = tuple(_hash_image(image[m + dy:rows - m + dy, m + dx:cols - m + dx])
                   for dy in (-m, 0, m) for dx in (-m, 0, m) if dy or dx)
@@ -328,8 +326,8 @@ def columns_from_records(records: Sequence[object], where: Sequence[Path | str]
     other = np.array([type(v) is int and v != SIGNATURE_VERSION for v in version], dtype=bool)
     fast = None
     if bool((current | other).all()):
-        fast = _read_columns([cast(dict[str, object], r) for r, ok
-                              in zip(records, current.tolist(), strict=True) if ok])
+        fast = _read_columns(cast(list[dict[str, object]],
+                                  list(itertools.compress(records, current.tolist()))))
     if fast is not None:
         return current, fast
     sigs = [from_record(r, w) for r, w in zip(records, where, strict=True)]  # raises: says why

@@ -4,6 +4,8 @@ noise and gain, distinct scenes never paired, the index equal to all-pairs, dama
 from __future__ import annotations
 
 import hashlib
+import zlib
+from collections import OrderedDict
 from unittest import mock
 
 import numpy as np
@@ -11,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dvc_cuvis.leakage import index
+from dvc_cuvis.leakage import index, signatures
 from dvc_cuvis.leakage.duplicates import audit, audit_columns
 from dvc_cuvis.leakage.index import popcount, query_pairs
 from dvc_cuvis.leakage.signatures import (
@@ -20,8 +22,14 @@ from dvc_cuvis.leakage.signatures import (
     Signature,
     columns,
     columns_from_records,
+    content_digest,
+    crop_step,
     from_record,
+    perceptual_hash,
+    perceptual_hashes,
+    sample_grid,
     signature,
+    spectral_shape,
     to_record,
 )
 
@@ -284,3 +292,133 @@ def test_a_chunk_s_buckets_are_counted_in_a_table_only_where_its_keys_are_dense(
         ordered = keys[order]
         assert all((ordered[a:a + c] == p).all() and c == (keys == p).sum()
                    for a, c, p in zip(lo.tolist(), count.tolist(), probes.tolist(), strict=True))
+
+
+# --- signatures.py, bit for bit: the recipe, the bounds, every message, both column paths ---
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _le_crc(arr: np.ndarray) -> str:
+    little = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+    return f"{zlib.crc32(little.tobytes()):08x}"
+
+
+def _pattern(h: int, w: int, c: int) -> np.ndarray:
+    """A cube of exact float32 values (integers, one division): the same bytes anywhere."""
+    y, x = np.mgrid[0:h, 0:w]
+    bands = [(x * (3 + k) + y * y * (k + 1)) % 97 for k in range(c)]
+    return np.stack(bands, axis=2).astype(np.float32) / np.float32(97)
+
+
+def test_a_signature_is_pinned_bit_for_bit():
+    # 40 x 56: crop step 1, a centre of 38 x 54 whose 16 x 16 cells differ in size
+    cube = _pattern(40, 56, 5)
+    assert to_record(signature(cube)) == {
+        "v": 3, "content": "0404e6f8ec09e1b235cb171824a341c4", "phash": "069001602a500890",
+        "shape": [0.446155, 0.443795, 0.448348, 0.448834, 0.448914],
+        "crops": ["2680046028400000", "2652046828400800", "265204a82840a810", "06d100602a504000",
+                  "461009682a4088d8", "06d000608a554890", "061200602a510890", "061208602a5908d8"]}
+    assert perceptual_hash(cube) == signature(cube).phash
+    image = cube[..., 1].astype(np.float64)  # an image is hashed as a one-band cube...
+    assert perceptual_hashes(image[:20, :36]) == perceptual_hashes(image[:20, :36, None])
+    assert len(perceptual_hashes(image[:20, :36])[1]) == 8  # crop step 1 from a side of 8
+    assert spectral_shape(image) == (1.0,) and spectral_shape(-image) == (-1.0,)  # ...one band
+    low = (cube * 60000).astype(np.float16)  # sums past float16's range: read as float64
+    assert perceptual_hashes(low) == perceptual_hashes(low.astype(np.float64))
+    assert perceptual_hashes(low[..., 0]) == perceptual_hashes(low[..., 0].astype(np.float64))
+    assert spectral_shape(low) == spectral_shape(low.astype(np.float64))
+
+
+def test_flat_blank_and_partly_non_finite_cubes():
+    flat = np.ones((20, 20, 3))  # no frequency but DC: no bit set
+    assert perceptual_hashes(flat) == (0, (0,) * 8)
+    assert spectral_shape(np.zeros((4, 4, 3))) == (0.0, 0.0, 0.0)  # no norm: zeros
+    cube = _pattern(24, 24, 4).astype(np.float64)
+    holed = cube.copy()
+    holed[-1, :, 2] = np.nan  # the last row has a NaN band: left out of the mean spectrum...
+    assert spectral_shape(holed) == spectral_shape(cube[:-1])
+    zeroed = cube.copy()
+    zeroed[-1] = 0.0  # ...and hashed as black pixels
+    assert perceptual_hashes(holed) == perceptual_hashes(zeroed) != perceptual_hashes(cube)
+    assert spectral_shape(np.full((3, 3, 2), np.inf)) == (0.0, 0.0)
+
+
+def test_crop_step_and_sample_grid_at_their_bounds():
+    assert [crop_step(*s) for s in [(7, 99), (99, 7), (8, 8), (47, 60), (48, 48), (80, 90),
+                                    (112, 200)]] == [0, 0, 1, 1, 2, 2, 4]
+    for shape, want in [((64, 64, 2), (64, 64, 2)), ((65, 64), (33, 32)),
+                        ((200, 100, 3), (67, 34, 3)), ((100, 200), (34, 67)), ((5000,), (5000,))]:
+        cube = np.zeros(shape, dtype=np.float32)
+        grid = sample_grid(cube)
+        assert grid.shape == want and np.shares_memory(grid, cube), shape
+
+
+def test_the_content_digest_takes_a_given_crc_only_for_little_endian_c_order_data():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3) / np.float32(7)
+    cases = [(a, 0xDEADBEEF, "<f4|2,3|deadbeef"),  # native order, C order: the writer's CRC
+             (a.astype(np.uint8) + 1, 0xDEADBEEF, "|u1|2,3|deadbeef"),  # no byte order
+             (a.astype(">f4"), 0xDEADBEEF, f"<f4|2,3|{_le_crc(a)}"),  # big-endian: bytes read
+             (a[:, ::2], 0xDEADBEEF, f"<f4|2,2|{_le_crc(a[:, ::2])}"),  # strided: bytes read
+             (a, None, f"<f4|2,3|{_le_crc(a)}"),
+             (np.float32(1.5), None, f"<f4|1|{_le_crc(np.float32(1.5))}"),
+             (np.zeros((0, 3), np.float32), None, "<f4|0,3|00000000")]
+    for arr, crc, text in cases:
+        assert content_digest(arr, crc) == _digest(text + "\n"), text
+    assert signature(a[None], 0xDEADBEEF).content == _digest("<f4|1,2,3|deadbeef\n")
+
+
+def test_damaged_records_are_refused_word_for_word():
+    good = to_record(signature(_pattern(10, 12, 3)))
+    content = "'content' is not a 32-digit hex digest"
+    phash = "'phash' is not a 16-digit hex hash"
+    shape = "'shape' is not a list of unit-range numbers"
+    crops = "'crops' is not a list of 8 16-digit hex hashes"
+    for bad, why in [([1], "not an object"), ({}, "no version"),
+                     ({**good, "v": True}, "no version"),
+                     ({**good, "content": "0" * 31}, content),
+                     ({**good, "content": "0" * 33}, content),
+                     ({**good, "content": "0" * 31 + "g"}, content),
+                     ({**good, "phash": "0" * 15}, phash),
+                     ({**good, "phash": "0" * 15 + "g"}, phash),
+                     ({**good, "shape": []}, shape), ({**good, "shape": [0.1] * 17}, shape),
+                     ({**good, "shape": [1.5]}, shape), ({**good, "shape": [True]}, shape),
+                     ({**good, "crops": ""}, crops), ({**good, "crops": {}}, crops),
+                     ({**good, "crops": ["0" * 16] * 7}, crops)]:
+        with pytest.raises(DamagedSignatureError) as err:
+            from_record(bad, "f/%s.json")
+        assert str(err.value) == (f"f/%s.json: damaged or foreign frame signature ({why}); rerun "
+                                  "dvc-cuvis materialize on its folder, which rebuilds it"), bad
+    bare = {k: v for k, v in good.items() if k != "crops"}  # crops may be left out
+    assert from_record({**bare, "shape": [1.0]}, "f") == Signature(
+        good["content"], int(good["phash"], 16), (1.0,), ())
+    assert from_record({**bare, "shape": [-1, 0]}, "f").shape == (-1.0, 0.0)
+
+
+def test_valid_records_are_read_as_columns_in_one_pass_and_others_one_by_one():
+    sigs = [signature(_pattern(10 + k, 12, 3)) for k in range(3)]
+    bare = {k: v for k, v in to_record(sigs[2]).items() if k != "crops"}
+    recs = [to_record(sigs[0]), {**to_record(sigs[1]), "v": 99}, {**bare, "shape": [1.0]}]
+    want = columns([from_record(r, "s") for r in (recs[0], recs[2])])
+    ints = {**to_record(sigs[0]), "shape": [1] + [0] * 15}  # 16 ints: read as float64
+
+    def same(cols):
+        for name in ("content", "phash", "shape", "crops", "cropped"):
+            got, exp = getattr(cols, name), getattr(want, name)
+            assert got.dtype == exp.dtype and np.array_equal(got, exp), name
+
+    with mock.patch.object(signatures, "from_record", side_effect=AssertionError):
+        signed, cols = columns_from_records(recs, ["s"] * 3)  # no record read one by one
+        assert signed.tolist() == [True, False, True]
+        same(cols)
+        assert columns_from_records([ints], ["s"])[1].shape.dtype == np.float64
+    for bad in ([1.5] * 16, [float("inf")] * 16, [1.5]):  # out of range: refused whole
+        with pytest.raises(DamagedSignatureError, match="'shape' is not a list of unit-range"):
+            columns_from_records([recs[0], {**recs[0], "shape": bad}], ["s0", "s1"])
+    ordered = [OrderedDict(recs[0]), recs[1], OrderedDict(recs[2])]  # dict subclasses
+    signed, cols = columns_from_records(ordered, ["s"] * 3)  # read one by one
+    assert signed.tolist() == [True, False, True]
+    same(cols)
+    with pytest.raises(ValueError, match="shorter"):  # a name for each record, not fewer
+        columns_from_records(ordered, ["s"] * 2)
