@@ -101,7 +101,7 @@ def _exact(uids: Sequence[str], stages: Sequence[str], content: np.ndarray,
            stage_code: np.ndarray) -> tuple[list[DuplicatePair], int]:
     """Cross-stage pairs of one content, and the frames a frame of their stage repeats."""
     within = len(uids) - len(np.unique(content * (int(stage_code.max()) + 1) + stage_code))
-    order = np.argsort(content, kind="stable")
+    order = np.argsort(content)  # any order within a content: its rows are sorted below
     ordered = content[order]
     dup = np.flatnonzero(ordered[1:] == ordered[:-1])  # only contents held more than once
     members: dict[int, list[int]] = {}
@@ -121,8 +121,7 @@ def _near(uids: Sequence[str], stages: Sequence[str], cols: SignatureColumns,
           ) -> list[DuplicatePair]:
     """Cross-stage near pairs: a hash (centre or shifted crop) of one within ``hamming`` bits
     of the other's centre, spectral shapes of cosine at least ``cosine``, contents unequal."""
-    owner = np.concatenate([np.arange(len(cols)), np.repeat(
-        np.flatnonzero(cols.cropped), CROPS)]).astype(np.int64)
+    owner = np.concatenate([np.arange(len(cols)), np.repeat(np.flatnonzero(cols.cropped), CROPS)])
     queries = np.concatenate([cols.phash, cols.crops[cols.cropped].ravel()])
     pairs, dist = query_pairs(cols.phash, queries, owner, stage_code, hamming)
     if not len(pairs):

@@ -9,12 +9,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dvc_cuvis.check.drift import DriftError, verify
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.leakage.signatures import SIGNATURE_KEY, SIGNATURE_VERSION, from_record, signature
+from dvc_cuvis.leakage import duplicates
+from dvc_cuvis.leakage.duplicates import DuplicateAudit, DuplicatePair, audit, stage_pair
+from dvc_cuvis.leakage.signatures import (
+    SIGNATURE_KEY,
+    SIGNATURE_VERSION,
+    Signature,
+    from_record,
+    signature,
+)
 from dvc_cuvis.materialize.summary_store import shard_files
 from dvc_cuvis.model.frame_read import read_npz
 from dvc_cuvis.train.datamodule import guard
@@ -108,3 +117,53 @@ def test_unsigned_frames_are_named_with_the_command_that_signs_them(tmp_path: Pa
               out / "splits.json", "--no-lock", "--metrics", tmp_path / "m.json")
     assert run.code == 2 and str(shards[0]) in run.err and "Traceback" not in run.err
     assert not (tmp_path / "m.json").exists()
+
+
+def test_stage_pairs_their_counts_and_the_worst_pairs_exactly() -> None:
+    # a stage outside train/val/test ranks after them, and name order decides among such
+    assert [stage_pair(a, b) for a, b in [
+        ("val", "train"), ("test", "val"), ("train", "test"), ("holdout", "train"),
+        ("train", "holdout"), ("zz", "aa"), ("aa", "zz")]] == [
+        ("train", "val"), ("val", "test"), ("train", "test"), ("train", "holdout"),
+        ("train", "holdout"), ("aa", "zz"), ("aa", "zz")]
+    exact = (DuplicatePair("exact", "a", "test", "b", "train", 0),
+             DuplicatePair("exact", "c", "train", "d", "test", 0),
+             DuplicatePair("exact", "e", "holdout", "f", "train", 0))
+    near = (DuplicatePair("near", "p", "train", "q", "holdout", 4),
+            DuplicatePair("near", "m", "val", "n", "test", 1),
+            DuplicatePair("near", "k", "train", "z", "test", 1),
+            DuplicatePair("near", "k", "train", "y", "val", 1))
+    found = DuplicateAudit(exact, near)
+    assert found.by_stages() == {  # every pair of STAGE_PAIRS, then the others as met
+        ("train", "val"): (0, 1), ("train", "test"): (2, 1), ("val", "test"): (0, 1),
+        ("train", "holdout"): (1, 1)}
+    assert list(found.by_stages()) == [*duplicates.STAGE_PAIRS, ("train", "holdout")]
+    ranked = (*exact, near[3], near[2], near[1], near[0])  # fewest bits, then by name
+    assert [found.worst(n) for n in (-1, 0, 1, 5, 7, 99)] == [
+        (), (), ranked[:1], ranked[:5], ranked, ranked]
+    assert DuplicateAudit().by_stages() == dict.fromkeys(duplicates.STAGE_PAIRS, (0, 0))
+
+
+def test_content_codes_number_each_distinct_digest_in_digest_order() -> None:
+    digests = ["00000000000000020000000000000005", "00000000000000010000000000000005",
+               "00000000000000020000000000000005", "ff000000000000000000000000000000",
+               "00000000000000010000000000000004"]  # equal low words, unequal high words
+    content = np.frombuffer(bytes.fromhex("".join(digests)), dtype="S16")
+    codes = duplicates._codes(content)
+    assert codes.dtype == np.int64 and codes.tolist() == [2, 1, 2, 3, 0]
+
+
+def test_the_audit_of_hand_made_signatures_word_for_word() -> None:
+    # a, c, e hold one content; b's spectral shape is at cosine exactly 0.5 from theirs and
+    # its hash 3 bits from theirs: a near pair at the bound, never an exact one
+    same, other = "00000000000000010000000000000005", "00000000000000020000000000000005"
+    sigs = {"a": Signature(same, 0, (1.0,)), "b": Signature(other, 0b111, (0.5, 0.5)),
+            "c": Signature(same, 0, (1.0,)), "e": Signature(same, 0, (1.0,)), "u": None}
+    stage_of = {"a": "train", "b": "val", "c": "test", "e": "train", "u": "val"}
+    near = tuple(DuplicatePair("near", x, stage_of[x], y, stage_of[y], 3)
+                 for x, y in [("a", "b"), ("b", "c"), ("b", "e")])
+    assert audit(stage_of, sigs, cosine=0.5) == DuplicateAudit(
+        exact=(DuplicatePair("exact", "a", "train", "c", "test", 0),
+               DuplicatePair("exact", "c", "test", "e", "train", 0)),
+        near=near, within_stage=1, unsigned=("u",))
+    assert audit(stage_of, sigs, cosine=0.5 + 1e-9).near == ()
