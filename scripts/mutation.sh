@@ -71,12 +71,48 @@ export DVC_CUVIS_TEST_REPOS="${DVC_CUVIS_TEST_REPOS:-${TMPDIR:-/tmp}/dvc-cuvis-m
 # hypothesis tests run again for every mutant: a small derandomized budget (tests/model/test_differential.py)
 export DVC_CUVIS_HYPOTHESIS_EXAMPLES="${DVC_CUVIS_HYPOTHESIS_EXAMPLES:-25}"
 if [ "${FRESH:-0}" = 1 ]; then rm -rf mutants; fi
+# The leakage modules and the content checks run against their own in-process tests only
+# (about 100 tests, 7 s), not the whole selection (whose pipeline tests would cost each
+# surviving mutant a quarter of a minute): a smaller selection can only kill fewer mutants, so
+# their scores are a lower bound.  mutmut reads one selection per folder, so they run in a
+# copy, .mutation/leakage/ (git-ignored), with that selection in its pyproject.toml.
+LEAKAGE_NAMES=" leak_signatures leak_index leak_duplicates leak_adjacent leak_recordings leak_grids
+                leak_shift leak_clusters check_duplicates check_spectral check_summaries
+                check_readable bake_together "
+LEAKAGE_TESTS=(tests/leakage/test_duplicates.py tests/leakage/test_duplicate_constraints.py
+               tests/leakage/test_recordings.py tests/leakage/test_shift_grids.py
+               tests/leakage/test_spectral_defaults.py tests/baking/test_keep_together.py
+               tests/review/test_report_leakage.py tests/check/test_drift_findings.py
+               tests/materialize/test_summary_steps.py tests/materialize/test_summary_store.py)
+ROOT=$PWD
+leakage_copy() {  # the sources as they are now, mutmut's state (mutants/) kept
+    local work=.mutation/leakage
+    mkdir -p "$work"
+    rm -rf "${work:?}"/{dvc_cuvis,tests,examples,scripts,testbeds}
+    cp -a dvc_cuvis tests examples scripts testbeds .gitignore "$work"/
+    .venv/bin/python - "$work/pyproject.toml" "${LEAKAGE_TESTS[@]}" <<'PY'
+import re, sys
+from pathlib import Path
+text = Path("pyproject.toml").read_text()
+tests = ", ".join(f'"{t}"' for t in sys.argv[2:])
+new, n = re.subn(r"pytest_add_cli_args_test_selection = \[.*?\]\n",
+                 f"pytest_add_cli_args_test_selection = [{tests}]\n", text, flags=re.S)
+assert n == 1, "pyproject.toml: no pytest_add_cli_args_test_selection"
+Path(sys.argv[1]).write_text(new)
+PY
+    echo "$work"
+}
 status=0
 for name in "${modules[@]}"; do
+    cd "$ROOT"
     m=${PATH_OF[$name]}
     if [ ! -f "dvc_cuvis/$m.py" ]; then
         echo "mutation: dvc_cuvis/$m.py does not exist, skipped" >&2
         continue
+    fi
+    if [[ "$LEAKAGE_NAMES" == *" $name "* ]]; then
+        cd "$(leakage_copy)"
+        ln -sfn "$ROOT/.venv" .venv
     fi
     start=$(date +%s)
     # a module added to only_mutate since mutants/ was made sits there as a plain copy, which
