@@ -110,7 +110,7 @@ for name in "${modules[@]}"; do
         echo "mutation: dvc_cuvis/$m.py does not exist, skipped" >&2
         continue
     fi
-    if [[ "$LEAKAGE_NAMES" == *" $name "* ]]; then
+    if [[ " $(echo $LEAKAGE_NAMES) " == *" $name "* ]]; then  # (echo: one space between)
         cd "$(leakage_copy)"
         ln -sfn "$ROOT/.venv" .venv
     fi
