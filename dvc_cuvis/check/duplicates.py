@@ -120,14 +120,9 @@ def stored_signatures(uni: Universe, given: Path | str | None) -> SignatureSet:
     if not folder.is_dir():
         raise DvcCuvisError(f"{folder}: no such materialized folder (--summaries names the "
                             "folder materialize wrote: its frames/ and summaries/)")
-    frames = {uni.uid(p): frame_name(uni.source(p), _frame_index(uni, p))
-              for p in range(len(uni))}
+    # a whole-file sample's index is 0: the position materialize reads and names its frame by
+    frames = {uni.uid(p): frame_name(uni.source(p), uni.index(p)) for p in range(len(uni))}
     return SignatureSet(_stored(folder, frames), folder.as_posix(), sign_command(folder))
-
-
-def _frame_index(uni: Universe, pos: int) -> int:
-    """The index materialize names a sample's frame by (a whole-file sample: 0)."""
-    return 0 if uni.indexless is not None and bool(uni.indexless[pos]) else int(uni.indices[pos])
 
 
 def split_audit(res: Resolution, folder: Path | str) -> DuplicateAudit:

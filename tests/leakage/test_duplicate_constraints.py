@@ -7,12 +7,21 @@ materialized and checked in-process."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from dvc_cuvis.check.drift import DriftError, verify
+from dvc_cuvis.check.duplicates import (
+    Duplicates,
+    check_duplicates,
+    split_audit,
+    stored_signatures,
+)
+from dvc_cuvis.check.summaries import SplitSummaries, read_split_summaries
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage import duplicates
@@ -23,9 +32,16 @@ from dvc_cuvis.leakage.signatures import (
     Signature,
     from_record,
     signature,
+    to_record,
 )
-from dvc_cuvis.materialize.summary_store import shard_files
+from dvc_cuvis.materialize.summary_store import shard_files, shard_of, write_shard
+from dvc_cuvis.model.constraints import ConstraintResult
+from dvc_cuvis.model.frame_names import frame_name
 from dvc_cuvis.model.frame_read import read_npz
+from dvc_cuvis.model.resolution import Resolution, resolve
+from dvc_cuvis.model.splits import load_splits
+from dvc_cuvis.model.universe import Universe
+from dvc_cuvis.model.universe_io import read_universe, write_universe
 from dvc_cuvis.train.datamodule import guard
 from tests.helpers.leakage import planted_copy
 
@@ -167,3 +183,165 @@ def test_the_audit_of_hand_made_signatures_word_for_word() -> None:
                DuplicatePair("exact", "c", "test", "e", "train", 0)),
         near=near, within_stage=1, unsigned=("u",))
     assert audit(stage_of, sigs, cosine=0.5 + 1e-9).near == ()
+
+
+def _sig(content: int, phash: int, axis: int) -> Signature:
+    """A hand-made signature: its content, its hash, a spectral shape along one of 4 axes
+    (shapes of different axes are never near)."""
+    return Signature(f"{content:032x}", phash, tuple(float(k == axis) for k in range(4)))
+
+
+# a (3 copies), b and c (2 copies each): exact; n: a near pair (1 bit, one shape); u: unsigned
+# (no entry, an entry without a signature, another version, no entry); w.tif: a whole file
+SIGNED = {("a.cu3s", 0): _sig(1, 0, 0), ("a.cu3s", 1): _sig(1, 0, 0), ("a.cu3s", 2): _sig(1, 0, 0),
+          ("b.cu3s", 0): _sig(2, 0xFFFF, 1), ("b.cu3s", 1): _sig(2, 0xFFFF, 1),
+          ("c.cu3s", 0): _sig(3, 0xFFFF << 16, 2), ("c.cu3s", 1): _sig(3, 0xFFFF << 16, 2),
+          ("n.cu3s", 0): _sig(4, 0xFFFF << 32, 3), ("n.cu3s", 1): _sig(5, 1 | 0xFFFF << 32, 3),
+          ("w.tif", None): _sig(6, 0xFFFF << 48, 0)}
+UNSIGNED = {("u.cu3s", 1): {"md5": "m"}, ("u.cu3s", 2): {SIGNATURE_KEY: {"v": 2}}}
+UIDS = ["a.cu3s#0", "a.cu3s#1", "a.cu3s#2", "b.cu3s#0", "b.cu3s#1", "c.cu3s#0", "c.cu3s#1",
+        "n.cu3s#0", "n.cu3s#1", "u.cu3s#0", "u.cu3s#1", "u.cu3s#2", "u.cu3s#3", "w.tif"]
+
+
+def _signed_folder(folder: Path) -> Universe:
+    """A materialized folder's universe.csv (the samples above) and its summaries shards."""
+    uni = Universe.from_records([{"source": u.split("#")[0], "index": u.partition("#")[2]}
+                                 for u in UIDS])
+    write_universe(uni, folder / "universe.csv")
+    shards: dict[str, dict[str, Any]] = {}
+    for (src, index), entry in [*((k, {SIGNATURE_KEY: to_record(s)}) for k, s in SIGNED.items()),
+                                *UNSIGNED.items()]:
+        name = frame_name(src, index or 0)
+        shards.setdefault(shard_of(name), {})[name] = entry
+    for shard, entries in shards.items():
+        write_shard(folder / shard, entries, fsync=False)
+    return read_universe(folder / "universe.csv")
+
+
+def _split(folder: Path, stages: dict[str, str]) -> tuple[Resolution, SplitSummaries]:
+    """A split of the samples (stage -> spaced uids) resolved, and the summaries ``check``
+    reads for it."""
+    doc = {stage: [{"kind": "file_indices", "source": u.split("#")[0],
+                    "ids": [int(u.split("#")[1])]} if "#" in u else {"kind": "files",
+                                                                      "paths": [u]}
+                   for u in uids.split()] for stage, uids in stages.items()}
+    (folder / "splits.json").write_text(json.dumps(doc))
+    res = resolve(load_splits(folder / "splits.json"), read_universe(folder / "universe.csv"))
+    return res, read_split_summaries(res, folder)
+
+
+def test_the_duplicate_constraints_word_for_word(tmp_path: Path) -> None:
+    folder = tmp_path / "mat dir"
+    _signed_folder(folder)
+    fix = f"dvc-cuvis materialize --sign-only --out-dir {shlex.quote(folder.as_posix())}"
+    exact = [("a.cu3s#0", "train", "a.cu3s#1", "val"), ("a.cu3s#0", "train", "a.cu3s#2", "test"),
+             ("a.cu3s#1", "val", "a.cu3s#2", "test"), ("b.cu3s#0", "train", "b.cu3s#1", "test"),
+             ("c.cu3s#0", "val", "c.cu3s#1", "test")]
+    lines = tuple(f"{a} ({sa}) = {b} ({sb})" for a, sa, b, sb in exact)
+    near = "n.cu3s#0 (train) ~ n.cu3s#1 (val)"
+    unsigned = ["u.cu3s#0", "u.cu3s#1", "u.cu3s#2", "u.cu3s#3"]
+
+    def content(sev: str) -> ConstraintResult:
+        return ConstraintResult(
+            "content_duplicate", sev, "violated", 5, lines,
+            f"5 pair(s) of frames with one content in different stages: {'; '.join(lines[:3])}"
+            " (+2 more)")
+
+    def near_(sev: str) -> ConstraintResult:
+        return ConstraintResult("near_duplicate", sev, "violated", 1, (near,),
+                                f"1 pair(s) of near-copy frames in different stages: {near}")
+
+    def unavailable(sev: str) -> ConstraintResult:
+        return ConstraintResult(
+            "content_duplicate", sev, "unavailable", 4, tuple(unsigned),
+            "4 frame(s) without a signature, not compared: u.cu3s#0, u.cu3s#1, u.cu3s#2 "
+            f"(+1 more); sign them: {fix}")
+
+    pairs = {"content_duplicate": {"count": 5, "more": "", "pairs": [
+                 {"a": a, "a_stage": sa, "b": b, "b_stage": sb} for a, sa, b, sb in exact]},
+             "near_duplicate": {"count": 1, "more": "", "pairs": [
+                 {"a": "n.cu3s#0", "a_stage": "train", "b": "n.cu3s#1", "b_stage": "val",
+                  "distance": 1}]},
+             "unsigned": {"count": 4, "frames": unsigned, "more": "", "fix": fix}}
+    # every copy across stages; then the copies within train, only the near pair across
+    across = _split(folder, {"train": "a.cu3s#0 b.cu3s#0 n.cu3s#0 u.cu3s#0 w.tif",
+                             "val": "a.cu3s#1 c.cu3s#0 n.cu3s#1 u.cu3s#1",
+                             "test": "a.cu3s#2 b.cu3s#1 c.cu3s#1 u.cu3s#2 u.cu3s#3"})
+    within = _split(folder, {"train": "a.cu3s#0 a.cu3s#1 a.cu3s#2 b.cu3s#0 b.cu3s#1 c.cu3s#0 "
+                                      "c.cu3s#1 n.cu3s#0 u.cu3s#0 u.cu3s#1 w.tif",
+                             "val": "n.cu3s#1 u.cu3s#2", "test": "u.cu3s#3"})
+    cases = [  # split, content, near -> results, the pairs listed, fails, re-bake mode
+        (across, "error", "warn", [content("error"), near_("warn")], pairs, True, "exact"),
+        (across, "warn", "error", [content("warn"), near_("error")], pairs, True, "near"),
+        (across, "off", "warn", [near_("warn")], ["near_duplicate", "unsigned"], False, "exact"),
+        (across, "warn", "off", [content("warn")], ["content_duplicate", "unsigned"], False,
+         "exact"),
+        (within, "error", "warn", [near_("warn"), unavailable("error")],
+         ["near_duplicate", "unsigned"], True, "exact"),
+        (within, "warn", "off", [unavailable("warn")], ["unsigned"], False, "exact"),
+        (within, "off", "warn", [near_("warn")], ["near_duplicate", "unsigned"], False, "exact")]
+    by_stages = {"across": {"train_val": {"exact": 1, "near": 1},
+                            "train_test": {"exact": 2, "near": 0},
+                            "val_test": {"exact": 2, "near": 0}},
+                 "within": {"train_val": {"exact": 0, "near": 1},
+                            "train_test": {"exact": 0, "near": 0},
+                            "val_test": {"exact": 0, "near": 0}}}
+    for (_, read), con, nea, results, listed, fails, mode in cases:
+        got = check_duplicates(read, con, nea)
+        n_exact = 5 if read is across[1] else 0
+        assert (got.results, got.failed, got.folder) == (results, fails, folder), (con, nea)
+        assert got.counts == {"content_duplicates": n_exact, "near_duplicates": 1,
+                              "unsigned_frames": 4}
+        assert got.details == {
+            "duplicates": {"exact": n_exact, "near": 1, "unsigned": 4},
+            "duplicates_by_stages": by_stages["across" if n_exact else "within"],
+            "duplicate_pairs": {k: pairs[k] for k in listed}}, (con, nea)
+        assert got.rebake() == (
+            f"re-bake keeping each group of copies in one stage: add --keep-duplicates-together "
+            f"{mode} --summaries {shlex.quote(folder.as_posix())} to dvc-cuvis bake "
+            f"(params.yaml: bake.keep_duplicates_together: {mode}), then check again")
+    for read in (across[1], within[1], None):
+        assert check_duplicates(read, "off", "off") == Duplicates()
+    assert Duplicates().rebake() == (
+        "re-bake keeping each group of copies in one stage: add --keep-duplicates-together "
+        "exact to dvc-cuvis bake (params.yaml: bake.keep_duplicates_together: exact), then "
+        "check again")
+    found = split_audit(within[0], folder)
+    assert (found.exact, found.within_stage, found.unsigned) == ((), 4, tuple(unsigned))
+    assert [(p.first, p.second, p.distance) for p in found.near] == [
+        ("n.cu3s#0", "n.cu3s#1", 1)]
+
+
+def test_stored_signatures_of_every_sample_and_what_stops_them(tmp_path: Path) -> None:
+    folder = tmp_path / "mat dir"
+    uni = _signed_folder(folder)
+    got = stored_signatures(uni, None)  # the universe's own folder: summaries/ beside it
+    assert (got.where, got.sign) == (
+        folder.as_posix(),
+        f"dvc-cuvis materialize --sign-only --out-dir {shlex.quote(folder.as_posix())}")
+    assert got.by_uid == {  # an unsigned sample before signed ones; the whole file at 0
+        **dict.fromkeys(UIDS), **{f"{s}#{i}" if i is not None else s: sig
+                                   for (s, i), sig in SIGNED.items()}}
+    assert stored_signatures(read_universe(folder / "universe.csv"), folder).by_uid == (
+        got.by_uid)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write_universe(uni, elsewhere / "universe.csv")
+    beside = ("no materialized folder beside it holds the frames' signatures; give "
+              "--summaries DIR (bake.summaries: the folder dvc-cuvis materialize wrote)")
+    for universe, given, message in [
+            (read_universe(elsewhere / "universe.csv"), None,
+             f"{elsewhere / 'universe.csv'}: {beside}"),
+            (Universe.from_records([{"source": "a.cu3s", "index": 0}]), None,
+             f"universe: {beside}"),
+            (uni, tmp_path / "nowhere", f"{tmp_path / 'nowhere'}: no such materialized folder "
+             "(--summaries names the folder materialize wrote: its frames/ and summaries/)")]:
+        with pytest.raises(DvcCuvisError) as err:
+            stored_signatures(universe, given)
+        assert str(err.value) == message
+    shard = folder / shard_of(frame_name("b.cu3s", 0))
+    write_shard(shard, {frame_name("b.cu3s", 0): {SIGNATURE_KEY: "x"}}, fsync=False)
+    with pytest.raises(DvcCuvisError) as err:
+        stored_signatures(uni, folder)
+    assert str(err.value) == (f"{shard}: damaged or foreign frame signature (not an object); "
+                              "rerun dvc-cuvis materialize on its folder, which rebuilds it")
