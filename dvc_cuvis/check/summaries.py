@@ -105,11 +105,6 @@ class SplitSummaries:
         return [universe.uid(p) for p in sorted(self.names) if self.names[p] not in self.entries]
 
 
-def _read_index(uni: Universe, pos: int) -> int:
-    """The index materialize names a sample's frame by (a whole-file sample: 0)."""
-    return 0 if uni.indexless is not None and bool(uni.indexless[pos]) else int(uni.indices[pos])
-
-
 def split_positions(res: Resolution) -> dict[int, str]:
     """Position -> stage of every train/val/test frame (train wins an overlap, which
     no_split_overlap reports; insertion order: test, val, train)."""
@@ -140,7 +135,7 @@ def read_split_summaries(res: Resolution, folder: Path,
                             "folder materialize wrote: its frames/ and summaries/)")
     uni: Universe = res.universe
     stage_of = split_positions(res)
-    names = {p: frame_name(uni.source(p), _read_index(uni, p)) for p in stage_of}
+    names = {p: frame_name(uni.source(p), uni.index(p)) for p in stage_of}
     wanted: dict[str, list[str]] = {}
     for name in names.values():
         wanted.setdefault(shard_of(name), []).append(name)
