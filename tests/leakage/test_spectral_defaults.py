@@ -227,6 +227,13 @@ def test_the_spectral_results_are_pinned_by_severity_and_by_the_summaries_read(
         "recordings to test (9+1: 10 ways to split them, the smallest p-value is 1/10) (largest "
         "difference 3.39σ in 700–760 nm); test vs val: too few recordings to test (each stage "
         "needs one, both three) (largest difference 0.00σ in 400–980 nm)"))]
+    # a band stored as None (JSON's NaN) is read as NaN, left out of its recording's mean
+    name = next(n for n in few.entries if by["train"][0] in n)
+    holed = [spectral_results(res, dataclasses.replace(few, entries={**few.entries, name: {
+        **few.entries[name], "mean": [band, *few.entries[name]["mean"][1:]]}}), "error", "off",
+        say) for band in (None, float("nan"))]
+    assert holed[0][0] == holed[1][0] and holed[0][0][0].status == "satisfied"
+    assert holed[0][1]["spectral_shift"] == holed[1][1]["spectral_shift"]
     # no test frame at all: only val vs train is tested
     out, details = spectral_results(res, only(set(by["train"]) | set(by["val"][1:])), "error",
                                     "off", say)
