@@ -15,8 +15,6 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from dvc_cuvis.check.facts import Details
 from dvc_cuvis.check.summaries import Entry, SplitSummaries, shown_folder, split_positions
 from dvc_cuvis.errors import DvcCuvisError
@@ -51,11 +49,12 @@ def _frames(read: SplitSummaries) -> list[tuple[int, str, Entry]]:
 
 
 def _grid(frames: list[tuple[int, str, dict[str, Any]]], rec_names: list[str], codes: Any,
-          severity: str) -> tuple[ConstraintResult, dict[str, Any], tuple[float, ...] | None]:
-    """The ``wavelength_grid`` result, its details, and the main grid."""
+          severity: str) -> tuple[ConstraintResult, dict[str, Any], tuple[float, ...]]:
+    """The ``wavelength_grid`` result, its details, and the main grid (``frames`` is not
+    empty, so there is one)."""
     found = grids([f[2]["wavelengths"] for f in frames],
                   [rec_names[codes[f[0]]] for f in frames], [f[1] for f in frames])
-    main = found[0].wavelengths if found else None
+    main = found[0].wavelengths
     details = {"grids": [g.record() for g in found]}
     if len(found) <= 1:
         return ConstraintResult(WAVELENGTH_GRID, severity, "satisfied"), details, main
@@ -75,9 +74,8 @@ def _shift(frames: list[tuple[int, str, dict[str, Any]]], codes: Any,
     for st in EXCLUSIVE_STAGES:
         rows = [f for f in on if f[1] == st and len(f[2]["mean"]) == len(main)]
         if rows:
-            m = np.array([[np.nan if v is None else v for v in f[2]["mean"]] for f in rows],
-                         dtype=np.float64)
-            per_stage[st] = recording_means(m, codes[[f[0] for f in rows]])[1]
+            per_stage[st] = recording_means([f[2]["mean"] for f in rows],
+                                            codes[[f[0] for f in rows]])[1]
     tests = [shift_test(per_stage[a], per_stage[b], main, stage_a=a, stage_b=b)
              for a, b in itertools.combinations(EXCLUSIVE_STAGES, 2)
              if a in per_stage and b in per_stage]
@@ -136,7 +134,7 @@ def spectral_results(res: Resolution, read: SplitSummaries | None, shift_severit
         details[WAVELENGTH_GRID] = grid_details
         if grid.status == "violated" or grid_severity == "error":
             out.append(grid)
-    if shift_severity != "off" and main is not None:
+    if shift_severity != "off":
         shift, shift_details = _shift(frames, codes, main, shift_severity)
         details[SPECTRAL_SHIFT] = shift_details
         if shift.status == "violated" or shift_severity == "error":

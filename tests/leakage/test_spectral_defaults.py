@@ -155,3 +155,100 @@ def test_check_words_pairs_grids_and_tests_and_json_names_the_folder_used(
               "--json")
     doc = json.loads(run.out)["checks"]["constraints"]["details"]["spectra"]
     assert doc["summaries"] == "mat"
+
+
+# --- check/spectral.py pinned exactly: every result, reason and detail it lists, by severity ---
+
+_REBAKE = (": re-bake the split stratified or grouped so every stage holds recordings of each "
+           "condition")
+
+
+def test_the_spectral_results_are_pinned_by_severity_and_by_the_summaries_read(
+        tmp_path: Path) -> None:
+    import dataclasses
+
+    from dvc_cuvis.check.spectral import NO_FOLDER, check_spectral_severity, spectral_results
+    from dvc_cuvis.errors import DvcCuvisError
+    from dvc_cuvis.model.constraints import ConstraintResult as R
+
+    assert check_spectral_severity("warn", "--spectral-shift") == "warn"
+    with pytest.raises(DvcCuvisError) as bad:
+        check_spectral_severity("loud", "--spectral-shift")
+    assert str(bad.value) == "--spectral-shift must be one of error, warn, off, got 'loud'"
+    by = planted_summaries(tmp_path, bright=True, drop_band=True)  # test brighter; val[0] 29 bands
+    (tmp_path / ".git").mkdir()  # the folder is named "mat", repository-relative
+    res = resolve(load_splits(tmp_path / "splits.json"), read_universe(tmp_path / "universe.csv"))
+    read = read_split_summaries(res, tmp_path / "mat")
+    said: list[tuple] = []
+
+    def say(kinds: list[str], why: str, uids: list[str], count: int) -> dict:
+        said.append((kinds, why, uids, count))
+        return {"said": len(said)}
+
+    def only(sources: set[str]):  # the read with the entries of these recordings alone
+        return dataclasses.replace(read, entries={
+            n: e for n, e in read.entries.items() if n.split("/")[1].rsplit(".", 2)[0] in sources})
+
+    everyone = {s for st in by.values() for s in st}
+    grid_line = ("30 bands 400–980 nm (test, train, val): day00.cu3s, day02.cu3s, day03.cu3s, "
+                 "day04.cu3s, day05.cu3s and 18 more", "29 bands 400–960 nm (val): day01.cu3s")
+    grid = R("wavelength_grid", "warn", "violated", 1, grid_line,
+             f"the split's frames lie on 2 wavelength grids: {grid_line[0]}; {grid_line[1]}: "
+             "re-materialize the odd recordings on one grid, or leave them out of the split")
+    # two grids, warned; the shift off: no shift run, nothing said of it
+    out, details = spectral_results(res, read, "off", "warn", say)
+    assert out == [grid] and said == [] and "spectral_shift" not in details
+    assert details == {"summaries": "mat", "without_summary": 0, "wavelength_grid": {
+        "grids": [{"bands": 30, "nm": [400.0, 980.0], "recordings": details[
+            "wavelength_grid"]["grids"][0]["recordings"], "stages": ["test", "train", "val"],
+            "frames": 69}, {"bands": 29, "nm": [400.0, 960.0], "recordings": ["day01.cu3s"],
+                            "stages": ["val"], "frames": 3}]}}
+    # one grid: satisfied, listed only as an error; the shift (test brighter) flagged twice
+    on_one = only(everyone - {by["val"][0]})
+    for sev in ("warn", "error"):
+        out, details = spectral_results(res, on_one, "warn", sev, say)
+        shift = out[-1]
+        assert out[:-1] == ([R("wavelength_grid", "error", "satisfied")] if sev == "error" else [])
+        assert (shift.kind, shift.severity, shift.status, shift.count) == (
+            "spectral_shift", "warn", "violated", 2)
+        assert [o.split(" by ")[0] for o in shift.offending] == [
+            "test's mean spectrum differs from train's", "test's mean spectrum differs from val's"]
+        assert shift.reason == "; ".join(shift.offending) + _REBAKE
+        assert [t["flagged"] for t in details["spectral_shift"]["tests"]] == [False, True, True]
+        assert said[-1] == (["wavelength_grid", "spectral_shift"], "mat holds no summary for them",
+                            said[-1][2], 72) and len(said[-1][2]) == 3
+    # one recording in val and in test: nothing testable, satisfied, listed as an error only
+    few = only(set(by["train"]) | {by["val"][1], by["test"][0]})
+    assert spectral_results(res, few, "warn", "off", say)[0] == []
+    out, details = spectral_results(res, few, "error", "off", say)
+    assert out == [R("spectral_shift", "error", "satisfied", 0, (), (
+        "val vs train: too few recordings to test (9+1: 10 ways to split them, the smallest "
+        "p-value is 1/10) (largest difference 0.16σ in 560–600 nm); test vs train: too few "
+        "recordings to test (9+1: 10 ways to split them, the smallest p-value is 1/10) (largest "
+        "difference 3.39σ in 700–760 nm); test vs val: too few recordings to test (each stage "
+        "needs one, both three) (largest difference 0.00σ in 400–980 nm)"))]
+    # a band stored as None (JSON's NaN) is read as NaN, left out of its recording's mean
+    name = next(n for n in few.entries if by["train"][0] in n)
+    holed = [spectral_results(res, dataclasses.replace(few, entries={**few.entries, name: {
+        **few.entries[name], "mean": [band, *few.entries[name]["mean"][1:]]}}), "error", "off",
+        say) for band in (None, float("nan"))]
+    assert holed[0][0] == holed[1][0] and holed[0][0][0].status == "satisfied"
+    assert holed[0][1]["spectral_shift"] == holed[1][1]["spectral_shift"]
+    # no test frame at all: only val vs train is tested
+    out, details = spectral_results(res, only(set(by["train"]) | set(by["val"][1:])), "error",
+                                    "off", say)
+    assert [(t["a"], t["b"]) for t in details["spectral_shift"]["tests"]] == [("train", "val")]
+    assert out == [R("spectral_shift", "error", "satisfied")]
+    # no summary for any frame: each constraint not off is unavailable, the frames said
+    said.clear()
+    nothing = "no spectral summary in mat for any of the split's frames"
+    for shift_sev, grid_sev, kind, sev in (("off", "error", "wavelength_grid", "error"),
+                                           ("warn", "off", "spectral_shift", "warn")):
+        out, details = spectral_results(res, only(set()), shift_sev, grid_sev, say)
+        assert out == [R(kind, sev, "unavailable", 0, (), nothing)]
+        assert said[-1] == ([kind], "mat holds no summary for them", said[-1][2], 72)
+    # no folder: nothing listed, every frame said once, with why
+    said.clear()
+    assert spectral_results(res, None, "warn", "off", say) == (
+        [], {"summaries": None, "missing_summaries": {"said": 1}})
+    assert said == [(["spectral_shift"], NO_FOLDER, said[0][2], 72)] and len(said[0][2]) == 72
