@@ -95,7 +95,8 @@ class Shift:
 
     def describe(self) -> str:
         """One line: which stage is shifted, by how much, where, and how sure."""
-        where = f"{self.nm[0]:g}–{self.nm[1]:g} nm"
+        where = (f"{self.nm[0]:g}–{self.nm[1]:g} nm" if self.nm[0] != self.nm[1]
+                 else f"{self.nm[0]:g} nm")  # a range of one band: its centre
         if self.p_value is None:
             return (f"{self.stage_b} vs {self.stage_a}: {self.note} (largest difference "
                     f"{self.statistic:.2f}σ in {where})")
