@@ -253,6 +253,8 @@ def test_the_statistic_is_the_pooled_standardized_difference_or_infinite() -> No
          [1, 2], 0.000244141),
         ([[tiny], [tiny]], [[tiny + 2.0**-40]], [400.0], float("inf"), [0, 1], 0.0),
         ([[big], [big]], [[big + step]], [400.0], 0.0, [0, 1], 0.000244141),
+        # a difference exactly at the bound (1e9 * 1e-9 = 1.0) is still noise
+        ([[999999999.0], [999999999.0]], [[1e9]], [400.0], 0.0, [0, 1], 1.0),
     ]
     for a, b, wl, statistic, bands, direction in cases:
         record = shift_test(a, b, wl).record()
