@@ -50,8 +50,9 @@ def band_ranges(n_bands: int, ranges: int = RANGES) -> list[tuple[int, int]]:
     if n_bands < 1:
         return []
     k = max(1, min(ranges, n_bands))
+    # k <= n_bands: the edges step by at least one band, so no window is empty
     edges = np.linspace(0, n_bands, k + 1).round().astype(int).tolist()
-    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
+    return list(itertools.pairwise(edges))
 
 
 def recording_means(means: npt.ArrayLike, recordings: npt.ArrayLike
@@ -68,7 +69,7 @@ def recording_means(means: npt.ArrayLike, recordings: npt.ArrayLike
     count = np.zeros((len(uniq), m.shape[1]))
     np.add.at(total, inv, np.where(ok, m, 0.0))
     np.add.at(count, inv, ok)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore"):  # a band missing in every frame: 0 / 0, NaN
         return uniq, total / count
 
 
@@ -95,7 +96,8 @@ class Shift:
 
     def describe(self) -> str:
         """One line: which stage is shifted, by how much, where, and how sure."""
-        where = f"{self.nm[0]:g}–{self.nm[1]:g} nm"
+        where = (f"{self.nm[0]:g}–{self.nm[1]:g} nm" if self.nm[0] != self.nm[1]
+                 else f"{self.nm[0]:g} nm")  # a range of one band: its centre
         if self.p_value is None:
             return (f"{self.stage_b} vs {self.stage_a}: {self.note} (largest difference "
                     f"{self.statistic:.2f}σ in {where})")
@@ -135,10 +137,10 @@ def _stats(labels: npt.NDArray[np.float64], x: npt.NDArray[np.float64],
     ss = (sq_a - n_a * mean_a**2) + (sq_b - n_b * mean_b**2)
     sp = np.sqrt(np.maximum(ss, 0.0) / (n - 2))
     diff = mean_b - mean_a
-    scale = np.maximum(np.abs(x).max(0) if n else 1.0, 1e-300) * 1e-9  # rounding noise
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = np.where(sp > scale, diff / np.where(sp > scale, sp, 1.0),
-                     np.where(np.abs(diff) > scale, np.inf, 0.0))
+    scale = np.maximum(np.abs(x).max(0), 1e-300) * 1e-9  # rounding noise (n >= 3 rows)
+    # the divisor is sp only where sp > scale > 0, else 1: no division by zero
+    z = np.where(sp > scale, diff / np.where(sp > scale, sp, 1.0),
+                 np.where(np.abs(diff) > scale, np.inf, 0.0))
     return z, diff
 
 

@@ -204,3 +204,99 @@ def test_a_grid_in_words_and_json_and_a_change_within_a_tolerance() -> None:
     assert [g.record() for g in found] == [{"bands": 2, "nm": [450.0, 500.0], "frames": 3,
                                            "recordings": ["r0/", "r1/"],
                                            "stages": ["test", "train"]}]
+
+
+# --- leakage/shift.py pinned exactly: recording means, band ranges, the statistic, the
+# p-values (exact and drawn) and a shift in words and in JSON
+
+
+def test_recording_means_read_any_codes_and_leave_missing_bands_out() -> None:
+    import warnings
+
+    means = [[1.0, None, 2.0], [3.0, None, float("nan")], [5.0, 7.0, 8.0]]  # None: JSON null
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an all-missing band is NaN, silently
+        codes, rec = recording_means(means, np.array([4, 4, 2], dtype=np.int32))
+    assert codes.dtype == np.int64 and codes.tolist() == [2, 4]
+    assert rec.dtype == np.float64
+    np.testing.assert_array_equal(rec, [[5.0, 7.0, 8.0], [2.0, np.nan, 2.0]])
+    for bad, n, message in (([1.0, 2.0], 2, "recording_means: (2,) means for 2 frames"),
+                            ([[1.0], [2.0]], 3, "recording_means: (2, 1) means for 3 frames")):
+        with pytest.raises(DvcCuvisError) as caught:
+            recording_means(bad, np.arange(n))
+        assert str(caught.value) == message
+
+
+def test_band_ranges_are_contiguous_windows_of_near_equal_count() -> None:
+    from dvc_cuvis.leakage.shift import band_ranges
+
+    assert band_ranges(0) == [] and band_ranges(-3) == []
+    assert band_ranges(1) == [(0, 1)] and band_ranges(1, 0) == [(0, 1)]
+    assert band_ranges(2) == [(0, 1), (1, 2)] and band_ranges(2, 1) == [(0, 2)]
+    assert band_ranges(10, 0) == [(0, 10)] and band_ranges(10, 1) == [(0, 10)]
+    assert band_ranges(10) == [(0, 1), (1, 2), (2, 4), (4, 5), (5, 6), (6, 8), (8, 9), (9, 10)]
+    assert band_ranges(30, 3) == [(0, 10), (10, 20), (20, 30)]
+    assert band_ranges(30) == [(0, 4), (4, 8), (8, 11), (11, 15), (15, 19), (19, 22), (22, 26),
+                               (26, 30)]
+
+
+def test_the_statistic_is_the_pooled_standardized_difference_or_infinite() -> None:
+    big, one, tiny, step = 2.0**20, 1.0, 2.0**-20, 2.0**-12
+    cases = [  # a, b, wavelengths -> statistic, bands, direction
+        # 0.548 and -0.866 pooled (ss < 1, n - 2 = 3), an equal band 0: the largest is 0.866
+        ([[0.1, 0.5, 0.3], [0.3, 0.5, 0.2], [0.2, 0.5, 0.4]], [[0.3, 0.5, 0.1], [0.2, 0.5, 0.3]],
+         [400.0, 500.0, 600.0], 0.866025, [2, 3], -0.1),
+        # no spread within a stage: a difference is infinitely significant
+        ([[1.0, 2.0], [1.0, 2.0]], [[3.0, 2.0]], [400.0, 500.0], float("inf"), [0, 1], 2.0),
+        # within 1e-9 of the band's largest value a difference is rounding noise, per band
+        ([[big, one], [big, one]], [[big + step, one + step]], [400.0, 500.0], float("inf"),
+         [1, 2], 0.000244141),
+        ([[tiny], [tiny]], [[tiny + 2.0**-40]], [400.0], float("inf"), [0, 1], 0.0),
+        ([[big], [big]], [[big + step]], [400.0], 0.0, [0, 1], 0.000244141),
+        # a difference exactly at the bound (1e9 * 1e-9 = 1.0) is still noise
+        ([[999999999.0], [999999999.0]], [[1e9]], [400.0], 0.0, [0, 1], 1.0),
+    ]
+    for a, b, wl, statistic, bands, direction in cases:
+        record = shift_test(a, b, wl).record()
+        assert (record["statistic"], record["bands"], record["direction"]) == (
+            statistic, bands, direction), (a, b)
+
+
+def test_the_p_values_exact_and_drawn_are_pinned() -> None:
+    a6, b6 = [[1.0, 0.0], [2.0, 1.0], [4.0, 0.0]], [[3.0, 1.0], [5.0, 0.0], [6.0, 1.0]]
+    x = [[8.0, 0.0, 1.0], [2.0, 1.0, 8.0], [8.0, 5.0, 0.0], [0.0, 3.0, 4.0], [6.0, 4.0, 2.0],
+         [1.0, 6.0, 7.0], [0.0, 1.0, 4.0], [3.0, 8.0, 5.0], [4.0, 4.0, 6.0], [5.0, 1.0, 7.0],
+         [7.0, 9.0, 7.0], [2.0, 3.0, 6.0]]
+    cases = [  # a, b, permutations -> statistic, p-value, labellings, exact
+        (a6, b6, 999, 1.527525, 0.3, 20, True),  # 6 of the 20 splits reach 1.53 (ties count)
+        (np.ones((5, 2)), np.ones((5, 2)), 999, 0.0, 1.0, 252, True),  # two blocks, all ties
+        (x[:6], x[6:], 99, 0.883312, 0.39, 99, False),  # drawn, seeded by the data
+        (np.ones((256, 1)), np.ones((2, 1)), 9, 0.0, 1.0, 9, False),  # (9 + 1) / (9 + 1)
+    ]
+    for a, b, permutations, statistic, p, total, exact in cases:
+        wl = [400.0, 500.0, 600.0][:len(a[0])]
+        record = shift_test(a, b, wl, permutations=permutations).record()
+        assert (record["statistic"], record["p_value"], record["permutations"],
+                record["exact"]) == (statistic, p, total, exact), (len(a), len(b))
+
+
+def test_a_shift_in_words_and_in_json() -> None:
+    from dvc_cuvis.leakage.shift import Shift
+
+    drawn = Shift("train", "test", (9, 7), 2.123456789, 0.0123456789, (3, 5), (700.0, 740.5),
+                  -0.01234567891234, 999, False)
+    assert drawn.record() == {
+        "a": "train", "b": "test", "recordings": [9, 7], "statistic": 2.123457,
+        "p_value": 0.012346, "bands": [3, 5], "nm": [700.0, 740.5], "direction": -0.012345679,
+        "permutations": 999, "exact": False, "flagged": True, "note": ""}
+    assert drawn.describe() == ("test's mean spectrum differs from train's by 2.12σ in "
+                                "700–740.5 nm (p = 0.0123, 9+7 recordings, 999 permutations)")
+    exact = Shift("val", "test", (4, 3), 1.5, 0.4, (0, 1), (900.0, 900.0), 0.5, 35, True)
+    assert exact.describe() == ("test's mean spectrum differs from val's by 1.50σ in 900 nm "
+                                "(p = 0.4, 4+3 recordings, exact permutations)")
+    assert not exact.flagged and exact.record()["p_value"] == 0.4
+    untested = Shift("train", "val", (1, 2), 3.0, None, (2, 4), (450.0, 500.0), 1.0, 0, False,
+                     "too few recordings to test")
+    assert untested.describe() == ("val vs train: too few recordings to test (largest "
+                                   "difference 3.00σ in 450–500 nm)")
+    assert untested.record()["p_value"] is None and not untested.flagged
