@@ -118,10 +118,14 @@ class Shift:
 
 def _features(x: npt.NDArray[np.float64], ranges: Sequence[tuple[int, int]]
               ) -> npt.NDArray[np.float64]:
-    """Per recording its mean over each range's bands (NaN bands left out)."""
+    """Per recording its mean over each range's bands (NaN bands left out), no columns
+    without ranges: spectra without bands are then reported untestable, not a crash."""
+    out = np.empty((len(x), len(ranges)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN range: NaN, dropped
-        return np.stack([np.nanmean(x[:, a:b], axis=1) for a, b in ranges], axis=1)
+        for k, (a, b) in enumerate(ranges):
+            out[:, k] = np.nanmean(x[:, a:b], axis=1)
+    return out
 
 
 def _stats(labels: npt.NDArray[np.float64], x: npt.NDArray[np.float64],

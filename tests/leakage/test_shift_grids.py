@@ -5,6 +5,7 @@ the test's calibration and power on synthetic recordings, and planted cases thro
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -300,3 +301,71 @@ def test_a_shift_in_words_and_in_json() -> None:
     assert untested.describe() == ("val vs train: too few recordings to test (largest "
                                    "difference 3.00σ in 450–500 nm)")
     assert untested.record()["p_value"] is None and not untested.flagged
+# shift_test and _features pinned whole (mutation testing of leakage/shift.py)
+
+FEW = "too few recordings to test (each stage needs one, both three)"
+
+
+def test_shift_test_untestable_inputs_give_the_whole_untested_result() -> None:
+    # the first guard: a stage without a recording (an all-NaN row is dropped), 1+1
+    # recordings, and spectra without bands (all with the default stage names)
+    nan = [[np.nan, np.nan, np.nan]]
+    no_a = shift_test(nan, np.ones((3, 3)), [400.0, 500.0, 600.0])
+    assert no_a.record() == {
+        "a": "train", "b": "test", "recordings": [0, 3], "statistic": 0.0, "p_value": None,
+        "bands": [0, 3], "nm": [400.0, 600.0], "direction": 0.0, "permutations": 0,
+        "exact": False, "flagged": False, "note": FEW}
+    assert shift_test([[0.0, 1.0, 2.0]], [[5.0, 9.0, 7.0]], [400.0, 500.0, 600.0]
+                      ).record() == {**no_a.record(), "recordings": [1, 1]}
+    # no bands: no columns to test (this crashed in np.stack before)
+    assert shift_test(np.zeros((2, 0)), np.zeros((3, 0)), []).record() == {
+        **no_a.record(), "recordings": [2, 3], "bands": [0, 0], "nm": [0.0, 0.0]}
+    # the second guard: 1+2 recordings, 3 labellings; z by hand: range 1 differs by 1.5
+    # with a pooled sd of sqrt(0.5), so 3/sqrt(2) there (sqrt(2) in range 0)
+    wl = [400.0, 500.0]
+    three = shift_test([[0.0, 0.0]], [[1.0, 1.0], [3.0, 2.0]], wl, stage_a="a", stage_b="b")
+    assert three.record() == {
+        "a": "a", "b": "b", "recordings": [1, 2], "statistic": 2.12132, "p_value": None,
+        "bands": [1, 2], "nm": [500.0, 500.0], "direction": 1.5, "permutations": 0,
+        "exact": False, "flagged": False,
+        "note": "too few recordings to test (1+2: 3 ways to split them, the smallest "
+                "p-value is 1/3)"}
+    # near the float64 limit (squares and their sum finite): no labelling but the observed
+    # one is evaluated, so nothing overflows
+    big = 7e153
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = shift_test([[big, big]], [[big, big], [big, big]], wl)
+    assert same.record()["statistic"] == 0.0  # rounding noise only
+
+
+def test_shift_test_at_the_smallest_testable_split_and_its_exact_bound() -> None:
+    # 1+19 recordings: 20 labellings, 20 * ALPHA == 1, so the test runs (exact, since 20 is
+    # the permutation budget) and an outlier recording reaches p = 1/20, flagged at ALPHA;
+    # two ranges of two bands: statistic and direction by hand over range 0
+    wl = [400.0, 500.0, 600.0, 700.0]
+    one = np.array([[10.0, 10.0, 0.0, 0.0]])
+    rest = (np.arange(19 * 4).reshape(19, 4) % 5).astype(np.float64)
+    expect = {"a": "train", "b": "test", "recordings": [1, 19], "statistic": 7.614764,
+              "p_value": 0.05, "bands": [0, 2], "nm": [400.0, 500.0],
+              "direction": -7.973684211, "permutations": 20, "exact": True, "flagged": True,
+              "note": ""}
+    assert shift_test(one, rest, wl, ranges=2, permutations=20).record() == expect
+    assert shift_test(rest, one, wl, stage_a="x", stage_b="y", ranges=2,
+                      permutations=20).record() == {**expect, "a": "x", "b": "y",
+                                                    "recordings": [19, 1],
+                                                    "direction": 7.973684211}
+    # spectra given as decimal text are read as numbers: the same result
+    assert shift_test(one.astype(str), rest.astype(str), wl, ranges=2,
+                      permutations=20).record() == expect
+
+
+@pytest.mark.parametrize(("a", "b", "bands"), [
+    ((2, 4), (2, 3), 4), ((2, 3), (2, 4), 4), ((2, 4), (4,), 4), ((4,), (2, 4), 4),
+    ((2, 4, 1), (2, 4), 4), ((2, 4), (2, 4), 3)])
+def test_shift_test_refuses_spectra_that_do_not_fit_the_wavelengths(
+        a: tuple[int, ...], b: tuple[int, ...], bands: int) -> None:
+    with pytest.raises(DvcCuvisError) as err:
+        shift_test(np.zeros(a), np.zeros(b), [500.0] * bands)
+    assert str(err.value) == (f"spectral shift: spectra of {a} and {b} for {bands} "
+                              "wavelengths")
