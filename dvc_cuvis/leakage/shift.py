@@ -178,10 +178,13 @@ def shift_test(a: npt.ArrayLike, b: npt.ArrayLike, wavelengths: Sequence[float],
     band = rngs[r]
     nm = (wl[band[0]], wl[band[1] - 1])
     space = math.comb(n, n_b)
-    if space * ALPHA < 1:  # even the observed labelling alone would give p > ALPHA
+    # the smallest p-value: the observed labelling alone, or with its mirror when the stages
+    # are of one size (the stages swapped score the same |statistic|)
+    alike = 2 if n_a == n_b else 1
+    if space * ALPHA < alike:  # even the smallest p-value would be above ALPHA
         return Shift(stage_a, stage_b, (n_a, n_b), t_obs, None, band, nm, float(diff[0, r]),
                      0, False, f"too few recordings to test ({n_a}+{n_b}: {space} ways "
-                     f"to split them, the smallest p-value is 1/{space})")
+                     f"to split them, the smallest p-value is {alike}/{space})")
     exact = space <= permutations
     p, total = _p_value(x, n_a, n_b, t_obs, permutations if not exact else None, seed)
     return Shift(stage_a, stage_b, (n_a, n_b), t_obs, p, band, nm, float(diff[0, r]),

@@ -66,7 +66,10 @@ def test_too_few_recordings_give_no_p_value() -> None:
     _, rec = recording_means(means, codes)
     found = shift_test(rec[:2], rec[2:] * 2, WL)  # a gross shift, but 6 ways to split 4
     assert found.p_value is None and not found.flagged
-    assert "too few recordings to test" in found.note and "1/6" in found.note
+    assert found.note == ("too few recordings to test (2+2: 6 ways to split them, the "
+                          "smallest p-value is 2/6)")  # a split and its mirror score alike
+    assert shift_test(rec[:2], rec[2:3] * 2, WL).note == (
+        "too few recordings to test (2+1: 3 ways to split them, the smallest p-value is 1/3)")
     exact = shift_test(rec[:2].repeat(4, 0), rec[2:].repeat(2, 0), WL)  # 12 rows: 495 ways
     assert exact.exact and exact.permutations == 495
 
@@ -269,7 +272,9 @@ def test_the_p_values_exact_and_drawn_are_pinned() -> None:
          [1.0, 6.0, 7.0], [0.0, 1.0, 4.0], [3.0, 8.0, 5.0], [4.0, 4.0, 6.0], [5.0, 1.0, 7.0],
          [7.0, 9.0, 7.0], [2.0, 3.0, 6.0]]
     cases = [  # a, b, permutations -> statistic, p-value, labellings, exact
-        (a6, b6, 999, 1.527525, 0.3, 20, True),  # 6 of the 20 splits reach 1.53 (ties count)
+        # 3+3: each split ties with its mirror, so p >= 2/20 > ALPHA: untested, no p-value
+        (a6, b6, 999, 1.527525, None, 0, False),
+        ([*a6, [0.0, 1.0]], b6, 999, 1.780531, 0.257143, 35, True),  # 4+3: 9 of 35 reach it
         (np.ones((5, 2)), np.ones((5, 2)), 999, 0.0, 1.0, 252, True),  # two blocks, all ties
         (x[:6], x[6:], 99, 0.883312, 0.39, 99, False),  # drawn, seeded by the data
         (np.ones((256, 1)), np.ones((2, 1)), 9, 0.0, 1.0, 9, False),  # (9 + 1) / (9 + 1)
