@@ -229,7 +229,8 @@ def test_adjacent_pairs_and_the_buffer_exactly(tmp_path: Path) -> None:
         (("train", "val", 1), ("train", "test", 0), ("val", "test", 0)))
     # rows 0 train, 1 in no stage, 2-3 val, 4 train, 5 test: with k=2, row 2 is within 2 of
     # the kept train row 0, row 4 of the kept val row 3, row 5 of it too; row 1 is no frame
-    # of any stage, so it neither goes nor keeps a stage's place
-    six = frames_of(tmp_path / "six", {"six.cu3s": 6})
-    stages = {"train": np.array([0, 4]), "val": np.array([2, 3]), "test": np.array([5])}
-    assert buffer_rows(six, stages, 2).tolist() == [2, 4, 5]
+    # of any stage, so it neither goes nor keeps a stage's place; in the next recording (rows
+    # 6 val, 7 train) only row 7 goes: the first recording's kept frames are not its neighbours
+    six = frames_of(tmp_path / "six", {"six.cu3s": 6, "zz.cu3s": 2})
+    stages = {"train": np.array([0, 4, 7]), "val": np.array([2, 3, 6]), "test": np.array([5])}
+    assert buffer_rows(six, stages, 2).tolist() == [2, 4, 5, 7]
