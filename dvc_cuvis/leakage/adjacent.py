@@ -98,7 +98,7 @@ def adjacent_pairs(uni: Universe, stages: Mapping[str, npt.ArrayLike], k: int = 
     a, b = _near(uni, row_stage, k)
     shown = [{"a": uni.uid(int(x)), "a_stage": EXCLUSIVE_STAGES[row_stage[x]],
               "b": uni.uid(int(y)), "b_stage": EXCLUSIVE_STAGES[row_stage[y]]}
-             for x, y in zip(a[:SHOWN].tolist(), b[:SHOWN].tolist(), strict=True)]
+             for x, y in np.stack((a[:SHOWN], b[:SHOWN]), axis=1).tolist()]
     lo, hi = np.minimum(row_stage[a], row_stage[b]), np.maximum(row_stage[a], row_stage[b])
     per = tuple((EXCLUSIVE_STAGES[i], EXCLUSIVE_STAGES[j], int(((lo == i) & (hi == j)).sum()))
                 for i in range(len(EXCLUSIVE_STAGES))
@@ -122,14 +122,11 @@ def buffer_rows(uni: Universe, stages: Mapping[str, npt.ArrayLike], k: int
     rows = np.flatnonzero(touched & (row_stage >= 0))
     rows = rows[np.lexsort((pos[rows], codes[rows]))]
     drop: list[int] = []
-    last: list[int | None] = [None] * len(EXCLUSIVE_STAGES)  # last kept position per stage
-    current = -1
-    for r, c, p, st in zip(rows.tolist(), codes[rows].tolist(), pos[rows].tolist(),
-                           row_stage[rows].tolist(), strict=True):
-        if c != current:
-            current, last = c, [None] * len(EXCLUSIVE_STAGES)
-        if any(q is not None and p - q <= k for j, q in enumerate(last) if j != st):
+    last: dict[int, tuple[int, int]] = {}  # per stage: recording and position last kept
+    table = np.stack((rows, codes[rows], pos[rows], row_stage[rows]), axis=1).tolist()
+    for r, c, p, st in table:
+        if any(j != st and cq == c and p - q <= k for j, (cq, q) in last.items()):
             drop.append(r)  # a kept frame of another stage is within k before it
         else:
-            last[st] = p
+            last[st] = (c, p)
     return np.array(sorted(drop), dtype=np.int64)

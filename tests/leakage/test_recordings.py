@@ -11,7 +11,14 @@ import pytest
 from dvc_cuvis.baking.core import BakeOptions, bake
 from dvc_cuvis.check.drift import DriftError, verify
 from dvc_cuvis.errors import DvcCuvisError
-from dvc_cuvis.leakage.adjacent import adjacent_pairs
+from dvc_cuvis.leakage.adjacent import (
+    MAX_K,
+    Pairs,
+    adjacent_pairs,
+    buffer_rows,
+    check_k,
+    check_severity,
+)
 from dvc_cuvis.leakage.recordings import frame_positions
 from dvc_cuvis.model.frame_bytes import npz_bytes
 from dvc_cuvis.model.frames import Compression
@@ -183,3 +190,47 @@ def test_an_unnamed_frame_joins_the_group_its_folder_names(tmp_path: Path) -> No
     names, codes = read_universe(tmp_path / "universe.csv").groups()
     assert [names[c] for c in codes.tolist()] == [
         "day1-a", "day1-a", "day1-a", "b/", "b/", "x", "y", "c/"]
+
+
+# --- leakage/adjacent.py pinned exactly: the K and severity checks, the pairs, the buffer ---
+
+def frames_of(root: Path, sizes: dict[str, int]) -> Universe:
+    """A universe of one multi-frame session file per recording, read from ``root``."""
+    root.mkdir()
+    (root / "universe.csv").write_text("source,index\n" + "".join(
+        f"{name},{i}\n" for name, n in sizes.items() for i in range(n)))
+    return read_universe(root / "universe.csv")
+
+
+def test_adjacent_k_and_severity_are_checked_by_name() -> None:
+    assert (check_k(1), check_k(MAX_K), check_k(3, "buffer")) == (1, 1000, 3)
+    for bad in (0, MAX_K + 1, True, "2", 2.0):
+        with pytest.raises(DvcCuvisError) as k_err:
+            check_k(bad)
+        assert str(k_err.value) == f"adjacent_k must be a whole number from 1 to 1000, got {bad!r}"
+    assert [check_severity(s) for s in ("error", "warn", "off")] == ["error", "warn", "off"]
+    with pytest.raises(DvcCuvisError) as sev_err:
+        check_severity("loud")
+    assert str(sev_err.value) == "adjacent_frames must be one of error, warn, off, got 'loud'"
+
+
+def test_adjacent_pairs_and_the_buffer_exactly(tmp_path: Path) -> None:
+    none = (("train", "val", 0), ("train", "test", 0), ("val", "test", 0))
+    solo = frames_of(tmp_path / "solo", {"solo.cu3s": 1})  # no pass at all; stages missing
+    assert adjacent_pairs(solo, {"train": [0]}) == Pairs(0, (), 1, none)
+    kept = buffer_rows(solo, {"train": [0]}, 1)
+    assert kept.dtype == np.int64 and kept.shape == (0,)
+    with pytest.raises(DvcCuvisError) as buf_err:
+        buffer_rows(solo, {"train": [0]}, 0)
+    assert str(buf_err.value) == "buffer must be a whole number from 1 to 1000, got 0"
+    two = frames_of(tmp_path / "two", {"two.cu3s": 2})  # first and last frame, one apart
+    assert adjacent_pairs(two, {"train": np.array([0]), "val": np.array([1])}, k=1) == Pairs(
+        1, ({"a": "two.cu3s#0", "a_stage": "train", "b": "two.cu3s#1", "b_stage": "val"},), 1,
+        (("train", "val", 1), ("train", "test", 0), ("val", "test", 0)))
+    # rows 0 train, 1 in no stage, 2-3 val, 4 train, 5 test: with k=2, row 2 is within 2 of
+    # the kept train row 0, row 4 of the kept val row 3, row 5 of it too; row 1 is no frame
+    # of any stage, so it neither goes nor keeps a stage's place; in the next recording (rows
+    # 6 val, 7 train) only row 7 goes: the first recording's kept frames are not its neighbours
+    six = frames_of(tmp_path / "six", {"six.cu3s": 6, "zz.cu3s": 2})
+    stages = {"train": np.array([0, 4, 7]), "val": np.array([2, 3, 6]), "test": np.array([5])}
+    assert buffer_rows(six, stages, 2).tolist() == [2, 4, 5, 7]
