@@ -154,7 +154,7 @@ def read_split_summaries(res: Resolution, folder: Path,
 
 
 def _command(ws: Workspace, folder: Path | None, universe: Path | None,
-             splits: Path | None, pull: bool = False) -> tuple[str, str]:
+             splits: Path | None, pull: bool) -> tuple[str, str]:
     """The one command that produces the summaries, and what to do after it (``pull``: the
     folder is a DVC output not pulled, which ``dvc pull`` brings)."""
     if pull and folder is not None:

@@ -21,7 +21,13 @@ from dvc_cuvis.check.duplicates import (
     split_audit,
     stored_signatures,
 )
-from dvc_cuvis.check.summaries import SplitSummaries, read_split_summaries
+from dvc_cuvis.check.fixes import Workspace
+from dvc_cuvis.check.summaries import (
+    SplitSummaries,
+    missing_note,
+    read_split_summaries,
+    unpulled,
+)
 from dvc_cuvis.digests.stat_cache import StatCache
 from dvc_cuvis.errors import DvcCuvisError
 from dvc_cuvis.leakage import duplicates
@@ -345,3 +351,73 @@ def test_stored_signatures_of_every_sample_and_what_stops_them(tmp_path: Path) -
         stored_signatures(uni, folder)
     assert str(err.value) == (f"{shard}: damaged or foreign frame signature (not an object); "
                               "rerun dvc-cuvis materialize on its folder, which rebuilds it")
+
+
+# --- check/summaries.py: where the summaries are missing, and what the note says ----------
+
+
+def test_a_summaries_folder_not_pulled_and_a_missing_one(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    (proj / ".dvc").mkdir(parents=True)  # the project's root: find_lock looks no higher
+    (proj / "done").mkdir()
+    (proj / "tracked.dvc").write_text("outs:\n- path: tracked\n")
+    lock = "stages:\n  mat:\n    cmd: dvc-cuvis materialize\n    outs:\n    - path: out\n"
+    (proj / "custom.lock").write_text(lock)
+    (proj / "bad.lock").write_text("stages: [unclosed\n")
+    other = tmp_path / "other"
+    (other / ".dvc").mkdir(parents=True)
+    (other / "dvc.lock").write_text(lock)
+    custom, bad = proj / "custom.lock", proj / "bad.lock"
+    assert [unpulled(folder, given) for folder, given in [
+        (proj / "tracked", None),      # a .dvc file tracks it
+        (proj / "out", custom),        # the given lock records it
+        (proj / "elsewhere", custom),  # ...but not this one
+        (proj / "out", None),          # no dvc.lock in its project
+        (other / "out", None),         # its project's own dvc.lock records it
+        (proj / "out", bad),           # an unreadable lock names no fix
+        (proj / "out", proj / "absent.lock"),
+        (proj / "done", custom),       # present: nothing to pull
+    ]] == [True, True, False, False, True, False, False, False]
+    nowhere = tmp_path / "nowhere"
+    with pytest.raises(DvcCuvisError) as err:
+        read_split_summaries(Resolution(Universe.from_records([]), {}), nowhere)
+    assert str(err.value) == (f"{nowhere}: no such materialized folder (--summaries names the "
+                              "folder materialize wrote: its frames/ and summaries/)")
+
+
+def test_the_note_on_missing_summaries_word_for_word(tmp_path: Path) -> None:
+    ws = Workspace(None, cwd=tmp_path)
+    mat, done, raw = tmp_path / "mat dir", tmp_path / "done", tmp_path / "raw"
+    for folder in (mat, done / "frames", raw):
+        folder.mkdir(parents=True)
+    (mat / "universe.csv").write_text("source,index\n")
+    splits = tmp_path / "splits.json"
+    redo = ("dvc-cuvis materialize --universe done/universe.csv --splits splits.json "
+            "--out-dir given")
+    sign = "dvc-cuvis materialize --sign-only --out-dir"
+    rematerialize = ("dvc-cuvis materialize --universe raw/universe.csv --splits splits.json "
+                     "--out-dir raw/materialized")
+    cases = [  # folder, universe, splits, pull (None: left to its default) -> fix, then
+        (tmp_path / "out", done / "universe.csv", splits, True, "dvc pull out", ""),
+        (mat, None, None, False, f"{sign} 'mat dir'", ""),
+        (None, done / "universe.csv", splits, False, f"{sign} done", ""),
+        (tmp_path / "given", done / "universe.csv", splits, None, redo, ""),
+        (None, raw / "universe.csv", splits, False, rematerialize,
+         "then check with --summaries raw/materialized"),
+        (None, None, splits, False, "", "materialize the split with dvc-cuvis materialize, "
+         "then pass its folder as summaries")]
+    kinds = ["content_duplicate", "spectral_shift"]
+    without = [f"a.cu3s#{i}" for i in range(7)]
+    for folder, universe, split, pull, fix, then in cases:
+        for frames, verdict in ((7, "not run"), (9, "incomplete")):
+            kw = {} if pull is None else {"pull": pull}
+            note = missing_note(kinds, "no summaries", without, frames, ws, folder, universe,
+                                split, **kw)
+            line = (f"content_duplicate and spectral_shift {verdict}: no summaries; 7 of "
+                    f"{frames} frame(s) without a spectral summary: a.cu3s#0, a.cu3s#1, "
+                    "a.cu3s#2, a.cu3s#3, a.cu3s#4 (+2 more)")
+            line += (f"; produce them: {fix}" + (f", {then}" if then else "") if fix
+                     else f"; {then}")
+            assert note == {"constraints": kinds, "why": "no summaries", "count": 7,
+                            "frames": without[:5], "more": "(+2 more)", "fix": fix,
+                            "then": then, "line": line}, (folder, universe, pull)
