@@ -464,3 +464,45 @@ def test_a_deep_rescan_takes_a_damaged_frame_for_modified_and_hashes_each_once(
         ("constraints", "ok"), ("staleness", "skipped")]
     assert report.finding("content").details["modified"] == ["d/f1.npz"]
     assert (report.hashing["md5_hashed"], report.hashing["md5_cached"]) == (3, 0)
+
+
+# -- details in words (check/readable.py: detail_lines and its duplicate/neighbour pairs) ----
+
+
+def _pair(a: str, b: str, **extra: object) -> dict[str, object]:
+    return {"a": a, "a_stage": "train", "b": b, "b_stage": "test", **extra}
+
+
+def test_detail_lines_words_every_kind_of_value_and_cuts_lists_at_the_limit() -> None:
+    """Each detail is one line in words: lists cut to the limit (8 unless told) and counted,
+    mappings as ``k=v`` with nested values worded, empty values and None left out, pairs
+    as ``a (stage) ↔ b (stage)`` with their count (given, or the pairs listed)."""
+    from dvc_cuvis.check.readable import detail_lines
+
+    nine = [{"a": 1, "b": None, "c": "", "d": [1, 2]}, [3, 4]] + [f"f{i}" for i in range(2, 9)]
+    plain = {"none": None, "blank": "", "word": "x", "zero": 0, "empty_list": [],
+             "nine": nine, "empty_map": {},
+             "map": {"n": 3, "sub": {"x": 1, "y": None}, "ids": ["a", "b"]}}
+    assert detail_lines(plain) == [
+        "word: x", "zero: 0",
+        "nine: a 1; d 1, 2, 3, 4, f2, f3, f4, f5, f6, f7 (+1 more)",
+        "map: n=3, sub: x 1, ids: a, b"]
+    pairs = {
+        "adjacent_pairs": {"k": 2, "count": 3,
+                           "pairs": [_pair("r#0", "r#1"), _pair("r#2", "r#3"),
+                                     _pair("r#4", "r#5")]},
+        "duplicate_pairs": {
+            "content_duplicate": {"count": 5, "pairs": [_pair("p", "q"), _pair("s", "t"),
+                                                        _pair("u", "v")]},
+            "near_duplicate": {"pairs": [_pair("m", "n", distance=3)]},
+            "unsigned": {"count": 4, "frames": ["u1", "u2", "u3"], "fix": "dvc-cuvis sign d"}}}
+    assert detail_lines(pairs, limit=2) == [
+        "neighbouring frames (within 2): 3 pair(s): r#0 (train) ↔ r#1 (test); "
+        "r#2 (train) ↔ r#3 (test) (+1 more)",
+        "content duplicates: 5 pair(s): p (train) ↔ q (test); s (train) ↔ t (test) (+3 more)",
+        "near duplicates: 1 pair(s): m (train) ↔ n (test) (Hamming 3)",
+        "unsigned: 4 frame(s) without a signature: u1, u2 (+2 more); "
+        "sign them: dvc-cuvis sign d"]
+    uncounted = {"duplicate_pairs": {"unsigned": {"frames": ["u1"], "fix": "sign"}}}
+    assert detail_lines(uncounted, limit=2) == [
+        "unsigned: 1 frame(s) without a signature: u1; sign them: sign"]
