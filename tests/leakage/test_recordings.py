@@ -202,22 +202,26 @@ def test_recordings_positions_blocks_and_notes_pinned_exactly(tmp_path: Path) ->
         assert str(err.value) == (f"--group-by {bad!r}: block:N needs N a whole number from 1 "
                                   "to 1,000,000 (frames per block of a recording), e.g. block:8")
     # a session (its index is the position), three folders of frame files (natural order of
-    # the file name, the root's too) and a multi-frame source named with a '/' at its end
+    # the file name, the root's too; a folder name ending in XX: the key is the name after
+    # the last '/') and a multi-frame source named with a '/' at its end
     (tmp_path / "u.csv").write_text("source,index\n" + "".join(
         f"{s},{i}\n" for s, i in (("s.cu3s", 0), ("s.cu3s", 1), ("s.cu3s", 2), ("r/f10.npz", 0),
                                   ("r/f2.npz", 0), ("r/f1.npz", 0), ("q/a.npz", 0),
-                                  ("f10.npz", 0), ("f2.npz", 0), ("stack/", 0), ("stack/", 1))))
+                                  ("f10.npz", 0), ("f2.npz", 0), ("stack/", 0), ("stack/", 1),
+                                  ("qXX/XXz.npz", 0), ("qXX/c.npz", 0))))
     uni = read_universe(tmp_path / "u.csv")
     assert [uni.source(p) for p in range(len(uni))] == [
-        "f10.npz", "f2.npz", "q/a.npz", "r/f1.npz", "r/f10.npz", "r/f2.npz", "s.cu3s",
-        "s.cu3s", "s.cu3s", "stack/", "stack/"]
+        "f10.npz", "f2.npz", "q/a.npz", "qXX/XXz.npz", "qXX/c.npz", "r/f1.npz", "r/f10.npz",
+        "r/f2.npz", "s.cu3s", "s.cu3s", "s.cu3s", "stack/", "stack/"]
     names, codes, pos = frame_positions(uni)
-    assert names == ["./", "q/", "r/", "s.cu3s", "stack/"]
-    assert codes.tolist() == [0, 0, 1, 2, 2, 2, 3, 3, 3, 4, 4]
-    assert pos.dtype == np.int64 and pos.tolist() == [1, 0, 0, 0, 2, 1, 0, 1, 2, 0, 1]
+    assert names == ["./", "q/", "qXX/", "r/", "s.cu3s", "stack/"]
+    assert codes.tolist() == [0, 0, 1, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5]
+    assert pos.dtype == np.int64 and pos.tolist() == [1, 0, 0, 0, 1, 0, 2, 1, 0, 1, 2, 0, 1]
     out, of_row = blocks(uni, 2)
-    assert out == ["./@0", "q/@0", "r/@0", "r/@2", "s.cu3s@0", "s.cu3s@2", "stack/@0"]
-    assert of_row.dtype == np.int64 and of_row.tolist() == [0, 0, 1, 2, 3, 2, 4, 4, 5, 6, 6]
+    assert out == ["./@0", "q/@0", "qXX/@0", "r/@0", "r/@2", "s.cu3s@0", "s.cu3s@2",
+                   "stack/@0"]
+    assert of_row.dtype == np.int64 and of_row.tolist() == [0, 0, 1, 2, 2, 3, 4, 3, 5, 5, 6,
+                                                            7, 7]
     assert flat_note(uni) is None
     (tmp_path / "flat.csv").write_text("source,index\nframes/f0.npz,0\nframes/f1.npz,0\n")
     assert flat_note(read_universe(tmp_path / "flat.csv")) == (
