@@ -39,7 +39,7 @@ def frame_positions(uni: Universe) -> tuple[list[str], npt.NDArray[np.int32],
     neighbouring frames and contiguous blocks can be found without reading a frame."""
     names, codes = uni.recordings()
     per_source, _flat = uni.recording_layout()
-    pos = uni.indices.astype(np.int64, copy=True)
+    pos = uni.indices.astype(np.int64)
     folder_sources = [k for k, rec in enumerate(per_source)
                       if rec.endswith("/") and rec != uni.source_names[k]]
     if folder_sources:
@@ -50,7 +50,7 @@ def frame_positions(uni: Universe) -> tuple[list[str], npt.NDArray[np.int32],
         src = uni.source_names
         for members in by_folder.values():
             members.sort(key=lambda k: natural_key(src[k].rpartition("/")[2]))
-            rank[members] = np.arange(len(members), dtype=np.int64)
+            rank[members] = np.arange(len(members))
         is_folder = np.zeros(len(per_source), dtype=bool)
         is_folder[folder_sources] = True
         rows = is_folder[uni.codes]

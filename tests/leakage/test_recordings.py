@@ -234,3 +234,46 @@ def test_adjacent_pairs_and_the_buffer_exactly(tmp_path: Path) -> None:
     six = frames_of(tmp_path / "six", {"six.cu3s": 6, "zz.cu3s": 2})
     stages = {"train": np.array([0, 4, 7]), "val": np.array([2, 3, 6]), "test": np.array([5])}
     assert buffer_rows(six, stages, 2).tolist() == [2, 4, 5, 7]
+# --- leakage/recordings.py pinned exactly (mutation testing) ---
+
+def test_recordings_positions_blocks_and_notes_pinned_exactly(tmp_path: Path) -> None:
+    from dvc_cuvis.leakage.recordings import MAX_BLOCK, block_size, blocks, flat_note, natural_key
+
+    # digits compare as numbers and sort before text; no empty parts around a digit run
+    assert natural_key("f10a") == ((1, "f"), (0, 10), (1, "a"))
+    assert natural_key("10") == ((0, 10),)
+    assert sorted(["f10", "f2", "f", "2"], key=natural_key) == ["2", "f", "f2", "f10"]
+    assert block_size("sample") is None
+    assert block_size("block:1") == 1 and block_size(f"block:{MAX_BLOCK}") == MAX_BLOCK
+    for bad in ("block:0", f"block:{MAX_BLOCK + 1}", "block:x"):
+        with pytest.raises(DvcCuvisError) as err:
+            block_size(bad)
+        assert str(err.value) == (f"--group-by {bad!r}: block:N needs N a whole number from 1 "
+                                  "to 1,000,000 (frames per block of a recording), e.g. block:8")
+    # a session (its index is the position), three folders of frame files (natural order of
+    # the file name, the root's too; a folder name ending in XX: the key is the name after
+    # the last '/') and a multi-frame source named with a '/' at its end
+    (tmp_path / "u.csv").write_text("source,index\n" + "".join(
+        f"{s},{i}\n" for s, i in (("s.cu3s", 0), ("s.cu3s", 1), ("s.cu3s", 2), ("r/f10.npz", 0),
+                                  ("r/f2.npz", 0), ("r/f1.npz", 0), ("q/a.npz", 0),
+                                  ("f10.npz", 0), ("f2.npz", 0), ("stack/", 0), ("stack/", 1),
+                                  ("qXX/XXz.npz", 0), ("qXX/c.npz", 0))))
+    uni = read_universe(tmp_path / "u.csv")
+    assert [uni.source(p) for p in range(len(uni))] == [
+        "f10.npz", "f2.npz", "q/a.npz", "qXX/XXz.npz", "qXX/c.npz", "r/f1.npz", "r/f10.npz",
+        "r/f2.npz", "s.cu3s", "s.cu3s", "s.cu3s", "stack/", "stack/"]
+    names, codes, pos = frame_positions(uni)
+    assert names == ["./", "q/", "qXX/", "r/", "s.cu3s", "stack/"]
+    assert codes.tolist() == [0, 0, 1, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5]
+    assert pos.dtype == np.int64 and pos.tolist() == [1, 0, 0, 0, 1, 0, 2, 1, 0, 1, 2, 0, 1]
+    out, of_row = blocks(uni, 2)
+    assert out == ["./@0", "q/@0", "qXX/@0", "r/@0", "r/@2", "s.cu3s@0", "s.cu3s@2",
+                   "stack/@0"]
+    assert of_row.dtype == np.int64 and of_row.tolist() == [0, 0, 1, 2, 2, 3, 4, 3, 5, 5, 6,
+                                                            7, 7]
+    assert flat_note(uni) is None
+    (tmp_path / "flat.csv").write_text("source,index\nframes/f0.npz,0\nframes/f1.npz,0\n")
+    assert flat_note(read_universe(tmp_path / "flat.csv")) == (
+        "the frame files lie in one folder, so no recording is known: each frame is its own "
+        "group; give recordings their own folders or a 'group' column if frames of one "
+        "recording must stay together")
