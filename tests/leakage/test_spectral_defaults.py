@@ -277,8 +277,8 @@ _TESTS = {"tests": [
       "wavelength grids: 3 bands 400–500 nm (train, val): 2 recording(s), 7 frame(s); "
       "2 bands (test): 1 recording(s), 1 frame(s)",
       "spectral shift: val vs train: 3.46σ in 560–600 nm, p = 0.0123 (9+3 recordings), "
-      "shifted; test vs train: 0.50σ in 900–900 nm, no p-value (too few recordings to test); "
-      "test vs val: 0.00σ in 0–0 nm, p = 0.5 ( recordings)"]),
+      "shifted; test vs train: 0.50σ in 900 nm, no p-value (too few recordings to test); "
+      "test vs val: 0.00σ in 0 nm, p = 0.5 ( recordings)"]),
     # no count of frames without one (read as 0) and a missing-summaries note without a line
     ({"summaries": "mat/summaries", "missing_summaries": {}},
      ["spectral summaries: mat/summaries"]),
@@ -287,3 +287,11 @@ _TESTS = {"tests": [
 def test_check_words_the_spectral_details_whole(spectra: dict, lines: list[str]) -> None:
     from dvc_cuvis.check.readable import detail_lines
     assert detail_lines({"spectra": spectra}) == lines
+
+
+def test_check_words_a_shift_in_one_band_as_its_centre() -> None:
+    from dvc_cuvis.check.readable import detail_lines
+    one = {"a": "train", "b": "test", "recordings": [4, 4], "statistic": 5, "nm": [900, 900],
+           "p_value": 0.02, "flagged": True}
+    assert detail_lines({"spectra": {"spectral_shift": {"tests": [one]}}}) == [
+        "spectral shift: test vs train: 5.00σ in 900 nm, p = 0.02 (4+4 recordings), shifted"]
