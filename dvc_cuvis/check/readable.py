@@ -80,8 +80,9 @@ def _grid(g: Mapping[str, object]) -> str:
 def _test(t: Mapping[str, object]) -> str:
     nm = [_num(v) for v in _seq(t.get("nm"))] or [0.0, 0.0]
     recs = "+".join(str(r) for r in _seq(t.get("recordings")))
-    head = (f"{t.get('b')} vs {t.get('a')}: {_num(t.get('statistic')):.2f}σ in "
-            f"{nm[0]:g}–{nm[-1]:g} nm")
+    where = (f"{nm[0]:g} nm" if nm[0] == nm[-1]  # a range of one band: its centre
+             else f"{nm[0]:g}–{nm[-1]:g} nm")
+    head = f"{t.get('b')} vs {t.get('a')}: {_num(t.get('statistic')):.2f}σ in {where}"
     if t.get("p_value") is None:
         return f"{head}, no p-value ({t.get('note')})"
     return (f"{head}, p = {_num(t.get('p_value')):.3g} ({recs} recordings)"

@@ -252,3 +252,46 @@ def test_the_spectral_results_are_pinned_by_severity_and_by_the_summaries_read(
     assert spectral_results(res, None, "warn", "off", say) == (
         [], {"summaries": None, "missing_summaries": {"said": 1}})
     assert said == [(["spectral_shift"], NO_FOLDER, said[0][2], 72)] and len(said[0][2]) == 72
+
+
+# --- check/readable.py: the spectral details in words (_spectra, _grid, _test, _num) ---------
+
+_GRIDS = {"grids": [
+    {"bands": 3, "nm": [400, 450.5, 500], "stages": ["train", "val"], "recordings": ["r1", "r2"],
+     "frames": 7},
+    {"bands": 2, "stages": ["test"], "recordings": ["r3"], "frames": 1}]}  # a grid without nm
+_TESTS = {"tests": [
+    {"a": "train", "b": "val", "recordings": [9, 3], "statistic": 3.456, "nm": [560, 600],
+     "p_value": 0.01234, "flagged": True},
+    {"a": "train", "b": "test", "recordings": [9, 1], "statistic": 0.5, "nm": [900],
+     "p_value": None, "note": "too few recordings to test"},
+    {"a": "val", "b": "test", "p_value": 0.5, "flagged": False}]}  # no nm, statistic, recordings
+
+
+@pytest.mark.parametrize(("spectra", "lines"), [
+    ({"summaries": "mat/summaries", "without_summary": 2,
+      "missing_summaries": {"line": "2 frame(s) have no summary"},
+      "wavelength_grid": _GRIDS, "spectral_shift": _TESTS},
+     ["spectral summaries: mat/summaries (2 frame(s) without one)",
+      "2 frame(s) have no summary",
+      "wavelength grids: 3 bands 400–500 nm (train, val): 2 recording(s), 7 frame(s); "
+      "2 bands (test): 1 recording(s), 1 frame(s)",
+      "spectral shift: val vs train: 3.46σ in 560–600 nm, p = 0.0123 (9+3 recordings), "
+      "shifted; test vs train: 0.50σ in 900 nm, no p-value (too few recordings to test); "
+      "test vs val: 0.00σ in 0 nm, p = 0.5 ( recordings)"]),
+    # no count of frames without one (read as 0) and a missing-summaries note without a line
+    ({"summaries": "mat/summaries", "missing_summaries": {}},
+     ["spectral summaries: mat/summaries"]),
+    ({"summaries": None, "missing_summaries": {"line": "no folder"}}, ["no folder"]),
+])
+def test_check_words_the_spectral_details_whole(spectra: dict, lines: list[str]) -> None:
+    from dvc_cuvis.check.readable import detail_lines
+    assert detail_lines({"spectra": spectra}) == lines
+
+
+def test_check_words_a_shift_in_one_band_as_its_centre() -> None:
+    from dvc_cuvis.check.readable import detail_lines
+    one = {"a": "train", "b": "test", "recordings": [4, 4], "statistic": 5, "nm": [900, 900],
+           "p_value": 0.02, "flagged": True}
+    assert detail_lines({"spectra": {"spectral_shift": {"tests": [one]}}}) == [
+        "spectral shift: test vs train: 5.00σ in 900 nm, p = 0.02 (4+4 recordings), shifted"]
