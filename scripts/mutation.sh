@@ -88,8 +88,27 @@ ROOT=$PWD
 leakage_copy() {  # the sources as they are now, mutmut's state (mutants/) kept
     local work=.mutation/leakage
     mkdir -p "$work"
-    rm -rf "${work:?}"/{dvc_cuvis,tests,examples,scripts,testbeds}
-    cp -a dvc_cuvis tests examples scripts testbeds .gitignore "$work"/
+    # a file is copied only when its bytes changed, and then with a new time: mutmut makes a
+    # module's mutants again when its source is newer than them (an unchanged function keeps
+    # its verdict), so a copy with the source's own older time would keep stale mutants
+    .venv/bin/python - "$work" <<'PY'
+import filecmp, shutil, sys
+from pathlib import Path
+work = Path(sys.argv[1])
+for top in ("dvc_cuvis", "tests", "examples", "scripts", "testbeds", ".gitignore"):
+    src = Path(top)
+    files = [src] if src.is_file() else [p for p in src.rglob("*")
+                                         if p.is_file() and "__pycache__" not in p.parts]
+    for f in files:
+        dest = work / f
+        if not dest.is_file() or not filecmp.cmp(f, dest, shallow=False):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dest)
+    if src.is_dir():
+        for d in sorted((work / top).rglob("*"), reverse=True):
+            if d.is_file() and "__pycache__" not in d.parts and not (d.relative_to(work)).exists():
+                d.unlink()
+PY
     .venv/bin/python - "$work/pyproject.toml" "${LEAKAGE_TESTS[@]}" <<'PY'
 import re, sys
 from pathlib import Path
