@@ -199,12 +199,14 @@ def report(opts: ReportOptions) -> ReportResult:
 def _drift(cfg: DataSplitConfig, uni: Universe, names: dict[str, int] | None,
            opts: ReportOptions) -> DriftReport:
     """The same check ``dvc-cuvis check`` runs (re-scan included): the one call of verify,
-    reading the summaries the leakage section reads, so its constraints name those pairs."""
+    reading the summaries the leakage section reads, so its constraints name those pairs (a
+    folder that is not there is said by the spectra and leakage sections, not an error)."""
     from dvc_cuvis.check.drift import verify
 
+    folder = opts.summaries if opts.summaries and Path(opts.summaries).is_dir() else None
     return verify(cfg, uni, name_to_id=names, lock="auto", cache=opts.cache,
                   current=opts.rescan, allow_partial=opts.allow_partial,
-                  allow_unpinned=opts.allow_unpinned, summaries=opts.summaries)
+                  allow_unpinned=opts.allow_unpinned, summaries=folder)
 
 
 def _diff(opts: ReportOptions) -> tuple[SplitDiff, tuple[GitTree, Version] | None]:

@@ -196,6 +196,10 @@ def test_the_report_lists_planted_pairs_per_stage_pair_and_draws_the_worst(
                                         check=False, summaries=tmp_path / "nowhere")).html)
     assert any("no materialized folder" in p["text"] for p in gone.paragraphs)
     assert gone.rows[2] == ["val–test", "0", "0", "1"] and gone.pairs == []
+    absent = report(ReportOptions(universe=opts.universe, splits=opts.splits,
+                                  summaries=tmp_path / "nowhere")).shown.drift
+    assert absent is not None and "not run" in json.dumps(  # said, not an error
+        absent.finding("constraints").details)
     plain = report(ReportOptions(universe=opts.universe, splits=opts.splits, check=False)).html
     assert 'id="leakage"' not in plain
 
