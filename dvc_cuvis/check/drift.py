@@ -231,7 +231,7 @@ def _constraints_step(ctx: CheckContext) -> Finding:
     read, absent = None, NO_FOLDER
     if o.summaries is not None and res is not None and wanted != {"off"}:
         if unpulled(o.summaries, o.lock if isinstance(o.lock, Path) else None):
-            absent = f"{t.ws.rel(o.summaries)} is a DVC output that is not pulled"
+            absent = f"{t.ws.rel(o.summaries)} is a DVC output that is not (all) pulled"
         else:
             read = read_split_summaries(res, o.summaries, ctx.witness)
     duplicates = check_duplicates(read, o.content_duplicate, o.near_duplicate)

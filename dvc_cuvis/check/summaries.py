@@ -56,11 +56,12 @@ def summaries_folder(universe: Path | str | Universe | None, given: Path | str |
 
 
 def unpulled(folder: Path, lock: Path | None) -> bool:
-    """Whether ``folder`` is absent because it is a DVC output that is not pulled (dvc.lock
-    records it, or a ``.dvc`` file tracks it): a clone, where ``dvc pull`` brings it, not a
-    wrong ``--summaries``. ``lock``: the dvc.lock to read (None: the project's own, also
-    when the check was told to leave dvc.lock aside, as this only names the fix)."""
-    if folder.exists():
+    """Whether ``folder``'s summaries are absent because it is a DVC output that is not (all)
+    pulled (dvc.lock records it, or a ``.dvc`` file tracks it): a clone, or one that fetched
+    a stage's frames only, where ``dvc pull`` brings them, not a wrong ``--summaries``.
+    ``lock``: the dvc.lock to read (None: the project's own, also when the check was told to
+    leave dvc.lock aside, as this only names the fix)."""
+    if (folder / SUMMARIES_DIR).is_dir():
         return False
     if folder.with_name(folder.name + ".dvc").is_file():
         return True

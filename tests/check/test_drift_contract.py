@@ -781,7 +781,7 @@ def test_a_clone_that_has_not_pulled_is_told_to_pull(fresh_clone: Path, cli,
     assert text.err == ""
     # the summaries init's check reads are not pulled either: not run, and pulled by the fix
     note = checks["constraints"]["details"]["spectra"]["missing_summaries"]
-    assert note["why"] == "materialized is a DVC output that is not pulled"
+    assert note["why"] == "materialized is a DVC output that is not (all) pulled"
     assert (note["fix"], note["then"], note["count"]) == ("dvc pull materialized", "", 8)
 
 

@@ -360,8 +360,11 @@ def test_a_summaries_folder_not_pulled_and_a_missing_one(tmp_path: Path) -> None
     proj = tmp_path / "proj"
     (proj / ".dvc").mkdir(parents=True)  # the project's root: find_lock looks no higher
     (proj / "done").mkdir()
+    (proj / "part").mkdir()  # frames fetched for one stage, no summaries/
+    (proj / "whole/summaries").mkdir(parents=True)
     (proj / "tracked.dvc").write_text("outs:\n- path: tracked\n")
-    lock = "stages:\n  mat:\n    cmd: dvc-cuvis materialize\n    outs:\n    - path: out\n"
+    lock = ("stages:\n  mat:\n    cmd: dvc-cuvis materialize\n    outs:\n    - path: out\n"
+            "    - path: part\n    - path: whole\n")
     (proj / "custom.lock").write_text(lock)
     (proj / "bad.lock").write_text("stages: [unclosed\n")
     other = tmp_path / "other"
@@ -377,7 +380,9 @@ def test_a_summaries_folder_not_pulled_and_a_missing_one(tmp_path: Path) -> None
         (proj / "out", bad),           # an unreadable lock names no fix
         (proj / "out", proj / "absent.lock"),
         (proj / "done", custom),       # present: nothing to pull
-    ]] == [True, True, False, False, True, False, False, False]
+        (proj / "part", custom),       # recorded, here without summaries/: not all pulled
+        (proj / "whole", custom),      # recorded, and its summaries/ is here
+    ]] == [True, True, False, False, True, False, False, False, True, False]
     nowhere = tmp_path / "nowhere"
     with pytest.raises(DvcCuvisError) as err:
         read_split_summaries(Resolution(Universe.from_records([]), {}), nowhere)
