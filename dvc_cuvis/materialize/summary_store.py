@@ -82,6 +82,33 @@ def read_shard(path: Path) -> dict[str, dict[str, Any]]:
     return frames
 
 
+_NUMBER = {int, float}
+
+
+def spectral_problem(entry: dict[str, Any]) -> str:
+    """What keeps an entry's spectral fields from being computed with (``wavelengths``:
+    numbers; ``mean`` and ``std``: numbers or null, one per band), or "": for a shard pulled
+    from anyone's push, which is data, so no reader meets a string or a missing band there."""
+    wl = entry.get("wavelengths")
+    if type(wl) is not list or set(map(type, wl)) - _NUMBER:
+        return "'wavelengths' is not a list of numbers"
+    for key in ("mean", "std"):
+        values = entry.get(key)
+        if (type(values) is not list or len(values) != len(wl)
+                or set(map(type, values)) - _NUMBER - {type(None)}):
+            return f"'{key}' is not a list of numbers or nulls, one per wavelength"
+    return ""
+    wl = entry.get("wavelengths")
+    if type(wl) is not list or set(map(type, wl)) - _NUMBER:
+        return "'wavelengths' is not a list of numbers"
+    for key in ("mean", "std"):
+        values = entry.get(key)
+        if (type(values) is not list or len(values) != len(wl)
+                or set(map(type, values)) - _NUMBER - {type(None)}):
+            return f"'{key}' is not a list of numbers or nulls, one per wavelength"
+    return ""
+
+
 def dumps_shard(entries: Mapping[str, Mapping[str, Any]]) -> str:
     """A shard's text: the recipe and its entries, sorted, one stable JSON document."""
     return json.dumps({"recipe": RECIPE, "frames": dict(sorted(entries.items()))},

@@ -22,7 +22,7 @@ from dvc_cuvis.errors import DvcCuvisError, first_line
 from dvc_cuvis.leakage.shift import Shift, recording_means, shift_test
 from dvc_cuvis.limits import loads_json
 from dvc_cuvis.materialize.summaries import RECIPE
-from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard
+from dvc_cuvis.materialize.summary_store import SUMMARIES_DIR, read_shard, spectral_problem
 from dvc_cuvis.model.compare import Version
 from dvc_cuvis.repo.dvc_client import CacheLocator
 from dvc_cuvis.review.history import GitTree
@@ -46,7 +46,8 @@ def _dir_md5(lock_text: bytes, folder: str, where: str) -> str | None:
 
 
 _MD5 = re.compile(r"[0-9a-f]{32}")
-#: Frame name -> its summary entry, as a shard holds it.
+#: The fields of an entry the spectra compute with.
+_SPECTRAL = {"wavelengths", "mean", "std"}
 #: A frame's stored summary entry, and the entries of a folder by frame name.
 Entry = dict[str, Any]
 Entries = dict[str, Entry]
@@ -104,10 +105,18 @@ def summaries_at(tree: GitTree, rev: str, folder: str,
             return AtRevision({}, f"{folder}/{rel} at {rev} is not in the local DVC cache",
                               "shard")
         try:  # a shard of another recipe holds nothing comparable: it reads as empty
-            entries.update(read_shard(shard))
+            stored = read_shard(shard)
         except DvcCuvisError as exc:
             return AtRevision({}, f"{folder}/{rel} at {rev} cannot be read from the local "
                               f"DVC cache ({exc})")
+        for name, entry in stored.items():  # pushed data: computed with only when plain
+            if not _SPECTRAL & entry.keys():
+                continue  # a frame without a summary (a signature alone): nothing to compare
+            why = spectral_problem(entry)
+            if why:
+                return AtRevision({}, f"{folder}/{rel} at {rev} cannot be read from the "
+                                  f"local DVC cache (the entry of {name[:80]!r}: {why})")
+            entries[name] = entry
     if not entries and shards is None:
         return AtRevision({}, f"{folder} at {rev} holds no spectral summaries (of recipe "
                           f"{RECIPE})")

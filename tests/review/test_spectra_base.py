@@ -235,3 +235,23 @@ def test_a_pushed_shard_whose_index_is_no_integer_leaves_the_shift_test_out() ->
     assert _recording_spectra(good) is not None
     for index in ("abc", 1.5, None, True):
         assert _recording_spectra([{**good[0], "index": index}, good[1]]) is None
+
+
+def test_a_pushed_shard_whose_spectra_are_not_numbers_is_a_line_not_a_crash(
+        tmp_path: Path) -> None:
+    """The base revision's shards are data anyone could push: an entry whose wavelengths,
+    mean or std are not one number (or null) per band makes the shard one line, never a
+    traceback in the report; an entry without a summary (a signature alone) is passed over."""
+    bad = [("wavelengths", "abc", "'wavelengths' is not a list of numbers"),
+           ("mean", ["x"] * len(WL), "'mean' is not a list of numbers or nulls, one per "
+            "wavelength"),
+           ("std", [1.0], "'std' is not a list of numbers or nulls, one per wavelength")]
+    for key, value, why in bad:
+        tree = _repo(tmp_path / key, {"a%summary.json": {
+            "a/x.npz": {**_entry(1.0), key: value}, "a/y.npz": _entry(2.0)}})
+        assert base_entries(tree, "v1", "materialized") == ({}, (
+            f"materialized/summaries/a%summary.json at v1 cannot be read from the local DVC "
+            f"cache (the entry of 'a/x.npz': {why})"))
+    tree = _repo(tmp_path / "signed", {"a%summary.json": {
+        "a/x.npz": {"md5": "0" * 32, "signature": {}}, "a/y.npz": _entry(2.0)}})
+    assert sorted(base_entries(tree, "v1", "materialized")[0]) == ["a/y.npz"]
