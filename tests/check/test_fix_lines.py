@@ -178,6 +178,29 @@ def test_a_clone_that_has_not_pulled_is_fixed_by_its_fix_line(fresh_clone: Path)
     assert check(fresh_clone)[0] == 0
 
 
+def test_the_summaries_pull_pasted_keeps_unrelated_work(fresh_clone: Path) -> None:
+    """The leakage checks' note in a clone names ``dvc pull materialized``; pasted in a
+    repository holding a commit and uncommitted edits of its own, it brings the summaries
+    and touches nothing else."""
+    (fresh_clone / "notes.md").write_text("committed\n")
+    sh("git", "add", "notes.md", cwd=fresh_clone)
+    sh("git", "commit", "-qm", "unrelated work", cwd=fresh_clone)
+    (fresh_clone / "notes.md").write_text("committed\nand an edit not committed\n")
+    (fresh_clone / "draft.txt").write_text("untracked\n")
+    r = run("dvc-cuvis", "check", "--json", cwd=fresh_clone)
+    note = json.loads(r.stdout)["checks"]["constraints"]["details"]["spectra"]["missing_summaries"]
+    assert note["fix"] == "dvc pull materialized", note
+    sh("bash", "-c", note["fix"], cwd=fresh_clone)
+    assert (fresh_clone / "materialized/summaries").is_dir()
+    r = run("dvc-cuvis", "check", "--json", cwd=fresh_clone)
+    spectra = json.loads(r.stdout)["checks"]["constraints"]["details"]["spectra"]
+    assert "missing_summaries" not in spectra and spectra["summaries"] == "materialized"
+    assert (fresh_clone / "notes.md").read_text() == "committed\nand an edit not committed\n"
+    assert (fresh_clone / "draft.txt").read_text() == "untracked\n"
+    assert run("git", "log", "-1", "--format=%s", cwd=fresh_clone).stdout.strip() == (
+        "unrelated work")
+
+
 def test_without_a_remote_no_pull_is_offered(fresh_clone: Path) -> None:
     """``dvc pull`` would fail here: the fix says what to configure, in words."""
     sh("dvc", "remote", "remove", "store", cwd=fresh_clone)
