@@ -233,8 +233,12 @@ def shards_cost(n: int, seed: int, workdir: Path | None) -> dict:
         q: mp.Queue = mp.Queue()  # type: ignore[type-arg]
         p = mp.get_context("fork").Process(target=_shards_child, args=(root, q))
         p.start()
-        got: dict = q.get()
-        p.join()
+        try:
+            got: dict = q.get(timeout=600)  # a child that died says nothing: not a hang
+        finally:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
     print(f"check's summaries read + duplicate audit, {got['frames']:,} frames: "
           f"{got['wall']:.2f} s (CPU {got['cpu']:.2f} s), peak RSS {got['rss_gib']:.2f} GiB; "
           f"json.loads of the shards alone {got['parse_wall']:.2f} s")
