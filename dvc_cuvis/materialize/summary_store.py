@@ -85,7 +85,7 @@ def read_shard(path: Path) -> dict[str, dict[str, Any]]:
 _NUMBER = {int, float}
 
 
-def spectral_problem(entry: dict[str, Any]) -> str:
+def spectral_problem(entry: Mapping[str, object]) -> str:
     """What keeps an entry's spectral fields from being computed with (``wavelengths``:
     numbers; ``mean`` and ``std``: numbers or null, one per band), or "": for a shard pulled
     from anyone's push, which is data, so no reader meets a string or a missing band there."""
